@@ -1,0 +1,26 @@
+#pragma once
+// What firmware/core needs from the SoC it runs on. The host platform implements it over the
+// hwsim simulator, the QEMU platform over the emulated SoC; a real SoC over its MMIO.
+// firmware/core rules: no OS headers, no exceptions, no RTTI, no global heap.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace npu::fw {
+
+class Platform {
+public:
+    virtual ~Platform() = default;
+    // NPU registers (offsets from hwsim/isa/registers.h).
+    virtual uint32_t readReg(uint32_t offset) = 0;
+    virtual void writeReg(uint32_t offset, uint32_t value) = 0;
+    // Waits until the NPU raises an interrupt or timeoutUs passes; false on timeout.
+    virtual bool waitForIrq(uint32_t timeoutUs) = 0;
+    // Device DRAM, as the control core sees it (device address 0 = dram()[0]).
+    virtual uint8_t* dram() = 0;
+    virtual uint64_t dramSize() const = 0;
+    // A monotonic microsecond clock.
+    virtual uint64_t nowUs() = 0;
+};
+
+}  // namespace npu::fw

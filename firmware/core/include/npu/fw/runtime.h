@@ -1,0 +1,163 @@
+#pragma once
+// The firmware runtime's face to the RPC server: compile (prepare), hold blobs, execute.
+// firmware/core rules apply: no OS headers, no exceptions, no RTTI, no global heap. Every
+// table has a fixed capacity and reports overflow as RESOURCE_EXHAUSTED_*.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "npu/fw/arena.h"
+#include "npu/fw/platform.h"
+
+namespace npu::fw {
+
+inline constexpr uint32_t kMaxRank = 6;
+inline constexpr uint32_t kMaxOperations = 256;  // per model, for profiles
+inline constexpr uint32_t kMaxIo = 64;           // model inputs / outputs
+
+// Status codes are the HAL ErrorStatus values.
+enum class Code : uint32_t {
+    kNone = 0,
+    kDeviceUnavailable = 1,
+    kGeneralFailure = 2,
+    kOutputInsufficientSize = 3,
+    kInvalidArgument = 4,
+    kMissedDeadlineTransient = 5,
+    kMissedDeadlinePersistent = 6,
+    kResourceExhaustedTransient = 7,
+    kResourceExhaustedPersistent = 8,
+};
+
+// A status with a message that says what and where (formatted into a fixed buffer).
+struct FwStatus {
+    Code code = Code::kNone;
+    char message[192] = {};
+    bool ok() const { return code == Code::kNone; }
+    static FwStatus okStatus() { return FwStatus{}; }
+    // printf-style; truncates to the buffer.
+    static FwStatus make(Code code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+};
+
+// ---- The model as decoded from the wire (main subgraph), in arena memory ---------------------
+struct OperandDesc {
+    uint32_t type = 0;       // HAL OperandType
+    uint32_t rank = 0;
+    uint32_t dims[kMaxRank] = {};
+    float scale = 0.0f;
+    int32_t zeroPoint = 0;
+    uint32_t lifetime = 0;   // HAL OperandLifeTime
+    uint64_t dataAddr = 0;   // constants: DRAM address of the value staged by the host
+    uint32_t dataLength = 0;
+    const float* channelScales = nullptr;  // per-channel quantization
+    uint32_t channelScaleCount = 0;
+    uint32_t channelDim = 0;
+};
+
+struct OperationDesc {
+    uint32_t type = 0;  // HAL OperationType
+    const uint32_t* inputs = nullptr;
+    uint32_t inputCount = 0;
+    const uint32_t* outputs = nullptr;
+    uint32_t outputCount = 0;
+};
+
+struct ModelDesc {
+    const OperandDesc* operands = nullptr;
+    uint32_t operandCount = 0;
+    const OperationDesc* operations = nullptr;
+    uint32_t operationCount = 0;
+    const uint32_t* inputIndexes = nullptr;
+    uint32_t inputCount = 0;
+    const uint32_t* outputIndexes = nullptr;
+    uint32_t outputCount = 0;
+    uint32_t referencedSubgraphCount = 0;  // IF/WHILE bodies (not compiled yet)
+    bool relaxed = false;
+};
+
+// ---- Execution ------------------------------------------------------------------------------
+struct IoArg {
+    bool hasNoValue = false;
+    uint64_t addr = 0;     // DRAM address (host window)
+    uint32_t length = 0;   // bytes available
+    uint32_t rank = 0;     // 0 = the model's dimensions
+    uint32_t dims[kMaxRank] = {};
+};
+
+struct OpProfile {
+    uint32_t operationIndex = 0;
+    uint32_t type = 0;
+    uint64_t cycles = 0;
+    uint64_t macs = 0;
+    uint64_t stallCycles = 0;
+};
+
+struct OutputShapeInfo {
+    uint32_t rank = 0;
+    uint32_t dims[kMaxRank] = {};
+    bool sufficient = true;
+};
+
+struct ExecResult {
+    uint64_t deviceCycles = 0;
+    uint32_t profileCount = 0;
+    OpProfile profile[kMaxOperations];
+    uint32_t outputCount = 0;
+    OutputShapeInfo outputs[kMaxIo];
+};
+
+struct BlobInfo {
+    uint32_t handle = 0;
+    uint64_t modelBlobBytes = 0;  // command stream + metadata (the model cache)
+    uint64_t dataBlobBytes = 0;   // transformed constants (the data cache)
+    uint32_t numInputs = 0;
+    uint32_t numOutputs = 0;
+};
+
+struct HardwareInfo {
+    uint32_t id = 0;
+    uint32_t version = 0;
+    uint64_t clockHz = 0;
+    uint32_t arrayRows = 0;
+    uint32_t arrayCols = 0;
+    uint32_t dataflow = 0;
+    uint64_t scratchpadBytes = 0;
+    uint64_t accumulatorBytes = 0;
+    uint32_t vectorLanes = 0;
+    uint32_t dramBytesPerCycle = 0;
+    uint32_t dramLatencyCycles = 0;
+};
+
+struct RuntimeConfig {
+    // DRAM [0, firmwareDramBytes) belongs to the firmware (blobs, activations);
+    // [firmwareDramBytes, dramSize) is the host window.
+    uint64_t firmwareDramBytes = 0;
+    uint32_t irqTimeoutUs = 5'000'000;
+};
+
+class Runtime {
+public:
+    // `arena` backs the runtime's own tables (blob store, compiler scratch).
+    Runtime(Platform& platform, Arena& arena, const RuntimeConfig& config);
+
+    FwStatus init();  // probes the NPU (ID/VERSION/HW_CONFIG), resets it
+    HardwareInfo hardwareInfo() const;
+
+    // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types).
+    FwStatus supportedOperations(const ModelDesc& model, bool* supported);
+    // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
+    // temporaries and is released by the caller afterwards.
+    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info);
+    FwStatus release(uint32_t handle);
+    FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount,
+                     const IoArg* outputs, uint32_t outputCount, ExecResult* result);
+    // Drops every blob and resets the NPU.
+    FwStatus reset();
+
+    uint32_t loadedModels() const;
+
+private:
+    struct Impl;
+    Impl* impl_;  // lives in the arena
+};
+
+}  // namespace npu::fw

@@ -1,0 +1,43 @@
+#pragma once
+// Errors cross every host-side module boundary as values, never as exceptions:
+// a fallible function returns npu::Result<T>; NPU_TRY propagates an error.
+
+#include <expected>
+#include <string>
+#include <utility>
+
+#include "npu/hal/error_status.h"
+
+namespace npu {
+
+struct Error {
+    hal::ErrorStatus status = hal::ErrorStatus::GENERAL_FAILURE;
+    std::string message;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+// Result<void> helpers.
+using Status = Result<void>;
+
+inline std::unexpected<Error> fail(hal::ErrorStatus status, std::string message) {
+    return std::unexpected(Error{status, std::move(message)});
+}
+inline std::unexpected<Error> invalidArgument(std::string message) {
+    return fail(hal::ErrorStatus::INVALID_ARGUMENT, std::move(message));
+}
+inline std::unexpected<Error> generalFailure(std::string message) {
+    return fail(hal::ErrorStatus::GENERAL_FAILURE, std::move(message));
+}
+
+}  // namespace npu
+
+// Propagates the error of a Result-returning expression; evaluates to its value otherwise.
+// Usage: auto x = NPU_TRY(f());   or   NPU_TRY(g());   (for Result<void>)
+#define NPU_TRY(expr)                                                        \
+    ({                                                                       \
+        auto&& npuTryResult_ = (expr);                                       \
+        if (!npuTryResult_) return std::unexpected(std::move(npuTryResult_).error()); \
+        std::move(npuTryResult_).value();                                    \
+    })

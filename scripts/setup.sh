@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need, and fetches nanopb's C runtime
+# source for the firmware cross build. Idempotent: a second run installs nothing new.
+# Usage: scripts/setup.sh            (run as root, or with sudo available)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+packages=(
+  # build
+  meson ninja-build g++ pkg-config python3 dpkg-dev
+  # libraries
+  catch2 libprotobuf-dev protobuf-compiler libsodium-dev libusb-1.0-0-dev
+  nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  # firmware cross build
+  gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
+)
+
+sudo_cmd=()
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install packages" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq || echo "setup: warning: apt-get update reported errors; trying the install anyway" >&2
+  if ! DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/npu-setup-apt.log 2>&1; then
+    tail -n 20 /tmp/npu-setup-apt.log >&2
+    for p in "${missing[@]}"; do
+      apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: (none)\|^$' && echo "setup: package '$p' cannot be had from the configured Debian archive" >&2
+      apt-cache show "$p" >/dev/null 2>&1 || echo "setup: package '$p' is unknown to apt (is the Debian archive reachable?)" >&2
+    done
+    echo "setup: apt-get install failed (full log: /tmp/npu-setup-apt.log)" >&2
+    exit 1
+  fi
+else
+  echo "setup: all ${#packages[@]} Debian packages present"
+fi
+
+# nanopb's C runtime (pb_encode.c, pb_decode.c, pb_common.c) is shipped by Debian only in its
+# source package. The firmware cross build compiles it from there. We add a deb-src twin of the
+# machine's configured Debian source through apt options (a private sources list and list
+# directory), never by editing the system's apt configuration.
+"$here/scripts/fetch-nanopb-source.sh"
