@@ -11,7 +11,7 @@ packages=(
   meson ninja-build g++ pkg-config python3 dpkg-dev
   # libraries
   catch2 libprotobuf-dev protobuf-compiler libsodium-dev libusb-1.0-0-dev
-  nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   # firmware cross build
   gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
 )
