@@ -2,9 +2,11 @@
 // Errors cross every host-side module boundary as values, never as exceptions:
 // a fallible function returns npu::Result<T>; NPU_TRY propagates an error.
 
+#include <cstdint>
 #include <expected>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "npu/hal/error_status.h"
 
@@ -13,6 +15,13 @@ namespace npu {
 struct Error {
     hal::ErrorStatus status = hal::ErrorStatus::GENERAL_FAILURE;
     std::string message;
+    // OUTPUT_INSUFFICIENT_SIZE only: per output, the dimensions needed and whether the given
+    // buffer sufficed (the HAL returns output shapes together with this status).
+    struct Shape {
+        std::vector<uint32_t> dimensions;
+        bool isSufficient = true;
+    };
+    std::vector<Shape> outputShapes;
 };
 
 template <typename T>
