@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test; the last line is `N passed, N failed` (test cases).
+# Usage: scripts/test.sh [extra meson test args, e.g. --suite unit]
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+build=${NPU_BUILD_DIR:-build}
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" >/dev/null || { echo "meson setup failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+fi
+if ! ninja -C "$build" >"$build/ninja.log" 2>&1; then
+  tail -n 60 "$build/ninja.log" >&2
+  echo "build failed (full log: $build/ninja.log)" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+status=0
+# The firmware core must cross-compile for Cortex-M55 (arm-none-eabi, picolibc).
+cross_result=passed
+if ! bash scripts/cross-build-firmware.sh >"$build/cross-build.log" 2>&1; then
+  tail -n 40 "$build/cross-build.log" >&2
+  echo "firmware cross build for Cortex-M55 failed (log: $build/cross-build.log)" >&2
+  cross_result=failed
+  status=1
+fi
+
+meson test -C "$build" --num-processes 2 --print-errorlogs "$@" >"$build/meson-test.log" 2>&1
+tail -n 25 "$build/meson-test.log"
+python3 scripts/count_tests.py "$build/meson-logs/testlog.json" --extra "$cross_result" || status=1
+exit $status

@@ -1,0 +1,76 @@
+#pragma once
+// The NPU's HAL device: validates every call, marshals it over a protocol transport to the
+// firmware and turns replies into HAL results. It never links the firmware or the simulator:
+// whether the firmware runs on a thread of this process (loopback), in the npu-fwd daemon
+// (unix) or elsewhere, it only sees a proto::Transport.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "npu/hal/device.h"
+
+namespace npu::proto {
+class Transport;
+}
+
+namespace npu::shim {
+
+inline constexpr uint32_t kProtocolMajor = 1;
+inline constexpr uint32_t kProtocolMinor = 0;
+inline constexpr const char* kShimVersion = "0.1.0";
+
+struct ShimOptions {
+    std::chrono::milliseconds callTimeout{5000};      // control calls (hello, prepare, ...)
+    std::chrono::milliseconds executeTimeout{30000};  // one execution without a deadline
+    // The protocol major version this shim announces. Only tests change it, to check that a
+    // firmware of another major version is refused.
+    uint32_t protocolMajor = kProtocolMajor;
+};
+
+// Performs the version handshake over `transport` and maps the device-memory window.
+// Errors: DEVICE_UNAVAILABLE when the firmware does not answer, answers with another protocol
+// major version, or closes the connection.
+Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Transport> transport,
+                                                      const ShimOptions& options = {});
+
+struct DaemonOptions {
+    std::string socketPath;  // empty: $XDG_RUNTIME_DIR/npu-fwd.sock, else /tmp/npu-fwd-$UID.sock
+    // Start npu-fwd when nothing listens on socketPath. The daemon binary is taken from
+    // $NPU_FWD, else the build tree's copy, else npu-fwd on PATH.
+    bool spawnIfAbsent = true;
+    std::string daemonPath;  // overrides the search above
+    std::chrono::milliseconds startTimeout{5000};
+    ShimOptions shim;
+};
+
+// Connects to the firmware daemon over a Unix socket, starting it if asked. A daemon the shim
+// started is stopped when the returned device is destroyed.
+Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& options = {});
+
+std::string defaultSocketPath();
+
+// Vendor information beyond the HAL, for `npu info`: versions and the hardware configuration.
+struct NpuInfo {
+    std::string firmwareVersion;
+    uint32_t protocolMajor = 0;
+    uint32_t protocolMinor = 0;
+    uint32_t hwId = 0;
+    uint32_t hwVersion = 0;
+    uint64_t deviceMemoryBytes = 0;
+    uint64_t hostWindowBytes = 0;
+    uint64_t clockHz = 0;
+    uint32_t arrayRows = 0;
+    uint32_t arrayCols = 0;
+    uint32_t dataflow = 0;
+    uint64_t scratchpadBytes = 0;
+    uint64_t accumulatorBytes = 0;
+    uint32_t vectorLanes = 0;
+    uint32_t dramBytesPerCycle = 0;
+    uint32_t dramLatencyCycles = 0;
+};
+// INVALID_ARGUMENT when `device` is not an NPU device of this shim.
+Result<NpuInfo> queryNpuInfo(hal::IDevice& device);
+
+}  // namespace npu::shim

@@ -1,0 +1,100 @@
+#include "connection.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace npu::shim {
+
+DaemonProcess::~DaemonProcess() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    // Wait up to 2 s for a clean exit, then kill; never block forever.
+    for (int i = 0; i < 200; ++i) {
+        if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+}
+
+Status checkStatus(const proto::Status& status, const char* what) {
+    if (status.code() == 0) return {};
+    auto code = static_cast<hal::ErrorStatus>(status.code());
+    if (status.code() > static_cast<uint32_t>(hal::ErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT)) {
+        code = hal::ErrorStatus::GENERAL_FAILURE;
+    }
+    return fail(code, std::string(what) + ": " + status.message());
+}
+
+Status Connection::call(proto::Method method, const google::protobuf::Message& request,
+                        google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                        const char* what) {
+    auto result = rpc_->call(method, request, reply, timeout);
+    if (result) return {};
+    const proto::Error& e = result.error();
+    switch (e.kind) {
+        case proto::Error::Kind::kTimeout:
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        std::string(what) + ": the firmware did not answer within " +
+                            std::to_string(timeout.count()) + " ms (" + e.message + ")");
+        case proto::Error::Kind::kDisconnected:
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        std::string(what) + ": connection to the firmware lost (" + e.message + ")");
+        case proto::Error::Kind::kRemote: {
+            auto code = e.remoteCode == 0 ? hal::ErrorStatus::GENERAL_FAILURE
+                                          : static_cast<hal::ErrorStatus>(e.remoteCode);
+            return fail(code, std::string(what) + ": firmware error: " + e.message);
+        }
+        case proto::Error::Kind::kResourceExhausted:
+            return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT, std::string(what) + ": " + e.message);
+        case proto::Error::Kind::kInvalidArgument:
+            return invalidArgument(std::string(what) + ": " + e.message);
+        default:
+            return generalFailure(std::string(what) + ": " + e.message);
+    }
+}
+
+Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Transport> transport,
+                                                     const ShimOptions& options) {
+    const std::string peer = transport->describe();
+    auto rpc = proto::RpcClient::create(std::move(transport));
+    if (!rpc) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "cannot start the RPC client on " + peer + ": " + rpc.error().message);
+    }
+    std::shared_ptr<Connection> c(new Connection());
+    c->options_ = options;
+    c->rpc_ = std::move(*rpc);
+
+    proto::HelloRequest hello;
+    hello.set_major(options.protocolMajor);
+    hello.set_minor(kProtocolMinor);
+    hello.set_host_version(std::string("npu-shim ") + kShimVersion);
+    std::vector<proto::UniqueFd> fds;
+    auto r = c->rpc_->call(proto::METHOD_HELLO, hello, c->hello_, options.callTimeout, {}, &fds);
+    if (!r) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "handshake with the firmware on " + peer + " failed: " + r.error().message);
+    }
+    if (c->hello_.status().code() != 0) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " refused the handshake: " + c->hello_.status().message());
+    }
+    if (c->hello_.major() != options.protocolMajor) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " speaks protocol " + std::to_string(c->hello_.major()) + "." +
+                        std::to_string(c->hello_.minor()) + ", this driver speaks " +
+                        std::to_string(options.protocolMajor) + "." + std::to_string(kProtocolMinor));
+    }
+    if (fds.empty()) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware on " + peer + " did not share its device memory");
+    }
+    auto window = HostWindow::map(fds.front().get(), c->hello_.host_window_addr(), c->hello_.host_window_bytes());
+    if (!window) return std::unexpected(window.error());
+    c->window_ = std::move(*window);
+    return c;
+}
+
+}  // namespace npu::shim

@@ -1,0 +1,71 @@
+#include "host_window.h"
+
+#include <sys/mman.h>
+
+#include <string>
+
+namespace npu::shim {
+
+HostWindow::HostWindow(std::unique_ptr<hal::Memory> memory, uint64_t base, uint64_t size)
+    : memory_(std::move(memory)), base_(base), size_(size) {
+    freeBlocks_[0] = size;
+}
+
+Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
+    if (windowBytes == 0) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
+    auto memory = hal::Memory::mapFd(dramFd, windowAddr, windowBytes, PROT_READ | PROT_WRITE);
+    if (!memory) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "cannot map the device-memory window (addr " + std::to_string(windowAddr) + ", " +
+                        std::to_string(windowBytes) + " bytes) from the DRAM fd");
+    }
+    return std::unique_ptr<HostWindow>(new HostWindow(std::move(memory), windowAddr, windowBytes));
+}
+
+Result<uint64_t> HostWindow::allocate(uint64_t bytes) {
+    const uint64_t len = ((bytes == 0 ? 1 : bytes) + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard lock(mutex_);
+    for (auto it = freeBlocks_.begin(); it != freeBlocks_.end(); ++it) {
+        if (it->second < len) continue;
+        const uint64_t offset = it->first;
+        const uint64_t rest = it->second - len;
+        freeBlocks_.erase(it);
+        if (rest > 0) freeBlocks_[offset + len] = rest;
+        usedBlocks_[offset] = len;
+        return base_ + offset;
+    }
+    return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
+                "device-memory window full: " + std::to_string(bytes) + " bytes requested, window is " +
+                    std::to_string(size_) + " bytes");
+}
+
+void HostWindow::free(uint64_t addr) {
+    std::lock_guard lock(mutex_);
+    auto used = usedBlocks_.find(addr - base_);
+    if (used == usedBlocks_.end()) return;  // our own bug if it happens; never corrupt the lists
+    uint64_t offset = used->first;
+    uint64_t len = used->second;
+    usedBlocks_.erase(used);
+    auto next = freeBlocks_.lower_bound(offset);
+    if (next != freeBlocks_.end() && offset + len == next->first) {
+        len += next->second;
+        next = freeBlocks_.erase(next);
+    }
+    if (next != freeBlocks_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == offset) {
+            prev->second += len;
+            return;
+        }
+    }
+    freeBlocks_[offset] = len;
+}
+
+uint64_t HostWindow::bytesInUse() const {
+    std::lock_guard lock(mutex_);
+    uint64_t total = 0;
+    for (const auto& [offset, len] : usedBlocks_) total += len;
+    return total;
+}
+
+}  // namespace npu::shim

@@ -1,0 +1,275 @@
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "connection.h"
+#include "marshal.h"
+#include "npu/hal/validation.h"
+#include "npu/shim/npu_device.h"
+
+namespace npu::shim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::nanoseconds kDefaultLoopTimeout = std::chrono::seconds(2);
+constexpr std::chrono::nanoseconds kMaxLoopTimeout = std::chrono::seconds(15);
+
+uint64_t budgetNs(const hal::Deadline& deadline) {
+    if (!deadline) return 0;
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(*deadline - Clock::now()).count();
+    return left <= 0 ? 1 : static_cast<uint64_t>(left);
+}
+
+Status checkDeadline(const hal::Deadline& deadline, const char* what) {
+    if (deadline && Clock::now() >= *deadline) {
+        return fail(hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT, std::string(what) + ": the deadline has already passed");
+    }
+    return {};
+}
+
+// The time the shim waits for a reply: the call class's timeout, shortened by a deadline
+// (plus a margin for the firmware to report MISSED_DEADLINE itself).
+std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const hal::Deadline& deadline) {
+    if (!deadline) return classTimeout;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()) +
+                std::chrono::milliseconds(500);
+    return std::min(classTimeout, std::max(left, std::chrono::milliseconds(1)));
+}
+
+class NpuPreparedModel final : public hal::IPreparedModel {
+public:
+    NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel)
+        : connection_(std::move(connection)), handle_(handle), model_(std::move(ioModel)) {}
+
+    ~NpuPreparedModel() override {
+        proto::ReleaseModelRequest request;
+        request.set_model_handle(handle_);
+        proto::ReleaseModelReply reply;
+        // Best effort: a lost connection has released everything anyway.
+        (void)connection_->call(proto::METHOD_RELEASE_MODEL, request, reply,
+                                connection_->options().callTimeout, "releaseModel");
+    }
+
+    Result<hal::ExecutionResult> executeSynchronously(
+        const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
+        std::optional<std::chrono::nanoseconds> loopTimeout) override {
+        const auto start = Clock::now();
+        NPU_TRY(hal::validateRequest(request, model_));
+        if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
+            return invalidArgument("executeSynchronously: loop timeout " + std::to_string(loopTimeout->count()) +
+                                   " ns is outside [0, 15 s]");
+        }
+        NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
+
+        HostWindow& window = connection_->window();
+        proto::ExecuteRequest wire;
+        wire.set_model_handle(handle_);
+        wire.set_measure_timing(measure == hal::MeasureTiming::YES);
+        wire.set_deadline_ns(budgetNs(deadline));
+        wire.set_loop_timeout_ns(static_cast<uint64_t>((loopTimeout ? *loopTimeout : kDefaultLoopTimeout).count()));
+
+        std::vector<WindowBlock> blocks;
+        blocks.reserve(request.inputs.size() + request.outputs.size());
+        auto stage = [&](const hal::RequestArgument& arg, proto::Argument* out, bool isInput,
+                         size_t index) -> Status {
+            for (uint32_t d : arg.dimensions) out->add_dimensions(d);
+            if (arg.hasNoValue) {
+                out->set_has_no_value(true);
+                return {};
+            }
+            const auto& pool = request.pools[arg.location.poolIndex];
+            if (const uint32_t* token = std::get_if<uint32_t>(&pool)) {
+                out->set_buffer_token(*token);
+                return {};
+            }
+            const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
+            auto addr = window.allocate(arg.location.length);
+            if (!addr) {
+                return fail(addr.error().status, std::string(isInput ? "input " : "output ") +
+                                                     std::to_string(index) + ": " + addr.error().message);
+            }
+            blocks.emplace_back(&window, *addr, arg.location.length);
+            if (isInput && arg.location.length > 0) {
+                std::memcpy(blocks.back().data(), memory->data() + arg.location.offset, arg.location.length);
+            }
+            out->set_addr(*addr);
+            out->set_length(arg.location.length);
+            return {};
+        };
+        for (size_t i = 0; i < request.inputs.size(); ++i) NPU_TRY(stage(request.inputs[i], wire.add_inputs(), true, i));
+        const size_t firstOutputBlock = blocks.size();
+        std::vector<int> outputBlock(request.outputs.size(), -1);
+        for (size_t i = 0; i < request.outputs.size(); ++i) {
+            const size_t before = blocks.size();
+            NPU_TRY(stage(request.outputs[i], wire.add_outputs(), false, i));
+            if (blocks.size() > before) outputBlock[i] = static_cast<int>(blocks.size() - 1);
+        }
+        (void)firstOutputBlock;
+
+        proto::ExecuteReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_EXECUTE, wire, reply,
+                                  waitFor(connection_->options().executeTimeout, deadline), "execute"));
+
+        if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {
+            Error e{hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE, "execute: " + reply.status().message(), {}};
+            for (const auto& s : reply.output_shapes()) {
+                e.outputShapes.push_back({{s.dimensions().begin(), s.dimensions().end()}, s.is_sufficient()});
+            }
+            return std::unexpected(std::move(e));
+        }
+        NPU_TRY(checkStatus(reply.status(), "execute"));
+
+        for (size_t i = 0; i < request.outputs.size(); ++i) {
+            if (outputBlock[i] < 0) continue;
+            const auto& arg = request.outputs[i];
+            auto& memory = std::get<std::shared_ptr<hal::Memory>>(request.pools[arg.location.poolIndex]);
+            std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(), arg.location.length);
+        }
+
+        hal::ExecutionResult result;
+        for (const auto& s : reply.output_shapes()) {
+            result.outputShapes.push_back({{s.dimensions().begin(), s.dimensions().end()}, s.is_sufficient()});
+        }
+        result.deviceCycles = reply.device_cycles();
+        for (const auto& p : reply.profile()) {
+            result.profile.push_back({p.operation_index(), static_cast<hal::OperationType>(p.type()),
+                                      p.cycles(), p.macs(), p.stall_cycles()});
+        }
+        if (measure == hal::MeasureTiming::YES) {
+            if (reply.clock_hz() > 0) {
+                result.timing.timeOnDeviceUs = static_cast<uint64_t>(
+                    static_cast<double>(reply.device_cycles()) * 1e6 / static_cast<double>(reply.clock_hz()));
+            }
+            result.timing.timeInDriverUs = static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+            // The HAL requires timeInDriver >= timeOnDevice when both are reported. Simulated
+            // device time is not host time, so report the larger as the driver's time.
+            if (result.timing.timeOnDeviceUs != hal::kNoTiming &&
+                result.timing.timeInDriverUs < result.timing.timeOnDeviceUs) {
+                result.timing.timeInDriverUs = result.timing.timeOnDeviceUs;
+            }
+        }
+        return result;
+    }
+
+private:
+    std::shared_ptr<Connection> connection_;
+    uint32_t handle_;
+    hal::Model model_;  // the model's I/O description, for request validation
+};
+
+class NpuDevice final : public hal::IDevice {
+public:
+    explicit NpuDevice(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+
+    std::string getVersionString() const override {
+        return std::string("npu-shim ") + kShimVersion + " / " + connection_->hello().firmware_version();
+    }
+    hal::DeviceType getType() const override { return hal::DeviceType::ACCELERATOR; }
+
+    Result<hal::Capabilities> getCapabilities() override {
+        proto::GetCapabilitiesRequest request;
+        proto::CapabilitiesReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_CAPABILITIES, request, reply,
+                                  connection_->options().callTimeout, "getCapabilities"));
+        NPU_TRY(checkStatus(reply.status(), "getCapabilities"));
+        return capabilitiesFromWire(reply);
+    }
+
+    Result<std::vector<bool>> getSupportedOperations(const hal::Model& model) override {
+        NPU_TRY(hal::validateModel(model));
+        proto::GetSupportedOperationsRequest request;
+        auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
+        proto::SupportedOperationsReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,
+                                  connection_->options().callTimeout, "getSupportedOperations"));
+        NPU_TRY(checkStatus(reply.status(), "getSupportedOperations"));
+        if (static_cast<size_t>(reply.supported_size()) != model.main.operations.size()) {
+            return generalFailure("getSupportedOperations: firmware answered for " +
+                                  std::to_string(reply.supported_size()) + " operations, the model has " +
+                                  std::to_string(model.main.operations.size()));
+        }
+        return std::vector<bool>(reply.supported().begin(), reply.supported().end());
+    }
+
+    Result<std::shared_ptr<hal::IPreparedModel>> prepareModel(
+        const hal::Model& model, hal::ExecutionPreference preference, hal::Priority priority,
+        const hal::Deadline& deadline, const std::vector<int>& modelCache,
+        const std::vector<int>& dataCache, const hal::CacheToken&) override {
+        NPU_TRY(hal::validateModel(model));
+        NPU_TRY(hal::validateExecutionPreference(preference));
+        NPU_TRY(hal::validatePriority(priority));
+        if (!modelCache.empty() || !dataCache.empty()) {
+            // getNumberOfCacheFilesNeeded reports 0/0 until compilation caching lands.
+            return invalidArgument("prepareModel: " + std::to_string(modelCache.size()) + " model-cache and " +
+                                   std::to_string(dataCache.size()) +
+                                   " data-cache files given, this driver needs 0 and 0");
+        }
+        NPU_TRY(checkDeadline(deadline, "prepareModel"));
+
+        proto::PrepareModelRequest request;
+        auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
+        request.set_preference(static_cast<uint32_t>(preference));
+        request.set_priority(static_cast<uint32_t>(priority));
+        request.set_deadline_ns(budgetNs(deadline));
+        proto::PrepareModelReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
+                                  waitFor(connection_->options().callTimeout, deadline), "prepareModel"));
+        NPU_TRY(checkStatus(reply.status(), "prepareModel"));
+
+        // The prepared model keeps the model for request validation (its I/O operands).
+        hal::Model ioModel = model;
+        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), std::move(ioModel));
+    }
+
+    Result<NpuInfo> info() {
+        proto::GetCapabilitiesRequest request;
+        proto::CapabilitiesReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_CAPABILITIES, request, reply,
+                                  connection_->options().callTimeout, "getCapabilities"));
+        NPU_TRY(checkStatus(reply.status(), "getCapabilities"));
+        const auto& hello = connection_->hello();
+        const auto& hw = reply.hw();
+        NpuInfo info;
+        info.firmwareVersion = hello.firmware_version();
+        info.protocolMajor = hello.major();
+        info.protocolMinor = hello.minor();
+        info.hwId = hello.hw_id();
+        info.hwVersion = hello.hw_version();
+        info.deviceMemoryBytes = hello.device_memory_bytes();
+        info.hostWindowBytes = hello.host_window_bytes();
+        info.clockHz = hw.clock_hz();
+        info.arrayRows = hw.array_rows();
+        info.arrayCols = hw.array_cols();
+        info.dataflow = hw.dataflow();
+        info.scratchpadBytes = hw.scratchpad_bytes();
+        info.accumulatorBytes = hw.accumulator_bytes();
+        info.vectorLanes = hw.vector_lanes();
+        info.dramBytesPerCycle = hw.dram_bytes_per_cycle();
+        info.dramLatencyCycles = hw.dram_latency_cycles();
+        return info;
+    }
+
+private:
+    std::shared_ptr<Connection> connection_;
+};
+
+}  // namespace
+
+Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
+    return npu->info();
+}
+
+Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Transport> transport,
+                                                      const ShimOptions& options) {
+    auto connection = NPU_TRY(Connection::open(std::move(transport), options));
+    return std::make_shared<NpuDevice>(std::move(connection));
+}
+
+std::shared_ptr<hal::IDevice> makeNpuDevice(std::shared_ptr<Connection> connection) {
+    return std::make_shared<NpuDevice>(std::move(connection));
+}
+
+}  // namespace npu::shim

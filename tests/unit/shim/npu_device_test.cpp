@@ -1,0 +1,278 @@
+// The NPU HAL device end to end: shim -> transport -> firmware -> simulator, over both
+// transports: the handshake, version mismatch, dead daemon, and the conformance vectors.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "npu/framework/cts_loader.h"
+#include "npu/fw/platform/host/firmware_host.h"
+#include "npu/protocol/transport.h"
+#include "npu/shim/npu_device.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace npu;
+using namespace std::chrono_literals;
+
+struct Loopback {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::shared_ptr<hal::IDevice> device;
+};
+
+Loopback openLoopback(const shim::ShimOptions& options = {}) {
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    Loopback l;
+    l.firmware = std::move(loop->firmware);
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd), options);
+    REQUIRE(device.has_value());
+    l.device = *device;
+    return l;
+}
+
+std::string tempSocket(const char* tag) {
+    return (std::filesystem::temp_directory_path() / (std::string("npu-test-") + tag + "-" + std::to_string(getpid()) + ".sock")).string();
+}
+
+// A daemon started by the test itself, so the test can stop or kill it.
+struct Daemon {
+    pid_t pid = -1;
+    std::string socket;
+    ~Daemon() {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+        std::filesystem::remove(socket);
+    }
+};
+
+std::unique_ptr<Daemon> startDaemon(const char* tag) {
+    auto d = std::make_unique<Daemon>();
+    d->socket = tempSocket(tag);
+    std::string binary = NPU_FWD_TEST_PATH;
+    std::vector<std::string> args = {binary, "--socket", d->socket};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    REQUIRE(posix_spawn(&d->pid, binary.c_str(), nullptr, nullptr, argv.data(), environ) == 0);
+    for (int i = 0; i < 500 && !std::filesystem::exists(d->socket); ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(std::filesystem::exists(d->socket));
+    return d;
+}
+
+framework::TestCase findVector(const std::string& file, const std::string& name) {
+    auto reader = framework::CtsReader::open(framework::ctsDataDir() + "/" + file);
+    REQUIRE(reader.has_value());
+    while (true) {
+        auto next = (*reader)->next();
+        REQUIRE(next.has_value());
+        REQUIRE(next->has_value());
+        if ((*next)->name == name) return std::move(**next);
+    }
+}
+
+// Runs one vector; returns "pass", "fail: ...", "unsupported", or "rejected" (expect_failure).
+std::string runVector(hal::IDevice& device, const framework::TestCase& tc) {
+    auto supported = device.getSupportedOperations(tc.model);
+    if (!supported) {
+        if (tc.expectFailure) return "rejected";
+        if (supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT) return "fail: valid model rejected: " + supported.error().message;
+        return "fail: getSupportedOperations: " + supported.error().message;
+    }
+    for (bool s : *supported) {
+        if (!s) return "unsupported";
+    }
+    auto prepared = device.prepareModel(tc.model);
+    if (!prepared) return tc.expectFailure ? "rejected" : "fail: prepare: " + prepared.error().message;
+    auto request = framework::makeRequest(tc);
+    if (!request) return "fail: request: " + request.error().message;
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    if (!result) return tc.expectFailure ? "rejected" : "fail: execute: " + result.error().message;
+    if (tc.expectFailure) return "fail: expected a failure, got outputs";
+    auto outputs = framework::readOutputs(*request);
+    auto mismatch = framework::compareOutputs(tc, outputs, result->outputShapes);
+    if (mismatch) return "fail: " + mismatch->message;
+    if (result->timing.timeOnDeviceUs == hal::kNoTiming) return "fail: no device time";
+    return "pass";
+}
+
+// Every vendored vector: what the NPU claims must pass; everything else must be unsupported.
+void runConformance(hal::IDevice& device, const char* transport) {
+    std::map<std::string, int> counts;
+    std::vector<std::string> failures;
+    for (const auto& entry : std::filesystem::directory_iterator(framework::ctsDataDir())) {
+        if (entry.path().extension() != ".gz") continue;
+        auto reader = framework::CtsReader::open(entry.path().string());
+        REQUIRE(reader.has_value());
+        while (true) {
+            auto next = (*reader)->next();
+            REQUIRE(next.has_value());
+            if (!next->has_value()) break;
+            const auto& tc = **next;
+            std::string verdict = runVector(device, tc);
+            if (verdict.rfind("fail", 0) == 0) {
+                failures.push_back(tc.name + ": " + verdict);
+                counts["fail"]++;
+            } else {
+                counts[verdict]++;
+            }
+        }
+    }
+    INFO(transport << ": " << counts["pass"] << " passed, " << counts["rejected"] << " rejected as expected, "
+                   << counts["unsupported"] << " unsupported, " << counts["fail"] << " failed");
+    for (size_t i = 0; i < failures.size() && i < 20; ++i) UNSCOPED_INFO(failures[i]);
+    CHECK(failures.empty());
+    CHECK(counts["pass"] > 0);
+    WARN(transport << ": " << counts["pass"] << " vectors passed on the NPU, " << counts["unsupported"] << " unsupported");
+}
+
+}  // namespace
+
+TEST_CASE("loopback: handshake gives an ACCELERATOR with versions and capabilities", "[shim]") {
+    auto l = openLoopback();
+    CHECK(l.device->getType() == hal::DeviceType::ACCELERATOR);
+    CHECK(l.device->getVersionString().find("npu-shim") != std::string::npos);
+    auto caps = l.device->getCapabilities();
+    REQUIRE(caps.has_value());
+    CHECK_FALSE(caps->operandPerformance.empty());
+    auto info = shim::queryNpuInfo(*l.device);
+    REQUIRE(info.has_value());
+    CHECK(info->protocolMajor == shim::kProtocolMajor);
+    CHECK(info->clockHz > 0);
+    CHECK(info->arrayRows > 0);
+}
+
+TEST_CASE("loopback: a firmware of another protocol major version is refused with both versions", "[shim]") {
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    shim::ShimOptions options;
+    options.protocolMajor = shim::kProtocolMajor + 1;
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd), options);
+    REQUIRE_FALSE(device.has_value());
+    CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(device.error().message, Catch::Contains("2") && Catch::Contains("1"));
+}
+
+TEST_CASE("loopback: an invalid model is rejected with INVALID_ARGUMENT before reaching the firmware", "[shim]") {
+    auto l = openLoopback();
+    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    tc.model.main.operations[0].inputs[0] = 999;
+    auto prepared = l.device->prepareModel(tc.model);
+    REQUIRE_FALSE(prepared.has_value());
+    CHECK(prepared.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+}
+
+TEST_CASE("loopback: a quantized ADD runs with device timing and a per-operation profile", "[shim]") {
+    auto l = openLoopback();
+    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    REQUIRE(runVector(*l.device, tc) == "pass");
+    auto prepared = l.device->prepareModel(tc.model);
+    REQUIRE(prepared.has_value());
+    auto request = framework::makeRequest(tc);
+    REQUIRE(request.has_value());
+    auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    REQUIRE(r.has_value());
+    CHECK(r->deviceCycles > 0);
+    CHECK(r->profile.size() == 1);
+    CHECK(r->timing.timeInDriverUs >= r->timing.timeOnDeviceUs);
+    auto untimed = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    REQUIRE(untimed.has_value());
+    CHECK(untimed->timing.timeOnDeviceUs == hal::kNoTiming);
+    CHECK(untimed->timing.timeInDriverUs == hal::kNoTiming);
+}
+
+TEST_CASE("unix: the shim starts npu-fwd, runs a model and stops the daemon", "[shim]") {
+    shim::DaemonOptions options;
+    options.socketPath = tempSocket("spawn");
+    options.daemonPath = NPU_FWD_TEST_PATH;
+    {
+        auto device = shim::connectNpuDaemon(options);
+        REQUIRE(device.has_value());
+        auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+        CHECK(runVector(**device, tc) == "pass");
+    }
+    std::filesystem::remove(options.socketPath);
+}
+
+TEST_CASE("unix: no daemon and no permission to start one gives DEVICE_UNAVAILABLE", "[shim]") {
+    shim::DaemonOptions options;
+    options.socketPath = tempSocket("absent");
+    options.spawnIfAbsent = false;
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE_FALSE(device.has_value());
+    CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(device.error().message, Catch::Contains(options.socketPath));
+}
+
+TEST_CASE("unix: a protocol major mismatch with the daemon is refused", "[shim]") {
+    auto daemon = startDaemon("mismatch");
+    shim::DaemonOptions options;
+    options.socketPath = daemon->socket;
+    options.spawnIfAbsent = false;
+    options.shim.protocolMajor = shim::kProtocolMajor + 1;
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE_FALSE(device.has_value());
+    CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(device.error().message, Catch::Contains("protocol"));
+}
+
+TEST_CASE("unix: the daemon killed mid-call gives DEVICE_UNAVAILABLE within the timeout", "[shim]") {
+    auto daemon = startDaemon("kill");
+    shim::DaemonOptions options;
+    options.socketPath = daemon->socket;
+    options.spawnIfAbsent = false;
+    options.shim.executeTimeout = 10s;
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE(device.has_value());
+    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    auto prepared = (*device)->prepareModel(tc.model);
+    REQUIRE(prepared.has_value());
+    auto request = framework::makeRequest(tc);
+    REQUIRE(request.has_value());
+
+    // Freeze the daemon so the call is certainly in flight, then kill it.
+    REQUIRE(kill(daemon->pid, SIGSTOP) == 0);
+    auto call = std::async(std::launch::async, [&] {
+        return (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    });
+    std::this_thread::sleep_for(100ms);
+    REQUIRE(kill(daemon->pid, SIGKILL) == 0);
+    waitpid(daemon->pid, nullptr, 0);
+    daemon->pid = -1;
+    // The call must end by itself (well before the 10 s execute timeout; the wait below only
+    // bounds the test, it is not a timing assertion).
+    REQUIRE(call.wait_for(20s) == std::future_status::ready);
+    auto result = call.get();
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    // Later calls fail the same way, without hanging.
+    auto again = (*device)->getCapabilities();
+    REQUIRE_FALSE(again.has_value());
+    CHECK(again.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+}
+
+TEST_CASE("conformance over loopback: claimed vectors pass, the rest are unsupported", "[conformance]") {
+    auto l = openLoopback();
+    runConformance(*l.device, "loopback");
+}
+
+TEST_CASE("conformance over unix: claimed vectors pass, the rest are unsupported", "[conformance]") {
+    auto daemon = startDaemon("conformance");
+    shim::DaemonOptions options;
+    options.socketPath = daemon->socket;
+    options.spawnIfAbsent = false;
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE(device.has_value());
+    runConformance(**device, "unix");
+}

@@ -1,0 +1,173 @@
+// npu bench rpc: round-trip latency of the RPC channel against a bare Unix socket.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "commands.h"
+#include "model_builder.h"
+#include "npu.pb.h"
+#include "npu/framework/cts_loader.h"
+#include "npu/protocol/rpc_client.h"
+#include "npu/protocol/transport.h"
+#include "npu/shim/npu_device.h"
+
+namespace npu::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median round trip in microseconds of `iterations` calls of `once` (after a warm-up).
+double medianUs(int iterations, const std::function<bool()>& once) {
+    for (int i = 0; i < std::min(iterations / 10, 200); ++i) once();
+    std::vector<double> us;
+    us.reserve(iterations);
+    for (int i = 0; i < iterations; ++i) {
+        auto t0 = Clock::now();
+        if (!once()) return -1.0;
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+    return us[us.size() / 2];
+}
+
+double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+    auto rpc = proto::RpcClient::create(std::move(transport));
+    if (!rpc) return -1.0;
+    uint64_t nonce = 0;
+    return medianUs(iterations, [&] {
+        proto::PingRequest request;
+        request.set_nonce(++nonce);
+        proto::PingReply reply;
+        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
+        return r.has_value() && reply.nonce() == nonce;
+    });
+}
+
+// One quantized ADD of two 1x64 tensors, executed through the shim.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+    auto device = shim::createNpuDevice(std::move(transport));
+    if (!device) return -1.0;
+    ModelBuilder b;
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
+    uint32_t c = b.addInput(q8, {1, 64}, 0.5f, 128);
+    uint32_t act = b.addInt32Scalar(0);
+    uint32_t out = b.addOutput(q8, {1, 64}, 1.0f, 128);
+    b.addOperation(hal::OperationType::ADD, {a, c, act}, {out});
+    framework::TestCase tc;
+    tc.model = b.build();
+    tc.inputs = {std::vector<uint8_t>(64, 130), std::vector<uint8_t>(64, 140)};
+    tc.expectedOutputs = {std::vector<uint8_t>(64)};
+    tc.expectedOutputDims = {{1, 64}};
+    tc.outputIgnored = {false};
+    auto prepared = (*device)->prepareModel(tc.model);
+    auto request = framework::makeRequest(tc);
+    if (!prepared || !request) return -1.0;
+    return medianUs(iterations, [&] {
+        return (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt).has_value();
+    });
+}
+
+// The floor: 32-byte messages echoed over a connected AF_UNIX stream socket by a second thread.
+double bareSocketUs(int iterations) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1.0;
+    std::thread echo([fd = sv[1]] {
+        char buf[32];
+        while (true) {
+            size_t got = 0;
+            while (got < sizeof buf) {
+                ssize_t n = read(fd, buf + got, sizeof buf - got);
+                if (n <= 0) return;
+                got += static_cast<size_t>(n);
+            }
+            if (write(fd, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return;
+        }
+    });
+    char msg[32] = {1};
+    double us = medianUs(iterations, [&] {
+        if (write(sv[0], msg, sizeof msg) != static_cast<ssize_t>(sizeof msg)) return false;
+        size_t got = 0;
+        while (got < sizeof msg) {
+            ssize_t n = read(sv[0], msg + got, sizeof msg - got);
+            if (n <= 0) return false;
+            got += static_cast<size_t>(n);
+        }
+        return true;
+    });
+    shutdown(sv[0], SHUT_RDWR);
+    echo.join();
+    close(sv[0]);
+    close(sv[1]);
+    return us;
+}
+
+// A firmware host serving one Unix-socket connection from a thread of this process.
+struct UnixFirmware {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::unique_ptr<proto::Transport> client;
+};
+std::optional<UnixFirmware> startUnixFirmware(const std::string& path) {
+    auto listener = proto::UnixListener::listen(path);
+    if (!listener) return std::nullopt;
+    auto fw = fw::host::FirmwareHost::create();
+    if (!fw) return std::nullopt;
+    auto client = proto::connectUnix(path, std::chrono::milliseconds(2000));
+    if (!client) return std::nullopt;
+    auto server = (*listener)->accept(std::chrono::milliseconds(2000));
+    if (!server) return std::nullopt;
+    (*fw)->start(std::move(*server));
+    return UnixFirmware{std::move(*fw), std::move(*client)};
+}
+
+}  // namespace
+
+int cmdBenchRpc(bool json, int iterations) {
+    const std::string dir = std::filesystem::temp_directory_path() / fmt::format("npu-bench-{}", getpid());
+    std::filesystem::create_directories(dir);
+    double figures[5] = {-1, -1, -1, -1, -1};
+    {
+        auto loop = fw::host::startLoopbackFirmware();
+        if (loop) figures[0] = pingUs(std::move(loop->hostEnd), iterations);
+    }
+    {
+        auto loop = fw::host::startLoopbackFirmware();
+        if (loop) figures[2] = execUs(std::move(loop->hostEnd), iterations);
+    }
+    {
+        auto unix = startUnixFirmware(dir + "/ping.sock");
+        if (unix) figures[1] = pingUs(std::move(unix->client), iterations);
+    }
+    {
+        auto unix = startUnixFirmware(dir + "/exec.sock");
+        if (unix) figures[3] = execUs(std::move(unix->client), iterations);
+    }
+    figures[4] = bareSocketUs(iterations);
+    std::filesystem::remove_all(dir);
+
+    static const char* kKeys[] = {"ping_loopback_us", "ping_unix_us", "exec_loopback_us", "exec_unix_us", "bare_socket_us"};
+    bool ok = std::all_of(std::begin(figures), std::end(figures), [](double f) { return f >= 0; });
+    if (json) {
+        nlohmann::json j;
+        for (int i = 0; i < 5; ++i) j[kKeys[i]] = figures[i] < 0 ? nlohmann::json(nullptr) : nlohmann::json(figures[i]);
+        j["iterations"] = iterations;
+        j["ping_unix_over_bare"] = figures[4] > 0 && figures[1] > 0 ? figures[1] / figures[4] : 0.0;
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("median round trip over {} iterations\n", iterations);
+        for (int i = 0; i < 5; ++i) fmt::print("  {:<18} {:>9.2f} us\n", kKeys[i], figures[i]);
+        if (figures[4] > 0 && figures[1] > 0) fmt::print("  ping_unix / bare_socket = {:.2f} (target <= 2)\n", figures[1] / figures[4]);
+    }
+    if (!ok) fmt::print(stderr, "npu bench rpc: some figures could not be measured (-1 / null)\n");
+    return ok ? 0 : 1;
+}
+
+}  // namespace npu::tools

@@ -1,0 +1,35 @@
+#include "device_factory.h"
+
+#include "npu/ref/reference_device.h"
+#include "npu/shim/npu_device.h"
+
+namespace npu::tools {
+
+Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
+    OpenedDevice opened;
+    if (choice.device == "reference") {
+        opened.device = std::make_shared<ref::ReferenceDevice>();
+        return opened;
+    }
+    if (choice.device != "npu") {
+        return invalidArgument("--device: unknown device '" + choice.device + "' (expected npu or reference)");
+    }
+    if (choice.transport == "loopback") {
+        auto loop = fw::host::startLoopbackFirmware();
+        if (!loop) {
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "cannot start the in-process firmware: " + loop.error().message);
+        }
+        opened.firmware = std::move(loop->firmware);
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(loop->hostEnd)));
+        return opened;
+    }
+    if (choice.transport == "unix") {
+        shim::DaemonOptions options;
+        options.socketPath = choice.socketPath;
+        opened.device = NPU_TRY(shim::connectNpuDaemon(options));
+        return opened;
+    }
+    return invalidArgument("--transport: unknown transport '" + choice.transport + "' (expected loopback or unix)");
+}
+
+}  // namespace npu::tools

@@ -1,0 +1,26 @@
+#pragma once
+// Opens the device a command asked for: the NPU over a transport, or the CPU reference.
+// tools/ is the composition root: only here are the in-process firmware and the shim wired.
+
+#include <memory>
+#include <string>
+
+#include "npu/fw/platform/host/firmware_host.h"
+#include "npu/hal/device.h"
+
+namespace npu::tools {
+
+struct DeviceChoice {
+    std::string device = "npu";          // npu | reference
+    std::string transport = "loopback";  // loopback | unix
+    std::string socketPath;              // unix: empty = the default path
+};
+
+struct OpenedDevice {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;  // loopback only; declared first, destroyed last
+    std::shared_ptr<hal::IDevice> device;
+};
+
+Result<OpenedDevice> openDevice(const DeviceChoice& choice);
+
+}  // namespace npu::tools

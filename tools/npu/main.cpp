@@ -1,0 +1,59 @@
+// npu: the command-line entry point of npu-stack.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+    using npu::tools::DeviceChoice;
+    CLI::App app{"npu: run, inspect and benchmark the npu-stack NPU driver"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Show help for every command");
+
+    DeviceChoice choice;
+    bool json = false;
+    auto addDeviceOptions = [&](CLI::App* cmd, bool withDevice) {
+        if (withDevice) {
+            cmd->add_option("--device", choice.device, "npu or reference")
+                ->check(CLI::IsMember({"npu", "reference"}))
+                ->capture_default_str();
+        }
+        cmd->add_option("--transport", choice.transport, "loopback (in-process firmware) or unix (npu-fwd daemon)")
+            ->check(CLI::IsMember({"loopback", "unix"}))
+            ->capture_default_str();
+        cmd->add_option("--socket", choice.socketPath, "unix transport: the daemon's socket (default: per-user runtime dir)");
+        cmd->add_flag("--json", json, "print JSON instead of tables");
+    };
+
+    auto* info = app.add_subcommand("info", "Versions, capabilities and the hardware configuration");
+    addDeviceOptions(info, false);
+
+    std::string file, name;
+    auto* run = app.add_subcommand("run", "Run one test vector of a JSON-lines file and check its outputs");
+    run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
+    run->add_option("--name", name, "the vector's name")->required();
+    addDeviceOptions(run, true);
+
+    auto* demo = app.add_subcommand("demo", "The main job: a small quantized CNN through the whole stack");
+    addDeviceOptions(demo, false);
+
+    auto* bench = app.add_subcommand("bench", "Benchmarks that print figures");
+    bench->require_subcommand(1);
+    int iterations = 2000;
+    auto* benchRpc = bench->add_subcommand("rpc", "Round-trip latency: Ping and a one-operation execution over loopback and unix, and a bare socket");
+    benchRpc->add_flag("--json", json, "print JSON");
+    benchRpc->add_option("--iterations", iterations, "round trips per figure")->check(CLI::Range(10, 1000000))->capture_default_str();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+
+    if (info->parsed()) return npu::tools::cmdInfo(choice, json);
+    if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json);
+    if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
+    if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations);
+    return 2;
+}

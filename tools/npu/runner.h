@@ -1,0 +1,25 @@
+#pragma once
+// Runs one test case on a device: support check, prepare, execute with timing, read back.
+
+#include <string>
+#include <vector>
+
+#include "npu/framework/cts_loader.h"
+#include "npu/hal/device.h"
+
+namespace npu::tools {
+
+struct RunOutcome {
+    bool supported = true;                 // false: the device does not take every operation
+    std::vector<bool> supportedOperations;
+    std::vector<std::vector<uint8_t>> outputs;
+    hal::ExecutionResult result;
+};
+
+Result<RunOutcome> runTestCase(hal::IDevice& device, const framework::TestCase& testCase);
+
+// Human-readable pieces shared by the commands.
+std::string formatTensor(hal::OperandType type, const std::vector<uint8_t>& bytes, size_t maxElements = 32);
+std::string formatProfileTable(const hal::ExecutionResult& result, uint64_t clockHz);
+
+}  // namespace npu::tools
