@@ -24,12 +24,11 @@ void putGroup(crypto_generichash_state& st, std::span<const ByteSpan> buffers) {
     }
 }
 
-crypto_generichash_state start(const CacheKey& key, std::string_view domain) {
+// The state is filled in place (never copied: it is 64-byte aligned and large).
+void start(crypto_generichash_state& st, const CacheKey& key, std::string_view domain) {
     (void)initSodium();  // a CacheKey exists only after a successful initSodium()
-    crypto_generichash_state st;
     ::crypto_generichash_init(&st, key.bytes().data(), key.bytes().size(), kHashBytes);
     ::crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(domain.data()), domain.size() + 1);
-    return st;
 }
 
 Hash finish(crypto_generichash_state& st) {
@@ -42,14 +41,16 @@ Hash finish(crypto_generichash_state& st) {
 }  // namespace
 
 Hash hashBuffers(const CacheKey& key, std::span<const ByteSpan> buffers) {
-    auto st = start(key, kBuffersDomain);
+    crypto_generichash_state st;
+    start(st, key, kBuffersDomain);
     putGroup(st, buffers);
     return finish(st);
 }
 
 Hash hashCacheBuffers(const CacheKey& key, std::span<const ByteSpan> modelCache,
                       std::span<const ByteSpan> dataCache) {
-    auto st = start(key, kCacheDomain);
+    crypto_generichash_state st;
+    start(st, key, kCacheDomain);
     putGroup(st, modelCache);
     putGroup(st, dataCache);
     return finish(st);

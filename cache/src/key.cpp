@@ -71,10 +71,12 @@ Result<void> ensureDirectory(const std::string& path, unsigned mode) {
     if (errno != ENOENT) return ioError("stat", path, errno);
     const std::string parent = detail::dirName(path);
     if (parent != path) NPU_CACHE_TRY(ensureDirectory(parent, mode));
-    if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+    if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0) {
+        if (errno == EEXIST) return {};  // a concurrent creator
         return ioError("mkdir", path, errno);
     }
-    return {};
+    // Make the new directory's name durable, so files later fsynced in it survive power loss.
+    return detail::fsyncDirectory(parent);
 }
 
 namespace {
