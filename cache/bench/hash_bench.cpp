@@ -52,18 +52,18 @@ int main(int argc, char** argv) {
     double hashMb = 0, rawMb = 0;
     for (int r = 0; r < rounds; ++r) {
         hashMb = std::max(hashMb, bestMbPerSecond(buffer.size(), 1, [&] {
-            sink = sink ^ npu::cache::hashCacheBuffers(*key, model, data)[0];
-        }));
+                              sink = sink ^ npu::cache::hashCacheBuffers(*key, model, data)[0];
+                          }));
         rawMb = std::max(rawMb, bestMbPerSecond(buffer.size(), 1, [&] {
-            uint8_t out[32];
-            ::crypto_generichash(out, sizeof out, buffer.data(), buffer.size(), key->bytes().data(),
-                                 key->bytes().size());
-            sink = sink ^ out[0];
-        }));
+                             uint8_t out[32];
+                             ::crypto_generichash(out, sizeof out, buffer.data(), buffer.size(),
+                                                  key->bytes().data(), key->bytes().size());
+                             sink = sink ^ out[0];
+                         }));
     }
-    std::printf("{\"buffer_bytes\": %zu, \"model_bytes\": %zu, \"data_bytes\": %zu, \"rounds\": %d, "
-                "\"hash_mb_s\": %.1f, \"raw_blake2b_mb_s\": %.1f, \"ratio\": %.3f}\n",
-                buffer.size(), modelBytes, buffer.size() - modelBytes, rounds, hashMb, rawMb,
-                hashMb / rawMb);
+    std::printf(
+        "{\"buffer_bytes\": %zu, \"model_bytes\": %zu, \"data_bytes\": %zu, \"rounds\": %d, "
+        "\"hash_mb_s\": %.1f, \"raw_blake2b_mb_s\": %.1f, \"ratio\": %.3f}\n",
+        buffer.size(), modelBytes, buffer.size() - modelBytes, rounds, hashMb, rawMb, hashMb / rawMb);
     return 0;
 }

@@ -34,7 +34,8 @@ Token CacheDirectory::entryToken(const CompilationKey& c) {
     ::crypto_generichash_update(&st, c.modelChecksum.data(), c.modelChecksum.size());
     putLe(st, static_cast<uint32_t>(c.executionPreference), 4);
     putLe(st, c.deviceName.size(), 8);
-    ::crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(c.deviceName.data()), c.deviceName.size());
+    ::crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(c.deviceName.data()),
+                                c.deviceName.size());
     Token t{};
     ::crypto_generichash_final(&st, t.data(), t.size());
     return t;
@@ -49,7 +50,8 @@ CacheDirectory::CacheDirectory(const CacheKey& key, CacheDirectoryOptions option
       lockPath_(root_ + "/directory.lock"),
       map_(std::move(map)) {}
 
-Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key, CacheDirectoryOptions options) {
+Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key,
+                                                             CacheDirectoryOptions options) {
     NPU_CACHE_TRY(initSodium());
     if (options.maxEntries == 0 || options.maxEntries > kMaxMapEntriesLimit) {
         return cacheError(CacheError::Kind::kInvalidArgument,
@@ -72,7 +74,8 @@ Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key
     mapOptions.currentFirmwareVersion = key.firmwareVersion();
     mapOptions.onRecovery = options.onRecovery;
     auto map = NPU_CACHE_TRY(TokenMap::open(std::move(mapOptions)));
-    std::unique_ptr<CacheDirectory> dir(new CacheDirectory(key, std::move(options), std::move(root), std::move(map)));
+    std::unique_ptr<CacheDirectory> dir(
+        new CacheDirectory(key, std::move(options), std::move(root), std::move(map)));
     {
         auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(dir->lockPath_, dir->options_.lockTimeout));
         NPU_CACHE_TRY(dir->removeOrphans());
@@ -107,9 +110,9 @@ Result<void> CacheDirectory::put(const CompilationKey& compilation, std::span<co
     const ByteSpan model[] = {modelCache};
     const ByteSpan data[] = {dataCache};
     const Hash hash = hashCacheBuffers(key_, model, data);
-    NPU_CACHE_TRY(map_->store(token, hash,
-                              StoreInfo{modelCache.size(), dataCache.size(), key_.driverVersion(),
-                                        key_.firmwareVersion()}));
+    NPU_CACHE_TRY(map_->store(
+        token, hash,
+        StoreInfo{modelCache.size(), dataCache.size(), key_.driverVersion(), key_.firmwareVersion()}));
     NPU_CACHE_TRY(detail::writeFileAtomically(filePath(token, kModelSuffix), modelCache));
     NPU_CACHE_TRY(detail::writeFileAtomically(filePath(token, kDataSuffix), dataCache));
     NPU_CACHE_TRY(enforceLimits(token));
@@ -118,7 +121,8 @@ Result<void> CacheDirectory::put(const CompilationKey& compilation, std::span<co
 
 Result<std::optional<CachedCompilation>> CacheDirectory::readEntry(const Token& token) {
     CachedCompilation c;
-    auto model = NPU_CACHE_TRY(detail::readFileIfExists(filePath(token, kModelSuffix), options_.maxTotalBytes));
+    auto model =
+        NPU_CACHE_TRY(detail::readFileIfExists(filePath(token, kModelSuffix), options_.maxTotalBytes));
     auto data = NPU_CACHE_TRY(detail::readFileIfExists(filePath(token, kDataSuffix), options_.maxTotalBytes));
     if (!model || !data) return std::optional<CachedCompilation>{};
     c.modelCache = std::move(*model);

@@ -80,8 +80,8 @@ Result<void> fsyncDirectory(const std::string& dir) {
 Result<void> pwriteAll(int fd, std::span<const uint8_t> data, uint64_t offset, const std::string& what) {
     size_t done = 0;
     while (done < data.size()) {
-        const ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
-                                   static_cast<off_t>(offset + done));
+        const ssize_t n =
+            ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
         if (n < 0) {
             if (errno == EINTR) continue;
             return ioError("pwrite", what, errno);

@@ -19,13 +19,20 @@ using detail::UniqueFd;
 
 const char* kindName(CacheError::Kind kind) {
     switch (kind) {
-        case CacheError::Kind::kIo: return "io";
-        case CacheError::Kind::kInvalidArgument: return "invalid-argument";
-        case CacheError::Kind::kBadAccessMode: return "bad-access-mode";
-        case CacheError::Kind::kBadSecret: return "bad-secret";
-        case CacheError::Kind::kCorrupt: return "corrupt";
-        case CacheError::Kind::kTooLarge: return "too-large";
-        case CacheError::Kind::kTimeout: return "timeout";
+        case CacheError::Kind::kIo:
+            return "io";
+        case CacheError::Kind::kInvalidArgument:
+            return "invalid-argument";
+        case CacheError::Kind::kBadAccessMode:
+            return "bad-access-mode";
+        case CacheError::Kind::kBadSecret:
+            return "bad-secret";
+        case CacheError::Kind::kCorrupt:
+            return "corrupt";
+        case CacheError::Kind::kTooLarge:
+            return "too-large";
+        case CacheError::Kind::kTimeout:
+            return "timeout";
     }
     return "unknown";
 }
@@ -52,7 +59,8 @@ Result<std::string> defaultStateDirectory() {
             found->pw_dir == nullptr || found->pw_dir[0] != '/') {
             return cacheError(CacheError::Kind::kInvalidArgument,
                               "no state directory: XDG_STATE_HOME and HOME are unset or relative and "
-                              "uid " + std::to_string(::geteuid()) + " has no home directory");
+                              "uid " +
+                                  std::to_string(::geteuid()) + " has no home directory");
         }
         home = found->pw_dir;
     }
@@ -89,7 +97,8 @@ Result<std::optional<Secret>> readSecret(const std::string& path) {
     if (!fd) {
         if (errno == ENOENT) return std::optional<Secret>{};
         if (errno == ELOOP) {
-            return cacheError(CacheError::Kind::kBadSecret, path + ": is a symbolic link; refusing it as the cache secret");
+            return cacheError(CacheError::Kind::kBadSecret,
+                              path + ": is a symbolic link; refusing it as the cache secret");
         }
         return ioError("open", path, errno);
     }
@@ -99,9 +108,8 @@ Result<std::optional<Secret>> readSecret(const std::string& path) {
         return cacheError(CacheError::Kind::kBadSecret, path + ": not a regular file");
     }
     if (st.st_uid != ::geteuid()) {
-        return cacheError(CacheError::Kind::kBadSecret,
-                          path + ": owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
-                              std::to_string(::geteuid()));
+        return cacheError(CacheError::Kind::kBadSecret, path + ": owned by uid " + std::to_string(st.st_uid) +
+                                                            ", not by uid " + std::to_string(::geteuid()));
     }
     if ((st.st_mode & 077) != 0) {
         char mode[8];
@@ -110,14 +118,15 @@ Result<std::optional<Secret>> readSecret(const std::string& path) {
                           path + ": mode " + mode + " gives group/other access; must be 0600 (or stricter)");
     }
     if (st.st_size != static_cast<off_t>(kSecretBytes)) {
-        return cacheError(CacheError::Kind::kBadSecret,
-                          path + ": " + std::to_string(st.st_size) + " bytes; a cache secret is exactly " +
-                              std::to_string(kSecretBytes));
+        return cacheError(CacheError::Kind::kBadSecret, path + ": " + std::to_string(st.st_size) +
+                                                            " bytes; a cache secret is exactly " +
+                                                            std::to_string(kSecretBytes));
     }
     Secret secret{};
     size_t done = 0;
     while (done < secret.size()) {
-        const ssize_t n = ::pread(fd.get(), secret.data() + done, secret.size() - done, static_cast<off_t>(done));
+        const ssize_t n =
+            ::pread(fd.get(), secret.data() + done, secret.size() - done, static_cast<off_t>(done));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return ioError("pread", path, errno);
         if (n == 0) {
@@ -214,6 +223,8 @@ Result<CacheKey> CacheKey::load(const std::string& stateDirectory, std::string_v
     return key;
 }
 
-CacheKey::~CacheKey() { ::sodium_memzero(bytes_.data(), bytes_.size()); }
+CacheKey::~CacheKey() {
+    ::sodium_memzero(bytes_.data(), bytes_.size());
+}
 
 }  // namespace npu::cache

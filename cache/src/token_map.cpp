@@ -14,9 +14,9 @@ namespace npu::cache {
 namespace {
 
 constexpr uint8_t kMagic[8] = {'N', 'P', 'U', 'C', 'T', 'M', 'A', 'P'};
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8;          // magic, version, count, use counter
-constexpr size_t kEntryFixedBytes = 32 + 32 + 8 * 5;    // token, hash, 5 x u64
-constexpr size_t kChecksumBytes = 32;                   // BLAKE2b-256 of everything before it
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8;        // magic, version, count, use counter
+constexpr size_t kEntryFixedBytes = 32 + 32 + 8 * 5;  // token, hash, 5 x u64
+constexpr size_t kChecksumBytes = 32;                 // BLAKE2b-256 of everything before it
 constexpr size_t kMaxFileBytes =
     kHeaderBytes + kMaxMapEntriesLimit * (kEntryFixedBytes + 2 * (2 + kMaxVersionBytes)) + kChecksumBytes;
 
@@ -61,8 +61,8 @@ public:
 private:
     Result<void> need(size_t n, const char* field) const {
         if (bytes_.size() - offset_ < n) {
-            return corrupt(std::string("truncated: ") + field + " needs " + std::to_string(n) +
-                           " bytes, " + std::to_string(bytes_.size() - offset_) + " left");
+            return corrupt(std::string("truncated: ") + field + " needs " + std::to_string(n) + " bytes, " +
+                           std::to_string(bytes_.size() - offset_) + " left");
         }
         return {};
     }
@@ -92,9 +92,9 @@ Result<TokenMap::Image> TokenMap::parse(std::span<const uint8_t> bytes, const st
                               std::to_string(kTokenMapFormatVersion) + ")");
     }
     if (bytes.size() < kHeaderBytes + kChecksumBytes) {
-        return cacheError(CacheError::Kind::kCorrupt, "token map " + where + ": truncated: " +
-                                                          std::to_string(bytes.size()) + " bytes, the minimum is " +
-                                                          std::to_string(kHeaderBytes + kChecksumBytes));
+        return cacheError(CacheError::Kind::kCorrupt,
+                          "token map " + where + ": truncated: " + std::to_string(bytes.size()) +
+                              " bytes, the minimum is " + std::to_string(kHeaderBytes + kChecksumBytes));
     }
     const size_t bodyBytes = bytes.size() - kChecksumBytes;
     uint8_t digest[kChecksumBytes];
@@ -102,7 +102,8 @@ Result<TokenMap::Image> TokenMap::parse(std::span<const uint8_t> bytes, const st
     if (std::memcmp(digest, bytes.data() + bodyBytes, kChecksumBytes) != 0) {
         return cacheError(CacheError::Kind::kCorrupt,
                           "token map " + where + ": integrity check failed (BLAKE2b at offset " +
-                              std::to_string(bodyBytes) + " does not match the content; truncated or modified)");
+                              std::to_string(bodyBytes) +
+                              " does not match the content; truncated or modified)");
     }
 
     Reader r(bytes.first(bodyBytes), where);
@@ -110,7 +111,8 @@ Result<TokenMap::Image> TokenMap::parse(std::span<const uint8_t> bytes, const st
     NPU_CACHE_TRY(r.le(4, "format version"));
     const auto count = NPU_CACHE_TRY(r.le(4, "entry count"));
     if (count > kMaxMapEntriesLimit) {
-        return r.corrupt("entry count " + std::to_string(count) + " exceeds " + std::to_string(kMaxMapEntriesLimit));
+        return r.corrupt("entry count " + std::to_string(count) + " exceeds " +
+                         std::to_string(kMaxMapEntriesLimit));
     }
     Image image;
     image.useCounter = NPU_CACHE_TRY(r.le(8, "use counter"));
@@ -255,8 +257,9 @@ Result<void> TokenMap::store(const Token& token, const Hash& hash, const StoreIn
         it->firmwareVersion = info.firmwareVersion;
         if (image.entries.size() > options_.maxEntries) {
             // Least recently used first out; the entry just stored has the highest sequence.
-            std::sort(image.entries.begin(), image.entries.end(),
-                      [](const TokenMapEntry& a, const TokenMapEntry& b) { return a.lastUseSeq > b.lastUseSeq; });
+            std::sort(
+                image.entries.begin(), image.entries.end(),
+                [](const TokenMapEntry& a, const TokenMapEntry& b) { return a.lastUseSeq > b.lastUseSeq; });
             image.entries.resize(options_.maxEntries);
         }
         dirty = true;

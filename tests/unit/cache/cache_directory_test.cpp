@@ -1,7 +1,8 @@
 // CacheDirectory: the driver-managed cache (put/get/evict/verify/clear).
+#include "npu/cache/cache_directory.h"
+
 #include <catch2/catch.hpp>
 
-#include "npu/cache/cache_directory.h"
 #include "test_support.h"
 
 using namespace npu::cache;
@@ -17,10 +18,12 @@ CompilationKey compilation(const std::vector<uint8_t>& checksum, int32_t prefere
     return CompilationKey{checksum, preference, device};
 }
 
-CacheKey key(const char* driver = "drv-1") { return CacheKey::derive(test::fixedSecret(4), driver, "fw-1").value(); }
+CacheKey key(const char* driver = "drv-1") {
+    return CacheKey::derive(test::fixedSecret(4), driver, "fw-1").value();
+}
 
-std::unique_ptr<CacheDirectory> openDir(const TempDir& dir, size_t maxEntries = 16, uint64_t maxBytes = 1 << 20,
-                                        const char* driver = "drv-1") {
+std::unique_ptr<CacheDirectory> openDir(const TempDir& dir, size_t maxEntries = 16,
+                                        uint64_t maxBytes = 1 << 20, const char* driver = "drv-1") {
     CacheDirectoryOptions o;
     o.root = dir / "cache";
     o.maxEntries = maxEntries;
@@ -79,8 +82,10 @@ TEST_CASE("a modified, swapped or missing cache file is a miss, and the entry is
     auto cache = openDir(dir);
     REQUIRE(cache->put(compilation(kChecksumA), blob(64, 1), blob(32, 2)));
     REQUIRE(cache->put(compilation(kChecksumB), blob(64, 3), blob(32, 4)));
-    const std::string a = cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumA)));
-    const std::string b = cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumB)));
+    const std::string a =
+        cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumA)));
+    const std::string b =
+        cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumB)));
     SECTION("a flipped byte in the model cache") {
         auto bytes = test::readFile(a + ".model");
         bytes[10] ^= 1;
@@ -118,7 +123,8 @@ TEST_CASE("verify(true) removes bad entries") {
     TempDir dir;
     auto cache = openDir(dir);
     REQUIRE(cache->put(compilation(kChecksumA), blob(8, 1), blob(8, 2)));
-    const std::string a = cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumA)));
+    const std::string a =
+        cache->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumA)));
     test::writeFile(a + ".model", blob(8, 9));
     auto report = cache->verify(true).value();
     CHECK(report.bad.size() == 1);

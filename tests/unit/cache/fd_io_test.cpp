@@ -1,10 +1,11 @@
 // Cache-file I/O on caller-given fds: offsets, non-empty files, access modes.
+#include "npu/cache/fd_io.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
-#include "npu/cache/fd_io.h"
 #include "test_support.h"
 
 using namespace npu::cache;

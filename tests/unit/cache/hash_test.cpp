@@ -1,9 +1,10 @@
 // hashBuffers / hashCacheBuffers: keyed BLAKE2b over framed internal buffers.
+#include "npu/cache/hash.h"
+
 #include <sodium.h>
 
 #include <catch2/catch.hpp>
 
-#include "npu/cache/hash.h"
 #include "test_support.h"
 
 using namespace npu::cache;
@@ -20,7 +21,9 @@ void appendLe(std::vector<uint8_t>& out, uint64_t v) {
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-std::vector<uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
+std::vector<uint8_t> bytes(std::string_view s) {
+    return {s.begin(), s.end()};
+}
 
 }  // namespace
 
@@ -65,7 +68,8 @@ TEST_CASE("moving bytes between buffers or groups changes the hash") {
     CHECK(hashCacheBuffers(key, modelTwo, std::span<const ByteSpan>(dataNone, 0)) !=
           hashCacheBuffers(key, modelOne, dataOne));
     // The grouped and the flat hash are domain-separated.
-    CHECK(hashCacheBuffers(key, modelTwo, std::span<const ByteSpan>(dataNone, 0)) != hashBuffers(key, modelTwo));
+    CHECK(hashCacheBuffers(key, modelTwo, std::span<const ByteSpan>(dataNone, 0)) !=
+          hashBuffers(key, modelTwo));
 }
 
 TEST_CASE("the hash depends on the key and on every byte") {

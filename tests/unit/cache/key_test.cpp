@@ -1,4 +1,6 @@
 // CacheKey: derivation from the installation secret and the versions; the secret file.
+#include "npu/cache/key.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -6,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "npu/cache/key.h"
 #include "test_support.h"
 
 using namespace npu::cache;
@@ -95,8 +96,14 @@ TEST_CASE("the default state directory follows XDG_STATE_HOME, then HOME") {
     d = defaultStateDirectory();
     REQUIRE(d);
     CHECK(*d == dir.path() + "/.local/state/npu-stack");
-    if (oldXdg) ::setenv("XDG_STATE_HOME", savedXdg.c_str(), 1); else ::unsetenv("XDG_STATE_HOME");
-    if (oldHome) ::setenv("HOME", savedHome.c_str(), 1); else ::unsetenv("HOME");
+    if (oldXdg)
+        ::setenv("XDG_STATE_HOME", savedXdg.c_str(), 1);
+    else
+        ::unsetenv("XDG_STATE_HOME");
+    if (oldHome)
+        ::setenv("HOME", savedHome.c_str(), 1);
+    else
+        ::unsetenv("HOME");
 }
 
 TEST_CASE("a secret file with the wrong size or permissions is rejected") {

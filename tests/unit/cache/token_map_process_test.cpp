@@ -4,11 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "npu/cache/token_map.h"
 #include "test_support.h"
@@ -58,7 +57,8 @@ TEST_CASE("a writer killed at a random point leaves the old or the new map, neve
             auto map = TokenMap::open(options(dir));
             if (!map) ::_exit(3);
             for (uint32_t i = next;; ++i) {
-                if (!(*map)->store(tokenOf(i, kChildTag), hashOf(i), StoreInfo{1, 1, "drv", "fw"})) ::_exit(4);
+                if (!(*map)->store(tokenOf(i, kChildTag), hashOf(i), StoreInfo{1, 1, "drv", "fw"}))
+                    ::_exit(4);
             }
         }
         std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 30000));
@@ -79,7 +79,8 @@ TEST_CASE("a writer killed at a random point leaves the old or the new map, neve
         for (const auto& e : entries) (e.token[0] == kBaseTag ? base : child)++;
         CHECK(base == kBaseEntries);
         // Exactly tokens 0..child-1 of the child: each completed store is all there, in order.
-        for (uint32_t i = 0; i < child; ++i) CHECK((*map)->validate(tokenOf(i, kChildTag), hashOf(i)).value());
+        for (uint32_t i = 0; i < child; ++i)
+            CHECK((*map)->validate(tokenOf(i, kChildTag), hashOf(i)).value());
         CHECK_FALSE((*map)->find(tokenOf(child, kChildTag)).value());
         CHECK(child >= next);
         next = child;

@@ -1,14 +1,14 @@
 // TokenMap: store/validate/erase, persistence, bad files, LRU bound, threads, versions.
+#include "npu/cache/token_map.h"
+
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
-#include "npu/cache/token_map.h"
 #include "test_support.h"
 
 using namespace npu::cache;
@@ -37,7 +37,9 @@ std::unique_ptr<TokenMap> openMap(const TempDir& dir, Recorder* rec = nullptr, s
     return std::move(*m);
 }
 
-StoreInfo info(uint64_t model = 10, uint64_t data = 20) { return StoreInfo{model, data, "drv", "fw"}; }
+StoreInfo info(uint64_t model = 10, uint64_t data = 20) {
+    return StoreInfo{model, data, "drv", "fw"};
+}
 
 size_t countEntries(TokenMap& m) {
     auto e = m.entries();
@@ -146,7 +148,8 @@ TEST_CASE("a corrupt, truncated or wrong-version map file is reported and reset"
         expect = "integrity check failed";
     }
     SECTION("truncated") {
-        test::writeFile(path, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<long>(good.size() / 2)));
+        test::writeFile(
+            path, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<long>(good.size() / 2)));
         expect = "integrity check failed";
     }
     SECTION("empty") {
@@ -239,7 +242,8 @@ TEST_CASE("bad options are rejected") {
     o.maxEntries = 10;
     auto ok = TokenMap::open(o);
     REQUIRE(ok);
-    auto tooLong = (*ok)->store(tokenOf(1), hashOf(1), StoreInfo{0, 0, std::string(kMaxVersionBytes + 1, 'v'), "f"});
+    auto tooLong =
+        (*ok)->store(tokenOf(1), hashOf(1), StoreInfo{0, 0, std::string(kMaxVersionBytes + 1, 'v'), "f"});
     REQUIRE_FALSE(tooLong);
     CHECK(tooLong.error().kind == CacheError::Kind::kInvalidArgument);
 }
@@ -323,4 +327,22 @@ TEST_CASE("a lock held elsewhere makes operations fail after the timeout, not ha
     CHECK(blocked.error().message.find(lockPath) != std::string::npos);
     ::close(fd);
     CHECK(TokenMap::open(o));
+}
+
+TEST_CASE("a stale temp file from an interrupted write does not affect the map") {
+    TempDir dir;
+    {
+        auto map = openMap(dir);
+        REQUIRE(map->store(tokenOf(1), hashOf(1), info()));
+    }
+    // A writer died after writing part of its replacement: the old map must still be the map.
+    test::writeFile(dir / (std::string(kTokenMapFileName) + ".tmp"), std::vector<uint8_t>(37, 0xEE));
+    Recorder rec;
+    auto map = openMap(dir, &rec);
+    CHECK(rec.errors.empty());
+    CHECK(map->validate(tokenOf(1), hashOf(1)).value());
+    REQUIRE(map->store(tokenOf(2), hashOf(2), info()));
+    CHECK(map->validate(tokenOf(1), hashOf(1)).value());
+    CHECK(map->validate(tokenOf(2), hashOf(2)).value());
+    CHECK_FALSE(std::filesystem::exists(dir / (std::string(kTokenMapFileName) + ".tmp")));
 }

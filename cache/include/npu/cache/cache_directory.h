@@ -33,7 +33,7 @@ struct CacheDirectoryOptions {
     // Empty: <stateDirectory>/compilations (empty stateDirectory: defaultStateDirectory()).
     std::string root;
     std::string stateDirectory;
-    size_t maxEntries = 256;                   // 1 .. kMaxMapEntriesLimit
+    size_t maxEntries = 256;                     // 1 .. kMaxMapEntriesLimit
     uint64_t maxTotalBytes = uint64_t{1} << 30;  // model + data bytes of all entries
     std::chrono::milliseconds lockTimeout{5000};
     std::function<void(const CacheError&)> onRecovery;  // passed to the TokenMap
@@ -61,8 +61,7 @@ struct VerifyReport {
 
 class CacheDirectory {
 public:
-    static Result<std::unique_ptr<CacheDirectory>> open(const CacheKey& key,
-                                                        CacheDirectoryOptions options);
+    static Result<std::unique_ptr<CacheDirectory>> open(const CacheKey& key, CacheDirectoryOptions options);
 
     // BLAKE2b-256 of the framed checksum, preference and device name: the entry's token and name.
     static Token entryToken(const CompilationKey& compilation);

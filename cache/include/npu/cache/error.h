@@ -35,9 +35,9 @@ const char* kindName(CacheError::Kind kind);
 }  // namespace npu::cache
 
 // Propagates the error of a cache Result-returning expression; evaluates to its value otherwise.
-#define NPU_CACHE_TRY(expr)                                                    \
-    ({                                                                         \
-        auto&& npuCacheTry_ = (expr);                                          \
+#define NPU_CACHE_TRY(expr)                                                         \
+    ({                                                                              \
+        auto&& npuCacheTry_ = (expr);                                               \
         if (!npuCacheTry_) return std::unexpected(std::move(npuCacheTry_).error()); \
-        std::move(npuCacheTry_).value();                                       \
+        std::move(npuCacheTry_).value();                                            \
     })

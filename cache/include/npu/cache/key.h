@@ -40,8 +40,7 @@ class CacheKey {
 public:
     // Derives the key from a secret and the two versions (each non-empty, <= kMaxVersionBytes).
     static Result<CacheKey> derive(std::span<const uint8_t, kSecretBytes> secret,
-                                   std::string_view driverVersion,
-                                   std::string_view firmwareVersion);
+                                   std::string_view driverVersion, std::string_view firmwareVersion);
     // loadOrCreateSecret(stateDirectory, or defaultStateDirectory() when empty) + derive().
     static Result<CacheKey> load(const std::string& stateDirectory, std::string_view driverVersion,
                                  std::string_view firmwareVersion);

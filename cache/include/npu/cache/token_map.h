@@ -81,8 +81,7 @@ public:
     Result<std::vector<TokenMapEntry>> entries();
     Result<void> clear();
     // Erases entries whose versions differ from the given ones; returns how many.
-    Result<size_t> purgeOtherVersions(const std::string& driverVersion,
-                                      const std::string& firmwareVersion);
+    Result<size_t> purgeOtherVersions(const std::string& driverVersion, const std::string& firmwareVersion);
 
     const std::string& path() const { return path_; }
     // How many times this object found a bad map file and reset it.
