@@ -202,9 +202,18 @@ Result<std::unique_ptr<TokenMap>> TokenMap::open(TokenMapOptions options) {
 }
 
 Result<TokenMap::Image> TokenMap::readLocked() {
-    auto bytes = NPU_CACHE_TRY(detail::readFileIfExists(path_, kMaxFileBytes));
-    if (!bytes) return Image{};
-    auto image = parse(*bytes, path_);
+    auto bytes = detail::readFileIfExists(path_, kMaxFileBytes);
+    Result<Image> image = Image{};
+    if (bytes) {
+        if (!*bytes) return Image{};
+        image = parse(**bytes, path_);
+    } else if (bytes.error().kind == CacheError::Kind::kTooLarge ||
+               bytes.error().kind == CacheError::Kind::kInvalidArgument) {
+        // Too large or not a regular file: as unusable as a corrupt one.
+        image = cacheError(CacheError::Kind::kCorrupt, "token map " + bytes.error().message);
+    } else {
+        return std::unexpected(bytes.error());
+    }
     if (image) return image;
     // Never trust a bad map: keep it for diagnosis, report, and start from an empty one.
     CacheError report = image.error();
@@ -212,7 +221,8 @@ Result<TokenMap::Image> TokenMap::readLocked() {
     if (::rename(path_.c_str(), kept.c_str()) == 0) {
         report.message += "; kept as " + kept + ", replaced by an empty map";
     } else {
-        report.message += "; replaced by an empty map (" + detail::sysError("rename", kept, errno) + ")";
+        const int err = errno;
+        report.message += "; replaced by an empty map (" + detail::sysError("rename", kept, err) + ")";
     }
     NPU_CACHE_TRY(writeLocked(Image{}));
     ++recoveries_;
