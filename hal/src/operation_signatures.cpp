@@ -402,64 +402,86 @@ std::string joinUnique(std::vector<std::string> parts) {
     return s;
 }
 
+// Where a (row, T) candidate first disagreed with the operation. The message is only built for
+// the closest candidate, and only when no candidate matched.
+enum class MismatchKind : uint8_t { None, InputType, OutputType, ChannelDim, Rank };
+
 struct Attempt {
-    bool ok = false;
-    size_t matched = 0;  // operands (inputs, then outputs) that matched before the first mismatch
-    std::string message;
+    MismatchKind kind = MismatchKind::None;
+    size_t matched = 0;  // operands (inputs, then outputs) that matched before the mismatch
+    size_t position = 0;
+    const SignatureRow* row = nullptr;
+    OT t = OT::TENSOR_FLOAT32;
+    const RankRule* rank = nullptr;
 };
 
 Attempt tryRow(const SignatureRow& row, OT t, const Operation& op, const std::vector<Operand>& operands) {
-    Attempt a;
+    Attempt a{.row = &row, .t = t};
     const size_t nIn = op.inputs.size();
     const size_t nOut = op.outputs.size();
-    const std::string variant = row.variant.empty() ? "" : std::string(" (") + std::string(row.variant) + ")";
-    for (size_t i = 0; i < nIn; ++i) {
-        const Operand& operand = operands[op.inputs[i]];
-        const Accepted acc = accepted(*inputSlot(row, i, nIn), t);
-        if (!acc.contains(operand.type)) {
-            a.message = "input " + std::to_string(i) + " (operand " + std::to_string(op.inputs[i]) +
-                        ") has type " + std::string(toString(operand.type)) + ", expected " +
-                        acc.describe() + variant;
+    for (size_t i = 0; i < nIn; ++i, ++a.matched) {
+        if (!accepted(*inputSlot(row, i, nIn), t).contains(operands[op.inputs[i]].type)) {
+            a.kind = MismatchKind::InputType;
+            a.position = i;
             return a;
         }
-        ++a.matched;
     }
-    for (size_t i = 0; i < nOut; ++i) {
-        const Operand& operand = operands[op.outputs[i]];
-        const Accepted acc = accepted(*outputSlot(row, i, nOut), t);
-        if (!acc.contains(operand.type)) {
-            a.message = "output " + std::to_string(i) + " (operand " + std::to_string(op.outputs[i]) +
-                        ") has type " + std::string(toString(operand.type)) + ", expected " +
-                        acc.describe() + variant;
+    for (size_t i = 0; i < nOut; ++i, ++a.matched) {
+        if (!accepted(*outputSlot(row, i, nOut), t).contains(operands[op.outputs[i]].type)) {
+            a.kind = MismatchKind::OutputType;
+            a.position = i;
             return a;
         }
-        ++a.matched;
     }
     if (row.filterChannelDim >= 0 && nIn > 1) {
         const Operand& filter = operands[op.inputs[1]];
         if (filter.type == OT::TENSOR_QUANT8_SYMM_PER_CHANNEL && filter.channelQuant &&
             filter.channelQuant->channelDim != static_cast<uint32_t>(row.filterChannelDim)) {
-            a.message = "input 1 (operand " + std::to_string(op.inputs[1]) +
-                        ") is a per-channel filter with channelDim " +
-                        std::to_string(filter.channelQuant->channelDim) + ", expected " +
-                        std::to_string(row.filterChannelDim);
+            a.kind = MismatchKind::ChannelDim;
             return a;
         }
     }
     for (const RankRule& rule : row.ranks) {
         if (rule.input >= nIn) continue;
-        const Operand& operand = operands[op.inputs[rule.input]];
-        const size_t rank = operand.dimensions.size();
-        if (rank == 0) continue;  // unknown rank: checked when the shape is known
+        const size_t rank = operands[op.inputs[rule.input]].dimensions.size();
+        if (rank == 0) continue;  // unknown rank: checked once the shape is known
         if (rule.exact ? rank != rule.rank : rank > rule.rank) {
-            a.message = "input " + std::to_string(rule.input) + " (operand " + std::to_string(op.inputs[rule.input]) +
-                        ") has rank " + std::to_string(rank) + ", expected " + (rule.exact ? "" : "at most ") +
-                        std::to_string(rule.rank) + variant;
+            a.kind = MismatchKind::Rank;
+            a.rank = &rule;
             return a;
         }
     }
-    a.ok = true;
     return a;
+}
+
+std::string describe(const Attempt& a, const Operation& op, const std::vector<Operand>& operands) {
+    const SignatureRow& row = *a.row;
+    const std::string variant = row.variant.empty() ? "" : " (" + std::string(row.variant) + ")";
+    const size_t nIn = op.inputs.size();
+    const size_t nOut = op.outputs.size();
+    switch (a.kind) {
+        case MismatchKind::InputType:
+        case MismatchKind::OutputType: {
+            const bool input = a.kind == MismatchKind::InputType;
+            const uint32_t index = input ? op.inputs[a.position] : op.outputs[a.position];
+            const Slot& slot = input ? *inputSlot(row, a.position, nIn) : *outputSlot(row, a.position, nOut);
+            return std::string(input ? "input " : "output ") + std::to_string(a.position) + " (operand " +
+                   std::to_string(index) + ") has type " + std::string(toString(operands[index].type)) +
+                   ", expected " + accepted(slot, a.t).describe() + variant;
+        }
+        case MismatchKind::ChannelDim:
+            return "input 1 (operand " + std::to_string(op.inputs[1]) + ") is a per-channel filter with channelDim " +
+                   std::to_string(operands[op.inputs[1]].channelQuant->channelDim) + ", expected " +
+                   std::to_string(row.filterChannelDim) + variant;
+        case MismatchKind::Rank: {
+            const uint32_t index = op.inputs[a.rank->input];
+            return "input " + std::to_string(a.rank->input) + " (operand " + std::to_string(index) + ") has rank " +
+                   std::to_string(operands[index].dimensions.size()) + ", expected " +
+                   (a.rank->exact ? "" : "at most ") + std::to_string(a.rank->rank) + variant;
+        }
+        case MismatchKind::None: break;
+    }
+    return {};
 }
 
 }  // namespace
@@ -480,34 +502,32 @@ std::span<const SignatureRow* const> signaturesOf(OperationType type) {
     return index[static_cast<size_t>(i)];
 }
 
-Status validateOperationSignature(const Operation& operation, const std::vector<Operand>& operands,
-                                  std::string_view where) {
+Status validateOperationSignature(const Operation& operation, const std::vector<Operand>& operands) {
     const auto rows = signaturesOf(operation.type);
-    if (rows.empty())
-        return invalidArgument(std::string(where) + ": no signature is known for this operation type");
+    if (rows.empty()) return invalidArgument("no signature is known for this operation type");
     const size_t nIn = operation.inputs.size();
     const size_t nOut = operation.outputs.size();
 
     // Counts first: an operation whose input or output count fits no variant gets a count message.
-    std::vector<std::string> inputCounts;
-    std::vector<std::string> outputCounts;
     bool anyInputFit = false;
     bool anyBothFit = false;
     for (const SignatureRow* row : rows) {
         const bool in = inputCountFits(*row, nIn);
-        const bool out = outputCountFits(*row, nOut);
         anyInputFit |= in;
-        anyBothFit |= in && out;
-        inputCounts.push_back(countsText(*row, true));
-        if (in) outputCounts.push_back(countsText(*row, false));
+        anyBothFit |= in && outputCountFits(*row, nOut);
     }
-    if (!anyInputFit)
-        return invalidArgument(std::string(where) + ": has " + std::to_string(nIn) +
-                               " inputs, expected " + joinUnique(inputCounts));
-    if (!anyBothFit)
-        return invalidArgument(std::string(where) + ": has " + std::to_string(nOut) +
-                               " outputs, expected " + joinUnique(outputCounts) + " with " +
-                               std::to_string(nIn) + " inputs");
+    if (!anyInputFit) {
+        std::vector<std::string> counts;
+        for (const SignatureRow* row : rows) counts.push_back(countsText(*row, true));
+        return invalidArgument("has " + std::to_string(nIn) + " inputs, expected " + joinUnique(counts));
+    }
+    if (!anyBothFit) {
+        std::vector<std::string> counts;
+        for (const SignatureRow* row : rows)
+            if (inputCountFits(*row, nIn)) counts.push_back(countsText(*row, false));
+        return invalidArgument("has " + std::to_string(nOut) + " outputs, expected " + joinUnique(counts) +
+                               " with " + std::to_string(nIn) + " inputs");
+    }
 
     // Types: the operation is valid if any (row, T) accepts it. Otherwise report the candidate
     // that matched the longest prefix of operands (the closest variant).
@@ -518,15 +538,15 @@ Status validateOperationSignature(const Operation& operation, const std::vector<
         const size_t instances = row->tensorTypes.empty() ? 1 : row->tensorTypes.size();
         for (size_t k = 0; k < instances; ++k) {
             const OT t = row->tensorTypes.empty() ? OT::TENSOR_FLOAT32 : row->tensorTypes[k];
-            Attempt a = tryRow(*row, t, operation, operands);
-            if (a.ok) return {};
+            const Attempt a = tryRow(*row, t, operation, operands);
+            if (a.kind == MismatchKind::None) return {};
             if (!haveBest || a.matched > best.matched) {
-                best = std::move(a);
+                best = a;
                 haveBest = true;
             }
         }
     }
-    return invalidArgument(std::string(where) + ": " + best.message);
+    return invalidArgument(describe(best, operation, operands));
 }
 
 ConcreteSignature exampleSignature(const SignatureRow& row) {

@@ -71,11 +71,11 @@ const std::vector<SignatureRow>& signatureTable();
 // The rows of one operation type (empty for IF, WHILE and unknown types).
 std::span<const SignatureRow* const> signaturesOf(OperationType type);
 
-// Checks the input and output count and types of `operation` against its signature rows.
-// `where` prefixes the message, e.g. "main subgraph: operation 2 (CONV_2D)". The operation's
-// operand indexes must already be known to be in range.
-Status validateOperationSignature(const Operation& operation, const std::vector<Operand>& operands,
-                                  std::string_view where);
+// Checks the input and output count and types of `operation` against its signature rows. The
+// message names the input or output position and operand index; the caller prefixes it with
+// the subgraph and operation, e.g. "main subgraph: operation 2 (CONV_2D): ". The operation's
+// operand indexes must already be known to be in range. Allocates only on failure.
+Status validateOperationSignature(const Operation& operation, const std::vector<Operand>& operands);
 
 // One concrete valid signature of a row (T = its first tensor type, the largest allowed counts),
 // for tests and documentation.

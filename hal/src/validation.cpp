@@ -145,22 +145,23 @@ private:
     }
 
     Status validateOperand(const Operand& operand, int64_t sg, size_t index) {
-        const std::string where = operandWhere(sg, index);
+        // Built only when there is something to report: validation runs on every prepare.
+        const auto where = [&] { return operandWhere(sg, index); };
         const OperandType type = operand.type;
         if (!isValidOperandType(type))
-            return invalidArgument(where + ": operand type " + typeName(type) +
+            return invalidArgument(where() + ": operand type " + typeName(type) +
                                    " is not a HAL operand type (valid: 0.." + std::to_string(kOperandTypeLast) +
                                    ", OEM types are not supported)");
 
         // Rank.
         if (isScalarType(type) && !operand.dimensions.empty())
-            return invalidArgument(where + ": scalar type " + typeName(type) + " has rank " +
+            return invalidArgument(where() + ": scalar type " + typeName(type) + " has rank " +
                                    str(operand.dimensions.size()) + " (dimensions " +
                                    dimsText(operand.dimensions) + "), expected rank 0");
         const bool constant = operand.lifetime == OperandLifeTime::CONSTANT_COPY ||
                               operand.lifetime == OperandLifeTime::CONSTANT_REFERENCE;
         if (constant && isTensorType(type) && operand.dimensions.empty())
-            return invalidArgument(where + ": constant tensor of type " + typeName(type) +
+            return invalidArgument(where() + ": constant tensor of type " + typeName(type) +
                                    " has unknown rank (a constant must have dimensions)");
 
         NPU_TRY(validateScale(operand, where));
@@ -169,14 +170,14 @@ private:
         return validateLifetime(operand, where);
     }
 
-    static Status validateScale(const Operand& operand, const std::string& where) {
+    static Status validateScale(const Operand& operand, const auto& where) {
         const float scale = operand.scale;
         switch (operand.type) {
             case OperandType::TENSOR_INT32:
                 // TENSOR_INT32 is used as a bias (scale = input scale * filter scale) or as plain
                 // integers (scale 0): any non-negative scale is allowed.
                 if (!(scale >= 0.0f) || std::isinf(scale))
-                    return invalidArgument(where + ": TENSOR_INT32 has scale " + floatText(scale) +
+                    return invalidArgument(where() + ": TENSOR_INT32 has scale " + floatText(scale) +
                                            ", expected a finite scale >= 0");
                 return {};
             case OperandType::TENSOR_QUANT8_ASYMM:
@@ -185,20 +186,20 @@ private:
             case OperandType::TENSOR_QUANT16_ASYMM:
             case OperandType::TENSOR_QUANT16_SYMM:
                 if (!(scale > 0.0f) || std::isinf(scale))
-                    return invalidArgument(where + ": quantized type " + typeName(operand.type) +
+                    return invalidArgument(where() + ": quantized type " + typeName(operand.type) +
                                            " has scale " + floatText(scale) + ", expected a finite scale > 0");
                 return {};
             default:
                 // Floats, booleans, scalars, SUBGRAPH and TENSOR_QUANT8_SYMM_PER_CHANNEL (whose
                 // scales live in the per-channel parameters).
                 if (scale != 0.0f)
-                    return invalidArgument(where + ": type " + typeName(operand.type) + " has scale " +
+                    return invalidArgument(where() + ": type " + typeName(operand.type) + " has scale " +
                                            floatText(scale) + ", expected 0");
                 return {};
         }
     }
 
-    static Status validateZeroPoint(const Operand& operand, const std::string& where) {
+    static Status validateZeroPoint(const Operand& operand, const auto& where) {
         const int32_t zp = operand.zeroPoint;
         int32_t lo = 0;
         int32_t hi = 0;
@@ -210,70 +211,72 @@ private:
         }
         if (zp < lo || zp > hi) {
             if (lo == hi)
-                return invalidArgument(where + ": type " + typeName(operand.type) + " has zeroPoint " +
+                return invalidArgument(where() + ": type " + typeName(operand.type) + " has zeroPoint " +
                                        std::to_string(zp) + ", expected 0");
-            return invalidArgument(where + ": type " + typeName(operand.type) + " has zeroPoint " +
+            return invalidArgument(where() + ": type " + typeName(operand.type) + " has zeroPoint " +
                                    std::to_string(zp) + ", expected a value in [" + std::to_string(lo) +
                                    ", " + std::to_string(hi) + "]");
         }
         return {};
     }
 
-    static Status validateChannelQuant(const Operand& operand, const std::string& where) {
+    static Status validateChannelQuant(const Operand& operand, const auto& where) {
         const bool perChannel = operand.type == OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL;
         if (!perChannel) {
             if (operand.channelQuant)
-                return invalidArgument(where + ": type " + typeName(operand.type) +
+                return invalidArgument(where() + ": type " + typeName(operand.type) +
                                        " has per-channel quantization parameters (only "
                                        "TENSOR_QUANT8_SYMM_PER_CHANNEL may have them)");
             return {};
         }
         if (!operand.channelQuant)
-            return invalidArgument(where + ": TENSOR_QUANT8_SYMM_PER_CHANNEL has no per-channel "
+            return invalidArgument(where() + ": TENSOR_QUANT8_SYMM_PER_CHANNEL has no per-channel "
                                    "quantization parameters");
         const auto& cq = *operand.channelQuant;
         const size_t rank = operand.dimensions.size();
         if (cq.channelDim >= rank)
-            return invalidArgument(where + ": per-channel channelDim " + std::to_string(cq.channelDim) +
+            return invalidArgument(where() + ": per-channel channelDim " + std::to_string(cq.channelDim) +
                                    " is out of range for rank " + str(rank));
         const uint32_t channels = operand.dimensions[cq.channelDim];
         if (channels == 0)
-            return invalidArgument(where + ": per-channel dimension " + std::to_string(cq.channelDim) +
+            return invalidArgument(where() + ": per-channel dimension " + std::to_string(cq.channelDim) +
                                    " is unknown (0)");
         if (cq.scales.size() != channels)
-            return invalidArgument(where + ": per-channel scales has " + str(cq.scales.size()) +
+            return invalidArgument(where() + ": per-channel scales has " + str(cq.scales.size()) +
                                    " entries, expected " + std::to_string(channels) +
                                    " (dimension " + std::to_string(cq.channelDim) + ")");
         for (size_t i = 0; i < cq.scales.size(); ++i) {
             if (!(cq.scales[i] > 0.0f) || std::isinf(cq.scales[i]))
-                return invalidArgument(where + ": per-channel scale " + str(i) + " is " +
+                return invalidArgument(where() + ": per-channel scale " + str(i) + " is " +
                                        floatText(cq.scales[i]) + ", expected a finite scale > 0");
         }
         return {};
     }
 
-    Status validateLifetime(const Operand& operand, const std::string& where) {
+    Status validateLifetime(const Operand& operand, const auto& where) {
         const DataLocation& loc = operand.location;
-        const std::string locText = "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " +
+        const auto locText = [&] {
+            return "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " +
                                     std::to_string(loc.offset) + ", length " + std::to_string(loc.length) +
-                                    ", padding " + std::to_string(loc.padding) + "}";
+                   ", padding " + std::to_string(loc.padding) + "}";
+        };
         switch (operand.lifetime) {
             case OperandLifeTime::CONSTANT_COPY:
                 if (loc.poolIndex != 0 || loc.padding != 0)
-                    return invalidArgument(where + ": CONSTANT_COPY location " + locText +
+                    return invalidArgument(where() + ": CONSTANT_COPY location " + locText() +
                                            " must have poolIndex 0 and padding 0");
                 if (uint64_t{loc.offset} + loc.length > model_.operandValues.size())
-                    return invalidArgument(where + ": CONSTANT_COPY location " + locText +
+                    return invalidArgument(where() + ": CONSTANT_COPY location " + locText() +
                                            " is outside operandValues (" + str(model_.operandValues.size()) +
                                            " bytes)");
                 break;
             case OperandLifeTime::CONSTANT_REFERENCE:
                 if (loc.poolIndex >= model_.pools.size())
-                    return invalidArgument(where + ": CONSTANT_REFERENCE location " + locText +
+                    return invalidArgument(where() + ": CONSTANT_REFERENCE location " + locText() +
                                            " names pool " + std::to_string(loc.poolIndex) + " but the model has " +
                                            str(model_.pools.size()) + " pools");
                 if (uint64_t{loc.offset} + loc.length + loc.padding > model_.pools[loc.poolIndex]->size())
-                    return invalidArgument(where + ": CONSTANT_REFERENCE location " + locText +
+                    return invalidArgument(where() + ": CONSTANT_REFERENCE location " + locText() +
                                            " is outside pool " + std::to_string(loc.poolIndex) + " (" +
                                            str(model_.pools[loc.poolIndex]->size()) + " bytes)");
                 break;
@@ -282,32 +285,32 @@ private:
             case OperandLifeTime::SUBGRAPH_OUTPUT:
             case OperandLifeTime::NO_VALUE:
                 if (loc.poolIndex != 0 || loc.offset != 0 || loc.length != 0 || loc.padding != 0)
-                    return invalidArgument(where + ": " + lifetimeName(operand.lifetime) + " has location " +
-                                           locText + ", expected none (all zero)");
+                    return invalidArgument(where() + ": " + lifetimeName(operand.lifetime) + " has location " +
+                                           locText() + ", expected none (all zero)");
                 break;
             case OperandLifeTime::SUBGRAPH:
                 if (loc.poolIndex != 0 || loc.length != 0 || loc.padding != 0)
-                    return invalidArgument(where + ": SUBGRAPH location " + locText +
+                    return invalidArgument(where() + ": SUBGRAPH location " + locText() +
                                            " must have poolIndex 0, length 0 and padding 0 "
                                            "(offset is the subgraph index)");
                 if (loc.offset >= model_.referenced.size())
-                    return invalidArgument(where + ": SUBGRAPH refers to referenced subgraph " +
+                    return invalidArgument(where() + ": SUBGRAPH refers to referenced subgraph " +
                                            std::to_string(loc.offset) + " but the model has " +
                                            str(model_.referenced.size()));
                 break;
             default:
-                return invalidArgument(where + ": " + lifetimeName(operand.lifetime) +
+                return invalidArgument(where() + ": " + lifetimeName(operand.lifetime) +
                                        " is not a valid operand lifetime");
         }
         if ((operand.type == OperandType::SUBGRAPH) != (operand.lifetime == OperandLifeTime::SUBGRAPH))
-            return invalidArgument(where + ": type " + typeName(operand.type) + " cannot have lifetime " +
+            return invalidArgument(where() + ": type " + typeName(operand.type) + " cannot have lifetime " +
                                    lifetimeName(operand.lifetime) +
                                    " (SUBGRAPH type and SUBGRAPH lifetime go together)");
         if (operand.lifetime == OperandLifeTime::CONSTANT_COPY ||
             operand.lifetime == OperandLifeTime::CONSTANT_REFERENCE) {
             const auto expected = byteSize(operand);
             if (expected && *expected != loc.length)
-                return invalidArgument(where + ": constant of type " + typeName(operand.type) + " and dimensions " +
+                return invalidArgument(where() + ": constant of type " + typeName(operand.type) + " and dimensions " +
                                        dimsText(operand.dimensions) + " has length " + std::to_string(loc.length) +
                                        ", expected " + std::to_string(*expected) + " bytes");
         }
@@ -319,43 +322,46 @@ private:
         std::vector<uint8_t> written(operandCount, 0);
         for (size_t i = 0; i < sg.operations.size(); ++i) {
             const Operation& op = sg.operations[i];
-            const std::string where = operationWhere(sgIndex, i, op.type);
+            // Built only when there is something to report: validation runs on every prepare.
+            const auto where = [&] { return operationWhere(sgIndex, i, op.type); };
             if (!isValidOperationType(op.type))
-                return invalidArgument(where + ": operation type " +
+                return invalidArgument(where() + ": operation type " +
                                        std::to_string(static_cast<int32_t>(op.type)) +
                                        " is not a HAL operation type (valid: 0.." +
                                        std::to_string(kOperationTypeLast) + ", OEM operations are not supported)");
             for (size_t k = 0; k < op.inputs.size(); ++k) {
                 if (op.inputs[k] >= operandCount)
-                    return invalidArgument(where + ": input " + str(k) + " is operand " +
+                    return invalidArgument(where() + ": input " + str(k) + " is operand " +
                                            std::to_string(op.inputs[k]) + ", out of range (the subgraph has " +
                                            str(operandCount) + " operands)");
             }
             for (size_t k = 0; k < op.outputs.size(); ++k) {
                 if (op.outputs[k] >= operandCount)
-                    return invalidArgument(where + ": output " + str(k) + " is operand " +
+                    return invalidArgument(where() + ": output " + str(k) + " is operand " +
                                            std::to_string(op.outputs[k]) + ", out of range (the subgraph has " +
                                            str(operandCount) + " operands)");
             }
             if (op.type == OperationType::IF || op.type == OperationType::WHILE) {
                 // Counts and the condition here; the calls are checked in validateControlFlow.
                 if (op.inputs.size() < 3 || op.outputs.empty())
-                    return invalidArgument(where + ": has " + str(op.inputs.size()) + " inputs and " +
+                    return invalidArgument(where() + ": has " + str(op.inputs.size()) + " inputs and " +
                                            str(op.outputs.size()) + " outputs, expected at least 3 inputs and 1 output");
             } else {
-                NPU_TRY(validateOperationSignature(op, sg.operands, where));
-                NPU_TRY(validateShapeRules(op, sg.operands, where));
+                if (auto status = validateOperationSignature(op, sg.operands); !status)
+                    return invalidArgument(where() + ": " + status.error().message);
+                if (auto status = validateShapeRules(op, sg.operands); !status)
+                    return invalidArgument(where() + ": " + status.error().message);
             }
             for (size_t k = 0; k < op.outputs.size(); ++k) {
                 const uint32_t o = op.outputs[k];
                 const Operand& operand = sg.operands[o];
                 if (operand.lifetime != OperandLifeTime::TEMPORARY_VARIABLE &&
                     operand.lifetime != OperandLifeTime::SUBGRAPH_OUTPUT)
-                    return invalidArgument(where + ": output " + str(k) + " (operand " + std::to_string(o) +
+                    return invalidArgument(where() + ": output " + str(k) + " (operand " + std::to_string(o) +
                                            ") has lifetime " + lifetimeName(operand.lifetime) +
                                            ", expected TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT");
                 if (written[o])
-                    return invalidArgument(where + ": output " + str(k) + " (operand " + std::to_string(o) +
+                    return invalidArgument(where() + ": output " + str(k) + " (operand " + std::to_string(o) +
                                            ") is written a second time (an operand has one writer)");
                 written[o] = 1;
             }
@@ -371,15 +377,14 @@ private:
     }
 
     // Shape rules that the HAL checks at model validation (beyond the signature's rank rules).
-    static Status validateShapeRules(const Operation& op, const std::vector<Operand>& operands,
-                                     const std::string& where) {
+    static Status validateShapeRules(const Operation& op, const std::vector<Operand>& operands) {
         if (op.type == OperationType::CAST) {
             // CAST keeps the shape: known input and output dimensions must be equal.
             const auto& in = operands[op.inputs[0]].dimensions;
             const auto& out = operands[op.outputs[0]].dimensions;
             const bool outKnown = !out.empty() && std::ranges::find(out, 0u) == out.end();
             if (!in.empty() && outKnown && in != out)
-                return invalidArgument(where + ": output 0 (operand " + std::to_string(op.outputs[0]) +
+                return invalidArgument("output 0 (operand " + std::to_string(op.outputs[0]) +
                                        ") has dimensions " + dimsText(out) + " but input 0 (operand " +
                                        std::to_string(op.inputs[0]) + ") has " + dimsText(in) +
                                        " (CAST keeps the shape)");
