@@ -153,6 +153,14 @@ public:
     // Drops every blob and resets the NPU.
     FwStatus reset();
 
+    // Blob store access beyond prepare/release (additions of the foundation issue):
+    // loadBlob validates a blob image (e.g. from a cache file) completely and holds it;
+    // blobImage exposes a held blob's bytes (valid until its last release) for saving to a cache;
+    // retain adds a reference that release() drops.
+    FwStatus loadBlob(const uint8_t* bytes, uint64_t size, BlobInfo* info);
+    FwStatus blobImage(uint32_t handle, const uint8_t** bytes, uint64_t* size) const;
+    FwStatus retain(uint32_t handle);
+
     uint32_t loadedModels() const;
 
 private:

@@ -1,0 +1,578 @@
+// Code generation: HAL model -> blob (see blob_format.h). Two passes over the same emitter: the
+// first counts commands, relocations and data bytes, the second writes them into an image of
+// exactly that size, so the compiler needs no growable buffers.
+#include "compiler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "blob_format.h"
+#include "op_plan.h"
+
+namespace npu::fw {
+
+namespace {
+
+using isa::Opcode;
+using isa::Queue;
+
+uint64_t align(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct TensorRef {
+    uint32_t region = kRegionActivation;
+    uint64_t offset = 0;
+    bool isOutput = false;
+    uint32_t ioIndex = 0;
+};
+
+class BlobWriter {
+public:
+    // All pointers null: counting pass.
+    BlobWriter(uint8_t* commands, uint8_t* relocs, uint8_t* data)
+        : commands_(commands), relocs_(relocs), data_(data) {}
+
+    uint32_t emit(const isa::Command& c) {
+        if (commands_ != nullptr) writeCommand(commands_ + uint64_t{commandCount_} * isa::kCommandBytes, c);
+        return commandCount_++;
+    }
+    void dma(Opcode op, const TensorRef& t, isa::DmaBox box) {
+        box.region = t.region;
+        box.dramOffset += t.offset;
+        const uint32_t index = emit(isa::makeDma(op, box));
+        if (t.region != kRegionIo) return;
+        if (relocs_ != nullptr) {
+            uint8_t* p = relocs_ + uint64_t{relocCount_} * blob::kRelocWords * 4;
+            writeU32(p, index);
+            writeU32(p + 4, t.ioIndex | (t.isOutput ? blob::kRelocOutputBit : 0));
+        }
+        ++relocCount_;
+    }
+    uint64_t reserveData(uint64_t bytes) {
+        const uint64_t offset = align(dataBytes_, 16);
+        dataBytes_ = offset + bytes;
+        return offset;
+    }
+    uint8_t* data(uint64_t offset) { return data_ != nullptr ? data_ + offset : nullptr; }
+    uint32_t commandCount() const { return commandCount_; }
+    uint32_t relocCount() const { return relocCount_; }
+    uint64_t dataBytes() const { return dataBytes_; }
+
+private:
+    uint8_t* commands_;
+    uint8_t* relocs_;
+    uint8_t* data_;
+    uint32_t commandCount_ = 0;
+    uint32_t relocCount_ = 0;
+    uint64_t dataBytes_ = 0;
+};
+
+// Double-buffered load / compute / store over `tiles` tiles, synchronised with tokens:
+// load(t) may overwrite buffer t%2 once compute(t-2) is done with it; compute(t) may overwrite
+// output buffer t%2 once store(t-2) has drained it. Every PUSH has its POP.
+template <typename Load, typename Compute, typename Store>
+void emitPipeline(BlobWriter& w, uint32_t tiles, Load load, Compute compute, Store store) {
+    for (uint32_t t = 0; t < tiles; ++t) {
+        if (t >= 2) w.emit(isa::makePop(Queue::kCompute, Queue::kLoad));
+        load(t);
+        w.emit(isa::makePush(Queue::kLoad, Queue::kCompute));
+        w.emit(isa::makePop(Queue::kLoad, Queue::kCompute));
+        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kCompute));
+        compute(t);
+        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kCompute, Queue::kLoad));
+        w.emit(isa::makePush(Queue::kCompute, Queue::kStore));
+        w.emit(isa::makePop(Queue::kCompute, Queue::kStore));
+        store(t);
+        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kCompute));
+    }
+}
+
+class ModelCompiler {
+public:
+    ModelCompiler(const CompileTarget& t, const ModelDesc& m) : target_(t), model_(m) {}
+
+    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
+
+private:
+    FwStatus checkModel();
+    FwStatus planMemory(Arena& scratch);
+    void emitAll(BlobWriter& w, uint8_t* opTable);
+    TensorRef ref(BlobWriter& w, uint32_t operand);
+    template <typename LoadIn, typename Compute, typename StoreOut>
+    void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, const OperandDesc& filter,
+                   const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap, uint64_t outCap,
+                   LoadIn loadIn, Compute compute, StoreOut storeOut);
+    void emitConv(BlobWriter& w, const OpPlan& plan);
+    void emitFc(BlobWriter& w, const OpPlan& plan);
+    void emitAdd(BlobWriter& w, const OpPlan& plan);
+
+    const CompileTarget& target_;
+    const ModelDesc& model_;
+    OpPlan* plans_ = nullptr;
+    TensorRef* refs_ = nullptr;      // per operand: IO and activation placement
+    uint64_t* constOffset_ = nullptr;  // per operand: data offset + 1 once copied (per pass)
+    uint64_t activationBytes_ = 0;
+};
+
+FwStatus ModelCompiler::checkModel() {
+    const ModelDesc& m = model_;
+    if (m.operationCount == 0 || m.operationCount > kMaxOperations) {
+        return FwStatus::make(Code::kInvalidArgument, "model has %u operations (supported 1..%u)", m.operationCount, kMaxOperations);
+    }
+    if (m.inputCount > kMaxIo || m.outputCount == 0 || m.outputCount > kMaxIo) {
+        return FwStatus::make(Code::kInvalidArgument, "model has %u inputs and %u outputs (limit %u each, >= 1 output)", m.inputCount, m.outputCount, kMaxIo);
+    }
+    if (m.referencedSubgraphCount != 0) {
+        return FwStatus::make(Code::kInvalidArgument, "model references %u subgraphs (control flow is not supported)", m.referencedSubgraphCount);
+    }
+    for (uint32_t io = 0; io < m.inputCount + m.outputCount; ++io) {
+        const bool isOutput = io >= m.inputCount;
+        const uint32_t index = isOutput ? m.outputIndexes[io - m.inputCount] : m.inputIndexes[io];
+        const char* what = isOutput ? "output" : "input";
+        if (index >= m.operandCount) return FwStatus::make(Code::kInvalidArgument, "model %s %u names operand %u of %u", what, io, index, m.operandCount);
+        const OperandDesc& d = m.operands[index];
+        if (d.lifetime != (isOutput ? hal::kSubgraphOutput : hal::kSubgraphInput)) {
+            return FwStatus::make(Code::kInvalidArgument, "model %s operand %u has lifetime %u", what, index, d.lifetime);
+        }
+        if (d.type != hal::kTensorQuant8Asymm || d.rank == 0 || tensorElements(d) == 0 || tensorElements(d) > UINT32_MAX) {
+            return FwStatus::make(Code::kInvalidArgument, "model %s operand %u: only fully specified TENSOR_QUANT8_ASYMM inputs/outputs", what, index);
+        }
+    }
+    return FwStatus::okStatus();
+}
+
+// Inputs and outputs live in the host window (relocated at execute); temporaries get offsets in
+// the activation area, reused once their last reader has run (first fit over live tensors).
+FwStatus ModelCompiler::planMemory(Arena& scratch) {
+    const ModelDesc& m = model_;
+    refs_ = scratch.allocateArray<TensorRef>(m.operandCount);
+    constOffset_ = scratch.allocateArray<uint64_t>(m.operandCount);
+    uint32_t* lastUse = scratch.allocateArray<uint32_t>(m.operandCount);
+    bool* defined = scratch.allocateArray<bool>(m.operandCount);
+    uint32_t* live = scratch.allocateArray<uint32_t>(m.operandCount);
+    if (refs_ == nullptr || constOffset_ == nullptr || lastUse == nullptr || defined == nullptr || live == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (%u operands)", m.operandCount);
+    }
+    for (uint32_t i = 0; i < m.inputCount; ++i) {
+        refs_[m.inputIndexes[i]] = {kRegionIo, 0, false, i};
+        defined[m.inputIndexes[i]] = true;
+    }
+    for (uint32_t i = 0; i < m.outputCount; ++i) refs_[m.outputIndexes[i]] = {kRegionIo, 0, true, i};
+    for (uint32_t o = 0; o < m.operationCount; ++o) {
+        const OperationDesc& op = m.operations[o];
+        for (uint32_t i = 0; i < op.inputCount; ++i) lastUse[op.inputs[i]] = o;
+        lastUse[op.outputs[0]] = std::max(lastUse[op.outputs[0]], o);
+    }
+    uint32_t liveCount = 0;
+    for (uint32_t o = 0; o < m.operationCount; ++o) {
+        const OperationDesc& op = m.operations[o];
+        for (uint32_t i = 0; i < op.inputCount; ++i) {
+            const OperandDesc& d = m.operands[op.inputs[i]];
+            const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
+                                    d.lifetime == hal::kSubgraphInput;
+            if (tensorData && d.type == hal::kTensorQuant8Asymm && !defined[op.inputs[i]]) {
+                return FwStatus::make(Code::kInvalidArgument, "operation %u reads operand %u before any operation writes it", o, op.inputs[i]);
+            }
+        }
+        const uint32_t out = op.outputs[0];
+        if (defined[out]) return FwStatus::make(Code::kInvalidArgument, "operation %u writes operand %u, which already has a value", o, out);
+        defined[out] = true;
+        if (m.operands[out].lifetime == hal::kTemporary) {
+            const uint64_t bytes = align(tensorElements(m.operands[out]), 64);
+            uint64_t offset = 0;
+            bool moved = true;
+            while (moved) {  // lowest offset that overlaps no live tensor
+                moved = false;
+                for (uint32_t l = 0; l < liveCount; ++l) {
+                    const TensorRef& r = refs_[live[l]];
+                    const uint64_t end = r.offset + align(tensorElements(m.operands[live[l]]), 64);
+                    if (offset < end && r.offset < offset + bytes) {
+                        offset = end;
+                        moved = true;
+                    }
+                }
+            }
+            refs_[out] = {kRegionActivation, offset, false, 0};
+            activationBytes_ = std::max(activationBytes_, offset + bytes);
+            live[liveCount++] = out;
+        }
+        for (uint32_t l = 0; l < liveCount;) {
+            if (lastUse[live[l]] <= o) {
+                live[l] = live[--liveCount];
+            } else {
+                ++l;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m.outputCount; ++i) {
+        if (!defined[m.outputIndexes[i]]) return FwStatus::make(Code::kInvalidArgument, "model output %u (operand %u) is written by no operation", i, m.outputIndexes[i]);
+    }
+    return FwStatus::okStatus();
+}
+
+TensorRef ModelCompiler::ref(BlobWriter& w, uint32_t operand) {
+    const OperandDesc& d = model_.operands[operand];
+    if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) return refs_[operand];
+    if (constOffset_[operand] == 0) {
+        const uint64_t offset = w.reserveData(d.dataLength);
+        if (uint8_t* dst = w.data(offset)) std::memcpy(dst, constantData(target_, d), d.dataLength);
+        constOffset_[operand] = offset + 1;
+    }
+    return {kRegionData, constOffset_[operand] - 1, false, 0};
+}
+
+template <typename LoadIn, typename Compute, typename StoreOut>
+void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
+                              const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles,
+                              uint64_t inCap, uint64_t outCap, LoadIn loadIn, Compute compute,
+                              StoreOut storeOut) {
+    const uint32_t coutTile = plan.type == hal::kOpConv2d ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
+    const uint64_t weightCap = align(uint64_t{coutTile} * (k + 4), 64);
+    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightCap), static_cast<uint32_t>(weightCap + inCap)};
+    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightCap + 2 * inCap), static_cast<uint32_t>(weightCap + 2 * inCap + outCap)};
+    const uint32_t accHalf = target_.accumulatorBytes / 4 / 2;
+    const uint8_t* weights = constantData(target_, filter);
+    const uint8_t* biases = constantData(target_, bias);
+    w.emit(isa::makeVecParams(plan.vec));
+    for (uint32_t c0 = 0; c0 < cout; c0 += coutTile) {
+        const uint32_t ct = std::min(coutTile, cout - c0);
+        if (c0 > 0) w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
+        // Weights re-laid out K-major with this tile's output channels contiguous (the array's
+        // column order), followed by the tile's int32 biases.
+        const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
+        const uint64_t dataOffset = w.reserveData(tileBytes);
+        if (uint8_t* dst = w.data(dataOffset)) {
+            for (uint32_t kk = 0; kk < k; ++kk) {
+                for (uint32_t co = 0; co < ct; ++co) dst[uint64_t{kk} * ct + co] = weights[uint64_t{c0 + co} * k + kk];
+            }
+            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * c0, 4ull * ct);
+        }
+        emitPipeline(
+            w, rowTiles,
+            [&](uint32_t t) {
+                if (t == 0) {
+                    isa::DmaBox box;
+                    box.dramOffset = dataOffset;
+                    box.innerBytes = static_cast<uint32_t>(tileBytes);
+                    w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
+                }
+                loadIn(t, inBuf[t % 2]);
+            },
+            [&](uint32_t t) {
+                const uint32_t acc = (t % 2) * accHalf;
+                const uint32_t rows = compute(t, inBuf[t % 2], acc, ct);
+                isa::RequantDesc r;
+                r.accAddr = acc;
+                r.accRowStride = ct;
+                r.rows = rows;
+                r.cols = ct;
+                r.biasAddr = k * ct;
+                r.outAddr = outBuf[t % 2];
+                r.outRowStride = ct;
+                w.emit(isa::makeRequant(r, isa::vec::kFlagHasBias));
+            },
+            [&](uint32_t t) { storeOut(t, outBuf[t % 2], c0, ct); });
+    }
+}
+
+void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
+    const ConvPlan& p = plan.conv;
+    const uint32_t m = p.tiling.rowTile;
+    const uint32_t tilesPerImage = (p.outH + m - 1) / m;
+    const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
+    const uint64_t inCap = align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH) * p.inW * p.cin, 64);
+    const uint64_t outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    const uint32_t k = p.kh * p.kw * p.cin;
+    // The input rows a tile needs, clipped to the image (padding rows are never loaded).
+    auto window = [&](uint32_t t, uint32_t* b, uint32_t* r0, uint32_t* mt, uint32_t* first, uint32_t* end, uint32_t* padTop) {
+        *b = t / tilesPerImage;
+        *r0 = (t % tilesPerImage) * m;
+        *mt = std::min(m, p.outH - *r0);
+        const int64_t y0 = int64_t{*r0} * p.strideY - p.padTop;
+        const int64_t y1 = int64_t{*r0 + *mt - 1} * p.strideY - p.padTop + static_cast<int64_t>(effH);
+        *first = static_cast<uint32_t>(std::max<int64_t>(0, y0));
+        *end = static_cast<uint32_t>(std::min<int64_t>(p.inH, y1));
+        *padTop = static_cast<uint32_t>(*first - y0);
+    };
+    emitMacOp(
+        w, plan, k, p.cout, model_.operands[p.filter], model_.operands[p.bias], p.batch * tilesPerImage, inCap, outCap,
+        [&](uint32_t t, uint32_t sram) {
+            uint32_t b, r0, mt, first, end, padTop;
+            window(t, &b, &r0, &mt, &first, &end, &padTop);
+            isa::DmaBox box;
+            box.sramAddr = sram;
+            if (!p.nchw) {
+                box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin;
+                box.innerBytes = p.inW * p.cin;
+                box.rows = end - first;
+                box.dramRowStride = box.sramRowStride = p.inW * p.cin;
+            } else {  // transpose CHW -> HWC element by element (slow on purpose: narrow bursts)
+                box.dramOffset = uint64_t{b} * p.cin * p.inH * p.inW + uint64_t{first} * p.inW;
+                box.innerBytes = 1;
+                box.rows = (end - first) * p.inW;
+                box.dramRowStride = 1;
+                box.sramRowStride = p.cin;
+                box.planes = p.cin;
+                box.dramPlaneStride = p.inH * p.inW;
+                box.sramPlaneStride = 1;
+            }
+            w.dma(Opcode::kDmaLoad, in, box);
+        },
+        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+            uint32_t b, r0, mt, first, end, padTop;
+            window(t, &b, &r0, &mt, &first, &end, &padTop);
+            isa::ConvDesc d;
+            d.ifmAddr = sram;
+            d.ifmH = end - first;
+            d.ifmW = p.inW;
+            d.ifmC = p.cin;
+            d.ifmRowStride = p.inW * p.cin;
+            d.wAddr = 0;
+            d.kernelH = p.kh;
+            d.kernelW = p.kw;
+            d.strideY = p.strideY;
+            d.strideX = p.strideX;
+            d.dilY = p.dilY;
+            d.dilX = p.dilX;
+            d.padTop = padTop;
+            d.padLeft = p.padLeft;
+            d.ofmH = mt;
+            d.ofmW = p.outW;
+            d.cout = ct;
+            d.accAddr = acc;
+            d.zpIn = plan.zpIn;
+            d.zpW = plan.zpWeights;
+            w.emit(isa::makeConv(d));
+            return mt * p.outW;
+        },
+        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+            uint32_t b, r0, mt, first, end, padTop;
+            window(t, &b, &r0, &mt, &first, &end, &padTop);
+            isa::DmaBox box;
+            box.sramAddr = sram;
+            if (!p.nchw) {
+                box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + c0;
+                box.innerBytes = ct;
+                box.rows = mt * p.outW;
+                box.dramRowStride = p.cout;
+                box.sramRowStride = ct;
+            } else {
+                box.dramOffset = (uint64_t{b} * p.cout + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
+                box.innerBytes = 1;
+                box.rows = mt * p.outW;
+                box.dramRowStride = 1;
+                box.sramRowStride = ct;
+                box.planes = ct;
+                box.dramPlaneStride = p.outH * p.outW;
+                box.sramPlaneStride = 1;
+            }
+            w.dma(Opcode::kDmaStore, out, box);
+        });
+}
+
+void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
+    const FcPlan& p = plan.fc;
+    const uint32_t m = p.tiling.rowTile, k = p.inputSize;
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    emitMacOp(
+        w, plan, k, p.units, model_.operands[p.weights], model_.operands[p.bias], (p.batch + m - 1) / m,
+        align(uint64_t{m} * k, 64), align(uint64_t{m} * p.tiling.coutTile, 64),
+        [&](uint32_t t, uint32_t sram) {
+            isa::DmaBox box;
+            box.dramOffset = uint64_t{t} * m * k;
+            box.sramAddr = sram;
+            box.innerBytes = k;
+            box.rows = std::min(m, p.batch - t * m);
+            box.dramRowStride = box.sramRowStride = k;
+            w.dma(Opcode::kDmaLoad, in, box);
+        },
+        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+            isa::GemmDesc g;
+            g.aAddr = sram;
+            g.aRowStride = k;
+            g.bAddr = 0;
+            g.bRowStride = ct;
+            g.m = std::min(m, p.batch - t * m);
+            g.k = k;
+            g.n = ct;
+            g.accAddr = acc;
+            g.accRowStride = ct;
+            g.zpA = plan.zpIn;
+            g.zpB = plan.zpWeights;
+            w.emit(isa::makeGemm(g));
+            return g.m;
+        },
+        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+            isa::DmaBox box;
+            box.dramOffset = uint64_t{t} * m * p.units + c0;
+            box.sramAddr = sram;
+            box.innerBytes = ct;
+            box.rows = std::min(m, p.batch - t * m);
+            box.dramRowStride = p.units;
+            box.sramRowStride = ct;
+            w.dma(Opcode::kDmaStore, out, box);
+        });
+}
+
+void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
+    const AddPlan& p = plan.add;
+    const uint32_t buffer = target_.scratchpadBytes / 6 / 64 * 64;
+    const TensorRef a = ref(w, p.a), b = ref(w, p.b), out = ref(w, p.output);
+    const uint32_t rowTiles = (p.dims[2] + p.rowTile - 1) / p.rowTile;
+    const uint32_t colTiles = (p.dims[3] + p.colTile - 1) / p.colTile;
+    const uint32_t tiles = p.dims[0] * p.dims[1] * rowTiles * colTiles;
+    struct Tile {
+        uint32_t i0, i1, r0, c0, rows, cols;
+    };
+    auto tileOf = [&](uint32_t t) {
+        Tile x;
+        x.c0 = (t % colTiles) * p.colTile;
+        x.r0 = (t / colTiles % rowTiles) * p.rowTile;
+        x.i1 = t / colTiles / rowTiles % p.dims[1];
+        x.i0 = t / colTiles / rowTiles / p.dims[1];
+        x.rows = std::min(p.rowTile, p.dims[2] - x.r0);
+        x.cols = std::min(p.colTile, p.dims[3] - x.c0);
+        return x;
+    };
+    // An input's box: broadcast axes collapse to one element in the scratchpad.
+    auto inputBox = [&](const Tile& x, const uint32_t* s, uint32_t sram) {
+        isa::DmaBox box;
+        box.dramOffset = uint64_t{x.i0} * s[0] + uint64_t{x.i1} * s[1] + uint64_t{x.r0} * s[2] + uint64_t{x.c0} * s[3];
+        box.sramAddr = sram;
+        box.innerBytes = s[3] != 0 ? x.cols : 1;
+        box.rows = s[2] != 0 ? x.rows : 1;
+        box.dramRowStride = s[2];
+        box.sramRowStride = box.innerBytes;
+        return box;
+    };
+    w.emit(isa::makeVecParams(plan.vec));
+    emitPipeline(
+        w, tiles,
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            w.dma(Opcode::kDmaLoad, a, inputBox(x, p.strideA, (t % 2) * buffer));
+            w.dma(Opcode::kDmaLoad, b, inputBox(x, p.strideB, (2 + t % 2) * buffer));
+        },
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            isa::AddDesc d;
+            d.rows = x.rows;
+            d.cols = x.cols;
+            d.aAddr = (t % 2) * buffer;
+            d.aColStride = p.strideA[3] != 0 ? 1 : 0;
+            d.aRowStride = p.strideA[2] != 0 ? (p.strideA[3] != 0 ? x.cols : 1) : 0;
+            d.bAddr = (2 + t % 2) * buffer;
+            d.bColStride = p.strideB[3] != 0 ? 1 : 0;
+            d.bRowStride = p.strideB[2] != 0 ? (p.strideB[3] != 0 ? x.cols : 1) : 0;
+            d.outAddr = (4 + t % 2) * buffer;
+            d.outRowStride = x.cols;
+            w.emit(isa::makeAdd(d));
+        },
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            isa::DmaBox box;
+            box.dramOffset = ((uint64_t{x.i0} * p.dims[1] + x.i1) * p.dims[2] + x.r0) * p.dims[3] + x.c0;
+            box.sramAddr = (4 + t % 2) * buffer;
+            box.innerBytes = x.cols;
+            box.rows = x.rows;
+            box.dramRowStride = p.dims[3];
+            box.sramRowStride = x.cols;
+            w.dma(Opcode::kDmaStore, out, box);
+        });
+}
+
+void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
+    for (uint32_t i = 0; i < model_.operandCount; ++i) constOffset_[i] = 0;
+    for (uint32_t o = 0; o < model_.operationCount; ++o) {
+        const uint32_t begin = w.commandCount();
+        const OpPlan& plan = plans_[o];
+        switch (plan.type) {
+            case hal::kOpConv2d: emitConv(w, plan); break;
+            case hal::kOpFullyConnected: emitFc(w, plan); break;
+            case hal::kOpAdd: emitAdd(w, plan); break;
+            default: break;
+        }
+        if (opTable != nullptr) {
+            uint8_t* e = opTable + uint64_t{o} * blob::kOpDescWords * 4;
+            writeU32(e, o);
+            writeU32(e + 4, plan.type);
+            writeU32(e + 8, begin);
+            writeU32(e + 12, w.commandCount());
+        }
+    }
+}
+
+FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+    FwStatus st = checkModel();
+    if (!st.ok()) return st;
+    plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
+    if (plans_ == nullptr) return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (plans)");
+    for (uint32_t o = 0; o < model_.operationCount; ++o) {
+        if (!(st = planOperation(target_, model_, o, &plans_[o])).ok()) return st;
+    }
+    if (!(st = planMemory(scratch)).ok()) return st;
+
+    BlobWriter counter(nullptr, nullptr, nullptr);
+    emitAll(counter, nullptr);
+    const uint32_t numIo = model_.inputCount + model_.outputCount;
+    const uint64_t cmdOffset = align(blob::kHeaderBytesValue, kBlobAlign);
+    const uint64_t metaOffset = cmdOffset + uint64_t{counter.commandCount()} * isa::kCommandBytes;
+    const uint64_t metaBytes = expectedMetaBytes(numIo, model_.operationCount, counter.relocCount());
+    const uint64_t dataOffset = align(metaOffset + metaBytes, kBlobAlign);
+    const uint64_t total = dataOffset + counter.dataBytes();
+    if (total > UINT32_MAX || activationBytes_ > UINT32_MAX) {
+        return FwStatus::make(Code::kInvalidArgument, "compiled model too large (%llu bytes)", static_cast<unsigned long long>(total));
+    }
+    uint8_t* out = static_cast<uint8_t*>(scratch.allocate(total, kBlobAlign));
+    if (out == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted: blob of %llu bytes", static_cast<unsigned long long>(total));
+    }
+    std::memset(out, 0, total);
+    uint8_t* meta = out + metaOffset;
+    for (uint32_t io = 0; io < numIo; ++io) {
+        const uint32_t index = io < model_.inputCount ? model_.inputIndexes[io] : model_.outputIndexes[io - model_.inputCount];
+        const OperandDesc& d = model_.operands[index];
+        uint8_t* e = meta + uint64_t{io} * blob::kIoDescWords * 4;
+        writeU32(e, d.rank);
+        for (uint32_t k = 0; k < d.rank; ++k) writeU32(e + 4 + 4 * k, d.dims[k]);
+        writeU32(e + 28, static_cast<uint32_t>(tensorElements(d)));
+    }
+    uint8_t* opTable = meta + uint64_t{numIo} * blob::kIoDescWords * 4;
+    uint8_t* relocs = opTable + uint64_t{model_.operationCount} * blob::kOpDescWords * 4;
+    BlobWriter writer(out + cmdOffset, relocs, out + dataOffset);
+    emitAll(writer, opTable);
+
+    uint32_t h[blob::kHeaderWords] = {};
+    h[blob::kMagic] = kBlobMagic;
+    h[blob::kVersion] = kBlobVersion;
+    h[blob::kHeaderBytes] = blob::kHeaderBytesValue;
+    h[blob::kTotalBytes] = static_cast<uint32_t>(total);
+    h[blob::kCommandOffset] = static_cast<uint32_t>(cmdOffset);
+    h[blob::kCommandCount] = writer.commandCount();
+    h[blob::kMetaOffset] = static_cast<uint32_t>(metaOffset);
+    h[blob::kMetaBytes] = static_cast<uint32_t>(metaBytes);
+    h[blob::kDataOffset] = static_cast<uint32_t>(dataOffset);
+    h[blob::kDataBytes] = static_cast<uint32_t>(writer.dataBytes());
+    h[blob::kActivationBytes] = static_cast<uint32_t>(activationBytes_);
+    h[blob::kNumInputs] = model_.inputCount;
+    h[blob::kNumOutputs] = model_.outputCount;
+    h[blob::kNumOps] = model_.operationCount;
+    h[blob::kNumRelocs] = writer.relocCount();
+    h[blob::kHwArray] = target_.arrayRows | (target_.arrayCols << 16);
+    h[blob::kHwScratchpadKib] = target_.scratchpadBytes / 1024;
+    h[blob::kHwAccumulatorKib] = target_.accumulatorBytes / 1024;
+    for (uint32_t i = 0; i < blob::kHeaderWords; ++i) writeU32(out + 4 * i, h[i]);
+    *image = out;
+    *size = total;
+    return FwStatus::okStatus();
+}
+
+}  // namespace
+
+FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
+                      const uint8_t** image, uint64_t* size) {
+    ModelCompiler compiler(target, model);
+    return compiler.run(scratch, image, size);
+}
+
+}  // namespace npu::fw

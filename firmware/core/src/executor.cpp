@@ -1,0 +1,165 @@
+#include "executor.h"
+
+#include <cstring>
+
+#include "hwsim/isa/registers.h"
+
+namespace npu::fw {
+
+namespace {
+
+struct PmuSnapshot {
+    uint64_t cycles = 0, macs = 0, stalls = 0;
+};
+
+uint64_t read64(Platform& p, uint32_t lo, uint32_t hi) {
+    const uint32_t l = p.readReg(lo);  // latches HI
+    return l | (uint64_t{p.readReg(hi)} << 32);
+}
+
+PmuSnapshot readPmu(Platform& p) {
+    return {read64(p, isa::kRegPmuCyclesLo, isa::kRegPmuCyclesHi),
+            read64(p, isa::kRegPmuMacsLo, isa::kRegPmuMacsHi),
+            read64(p, isa::kRegPmuStallLo, isa::kRegPmuStallHi)};
+}
+
+void writeAddr(Platform& p, uint32_t lo, uint32_t hi, uint64_t v) {
+    p.writeReg(lo, static_cast<uint32_t>(v));
+    p.writeReg(hi, static_cast<uint32_t>(v >> 32));
+}
+
+FwStatus checkIo(const ExecutionContext& ctx, const IoDesc& d, const IoArg& a, const char* what,
+                 uint32_t index, bool* sufficient) {
+    if (a.hasNoValue) return FwStatus::make(Code::kInvalidArgument, "%s %u: omitted, but the model needs it", what, index);
+    if (a.rank != 0) {
+        bool same = a.rank == d.rank;
+        for (uint32_t k = 0; same && k < d.rank; ++k) same = a.dims[k] == d.dims[k];
+        if (!same) return FwStatus::make(Code::kInvalidArgument, "%s %u: dimensions differ from the model's (rank %u vs %u)", what, index, a.rank, d.rank);
+    }
+    const uint64_t size = ctx.platform.dramSize();
+    if (a.addr < ctx.hostWindowBase || a.addr > size || a.length > size - a.addr) {
+        return FwStatus::make(Code::kInvalidArgument, "%s %u: [0x%llx, +%u) is outside the host window", what, index,
+                              static_cast<unsigned long long>(a.addr), a.length);
+    }
+    *sufficient = a.length >= d.bytes;
+    return FwStatus::okStatus();
+}
+
+}  // namespace
+
+void resetNpu(Platform& platform) {
+    platform.writeReg(isa::kRegCtrl, isa::kCtrlSoftReset);
+    platform.writeReg(isa::kRegCtrl, isa::kCtrlEnable | isa::kCtrlIrqEnable);
+    platform.writeReg(isa::kRegIrqMask, isa::kIrqAll);
+    platform.writeReg(isa::kRegIrqClear, isa::kIrqAll);
+}
+
+FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,
+                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
+                     ExecResult* result) {
+    const BlobView& v = blob.view;
+    Platform& p = ctx.platform;
+    if (inputCount != v.numInputs() || outputCount != v.numOutputs()) {
+        return FwStatus::make(Code::kInvalidArgument, "request has %u inputs and %u outputs; the model has %u and %u",
+                              inputCount, outputCount, v.numInputs(), v.numOutputs());
+    }
+    if ((inputCount > 0 && inputs == nullptr) || outputs == nullptr || result == nullptr) {
+        return FwStatus::make(Code::kInvalidArgument, "execute: missing argument arrays");
+    }
+    result->deviceCycles = 0;
+    result->profileCount = 0;
+    result->outputCount = outputCount;
+    bool allSufficient = true;
+    for (uint32_t i = 0; i < inputCount; ++i) {
+        bool sufficient = true;
+        FwStatus st = checkIo(ctx, v.io(i), inputs[i], "input", i, &sufficient);
+        if (!st.ok()) return st;
+        if (!sufficient) return FwStatus::make(Code::kInvalidArgument, "input %u: %u bytes given, %u needed", i, inputs[i].length, v.io(i).bytes);
+    }
+    for (uint32_t i = 0; i < outputCount; ++i) {
+        const IoDesc d = v.io(inputCount + i);
+        bool sufficient = true;
+        FwStatus st = checkIo(ctx, d, outputs[i], "output", i, &sufficient);
+        if (!st.ok()) return st;
+        OutputShapeInfo& o = result->outputs[i];
+        o.rank = d.rank;
+        for (uint32_t k = 0; k < kMaxRank; ++k) o.dims[k] = d.dims[k];
+        o.sufficient = sufficient;
+        allSufficient = allSufficient && sufficient;
+    }
+    if (!allSufficient) return FwStatus::make(Code::kOutputInsufficientSize, "an output buffer is smaller than its tensor");
+
+    // Command queue (one spare slot: a full ring would look empty) and activation area.
+    const uint64_t queueBytes = (uint64_t{v.commandCount()} + 1) * isa::kCommandBytes;
+    const uint64_t activationBytes = v.h(blob::kActivationBytes);
+    uint64_t block = 0;
+    if (!ctx.dram.allocate(queueBytes + activationBytes, &block)) {
+        return FwStatus::make(Code::kResourceExhaustedTransient, "no firmware DRAM for an execution (%llu bytes)",
+                              static_cast<unsigned long long>(queueBytes + activationBytes));
+    }
+    uint8_t* queue = p.dram() + block;
+    std::memcpy(queue, v.commands(), uint64_t{v.commandCount()} * isa::kCommandBytes);
+    for (uint32_t r = 0; r < v.numRelocs(); ++r) {
+        const Reloc rel = v.reloc(r);
+        const IoArg& a = rel.output ? outputs[rel.ioIndex] : inputs[rel.ioIndex];
+        isa::Command c = readCommand(queue + uint64_t{rel.cmdIndex} * isa::kCommandBytes);
+        isa::DmaBox box = isa::dmaBoxOf(c);
+        box.dramOffset += a.addr;  // validated: offset + span <= tensor bytes <= a.length
+        c.w[isa::dma::kDramOffsetLo] = static_cast<uint32_t>(box.dramOffset);
+        c.w[isa::dma::kDramOffsetHi] = static_cast<uint32_t>(box.dramOffset >> 32);
+        writeCommand(queue + uint64_t{rel.cmdIndex} * isa::kCommandBytes, c);
+    }
+
+    if ((p.readReg(isa::kRegStatus) & isa::kStatusError) != 0) resetNpu(p);
+    p.writeReg(isa::kRegCtrl, isa::kCtrlEnable | isa::kCtrlIrqEnable);
+    p.writeReg(isa::kRegIrqMask, isa::kIrqAll);
+    p.writeReg(isa::kRegIrqClear, isa::kIrqAll);
+    p.writeReg(isa::kRegPmuCtrl, 0);
+    writeAddr(p, isa::regRegionBaseLo(kRegionIo), isa::regRegionBaseHi(kRegionIo), 0);
+    writeAddr(p, isa::regRegionBaseLo(kRegionData), isa::regRegionBaseHi(kRegionData), blob.dramAddr + v.h(blob::kDataOffset));
+    writeAddr(p, isa::regRegionBaseLo(kRegionActivation), isa::regRegionBaseHi(kRegionActivation), block + queueBytes);
+    writeAddr(p, isa::kRegCmdqBaseLo, isa::kRegCmdqBaseHi, block);
+    p.writeReg(isa::kRegCmdqSize, static_cast<uint32_t>(queueBytes));  // resets HEAD and TAIL
+
+    FwStatus status = FwStatus::okStatus();
+    const PmuSnapshot start = readPmu(p);
+    PmuSnapshot before = start;
+    for (uint32_t i = 0; i < v.numOps(); ++i) {
+        const OpDesc op = v.op(i);
+        OpProfile& prof = result->profile[i];
+        prof = OpProfile{};
+        prof.operationIndex = op.operationIndex;
+        prof.type = op.type;
+        result->profileCount = i + 1;
+        if (op.cmdEnd == op.cmdBegin) continue;
+        p.writeReg(isa::kRegCmdqTail, op.cmdEnd * isa::kCommandBytes);
+        p.writeReg(isa::kRegDoorbell, 1);
+        if (!p.waitForIrq(ctx.irqTimeoutUs)) {
+            resetNpu(p);
+            status = FwStatus::make(Code::kGeneralFailure, "operation %u (type %u): NPU raised no interrupt within %u us",
+                                    op.operationIndex, op.type, ctx.irqTimeoutUs);
+            break;
+        }
+        const uint32_t irq = p.readReg(isa::kRegIrqStatus);
+        p.writeReg(isa::kRegIrqClear, irq);
+        if ((irq & isa::kIrqError) != 0) {
+            const uint32_t code = p.readReg(isa::kRegErrorCode);
+            const uint32_t offset = p.readReg(isa::kRegErrorOffset);
+            resetNpu(p);
+            status = FwStatus::make(Code::kGeneralFailure, "operation %u (type %u): NPU fault %s (code %u) at command offset 0x%x (command %u)",
+                                    op.operationIndex, op.type, isa::errorCodeName(static_cast<isa::ErrorCode>(code)), code, offset,
+                                    offset / isa::kCommandBytes);
+            break;
+        }
+        const PmuSnapshot after = readPmu(p);
+        prof.cycles = after.cycles - before.cycles;
+        prof.macs = after.macs - before.macs;
+        prof.stallCycles = after.stalls - before.stalls;
+        before = after;
+    }
+    result->deviceCycles = before.cycles - start.cycles;
+    ctx.dram.free(block);
+    return status;
+}
+
+}  // namespace npu::fw

@@ -1,0 +1,435 @@
+#include "op_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace npu::fw {
+
+namespace {
+
+constexpr uint32_t kMax16 = 0xFFFF;
+constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 30;  // well inside hwsim's per-command cap
+constexpr int32_t kAddLeftShift = 20;
+
+// Collects the operation's identity so every message names it.
+struct Checker {
+    const CompileTarget& target;
+    const ModelDesc& model;
+    uint32_t opIndex;
+    const OperationDesc& op;
+
+    template <typename... Args>
+    FwStatus fail(const char* fmt, Args... args) const {
+        char rule[128];
+        std::snprintf(rule, sizeof(rule), fmt, args...);
+        return FwStatus::make(Code::kInvalidArgument, "operation %u (%s): %s", opIndex,
+                              operationName(op.type), rule);
+    }
+    bool inputExists(uint32_t i) const {
+        return i < op.inputCount && op.inputs[i] < model.operandCount &&
+               model.operands[op.inputs[i]].lifetime != hal::kNoValue;
+    }
+    const OperandDesc& in(uint32_t i) const { return model.operands[op.inputs[i]]; }
+    const OperandDesc& out(uint32_t i) const { return model.operands[op.outputs[i]]; }
+
+    FwStatus operandIndexes() const {
+        for (uint32_t i = 0; i < op.inputCount; ++i) {
+            if (op.inputs[i] >= model.operandCount) return fail("input %u names operand %u of %u", i, op.inputs[i], model.operandCount);
+        }
+        for (uint32_t i = 0; i < op.outputCount; ++i) {
+            if (op.outputs[i] >= model.operandCount) return fail("output %u names operand %u of %u", i, op.outputs[i], model.operandCount);
+        }
+        return FwStatus::okStatus();
+    }
+
+    FwStatus scalar(uint32_t i, uint32_t type, int32_t* value) const {
+        if (!inputExists(i)) return fail("input %u (scalar) has no value", i);
+        const OperandDesc& d = in(i);
+        if (d.type != type) return fail("input %u (operand %u) has type %u, expected %u", i, op.inputs[i], d.type, type);
+        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) {
+            return fail("input %u (operand %u) must be a constant", i, op.inputs[i]);
+        }
+        const uint32_t bytes = type == hal::kBool ? 1 : 4;
+        const uint8_t* p = constantData(target, d);
+        if (p == nullptr || d.dataLength != bytes) return fail("input %u (operand %u): value not in the host window or %u bytes long", i, op.inputs[i], d.dataLength);
+        *value = type == hal::kBool ? (p[0] != 0 ? 1 : 0)
+                                    : static_cast<int32_t>(p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24));
+        return FwStatus::okStatus();
+    }
+
+    FwStatus quantTensor(const OperandDesc& d, const char* role, uint32_t operand, uint32_t minRank, uint32_t maxRank) const {
+        if (d.type != hal::kTensorQuant8Asymm) return fail("%s (operand %u) has type %u; only TENSOR_QUANT8_ASYMM", role, operand, d.type);
+        if (d.rank < minRank || d.rank > maxRank) return fail("%s (operand %u) has rank %u, supported %u..%u", role, operand, d.rank, minRank, maxRank);
+        for (uint32_t k = 0; k < d.rank; ++k) {
+            if (d.dims[k] == 0) return fail("%s (operand %u) dimension %u is unknown; fully specified shapes only", role, operand, k);
+        }
+        if (!(d.scale > 0.0f) || !std::isfinite(d.scale)) return fail("%s (operand %u) scale must be positive", role, operand);
+        if (d.zeroPoint < 0 || d.zeroPoint > 255) return fail("%s (operand %u) zero point %d outside [0, 255]", role, operand, d.zeroPoint);
+        if (d.channelScaleCount != 0) return fail("%s (operand %u): per-channel quantization is not supported", role, operand);
+        if (tensorElements(d) > UINT32_MAX) return fail("%s (operand %u) has more than 2^32 elements", role, operand);
+        return FwStatus::okStatus();
+    }
+
+    FwStatus dataTensor(uint32_t i, const char* role, uint32_t minRank, uint32_t maxRank) const {
+        if (!inputExists(i)) return fail("%s (input %u) has no value", role, i);
+        const OperandDesc& d = in(i);
+        if (d.lifetime == hal::kConstantCopy || d.lifetime == hal::kConstantReference) {
+            const uint8_t* p = constantData(target, d);
+            if (p == nullptr || d.dataLength != tensorElements(d)) return fail("%s (operand %u): constant value not in the host window or of the wrong length", role, op.inputs[i]);
+        } else if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphInput && d.lifetime != hal::kSubgraphOutput) {
+            return fail("%s (operand %u) has lifetime %u", role, op.inputs[i], d.lifetime);
+        }
+        return quantTensor(d, role, op.inputs[i], minRank, maxRank);
+    }
+
+    FwStatus constantTensor(uint32_t i, const char* role, uint32_t type, uint32_t rank) const {
+        if (!inputExists(i)) return fail("%s (input %u) has no value", role, i);
+        const OperandDesc& d = in(i);
+        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) return fail("%s (operand %u) must be constant", role, op.inputs[i]);
+        if (type == hal::kTensorQuant8Asymm) {
+            FwStatus st = quantTensor(d, role, op.inputs[i], rank, rank);
+            if (!st.ok()) return st;
+        } else {
+            if (d.type != hal::kTensorInt32 || d.rank != rank) return fail("%s (operand %u) must be a rank-%u TENSOR_INT32", role, op.inputs[i], rank);
+            for (uint32_t k = 0; k < rank; ++k) if (d.dims[k] == 0) return fail("%s (operand %u) has an unknown dimension", role, op.inputs[i]);
+        }
+        const uint64_t bytes = tensorElements(d) * (type == hal::kTensorInt32 ? 4 : 1);
+        if (constantData(target, d) == nullptr || d.dataLength != bytes) return fail("%s (operand %u): value not in the host window or %u bytes instead of %llu", role, op.inputs[i], d.dataLength, static_cast<unsigned long long>(bytes));
+        return FwStatus::okStatus();
+    }
+
+    FwStatus outputTensor(uint32_t maxRank) const {
+        if (op.outputCount != 1) return fail("has %u outputs, expected 1", op.outputCount);
+        const OperandDesc& d = out(0);
+        if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphOutput) return fail("output (operand %u) has lifetime %u", op.outputs[0], d.lifetime);
+        return quantTensor(d, "output", op.outputs[0], 1, maxRank);
+    }
+
+    FwStatus activation(uint32_t i, const OperandDesc& output, isa::VecParams* vec) const {
+        int32_t act = 0;
+        FwStatus st = scalar(i, hal::kInt32, &act);
+        if (!st.ok()) return st;
+        if (!activationRangeUint8(act, output.scale, output.zeroPoint, &vec->clampMin, &vec->clampMax)) {
+            return fail("fused activation %d; supported NONE, RELU, RELU1, RELU6", act);
+        }
+        return FwStatus::okStatus();
+    }
+};
+
+// Largest weight tile (output channels) whose weights + biases take at most half the scratchpad.
+uint32_t chooseCoutTile(const CompileTarget& t, uint64_t k, uint32_t cout) {
+    uint64_t tile = cout;
+    while (tile > 0 && tile * (k + 4) > t.scratchpadBytes / 2) tile = tile > t.arrayCols ? tile / 2 : tile - 1;
+    return static_cast<uint32_t>(tile);
+}
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+FwStatus planConv(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    ConvPlan& p = plan->conv;
+    if (op.inputCount < 7 || op.inputCount > 13) return c.fail("has %u inputs; CONV_2D takes 7..13", op.inputCount);
+    const bool implicit = op.inputCount == 7 || (op.inputCount >= 8 && c.inputExists(7) && c.in(7).type == hal::kBool);
+    const uint32_t base = implicit ? 7 : 10;  // index of the optional layout input
+    if (op.inputCount != base && op.inputCount != base + 1 && op.inputCount != base + 3) {
+        return c.fail("has %u inputs; the %s padding signature takes %u, %u or %u", op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
+    }
+    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    if (!st.ok()) return st;
+    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4)).ok()) return st;
+    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
+    if (!(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& bias = c.in(2);
+    const OperandDesc& output = c.out(0);
+    if (output.rank != 4) return c.fail("output has rank %u, expected 4", output.rank);
+
+    int32_t layout = 0, dilW = 1, dilH = 1;
+    if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
+    if (op.inputCount > base + 1) {
+        if (!(st = c.scalar(base + 1, hal::kInt32, &dilW)).ok() || !(st = c.scalar(base + 2, hal::kInt32, &dilH)).ok()) return st;
+    }
+    p.nchw = layout != 0;
+    p.input = op.inputs[0];
+    p.filter = op.inputs[1];
+    p.bias = op.inputs[2];
+    p.output = op.outputs[0];
+    p.batch = input.dims[0];
+    p.inH = p.nchw ? input.dims[2] : input.dims[1];
+    p.inW = p.nchw ? input.dims[3] : input.dims[2];
+    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    p.cout = filter.dims[0];
+    p.kh = filter.dims[1];
+    p.kw = filter.dims[2];
+    if (filter.dims[3] != p.cin) return c.fail("filter depth %u differs from input depth %u", filter.dims[3], p.cin);
+    if (bias.dims[0] != p.cout) return c.fail("bias has %u elements for %u output channels", bias.dims[0], p.cout);
+
+    int32_t strideW = 0, strideH = 0, act = 0;
+    (void)act;
+    int32_t pads[4] = {};  // left, right, top, bottom
+    if (implicit) {
+        int32_t scheme = 0;
+        if (!(st = c.scalar(3, hal::kInt32, &scheme)).ok() || !(st = c.scalar(4, hal::kInt32, &strideW)).ok() ||
+            !(st = c.scalar(5, hal::kInt32, &strideH)).ok()) return st;
+        if (scheme != 1 && scheme != 2) return c.fail("implicit padding scheme %d; expected 1 (SAME) or 2 (VALID)", scheme);
+        if (strideW < 1 || strideH < 1 || dilW < 1 || dilH < 1) return c.fail("strides and dilations must be >= 1");
+        // NNAPI calculateExplicitPadding.
+        auto same = [](int64_t in, int64_t stride, int64_t dil, int64_t k, int32_t* head, int32_t* tail) {
+            const int64_t eff = (k - 1) * dil + 1;
+            const int64_t outSize = (in + stride - 1) / stride;
+            const int64_t tmp = (outSize - 1) * stride + eff;
+            *head = *tail = 0;
+            if (tmp > in) {
+                *head = static_cast<int32_t>((tmp - in) / 2);
+                *tail = static_cast<int32_t>((tmp - in) - *head);
+            }
+        };
+        if (scheme == 1) {
+            same(p.inW, strideW, dilW, p.kw, &pads[0], &pads[1]);
+            same(p.inH, strideH, dilH, p.kh, &pads[2], &pads[3]);
+        }
+        if (!(st = c.activation(6, output, &plan->vec)).ok()) return st;
+    } else {
+        for (uint32_t i = 0; i < 4; ++i) if (!(st = c.scalar(3 + i, hal::kInt32, &pads[i])).ok()) return st;
+        if (!(st = c.scalar(7, hal::kInt32, &strideW)).ok() || !(st = c.scalar(8, hal::kInt32, &strideH)).ok()) return st;
+        if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0) return c.fail("negative explicit padding");
+        if (strideW < 1 || strideH < 1 || dilW < 1 || dilH < 1) return c.fail("strides and dilations must be >= 1");
+        if (!(st = c.activation(9, output, &plan->vec)).ok()) return st;
+    }
+    p.strideX = static_cast<uint32_t>(strideW);
+    p.strideY = static_cast<uint32_t>(strideH);
+    p.dilX = static_cast<uint32_t>(dilW);
+    p.dilY = static_cast<uint32_t>(dilH);
+    p.padLeft = static_cast<uint32_t>(pads[0]);
+    p.padRight = static_cast<uint32_t>(pads[1]);
+    p.padTop = static_cast<uint32_t>(pads[2]);
+    p.padBottom = static_cast<uint32_t>(pads[3]);
+
+    const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1, effW = uint64_t{p.kw - 1} * p.dilX + 1;
+    const uint64_t spanH = uint64_t{p.inH} + p.padTop + p.padBottom, spanW = uint64_t{p.inW} + p.padLeft + p.padRight;
+    if (spanH < effH || spanW < effW) return c.fail("the (dilated) filter is larger than the padded input");
+    const uint64_t outH = (spanH - effH) / p.strideY + 1, outW = (spanW - effW) / p.strideX + 1;
+    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : static_cast<uint32_t>(outH), p.nchw ? static_cast<uint32_t>(outH) : static_cast<uint32_t>(outW), p.nchw ? static_cast<uint32_t>(outW) : p.cout};
+    for (uint32_t k = 0; k < 4; ++k) {
+        if (output.dims[k] != expect[k]) return c.fail("output dimension %u is %u, the operation produces %u", k, output.dims[k], expect[k]);
+    }
+    p.outH = static_cast<uint32_t>(outH);
+    p.outW = static_cast<uint32_t>(outW);
+    // NPU limits: 16-bit tile fields, and every output row must touch a real input row (the
+    // row tiler never loads an empty input window).
+    if (p.inH > kMax16 || p.inW > kMax16 || p.kh > kMax16 || p.kw > kMax16 || p.strideX > kMax16 || p.strideY > kMax16 ||
+        p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.outH > kMax16 || p.outW > kMax16) {
+        return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
+    }
+    if (p.padTop >= effH || p.padBottom >= effH) return c.fail("top/bottom padding %u/%u not smaller than the dilated filter height %llu (not supported)", p.padTop, p.padBottom, static_cast<unsigned long long>(effH));
+
+    // Tiling.
+    const uint64_t k = uint64_t{p.kh} * p.kw * p.cin;
+    const CompileTarget& t = c.target;
+    const uint32_t cT = chooseCoutTile(t, k, p.cout);
+    if (cT == 0) return c.fail("filter of %llu taps per output channel does not fit the scratchpad", static_cast<unsigned long long>(k));
+    const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (k + 4), 64);
+    const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
+    uint32_t m = p.outH;
+    for (; m > 0; --m) {
+        const uint64_t inRows = std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH);
+        const uint64_t inBytes = alignUp(inRows * p.inW * p.cin, 64), outBytes = alignUp(uint64_t{m} * p.outW * cT, 64);
+        const uint64_t accEntries = uint64_t{m} * p.outW * cT;
+        if (2 * (inBytes + outBytes) <= free && accEntries <= accHalf && accEntries * k <= kMaxMacsPerCommand) break;
+    }
+    if (m == 0) return c.fail("one output row (%u x %u channels) does not fit the scratchpad/accumulator", p.outW, cT);
+    p.tiling = {cT, m};
+
+    QuantizedMultiplier qm;
+    const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) / static_cast<double>(output.scale);
+    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
+    plan->vec.outMult = qm.multiplier;
+    plan->vec.outShift = qm.shift;
+    plan->vec.outOffset = output.zeroPoint;
+    plan->zpIn = input.zeroPoint;
+    plan->zpWeights = filter.zeroPoint;
+    return FwStatus::okStatus();
+}
+
+FwStatus planFc(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    FcPlan& p = plan->fc;
+    if (op.inputCount != 4) return c.fail("has %u inputs; FULLY_CONNECTED takes 4", op.inputCount);
+    FwStatus st = c.dataTensor(0, "input", 2, 4);
+    if (!st.ok()) return st;
+    if (!(st = c.constantTensor(1, "weights", hal::kTensorQuant8Asymm, 2)).ok()) return st;
+    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
+    if (!(st = c.outputTensor(2)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& weights = c.in(1);
+    const OperandDesc& output = c.out(0);
+    if (!(st = c.activation(3, output, &plan->vec)).ok()) return st;
+    p.input = op.inputs[0];
+    p.weights = op.inputs[1];
+    p.bias = op.inputs[2];
+    p.output = op.outputs[0];
+    p.units = weights.dims[0];
+    p.inputSize = weights.dims[1];
+    const uint64_t elements = tensorElements(input);
+    if (elements % p.inputSize != 0) return c.fail("input has %llu elements, not a multiple of input_size %u", static_cast<unsigned long long>(elements), p.inputSize);
+    p.batch = static_cast<uint32_t>(elements / p.inputSize);
+    if (c.in(2).dims[0] != p.units) return c.fail("bias has %u elements for %u units", c.in(2).dims[0], p.units);
+    if (output.rank != 2 || output.dims[0] != p.batch || output.dims[1] != p.units) {
+        return c.fail("output must be [%u, %u]", p.batch, p.units);
+    }
+    const CompileTarget& t = c.target;
+    const uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
+    if (cT == 0) return c.fail("input_size %u does not fit the scratchpad", p.inputSize);
+    const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (p.inputSize + 4), 64);
+    const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
+    uint64_t m = free / (2 * (alignUp(p.inputSize, 64) + alignUp(cT, 64)));
+    m = std::min<uint64_t>({m, accHalf / cT, p.batch, kMaxMacsPerCommand / (uint64_t{cT} * p.inputSize)});
+    if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
+    p.tiling = {cT, static_cast<uint32_t>(m)};
+
+    QuantizedMultiplier qm;
+    const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) / static_cast<double>(output.scale);
+    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
+    plan->vec.outMult = qm.multiplier;
+    plan->vec.outShift = qm.shift;
+    plan->vec.outOffset = output.zeroPoint;
+    plan->zpIn = input.zeroPoint;
+    plan->zpWeights = weights.zeroPoint;
+    return FwStatus::okStatus();
+}
+
+FwStatus planAdd(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    AddPlan& p = plan->add;
+    if (op.inputCount != 3) return c.fail("has %u inputs; ADD takes 3", op.inputCount);
+    FwStatus st = c.dataTensor(0, "input1", 1, 4);
+    if (!st.ok() || !(st = c.dataTensor(1, "input2", 1, 4)).ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& a = c.in(0);
+    const OperandDesc& b = c.in(1);
+    const OperandDesc& out = c.out(0);
+    if (!(st = c.activation(2, out, &plan->vec)).ok()) return st;
+    p.a = op.inputs[0];
+    p.b = op.inputs[1];
+    p.output = op.outputs[0];
+
+    // NNAPI broadcasting: align trailing dimensions; each pair equal or one of them 1.
+    const uint32_t rank = std::max(a.rank, b.rank);
+    if (out.rank != rank) return c.fail("output rank %u, broadcast rank %u", out.rank, rank);
+    uint32_t dims[4] = {1, 1, 1, 1}, da[4] = {1, 1, 1, 1}, db[4] = {1, 1, 1, 1};
+    for (uint32_t i = 0; i < rank; ++i) {
+        const uint32_t slot = 4 - rank + i;
+        da[slot] = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
+        db[slot] = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
+        if (da[slot] != db[slot] && da[slot] != 1 && db[slot] != 1) return c.fail("input dimensions %u and %u do not broadcast (axis %u)", da[slot], db[slot], i);
+        dims[slot] = std::max(da[slot], db[slot]);
+        if (out.dims[i] != dims[slot]) return c.fail("output dimension %u is %u, broadcast gives %u", i, out.dims[i], dims[slot]);
+    }
+    // Row-major element strides, 0 where an input is broadcast.
+    uint32_t sa[4], sb[4];
+    uint64_t ea = 1, eb = 1;
+    for (int i = 3; i >= 0; --i) {
+        sa[i] = da[i] == 1 ? 0 : static_cast<uint32_t>(ea);
+        sb[i] = db[i] == 1 ? 0 : static_cast<uint32_t>(eb);
+        ea *= da[i];
+        eb *= db[i];
+    }
+    // Collapse a dimension into the next inner one where both inputs walk them as one.
+    uint32_t n = 0, cd[4], ca[4], cb[4];
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (dims[i] == 1) continue;
+        if (n > 0 &&
+            ((sa[i] == 0 && ca[n - 1] == 0) || (sa[i] != 0 && uint64_t{ca[n - 1]} == uint64_t{sa[i]} * dims[i])) &&
+            ((sb[i] == 0 && cb[n - 1] == 0) || (sb[i] != 0 && uint64_t{cb[n - 1]} == uint64_t{sb[i]} * dims[i]))) {
+            cd[n - 1] *= dims[i];
+            ca[n - 1] = sa[i];
+            cb[n - 1] = sb[i];
+            continue;
+        }
+        cd[n] = dims[i];
+        ca[n] = sa[i];
+        cb[n] = sb[i];
+        ++n;
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        const uint32_t src = i + n < 4 ? UINT32_MAX : i + n - 4;
+        p.dims[i] = src == UINT32_MAX ? 1 : cd[src];
+        p.strideA[i] = src == UINT32_MAX ? 0 : ca[src];
+        p.strideB[i] = src == UINT32_MAX ? 0 : cb[src];
+    }
+    const uint64_t buffer = c.target.scratchpadBytes / 6 / 64 * 64;
+    p.colTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[3], buffer));
+    p.rowTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[2], buffer / p.colTile));
+
+    // TFLite's add.cc Prepare for uint8: inputs rescaled to twice the larger scale with a
+    // 20-bit headroom shift, then the sum rescaled to the output.
+    const double twiceMax = 2 * std::max(a.scale, b.scale);
+    const double real1 = a.scale / twiceMax, real2 = b.scale / twiceMax;
+    const double realOut = twiceMax / ((1 << kAddLeftShift) * out.scale);
+    QuantizedMultiplier q1, q2, qo;
+    if (!(realOut < 1.0) || !quantizeMultiplier(real1, &q1) || !quantizeMultiplier(real2, &q2) || !quantizeMultiplier(realOut, &qo) ||
+        q1.shift > 0 || q2.shift > 0 || qo.shift > 0) {
+        return c.fail("scales (%g, %g -> %g) need a rescale multiplier >= 1", a.scale, b.scale, out.scale);
+    }
+    plan->vec.in1Mult = q1.multiplier;
+    plan->vec.in1Shift = q1.shift;
+    plan->vec.in2Mult = q2.multiplier;
+    plan->vec.in2Shift = q2.shift;
+    plan->vec.outMult = qo.multiplier;
+    plan->vec.outShift = qo.shift;
+    plan->vec.in1Offset = -a.zeroPoint;
+    plan->vec.in2Offset = -b.zeroPoint;
+    plan->vec.outOffset = out.zeroPoint;
+    plan->vec.leftShift = kAddLeftShift;
+    return FwStatus::okStatus();
+}
+
+}  // namespace
+
+const char* operationName(uint32_t type) {
+    switch (type) {
+        case hal::kOpAdd: return "ADD";
+        case hal::kOpConv2d: return "CONV_2D";
+        case hal::kOpFullyConnected: return "FULLY_CONNECTED";
+        default: return "operation";
+    }
+}
+
+uint64_t tensorElements(const OperandDesc& d) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < d.rank && i < kMaxRank; ++i) {
+        if (__builtin_mul_overflow(n, uint64_t{d.dims[i]}, &n)) return UINT64_MAX;
+    }
+    return n;
+}
+
+const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d) {
+    if (target.dram == nullptr || d.dataAddr < target.hostWindowBase || d.dataAddr > target.dramSize ||
+        d.dataLength > target.dramSize - d.dataAddr) {
+        return nullptr;
+    }
+    return target.dram + d.dataAddr;
+}
+
+FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex, OpPlan* plan) {
+    if (opIndex >= model.operationCount) return FwStatus::make(Code::kInvalidArgument, "operation %u of %u", opIndex, model.operationCount);
+    const Checker c{target, model, opIndex, model.operations[opIndex]};
+    FwStatus st = c.operandIndexes();
+    if (!st.ok()) return st;
+    *plan = OpPlan{};
+    plan->type = c.op.type;
+    switch (c.op.type) {
+        case hal::kOpConv2d: return planConv(c, plan);
+        case hal::kOpFullyConnected: return planFc(c, plan);
+        case hal::kOpAdd: return planAdd(c, plan);
+        default: return FwStatus::make(Code::kInvalidArgument, "operation %u: operation type %u is not supported by the NPU", opIndex, c.op.type);
+    }
+}
+
+FwStatus checkOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex) {
+    OpPlan plan;
+    return planOperation(target, model, opIndex, &plan);
+}
+
+}  // namespace npu::fw

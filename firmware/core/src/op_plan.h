@@ -1,0 +1,68 @@
+#pragma once
+// Parses one HAL operation into what the code generator needs, checking every NNAPI rule and
+// every limit of this NPU on the way (operation_support). Internal to firmware/core.
+
+#include <cstdint>
+
+#include "compiler.h"
+#include "hwsim/isa/commands.h"
+#include "quant.h"
+
+namespace npu::fw {
+
+namespace hal {
+inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5;
+inline constexpr uint32_t kTemporary = 0, kSubgraphInput = 1, kSubgraphOutput = 2,
+                          kConstantCopy = 3, kConstantReference = 4, kNoValue = 5;
+inline constexpr uint32_t kOpAdd = 0, kOpConv2d = 3, kOpFullyConnected = 9;
+}  // namespace hal
+
+const char* operationName(uint32_t type);
+
+// Output-stationary tiles of a GEMM-like op (FC and CONV): weights of `coutTile` channels stay
+// in the scratchpad while `rowTile` rows (FC batch rows, CONV output rows) stream through.
+struct MacTiling {
+    uint32_t coutTile = 0;
+    uint32_t rowTile = 0;
+};
+
+struct ConvPlan {
+    uint32_t input = 0, filter = 0, bias = 0, output = 0;
+    uint32_t batch = 0, inH = 0, inW = 0, cin = 0, kh = 0, kw = 0, cout = 0, outH = 0, outW = 0;
+    uint32_t strideX = 1, strideY = 1, dilX = 1, dilY = 1;
+    uint32_t padLeft = 0, padRight = 0, padTop = 0, padBottom = 0;
+    bool nchw = false;
+    MacTiling tiling;
+};
+
+struct FcPlan {
+    uint32_t input = 0, weights = 0, bias = 0, output = 0;
+    uint32_t batch = 0, inputSize = 0, units = 0;
+    MacTiling tiling;
+};
+
+// Broadcast ADD, collapsed to at most 4 dims; strides are in elements, 0 = broadcast.
+struct AddPlan {
+    uint32_t a = 0, b = 0, output = 0;
+    uint32_t dims[4] = {1, 1, 1, 1};
+    uint32_t strideA[4] = {}, strideB[4] = {};
+    uint32_t rowTile = 0, colTile = 0;
+};
+
+struct OpPlan {
+    uint32_t type = 0;
+    ConvPlan conv;
+    FcPlan fc;
+    AddPlan add;
+    isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
+    int32_t zpIn = 0, zpWeights = 0;
+};
+
+FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,
+                       OpPlan* plan);
+
+uint64_t tensorElements(const OperandDesc& d);
+// Pointer to a constant operand's value in DRAM, or nullptr if it does not lie in the host window.
+const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d);
+
+}  // namespace npu::fw

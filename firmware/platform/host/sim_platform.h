@@ -1,0 +1,34 @@
+#pragma once
+// The host platform of the portable firmware: npu::fw::Platform over a simulated NPU.
+// The simulator runs a doorbell synchronously (see npu/hwsim/device.h), so waitForIrq never
+// blocks: the interrupt is either pending already or will not come.
+
+#include <cstdint>
+
+#include "npu/fw/platform.h"
+#include "npu/hwsim/config.h"
+#include "npu/hwsim/device.h"
+
+namespace npu::fw::host {
+
+class SimPlatform : public Platform {
+public:
+    // `dram` (device DRAM, e.g. a memfd mapping) must outlive the platform.
+    SimPlatform(const sim::HwConfig& config, uint8_t* dram, uint64_t dramSize);
+
+    uint32_t readReg(uint32_t offset) override;
+    void writeReg(uint32_t offset, uint32_t value) override;
+    bool waitForIrq(uint32_t timeoutUs) override;
+    uint8_t* dram() override { return dram_; }
+    uint64_t dramSize() const override { return dramSize_; }
+    uint64_t nowUs() override;
+
+    sim::Device& device() { return device_; }
+
+private:
+    uint8_t* dram_;
+    uint64_t dramSize_;
+    sim::Device device_;
+};
+
+}  // namespace npu::fw::host

@@ -1,0 +1,57 @@
+#pragma once
+// The simulated NPU as the firmware sees it: a register file over device DRAM.
+//
+// Execution model (foundation version): writing DOORBELL runs the command processor
+// synchronously inside writeReg() until the queue drains (HEAD == TAIL), a STOP, or a fault;
+// the IRQ is pending when writeReg returns. Simulated time is event driven: every unit has a
+// busy-until time, so the cycle counter reports when the work *would* have finished on silicon,
+// independent of how long the host took. A later asynchronous mode (a device thread, or run())
+// only has to move the call site of CommandProcessor::process.
+
+#include <cstdint>
+#include <memory>
+
+#include "npu/hwsim/config.h"
+
+namespace npu::sim {
+
+class CommandProcessor;
+struct DeviceState;
+
+// Counters beyond the architectural PMU, for tools and tests (per unit, since reset).
+struct UnitStats {
+    uint64_t loadBusyCycles = 0;
+    uint64_t computeBusyCycles = 0;
+    uint64_t storeBusyCycles = 0;
+    uint64_t doorbells = 0;
+};
+
+class Device {
+public:
+    // `dram` must outlive the device; the device never touches memory outside [dram, dram+size).
+    // An invalid config (see isValid) is replaced by the defaults: the register map reports what
+    // actually runs.
+    Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    uint32_t readReg(uint32_t offset);
+    void writeReg(uint32_t offset, uint32_t value);
+    // The IRQ line: CTRL.IRQ_ENABLE && (IRQ_STATUS & IRQ_MASK).
+    bool irqPending() const;
+
+    const HwConfig& config() const;
+    uint64_t cycles() const;  // device time, never frozen or reset (the PMU counter may be)
+    UnitStats unitStats() const;
+
+    // Direct views of the on-chip memories, for tests and diagnostics only.
+    uint8_t* scratchpad();
+    int32_t* accumulator();
+
+private:
+    std::unique_ptr<DeviceState> state_;
+    std::unique_ptr<CommandProcessor> processor_;
+};
+
+}  // namespace npu::sim

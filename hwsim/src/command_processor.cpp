@@ -1,0 +1,168 @@
+#include "command_processor.h"
+
+#include <algorithm>
+
+namespace npu::sim {
+
+using isa::ErrorCode;
+using isa::Opcode;
+using isa::Queue;
+
+namespace {
+
+isa::Command readCommand(const uint8_t* p) {
+    isa::Command c;
+    for (uint32_t i = 0; i < isa::kCommandWords; ++i) {  // little endian whatever the host is
+        c.w[i] = p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
+                 (uint32_t{p[4 * i + 3]} << 24);
+    }
+    return c;
+}
+
+size_t qi(Queue q) { return static_cast<size_t>(q); }
+
+}  // namespace
+
+CommandProcessor::CommandProcessor(DeviceState& s) : s_(s), dma_(s), mac_(s), vector_(s) {}
+
+void CommandProcessor::reset() {
+    tokens_ = {};
+    vector_.reset();
+    // Time keeps running across a reset; only the PMU view of it is zeroed (by the device).
+    dispatch_ = now_;
+    unitFree_.fill(now_);
+}
+
+bool CommandProcessor::queueConfigOk() const {
+    return s_.cmdqSize != 0 && s_.cmdqSize % isa::kCommandBytes == 0 &&
+           s_.cmdqBase % isa::kCommandBytes == 0 && inRange(s_.cmdqBase, s_.cmdqSize, s_.dramSize) &&
+           s_.cmdqTail < s_.cmdqSize && s_.cmdqTail % isa::kCommandBytes == 0 &&
+           s_.cmdqHead < s_.cmdqSize;
+}
+
+void CommandProcessor::process() {
+    if (s_.hasError()) return;  // a fault sticks until CTRL.SOFT_RESET
+    dispatch_ = now_;
+    unitFree_.fill(now_);
+    if ((s_.ctrl & isa::kCtrlEnable) == 0) return fail(ErrorCode::kNotEnabled, s_.cmdqHead);
+    if (!queueConfigOk()) return fail(ErrorCode::kBadQueueConfig, s_.cmdqHead);
+    s_.status = isa::kStatusBusy;
+    while (s_.cmdqHead != s_.cmdqTail) {
+        const uint32_t offset = s_.cmdqHead;
+        const isa::Command c = readCommand(s_.dram + s_.cmdqBase + offset);
+        s_.cmdqHead = (s_.cmdqHead + isa::kCommandBytes) % s_.cmdqSize;
+        const Step step = execute(c, offset);
+        if (step == Step::kFault) return;
+        if (!s_.pmu.frozen()) ++s_.pmu.commands;
+        if (step == Step::kStop) {
+            settle();
+            s_.status = isa::kStatusIdle | isa::kStatusHalted;
+            s_.irqStatus |= isa::kIrqDone;
+            return;
+        }
+    }
+    settle();
+    s_.status = isa::kStatusIdle;
+    s_.irqStatus |= isa::kIrqDone;
+}
+
+void CommandProcessor::fail(ErrorCode e, uint32_t offset) {
+    settle();
+    s_.errorCode = static_cast<uint32_t>(e);
+    s_.errorOffset = offset;
+    s_.status = isa::kStatusError | isa::kStatusHalted;
+    s_.irqStatus |= isa::kIrqError;
+}
+
+void CommandProcessor::settle() {
+    uint64_t end = std::max(dispatch_, now_);
+    for (uint64_t t : unitFree_) end = std::max(end, t);
+    if (!s_.pmu.frozen()) s_.pmu.cycles += end - now_;
+    now_ = end;
+}
+
+// A unit starts a command when the front end has decoded it and the unit finished its previous
+// one; waiting for tokens has already moved unitFree_ (see token()).
+void CommandProcessor::runOn(Queue q, const UnitResult& r) {
+    const uint64_t start = std::max(dispatch_, unitFree_[qi(q)]);
+    unitFree_[qi(q)] = start + r.cycles;
+    uint64_t* busy = q == Queue::kLoad      ? &stats_.loadBusyCycles
+                     : q == Queue::kCompute ? &stats_.computeBusyCycles
+                                            : &stats_.storeBusyCycles;
+    *busy += r.cycles;
+    if (!s_.pmu.frozen()) {
+        s_.pmu.macs += r.macs;
+        s_.pmu.dmaReadBytes += r.bytesRead;
+        s_.pmu.dmaWriteBytes += r.bytesWritten;
+    }
+}
+
+ErrorCode CommandProcessor::token(const isa::Command& c, bool push) {
+    const uint32_t from = c.w[isa::token::kFrom], to = c.w[isa::token::kTo];
+    if (isa::flagsOf(c) != 0 || from >= isa::kQueueCount || to >= isa::kQueueCount || from == to) {
+        return ErrorCode::kBadParameter;
+    }
+    TokenQueue& tq = tokens_[from * isa::kQueueCount + to];
+    const uint32_t depth = std::min(s_.config.tokenQueueDepth, kMaxTokens);
+    if (push) {
+        if (tq.count >= depth) return ErrorCode::kTokenOverflow;
+        // The token is ready when everything `from` has been given so far is done.
+        tq.readyAt[(tq.head + tq.count) % kMaxTokens] = std::max(dispatch_, unitFree_[from]);
+        ++tq.count;
+        return ErrorCode::kNone;
+    }
+    if (tq.count == 0) return ErrorCode::kTokenUnderflow;
+    const uint64_t ready = tq.readyAt[tq.head];
+    tq.head = (tq.head + 1) % kMaxTokens;
+    --tq.count;
+    const uint64_t wouldStart = std::max(dispatch_, unitFree_[to]);
+    if (ready > wouldStart) {
+        if (!s_.pmu.frozen()) s_.pmu.stallCycles += ready - wouldStart;
+        unitFree_[to] = ready;
+    }
+    return ErrorCode::kNone;
+}
+
+CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t offset) {
+    const Opcode op = isa::opcodeOf(c);
+    if (isa::reservedOf(c) != 0 || !isa::isKnownOpcode(op)) {
+        fail(ErrorCode::kBadOpcode, offset);
+        return Step::kFault;
+    }
+    dispatch_ += s_.config.decodeCycles;
+    UnitResult r;
+    Queue q = Queue::kCompute;
+    switch (op) {
+        case Opcode::kDmaLoad: r = dma_.load(c); q = Queue::kLoad; break;
+        case Opcode::kDmaStore: r = dma_.store(c); q = Queue::kStore; break;
+        case Opcode::kGemm: r = mac_.gemm(c); break;
+        case Opcode::kConv: r = mac_.conv(c); break;
+        case Opcode::kVecParams: r = vector_.setParams(c); break;
+        case Opcode::kRequant: r = vector_.requant(c); break;
+        case Opcode::kAdd: r = vector_.add(c); break;
+        case Opcode::kPush:
+        case Opcode::kPop:
+            r.error = token(c, op == Opcode::kPush);
+            if (r.error == ErrorCode::kNone) return Step::kContinue;
+            break;
+        case Opcode::kFence: {
+            uint64_t t = dispatch_;
+            for (uint64_t u : unitFree_) t = std::max(t, u);
+            dispatch_ = t;
+            unitFree_.fill(t);
+            return Step::kContinue;
+        }
+        case Opcode::kNop: return Step::kContinue;
+        case Opcode::kIrq: s_.irqStatus |= isa::kIrqCommand; return Step::kContinue;
+        case Opcode::kStop: return Step::kStop;
+        case Opcode::kInvalid: break;
+    }
+    if (r.error != ErrorCode::kNone) {
+        fail(r.error, offset);
+        return Step::kFault;
+    }
+    runOn(q, r);
+    return Step::kContinue;
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,137 @@
+#include "npu/hwsim/device.h"
+
+#include "command_processor.h"
+
+namespace npu::sim {
+
+namespace {
+
+uint32_t lo32(uint64_t v) { return static_cast<uint32_t>(v); }
+uint32_t hi32(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+uint64_t setLo(uint64_t v, uint32_t lo) { return (v & ~uint64_t{0xFFFFFFFF}) | lo; }
+uint64_t setHi(uint64_t v, uint32_t hi) { return (v & uint64_t{0xFFFFFFFF}) | (uint64_t{hi} << 32); }
+
+}  // namespace
+
+Device::Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize)
+    : state_(std::make_unique<DeviceState>()) {
+    DeviceState& s = *state_;
+    s.config = isValid(config) ? config : HwConfig{};
+    s.dram = dram;
+    s.dramSize = dram != nullptr ? dramSize : 0;
+    s.scratchpad.assign(s.config.scratchpadBytes, 0);
+    s.accumulator.assign(s.config.accumulatorBytes / 4, 0);
+    processor_ = std::make_unique<CommandProcessor>(s);
+}
+
+Device::~Device() = default;
+
+const HwConfig& Device::config() const { return state_->config; }
+uint64_t Device::cycles() const { return processor_->now(); }
+UnitStats Device::unitStats() const { return processor_->stats(); }
+uint8_t* Device::scratchpad() { return state_->scratchpad.data(); }
+int32_t* Device::accumulator() { return state_->accumulator.data(); }
+
+bool Device::irqPending() const {
+    const DeviceState& s = *state_;
+    return (s.ctrl & isa::kCtrlIrqEnable) != 0 && (s.irqStatus & s.irqMask) != 0;
+}
+
+uint32_t Device::readReg(uint32_t offset) {
+    DeviceState& s = *state_;
+    const HwConfig& c = s.config;
+    Pmu& pmu = s.pmu;
+    // Reading a counter's LO half latches its HI half (one consistent 64-bit read).
+    auto latch = [&pmu](uint64_t v) {
+        pmu.latchedHi = hi32(v);
+        return lo32(v);
+    };
+    if (offset >= isa::kRegRegionBase && offset < isa::kRegRegionBase + 8 * isa::kRegionCount) {
+        const uint32_t i = (offset - isa::kRegRegionBase) / 8;
+        return (offset % 8) == 0 ? lo32(s.regionBase[i]) : hi32(s.regionBase[i]);
+    }
+    switch (offset) {
+        case isa::kRegId: return isa::kNpuId;
+        case isa::kRegVersion: return isa::kVersion;
+        case isa::kRegHwConfig0:
+            return (c.arrayRows << isa::kHwConfig0RowsShift) | (c.arrayCols << isa::kHwConfig0ColsShift);
+        case isa::kRegHwConfig1:
+            return (c.vectorLanes << isa::kHwConfig1LanesShift) |
+                   (static_cast<uint32_t>(c.dataflow) << isa::kHwConfig1DataflowShift) |
+                   (c.tokenQueueDepth << isa::kHwConfig1QueueDepthShift);
+        case isa::kRegHwConfig2: return c.scratchpadBytes / 1024;
+        case isa::kRegHwConfig3: return c.accumulatorBytes / 1024;
+        case isa::kRegHwConfig4: return c.clockMhz;
+        case isa::kRegHwConfig5:
+            return (c.dramLatencyCycles << isa::kHwConfig5LatencyShift) |
+                   (c.dmaBytesPerCycle << isa::kHwConfig5DmaBytesShift);
+        case isa::kRegCtrl: return s.ctrl;
+        case isa::kRegStatus: return s.status;
+        case isa::kRegCmdqBaseLo: return lo32(s.cmdqBase);
+        case isa::kRegCmdqBaseHi: return hi32(s.cmdqBase);
+        case isa::kRegCmdqSize: return s.cmdqSize;
+        case isa::kRegCmdqHead: return s.cmdqHead;
+        case isa::kRegCmdqTail: return s.cmdqTail;
+        case isa::kRegIrqStatus: return s.irqStatus;
+        case isa::kRegIrqMask: return s.irqMask;
+        case isa::kRegErrorCode: return s.errorCode;
+        case isa::kRegErrorOffset: return s.errorOffset;
+        case isa::kRegPmuCtrl: return pmu.ctrl;
+        case isa::kRegPmuCyclesLo: return latch(pmu.cycles);
+        case isa::kRegPmuMacsLo: return latch(pmu.macs);
+        case isa::kRegPmuDmaReadLo: return latch(pmu.dmaReadBytes);
+        case isa::kRegPmuDmaWriteLo: return latch(pmu.dmaWriteBytes);
+        case isa::kRegPmuStallLo: return latch(pmu.stallCycles);
+        case isa::kRegPmuCommandsLo: return latch(pmu.commands);
+        case isa::kRegPmuCyclesHi: case isa::kRegPmuMacsHi: case isa::kRegPmuDmaReadHi:
+        case isa::kRegPmuDmaWriteHi: case isa::kRegPmuStallHi: case isa::kRegPmuCommandsHi:
+            return pmu.latchedHi;
+        default: return 0;  // unmapped and write-only registers read as zero
+    }
+}
+
+void Device::writeReg(uint32_t offset, uint32_t value) {
+    DeviceState& s = *state_;
+    if (offset >= isa::kRegRegionBase && offset < isa::kRegRegionBase + 8 * isa::kRegionCount) {
+        const uint32_t i = (offset - isa::kRegRegionBase) / 8;
+        s.regionBase[i] = (offset % 8) == 0 ? setLo(s.regionBase[i], value) : setHi(s.regionBase[i], value);
+        return;
+    }
+    switch (offset) {
+        case isa::kRegCtrl:
+            s.ctrl = value & (isa::kCtrlEnable | isa::kCtrlIrqEnable);
+            if ((value & isa::kCtrlSoftReset) != 0) {
+                s.status = isa::kStatusIdle;
+                s.cmdqHead = s.cmdqTail = 0;
+                s.irqStatus = 0;
+                s.errorCode = s.errorOffset = 0;
+                s.pmu = Pmu{};
+                processor_->reset();
+            }
+            return;
+        case isa::kRegCmdqBaseLo: s.cmdqBase = setLo(s.cmdqBase, value); return;
+        case isa::kRegCmdqBaseHi: s.cmdqBase = setHi(s.cmdqBase, value); return;
+        case isa::kRegCmdqSize:
+            s.cmdqSize = value;
+            s.cmdqHead = s.cmdqTail = 0;
+            return;
+        case isa::kRegCmdqTail: s.cmdqTail = value; return;
+        case isa::kRegDoorbell:
+            processor_->countDoorbell();
+            processor_->process();
+            return;
+        case isa::kRegIrqMask: s.irqMask = value & isa::kIrqAll; return;
+        case isa::kRegIrqClear: s.irqStatus &= ~value; return;
+        case isa::kRegPmuCtrl:
+            if ((value & isa::kPmuCtrlReset) != 0) {
+                const uint32_t keep = s.pmu.ctrl;
+                s.pmu = Pmu{};
+                s.pmu.ctrl = keep;
+            }
+            s.pmu.ctrl = value & isa::kPmuCtrlFreeze;
+            return;
+        default: return;  // read-only and unmapped registers ignore writes
+    }
+}
+
+}  // namespace npu::sim

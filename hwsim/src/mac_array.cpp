@@ -1,0 +1,165 @@
+#include "units.h"
+
+namespace npu::sim {
+
+using isa::ErrorCode;
+
+namespace {
+
+bool zeroPointOk(int32_t zp) { return zp >= -kMaxZeroPointMagnitude && zp <= kMaxZeroPointMagnitude; }
+
+int32_t element(const uint8_t* p, bool isSigned) {
+    return isSigned ? static_cast<int32_t>(static_cast<int8_t>(*p)) : static_cast<int32_t>(*p);
+}
+
+constexpr uint32_t kKnownMacFlags =
+    isa::kMacFlagAccumulate | isa::kMacFlagSignedA | isa::kMacFlagSignedB;
+
+}  // namespace
+
+// Output-stationary: each fold keeps an R x C block of outputs in the array while K operands
+// stream through (K cycles) plus the skew to fill and drain the array (R + C - 2).
+// Weight-stationary: each fold pins an R x C block of weights and streams M input rows.
+uint64_t MacArray::foldCycles(uint64_t m, uint64_t k, uint64_t n) const {
+    const uint64_t rows = s_.config.arrayRows, cols = s_.config.arrayCols;
+    const uint64_t skew = rows + cols - 2;
+    if (s_.config.dataflow == isa::Dataflow::kWeightStationary) {
+        const uint64_t folds = ((k + rows - 1) / rows) * ((n + cols - 1) / cols);
+        return folds * (m + skew + rows);  // + rows: loading the weights into the array
+    }
+    const uint64_t folds = ((m + rows - 1) / rows) * ((n + cols - 1) / cols);
+    return folds * (k + skew);
+}
+
+UnitResult MacArray::gemm(const isa::Command& c) {
+    namespace g = isa::gemm;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~kKnownMacFlags) != 0) return fault(ErrorCode::kBadParameter);
+    const uint32_t m = c.w[g::kM], k = c.w[g::kK], n = c.w[g::kN];
+    if (m == 0 || k == 0 || n == 0 || uint64_t{m} * k * n > kMaxMacsPerCommand) {
+        return fault(ErrorCode::kBadSize);
+    }
+    const uint32_t aStride = c.w[g::kARowStride], bStride = c.w[g::kBRowStride];
+    const uint32_t accStride = c.w[g::kAccRowStride];
+    const int32_t zpA = static_cast<int32_t>(c.w[g::kZpA]);
+    const int32_t zpB = static_cast<int32_t>(c.w[g::kZpB]);
+    // Rows may not overlap: an overlapping accumulator box would make the result order-dependent.
+    if ((m > 1 && (aStride < k || accStride < n)) || (k > 1 && bStride < n) || !zeroPointOk(zpA) ||
+        !zeroPointOk(zpB)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    uint64_t spanA = 0, spanB = 0, spanAcc = 0;
+    if (!boxSpan(k, m, 1, aStride, 0, &spanA) || !inRange(c.w[g::kAAddr], spanA, s_.scratchpad.size()) ||
+        !boxSpan(n, k, 1, bStride, 0, &spanB) || !inRange(c.w[g::kBAddr], spanB, s_.scratchpad.size())) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    if (!boxSpan(n, m, 1, accStride, 0, &spanAcc) ||
+        !inRange(c.w[g::kAccAddr], spanAcc, s_.accumulator.size())) {
+        return fault(ErrorCode::kAccumulatorOutOfRange);
+    }
+
+    const bool signedA = (flags & isa::kMacFlagSignedA) != 0;
+    const bool signedB = (flags & isa::kMacFlagSignedB) != 0;
+    const bool accumulate = (flags & isa::kMacFlagAccumulate) != 0;
+    const uint8_t* a = s_.scratchpad.data() + c.w[g::kAAddr];
+    const uint8_t* b = s_.scratchpad.data() + c.w[g::kBAddr];
+    int32_t* acc = s_.accumulator.data() + c.w[g::kAccAddr];
+    row_.assign(n, 0);
+    for (uint32_t i = 0; i < m; ++i) {
+        int32_t* out = acc + uint64_t{i} * accStride;
+        for (uint32_t j = 0; j < n; ++j) row_[j] = accumulate ? static_cast<uint32_t>(out[j]) : 0;
+        for (uint32_t kk = 0; kk < k; ++kk) {
+            const int32_t av = element(a + uint64_t{i} * aStride + kk, signedA) - zpA;
+            const uint8_t* brow = b + uint64_t{kk} * bStride;
+            for (uint32_t j = 0; j < n; ++j) {
+                row_[j] += static_cast<uint32_t>(av * (element(brow + j, signedB) - zpB));
+            }
+        }
+        for (uint32_t j = 0; j < n; ++j) out[j] = static_cast<int32_t>(row_[j]);
+    }
+    UnitResult r;
+    r.macs = uint64_t{m} * k * n;
+    r.cycles = foldCycles(m, k, n);
+    return r;
+}
+
+UnitResult MacArray::conv(const isa::Command& c) {
+    namespace v = isa::conv;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~kKnownMacFlags) != 0) return fault(ErrorCode::kBadParameter);
+    const uint32_t ih = isa::lo16(c.w[v::kIfmHW]), iw = isa::hi16(c.w[v::kIfmHW]);
+    const uint32_t ic = c.w[v::kIfmC], rowStride = c.w[v::kIfmRowStride];
+    const uint32_t kh = isa::lo16(c.w[v::kKernelHW]), kw = isa::hi16(c.w[v::kKernelHW]);
+    const uint32_t sy = isa::lo16(c.w[v::kStride]), sx = isa::hi16(c.w[v::kStride]);
+    const uint32_t dy = isa::lo16(c.w[v::kDilation]), dx = isa::hi16(c.w[v::kDilation]);
+    const int64_t padTop = isa::lo16(c.w[v::kPad]), padLeft = isa::hi16(c.w[v::kPad]);
+    const uint32_t oh = isa::lo16(c.w[v::kOfmHW]), ow = isa::hi16(c.w[v::kOfmHW]);
+    const uint32_t cout = c.w[v::kCout];
+    const int32_t zpIn = static_cast<int32_t>(c.w[v::kZpIn]);
+    const int32_t zpW = static_cast<int32_t>(c.w[v::kZpW]);
+    if (ih == 0 || iw == 0 || ic == 0 || kh == 0 || kw == 0 || oh == 0 || ow == 0 || cout == 0) {
+        return fault(ErrorCode::kBadSize);
+    }
+    const uint64_t taps = uint64_t{kh} * kw * ic;
+    const uint64_t outputs = uint64_t{oh} * ow * cout;
+    if (outputs * taps > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
+    if (sy == 0 || sx == 0 || dy == 0 || dx == 0 || (ih > 1 && rowStride < uint64_t{iw} * ic) ||
+        !zeroPointOk(zpIn) || !zeroPointOk(zpW)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    uint64_t spanIfm = 0;
+    if (uint64_t{iw} * ic > UINT32_MAX ||
+        !boxSpan(static_cast<uint32_t>(uint64_t{iw} * ic), ih, 1, rowStride, 0, &spanIfm) ||
+        !inRange(c.w[v::kIfmAddr], spanIfm, s_.scratchpad.size()) ||
+        !inRange(c.w[v::kWAddr], taps * cout, s_.scratchpad.size())) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    if (!inRange(c.w[v::kAccAddr], outputs, s_.accumulator.size())) {
+        return fault(ErrorCode::kAccumulatorOutOfRange);
+    }
+
+    const bool signedIn = (flags & isa::kMacFlagSignedA) != 0;
+    const bool signedW = (flags & isa::kMacFlagSignedB) != 0;
+    const bool accumulate = (flags & isa::kMacFlagAccumulate) != 0;
+    const uint8_t* ifm = s_.scratchpad.data() + c.w[v::kIfmAddr];
+    const uint8_t* weights = s_.scratchpad.data() + c.w[v::kWAddr];
+    int32_t* acc = s_.accumulator.data() + c.w[v::kAccAddr];
+    row_.assign(cout, 0);
+    uint64_t macs = 0;
+    for (uint32_t oy = 0; oy < oh; ++oy) {
+        for (uint32_t ox = 0; ox < ow; ++ox) {
+            int32_t* out = acc + (uint64_t{oy} * ow + ox) * cout;
+            for (uint32_t co = 0; co < cout; ++co) {
+                row_[co] = accumulate ? static_cast<uint32_t>(out[co]) : 0;
+            }
+            for (uint32_t ky = 0; ky < kh; ++ky) {
+                const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
+                if (y < 0 || y >= ih) continue;  // padding: (zpIn - zpIn) * w == 0
+                for (uint32_t kx = 0; kx < kw; ++kx) {
+                    const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
+                    if (x < 0 || x >= iw) continue;
+                    const uint8_t* pixel = ifm + static_cast<uint64_t>(y) * rowStride +
+                                           static_cast<uint64_t>(x) * ic;
+                    const uint8_t* wtap = weights + (uint64_t{ky} * kw + kx) * ic * cout;
+                    for (uint32_t ci = 0; ci < ic; ++ci) {
+                        const int32_t iv = element(pixel + ci, signedIn) - zpIn;
+                        const uint8_t* wrow = wtap + uint64_t{ci} * cout;
+                        for (uint32_t co = 0; co < cout; ++co) {
+                            row_[co] += static_cast<uint32_t>(iv * (element(wrow + co, signedW) - zpW));
+                        }
+                    }
+                    macs += uint64_t{ic} * cout;
+                }
+            }
+            for (uint32_t co = 0; co < cout; ++co) out[co] = static_cast<int32_t>(row_[co]);
+        }
+    }
+    UnitResult r;
+    // The array does the padded taps too (its feeder injects zpIn), so cost uses the full K;
+    // the MAC counter counts only useful work.
+    r.macs = macs;
+    r.cycles = foldCycles(uint64_t{oh} * ow, taps, cout);
+    return r;
+}
+
+}  // namespace npu::sim

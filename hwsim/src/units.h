@@ -1,0 +1,74 @@
+#pragma once
+// The NPU's execution units (internal to hwsim). Each unit checks its command completely before
+// touching any memory, computes the real result, and reports its cost in cycles; the command
+// processor owns timing and the PMU.
+
+#include <cstdint>
+#include <vector>
+
+#include "device_state.h"
+#include "hwsim/isa/commands.h"
+
+namespace npu::sim {
+
+struct UnitResult {
+    isa::ErrorCode error = isa::ErrorCode::kNone;
+    uint64_t cycles = 0;
+    uint64_t macs = 0;
+    uint64_t bytesRead = 0;     // DRAM -> SRAM
+    uint64_t bytesWritten = 0;  // SRAM -> DRAM
+};
+
+inline UnitResult fault(isa::ErrorCode e) {
+    UnitResult r;
+    r.error = e;
+    return r;
+}
+
+// Limits that keep one command's simulation bounded in host time whatever a blob says; the
+// firmware's tiles stay far below them.
+inline constexpr uint64_t kMaxDmaBytesPerCommand = uint64_t{1} << 28;
+inline constexpr uint64_t kMaxDmaRowsPerCommand = uint64_t{1} << 24;
+inline constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 31;
+inline constexpr int32_t kMaxZeroPointMagnitude = 256;
+inline constexpr int32_t kMaxOffsetMagnitude = 1 << 16;
+
+class DmaEngine {
+public:
+    explicit DmaEngine(DeviceState& s) : s_(s) {}
+    UnitResult load(const isa::Command& c);
+    UnitResult store(const isa::Command& c);
+
+private:
+    UnitResult transfer(const isa::Command& c, bool toSram);
+    DeviceState& s_;
+};
+
+class MacArray {
+public:
+    explicit MacArray(DeviceState& s) : s_(s) {}
+    UnitResult gemm(const isa::Command& c);
+    UnitResult conv(const isa::Command& c);
+
+private:
+    uint64_t foldCycles(uint64_t m, uint64_t k, uint64_t n) const;
+    DeviceState& s_;
+    std::vector<uint32_t> row_;  // one output pixel's accumulators (wrapping int32 arithmetic)
+};
+
+class VectorUnit {
+public:
+    explicit VectorUnit(DeviceState& s) : s_(s) {}
+    UnitResult setParams(const isa::Command& c);
+    UnitResult requant(const isa::Command& c);
+    UnitResult add(const isa::Command& c);
+    void reset() { params_ = isa::VecParams{}; }
+
+private:
+    uint64_t cost(uint64_t elements) const;
+    bool clampFits(bool signedOut) const;
+    DeviceState& s_;
+    isa::VecParams params_;
+};
+
+}  // namespace npu::sim

@@ -1,0 +1,160 @@
+#include "hwsim/isa/fixed_point.h"
+#include "units.h"
+
+namespace npu::sim {
+
+using isa::ErrorCode;
+
+namespace {
+
+bool shiftOk(int32_t s) { return s >= isa::vec::kMinShift && s <= isa::vec::kMaxShift; }
+bool offsetOk(int32_t o) { return o >= -kMaxOffsetMagnitude && o <= kMaxOffsetMagnitude; }
+
+}  // namespace
+
+uint64_t VectorUnit::cost(uint64_t elements) const {
+    const uint64_t lanes = s_.config.vectorLanes;
+    return s_.config.vectorLatencyCycles + (elements + lanes - 1) / lanes;
+}
+
+bool VectorUnit::clampFits(bool signedOut) const {
+    const int32_t lo = signedOut ? -128 : 0, hi = signedOut ? 127 : 255;
+    return params_.clampMin >= lo && params_.clampMax <= hi && params_.clampMin <= params_.clampMax;
+}
+
+UnitResult VectorUnit::setParams(const isa::Command& c) {
+    namespace v = isa::vec;
+    if (isa::flagsOf(c) != 0) return fault(ErrorCode::kBadParameter);
+    isa::VecParams p;
+    p.in1Mult = static_cast<int32_t>(c.w[v::kIn1Mult]);
+    p.in1Shift = static_cast<int32_t>(c.w[v::kIn1Shift]);
+    p.in2Mult = static_cast<int32_t>(c.w[v::kIn2Mult]);
+    p.in2Shift = static_cast<int32_t>(c.w[v::kIn2Shift]);
+    p.outMult = static_cast<int32_t>(c.w[v::kOutMult]);
+    p.outShift = static_cast<int32_t>(c.w[v::kOutShift]);
+    p.in1Offset = static_cast<int32_t>(c.w[v::kIn1Offset]);
+    p.in2Offset = static_cast<int32_t>(c.w[v::kIn2Offset]);
+    p.outOffset = static_cast<int32_t>(c.w[v::kOutOffset]);
+    p.leftShift = static_cast<int32_t>(c.w[v::kLeftShift]);
+    p.clampMin = static_cast<int32_t>(c.w[v::kClampMin]);
+    p.clampMax = static_cast<int32_t>(c.w[v::kClampMax]);
+    if (!shiftOk(p.in1Shift) || !shiftOk(p.in2Shift) || !shiftOk(p.outShift) ||
+        p.leftShift < 0 || p.leftShift > v::kMaxLeftShift || !offsetOk(p.in1Offset) ||
+        !offsetOk(p.in2Offset) || !offsetOk(p.outOffset) || p.clampMin > p.clampMax) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    params_ = p;
+    UnitResult r;
+    r.cycles = 1;
+    return r;
+}
+
+UnitResult VectorUnit::requant(const isa::Command& c) {
+    namespace q = isa::requant;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~(isa::vec::kFlagHasBias | isa::vec::kFlagSignedOut)) != 0) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    const bool hasBias = (flags & isa::vec::kFlagHasBias) != 0;
+    const bool signedOut = (flags & isa::vec::kFlagSignedOut) != 0;
+    const uint32_t rows = c.w[q::kRows], cols = c.w[q::kCols];
+    const uint32_t accStride = c.w[q::kAccRowStride], outStride = c.w[q::kOutRowStride];
+    if (rows == 0 || cols == 0 || uint64_t{rows} * cols > s_.accumulator.size()) {
+        return fault(ErrorCode::kBadSize);
+    }
+    if ((rows > 1 && (accStride < cols || outStride < cols)) || !clampFits(signedOut)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    uint64_t accSpan = 0, outSpan = 0;
+    if (!boxSpan(cols, rows, 1, accStride, 0, &accSpan) ||
+        !inRange(c.w[q::kAccAddr], accSpan, s_.accumulator.size())) {
+        return fault(ErrorCode::kAccumulatorOutOfRange);
+    }
+    if (!boxSpan(cols, rows, 1, outStride, 0, &outSpan) ||
+        !inRange(c.w[q::kOutAddr], outSpan, s_.scratchpad.size()) ||
+        (hasBias && !inRange(c.w[q::kBiasAddr], uint64_t{cols} * 4, s_.scratchpad.size()))) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    const int32_t* acc = s_.accumulator.data() + c.w[q::kAccAddr];
+    const uint8_t* bias = s_.scratchpad.data() + c.w[q::kBiasAddr];
+    uint8_t* out = s_.scratchpad.data() + c.w[q::kOutAddr];
+    for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t col = 0; col < cols; ++col) {
+            int32_t v = acc[uint64_t{r} * accStride + col];
+            if (hasBias) {
+                const uint8_t* b = bias + uint64_t{col} * 4;
+                const uint32_t bv = b[0] | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) |
+                                    (uint32_t{b[3]} << 24);
+                v = static_cast<int32_t>(static_cast<uint32_t>(v) + bv);  // 32-bit adder wraps
+            }
+            int64_t o = int64_t{isa::multiplyByQuantizedMultiplier(v, params_.outMult,
+                                                                   params_.outShift)} +
+                        params_.outOffset;
+            if (o < params_.clampMin) o = params_.clampMin;
+            if (o > params_.clampMax) o = params_.clampMax;
+            out[uint64_t{r} * outStride + col] = static_cast<uint8_t>(o);
+        }
+    }
+    UnitResult res;
+    res.cycles = cost(uint64_t{rows} * cols);
+    return res;
+}
+
+UnitResult VectorUnit::add(const isa::Command& c) {
+    namespace a = isa::add;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~(isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut)) != 0) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    const bool signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
+    const bool signedOut = (flags & isa::vec::kFlagSignedOut) != 0;
+    const uint32_t rows = c.w[a::kRows], cols = c.w[a::kCols];
+    if (rows == 0 || cols == 0 || uint64_t{rows} * cols > s_.scratchpad.size()) {
+        return fault(ErrorCode::kBadSize);
+    }
+    const uint32_t outStride = c.w[a::kOutRowStride];
+    if ((rows > 1 && outStride < cols) || !clampFits(signedOut)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    // Input boxes: a stride of 0 broadcasts, so the span is computed per dimension.
+    auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
+        return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
+    };
+    const uint64_t size = s_.scratchpad.size();
+    uint64_t outSpan = 0;
+    if (!inRange(c.w[a::kAAddr], span(rows, cols, c.w[a::kARowStride], c.w[a::kAColStride]), size) ||
+        !inRange(c.w[a::kBAddr], span(rows, cols, c.w[a::kBRowStride], c.w[a::kBColStride]), size) ||
+        !boxSpan(cols, rows, 1, outStride, 0, &outSpan) || !inRange(c.w[a::kOutAddr], outSpan, size)) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    const uint8_t* sram = s_.scratchpad.data();
+    uint8_t* out = s_.scratchpad.data() + c.w[a::kOutAddr];
+    const isa::VecParams& p = params_;
+    auto load = [&](uint64_t addr) {
+        return signedIn ? static_cast<int32_t>(static_cast<int8_t>(sram[addr]))
+                        : static_cast<int32_t>(sram[addr]);
+    };
+    for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t col = 0; col < cols; ++col) {
+            const int32_t x1 = load(c.w[a::kAAddr] + uint64_t{r} * c.w[a::kARowStride] +
+                                    uint64_t{col} * c.w[a::kAColStride]) + p.in1Offset;
+            const int32_t x2 = load(c.w[a::kBAddr] + uint64_t{r} * c.w[a::kBRowStride] +
+                                    uint64_t{col} * c.w[a::kBColStride]) + p.in2Offset;
+            const int32_t s1 = isa::wrapToInt32(int64_t{x1} * (int64_t{1} << p.leftShift));
+            const int32_t s2 = isa::wrapToInt32(int64_t{x2} * (int64_t{1} << p.leftShift));
+            const int32_t scaled1 = isa::multiplyByQuantizedMultiplier(s1, p.in1Mult, p.in1Shift);
+            const int32_t scaled2 = isa::multiplyByQuantizedMultiplier(s2, p.in2Mult, p.in2Shift);
+            const int32_t sum = isa::wrapToInt32(int64_t{scaled1} + scaled2);
+            int64_t o = int64_t{isa::multiplyByQuantizedMultiplier(sum, p.outMult, p.outShift)} +
+                        p.outOffset;
+            if (o < p.clampMin) o = p.clampMin;
+            if (o > p.clampMax) o = p.clampMax;
+            out[uint64_t{r} * outStride + col] = static_cast<uint8_t>(o);
+        }
+    }
+    UnitResult res;
+    res.cycles = cost(uint64_t{rows} * cols);
+    return res;
+}
+
+}  // namespace npu::sim
