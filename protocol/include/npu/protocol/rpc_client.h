@@ -1,0 +1,82 @@
+#pragma once
+// The host end of the RPC channel: sends requests as frames, matches responses by call id.
+// One reader thread, owned and joined by the client; call() is safe from any number of threads.
+
+#include <google/protobuf/message.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "npu.pb.h"
+#include "npu/protocol/transport.h"
+
+namespace npu::proto {
+
+class RpcClient {
+public:
+    // Starts the reader thread. maxPayloadBytes is the largest frame payload sent and accepted
+    // (the firmware's HelloReply.max_payload_bytes tells what it accepts); larger messages are
+    // fragmented with the MORE flag.
+    static Result<std::unique_ptr<RpcClient>> create(std::unique_ptr<Transport> transport,
+                                                     uint32_t maxPayloadBytes = 1 << 20);
+    ~RpcClient();
+    RpcClient(const RpcClient&) = delete;
+    RpcClient& operator=(const RpcClient&) = delete;
+
+    // Sends `request` as `method` with a fresh call id, fragments payloads larger than the max
+    // with the MORE flag, waits up to `timeout` for the response with the same call id, parses
+    // it into `reply`. An ERROR frame becomes Error{kRemote, message, code}. Transport death
+    // fails every pending call with kDisconnected promptly. fds received with the response are
+    // appended to `receivedFds` (closed if it is null).
+    Result<void> call(Method method, const google::protobuf::Message& request, google::protobuf::Message& reply,
+                      std::chrono::milliseconds timeout, std::span<const int> sendFds = {},
+                      std::vector<UniqueFd>* receivedFds = nullptr);
+
+    // Responses whose call id matches no pending call (late replies after a timeout, a confused
+    // peer): counted and logged, never fatal.
+    uint64_t unknownResponses() const { return unknownResponses_.load(); }
+    // Frames the reader dropped as corrupt (CRC, oversize, garbage, bad version).
+    uint64_t badFrames() const { return badFrames_.load(); }
+    bool connected() const { return connected_.load(); }
+    // Shuts the transport down, fails pending calls with kDisconnected and joins the reader.
+    void close();
+    std::string describe() const { return description_; }
+
+    // Largest reassembled response accepted (a peer cannot make the host allocate without bound).
+    static constexpr size_t kMaxMessageBytes = 256u << 20;
+
+private:
+    struct Pending;
+    class Reader;
+    RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes);
+    void readerLoop();
+    void failAll(const Error& error);
+    Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload, std::span<const int> fds);
+
+    std::unique_ptr<Transport> transport_;
+    const uint32_t maxPayload_;
+    const std::string description_;
+
+    std::mutex writeMutex_;  // frames of one call are never interleaved with another's
+    std::mutex mutex_;       // pending_, disconnectReason_
+    std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+    std::string disconnectReason_;
+    std::atomic<uint64_t> nextCallId_{1};
+    std::atomic<uint64_t> unknownResponses_{0};
+    std::atomic<uint64_t> badFrames_{0};
+    std::atomic<bool> connected_{true};
+    std::atomic<bool> closing_{false};
+    std::mutex closeMutex_;
+    std::thread reader_;
+};
+
+}  // namespace npu::proto

@@ -1,0 +1,106 @@
+#pragma once
+// Byte-stream transports between the host and the firmware, all behind one interface (host
+// side only). Every wait has a timeout; no function throws or aborts on a transport problem.
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npu::proto {
+
+struct Error {
+    enum class Kind { kTimeout, kDisconnected, kProtocol, kRemote, kIo, kInvalidArgument, kResourceExhausted };
+    Kind kind = Kind::kIo;
+    std::string message;
+    uint32_t remoteCode = 0;  // HAL ErrorStatus when kRemote
+};
+
+const char* errorKindName(Error::Kind kind);
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+inline std::unexpected<Error> fail(Error::Kind kind, std::string message, uint32_t remoteCode = 0) {
+    return std::unexpected(Error{kind, std::move(message), remoteCode});
+}
+
+// A move-only owning file descriptor (closed on destruction).
+class UniqueFd {
+public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+    UniqueFd& operator=(UniqueFd&& other) noexcept {
+        if (this != &other) reset(other.release());
+        return *this;
+    }
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    ~UniqueFd() { reset(); }
+
+    int get() const { return fd_; }
+    bool valid() const { return fd_ >= 0; }
+    explicit operator bool() const { return valid(); }
+    int release() {
+        int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+    void reset(int fd = -1);
+
+private:
+    int fd_ = -1;
+};
+
+class Transport {
+public:
+    virtual ~Transport() = default;
+    // Writes all bytes; fds (borrowed, dup'ed by the kernel/loopback) travel with them
+    // (SCM_RIGHTS on unix).
+    virtual Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds = {}) = 0;
+    // Reads up to buffer.size() bytes; appends received fds (if `fds` is null they are closed);
+    // kTimeout after `timeout`; kDisconnected at EOF/peer gone.
+    virtual Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
+                                std::chrono::milliseconds timeout) = 0;
+    // Wakes blocked readers/writers; later calls fail kDisconnected.
+    virtual void shutdown() = 0;
+    virtual std::string describe() const = 0;
+};
+
+// In-process duplex channel (the firmware runs on a thread of the same process). fds are dup'ed.
+// Destroying (or shutting down) one end makes the other's reads return kDisconnected once the
+// bytes already queued for it are consumed.
+std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> makeLoopbackPair();
+
+// AF_UNIX SOCK_STREAM client. Retries until the listener exists or `timeout` passes.
+Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, std::chrono::milliseconds timeout);
+
+// Wraps a connected AF_UNIX stream socket (e.g. one end of socketpair()); takes ownership.
+Result<std::unique_ptr<Transport>> adoptUnixSocket(UniqueFd socket, std::string description);
+
+class UnixListener {
+public:
+    // Binds and listens at `socketPath`, replacing a stale socket file left by a dead server.
+    static Result<std::unique_ptr<UnixListener>> listen(const std::string& socketPath);
+    ~UnixListener();  // closes and unlinks the socket path
+    UnixListener(const UnixListener&) = delete;
+    UnixListener& operator=(const UnixListener&) = delete;
+
+    Result<std::unique_ptr<Transport>> accept(std::chrono::milliseconds timeout);
+    // Wakes a blocked accept(); later accepts fail kDisconnected.
+    void shutdown();
+    const std::string& path() const { return path_; }
+
+private:
+    UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path);
+    UniqueFd fd_;
+    UniqueFd wakeFd_;  // eventfd that shutdown() signals
+    std::string path_;
+};
+
+}  // namespace npu::proto

@@ -1,0 +1,258 @@
+#include "npu/protocol/rpc_client.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <optional>
+
+#include "npu/protocol/frame.h"
+#include "vlog.h"
+
+namespace npu::proto {
+
+namespace {
+constexpr std::chrono::milliseconds kReaderPoll{500};  // the reader re-checks closing_ this often
+constexpr size_t kReadChunk = 64 * 1024;
+}  // namespace
+
+struct RpcClient::Pending {
+    std::condition_variable done;
+    bool complete = false;
+    bool isError = false;
+    std::string payload;  // reassembled response (fragments appended)
+    std::vector<UniqueFd> fds;
+    std::optional<Error> failure;
+};
+
+// Turns decoder events into completed calls; runs on the reader thread only.
+class RpcClient::Reader final : public FrameListener {
+public:
+    explicit Reader(RpcClient& client) : client_(client) {}
+    std::vector<UniqueFd> fdInbox;  // fds received, handed to the next response that completes
+
+    void onFrameEvent(const FrameEvent& e) override {
+        if (e.kind != FrameEventKind::kFrame) {
+            onBadFrame(e);
+            return;
+        }
+        const FrameHeader& h = e.header;
+        if ((h.flags & kFlagResponse) == 0 && (h.flags & kFlagError) == 0) {
+            client_.unknownResponses_++;
+            vlog("protocol", "%s: ignoring a request frame (method %u, call %" PRIu64 ") from the firmware",
+                 client_.description_.c_str(), h.type, h.callId);
+            return;
+        }
+        std::unique_lock lock(client_.mutex_);
+        auto it = client_.pending_.find(h.callId);
+        if (it == client_.pending_.end()) {
+            lock.unlock();
+            client_.unknownResponses_++;
+            vlog("protocol", "%s: response for unknown call %" PRIu64 " (method %u, flags 0x%x, %u bytes) dropped",
+                 client_.description_.c_str(), h.callId, h.type, h.flags, h.length);
+            return;
+        }
+        Pending& p = *it->second;
+        if (p.payload.size() + h.length > kMaxMessageBytes) {
+            p.failure = Error{Error::Kind::kResourceExhausted,
+                              client_.description_ + ": response to call " + std::to_string(h.callId) +
+                                  " exceeds " + std::to_string(kMaxMessageBytes) + " bytes"};
+        } else {
+            p.payload.append(reinterpret_cast<const char*>(e.payload), h.length);
+        }
+        p.isError = p.isError || (h.flags & kFlagError) != 0;
+        for (auto& fd : fdInbox) p.fds.push_back(std::move(fd));
+        fdInbox.clear();
+        if ((h.flags & kFlagMore) != 0) return;
+        p.complete = true;
+        auto pending = it->second;
+        client_.pending_.erase(it);
+        lock.unlock();
+        pending->done.notify_all();
+    }
+
+private:
+    void onBadFrame(const FrameEvent& e) {
+        client_.badFrames_++;
+        vlog("protocol", "%s: %s (call %" PRIu64 ", %zu bytes skipped)", client_.description_.c_str(),
+             frameEventName(e.kind), e.haveHeader ? e.header.callId : 0, e.skippedBytes);
+        if (!e.haveHeader || e.kind == FrameEventKind::kGarbage) return;
+        // The response of this call (if the id is intact) is lost: fail it now, not at its timeout.
+        std::unique_lock lock(client_.mutex_);
+        auto it = client_.pending_.find(e.header.callId);
+        if (it == client_.pending_.end()) return;
+        auto pending = it->second;
+        client_.pending_.erase(it);
+        pending->failure = Error{Error::Kind::kProtocol, client_.description_ + ": response to call " +
+                                                             std::to_string(e.header.callId) + " rejected: " +
+                                                             frameEventName(e.kind)};
+        pending->complete = true;
+        lock.unlock();
+        pending->done.notify_all();
+    }
+
+    RpcClient& client_;
+};
+
+RpcClient::RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes)
+    : transport_(std::move(transport)), maxPayload_(maxPayloadBytes), description_(transport_->describe()) {}
+
+Result<std::unique_ptr<RpcClient>> RpcClient::create(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes) {
+    if (!transport) return fail(Error::Kind::kInvalidArgument, "RpcClient::create: null transport");
+    if (maxPayloadBytes < 64 || maxPayloadBytes > (1u << 30)) {
+        return fail(Error::Kind::kInvalidArgument, "RpcClient::create: max payload " + std::to_string(maxPayloadBytes) +
+                                                       " bytes is outside [64, 1 GiB]");
+    }
+    std::unique_ptr<RpcClient> client(new RpcClient(std::move(transport), maxPayloadBytes));
+    try {
+        client->reader_ = std::thread([c = client.get()] { c->readerLoop(); });
+    } catch (const std::system_error& e) {
+        return fail(Error::Kind::kResourceExhausted, "RpcClient::create: cannot start the reader thread: " + std::string(e.what()));
+    }
+    return client;
+}
+
+RpcClient::~RpcClient() { close(); }
+
+void RpcClient::close() {
+    std::lock_guard lock(closeMutex_);
+    closing_ = true;
+    transport_->shutdown();
+    if (reader_.joinable()) reader_.join();
+    failAll(Error{Error::Kind::kDisconnected, description_ + ": client closed"});
+}
+
+void RpcClient::failAll(const Error& error) {
+    std::map<uint64_t, std::shared_ptr<Pending>> failed;
+    {
+        std::lock_guard lock(mutex_);
+        connected_ = false;
+        if (disconnectReason_.empty()) disconnectReason_ = error.message;
+        failed.swap(pending_);
+        for (auto& [id, p] : failed) {
+            p->failure = error;
+            p->complete = true;
+        }
+    }
+    for (auto& [id, p] : failed) p->done.notify_all();
+}
+
+void RpcClient::readerLoop() {
+    std::vector<uint8_t> frameBuffer(FrameDecoder::bufferSizeFor(maxPayload_));
+    FrameDecoder decoder(frameBuffer.data(), frameBuffer.size(), maxPayload_);
+    Reader reader(*this);
+    std::vector<uint8_t> chunk(kReadChunk);
+    std::vector<UniqueFd> fds;
+    while (!closing_.load()) {
+        fds.clear();
+        auto n = transport_->read(chunk, &fds, kReaderPoll);
+        for (auto& fd : fds) reader.fdInbox.push_back(std::move(fd));
+        if (!n) {
+            if (n.error().kind == Error::Kind::kTimeout) continue;
+            if (!closing_.load()) {
+                vlog("protocol", "%s: reader stops: %s", description_.c_str(), n.error().message.c_str());
+            }
+            decoder.finish(reader);
+            failAll(Error{Error::Kind::kDisconnected, description_ + ": " + n.error().message});
+            return;
+        }
+        decoder.feed(chunk.data(), *n, reader);
+    }
+    failAll(Error{Error::Kind::kDisconnected, description_ + ": client closed"});
+}
+
+Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
+                                   std::span<const int> fds) {
+    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
+    size_t offset = 0;
+    std::vector<uint8_t> frame;
+    std::lock_guard lock(writeMutex_);
+    do {
+        size_t n = std::min<size_t>(payload.size() - offset, maxPayload_);
+        bool more = offset + n < payload.size();
+        FrameHeader h;
+        h.type = method;
+        h.flags = more ? kFlagMore : 0;
+        h.callId = callId;
+        h.length = static_cast<uint32_t>(n);
+        frame.resize(kFrameHeaderSize + n);
+        std::memcpy(frame.data() + kFrameHeaderSize, data + offset, n);
+        encodeFrameHeader(h, frame.data() + kFrameHeaderSize, frame.data());
+        auto w = transport_->write(frame, offset == 0 ? fds : std::span<const int>{});
+        if (!w) {
+            if (offset > 0) {
+                // Half a message is on the wire: the stream cannot be trusted any more.
+                transport_->shutdown();
+            }
+            return w;
+        }
+        offset += n;
+    } while (offset < payload.size());
+    return {};
+}
+
+Result<void> RpcClient::call(Method method, const google::protobuf::Message& request, google::protobuf::Message& reply,
+                             std::chrono::milliseconds timeout, std::span<const int> sendFds,
+                             std::vector<UniqueFd>* receivedFds) {
+    const std::string methodName = Method_Name(method);
+    const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
+    std::string payload;
+    if (!request.SerializeToString(&payload)) {
+        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " + request.GetTypeName() +
+                                                       " (missing required fields?)");
+    }
+    const uint64_t callId = nextCallId_++;
+    auto pending = std::make_shared<Pending>();
+    {
+        std::lock_guard lock(mutex_);
+        if (!connected_.load()) {
+            return fail(Error::Kind::kDisconnected, std::string(name) + ": " + disconnectReason_);
+        }
+        pending_.emplace(callId, pending);
+    }
+    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, payload.size());
+    auto sent = sendFrames(static_cast<uint8_t>(method), callId, payload, sendFds);
+    if (!sent) {
+        std::lock_guard lock(mutex_);
+        pending_.erase(callId);
+        Error e = sent.error();
+        e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
+        return std::unexpected(e);
+    }
+
+    std::unique_lock lock(mutex_);
+    if (!pending->done.wait_for(lock, timeout, [&] { return pending->complete; })) {
+        pending_.erase(callId);  // a late response will be counted as unknown
+        return fail(Error::Kind::kTimeout, std::string(name) + " (call " + std::to_string(callId) +
+                                               "): no response from " + description_ + " within " +
+                                               std::to_string(timeout.count()) + " ms");
+    }
+    lock.unlock();
+    if (pending->failure) {
+        Error e = *pending->failure;
+        e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
+        return std::unexpected(e);
+    }
+    if (receivedFds != nullptr) {
+        for (auto& fd : pending->fds) receivedFds->push_back(std::move(fd));
+    }
+    if (pending->isError) {
+        ErrorReply error;
+        if (!error.ParseFromString(pending->payload)) {
+            return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
+                                                    "): unparsable ErrorReply from " + description_);
+        }
+        vlog("protocol", "%s: call %" PRIu64 " %s failed remotely: %s", description_.c_str(), callId, name,
+             error.status().message().c_str());
+        return fail(Error::Kind::kRemote, error.status().message(), error.status().code());
+    }
+    if (!reply.ParseFromString(pending->payload)) {
+        return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) + "): cannot parse " +
+                                                std::to_string(pending->payload.size()) + " bytes as " +
+                                                reply.GetTypeName());
+    }
+    vlog("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId, name,
+         pending->payload.size());
+    return {};
+}
+
+}  // namespace npu::proto

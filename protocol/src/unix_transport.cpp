@@ -1,0 +1,272 @@
+// AF_UNIX stream transport: fds travel as SCM_RIGHTS, every descriptor is CLOEXEC, sends use
+// MSG_NOSIGNAL (a dead peer is an error, never SIGPIPE), every wait is a poll() with a timeout
+// that also watches an eventfd so shutdown() wakes blocked threads.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "npu/protocol/transport.h"
+
+namespace npu::proto {
+namespace {
+
+constexpr size_t kMaxFdsPerWrite = 64;
+// write() has no timeout parameter; a peer that stops reading for this long is treated as hung.
+constexpr std::chrono::milliseconds kWriteTimeout{10'000};
+
+std::string errnoText(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+
+Result<UniqueFd> makeEventFd() {
+    int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) return fail(Error::Kind::kIo, errnoText("eventfd", errno));
+    return UniqueFd(fd);
+}
+
+Result<sockaddr_un> makeAddress(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+        return fail(Error::Kind::kInvalidArgument, "unix socket path '" + path + "' is empty or longer than " +
+                                                       std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    return addr;
+}
+
+// Polls `fd` for `events` and `wakeFd` for readability. Returns 1 ready, 0 timeout, -1 woken.
+int pollWithWake(int fd, short events, int wakeFd, std::chrono::milliseconds timeout, int* err) {
+    pollfd p[2] = {{fd, events, 0}, {wakeFd, POLLIN, 0}};
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        int ms = left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+        int r = ::poll(p, 2, ms);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            *err = errno;
+            return -2;
+        }
+        if (p[1].revents != 0) return -1;
+        if (r == 0) return 0;
+        return 1;
+    }
+}
+
+class UnixTransport final : public Transport {
+public:
+    UnixTransport(UniqueFd socket, UniqueFd wake, std::string description)
+        : fd_(std::move(socket)), wake_(std::move(wake)), description_(std::move(description)) {}
+    ~UnixTransport() override { shutdown(); }
+
+    Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        if (fds.size() > kMaxFdsPerWrite) {
+            return fail(Error::Kind::kInvalidArgument, describe() + ": " + std::to_string(fds.size()) +
+                                                           " fds in one write, the limit is " +
+                                                           std::to_string(kMaxFdsPerWrite));
+        }
+        size_t sent = 0;
+        bool fdsSent = fds.empty();
+        while (sent < bytes.size() || !fdsSent) {
+            if (shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+            iovec iov{const_cast<uint8_t*>(bytes.data()) + sent, bytes.size() - sent};
+            msghdr msg{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerWrite)];
+            if (!fdsSent) {  // fds ride with the first byte sent
+                msg.msg_control = control;
+                msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+                cmsghdr* c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+                std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+            }
+            ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n >= 0) {
+                sent += static_cast<size_t>(n);
+                fdsSent = true;
+                continue;
+            }
+            int err = errno;
+            if (err == EINTR) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                int perr = 0;
+                int r = pollWithWake(fd_.get(), POLLOUT, wake_.get(), kWriteTimeout, &perr);
+                if (r == 0) {
+                    return fail(Error::Kind::kTimeout, describe() + ": peer did not read for " +
+                                                           std::to_string(kWriteTimeout.count()) + " ms");
+                }
+                if (r == -1) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+                if (r == -2) return fail(Error::Kind::kIo, describe() + ": " + errnoText("poll", perr));
+                continue;
+            }
+            if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
+                return fail(Error::Kind::kDisconnected, describe() + ": " + errnoText("send", err));
+            }
+            if (err == EBADF && shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+            return fail(Error::Kind::kIo, describe() + ": " + errnoText("sendmsg", err));
+        }
+        return {};
+    }
+
+    Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
+                        std::chrono::milliseconds timeout) override {
+        if (shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+        int perr = 0;
+        int r = pollWithWake(fd_.get(), POLLIN, wake_.get(), timeout, &perr);
+        if (r == 0) {
+            return fail(Error::Kind::kTimeout, describe() + ": no data within " + std::to_string(timeout.count()) + " ms");
+        }
+        if (r == -1) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+        if (r == -2) return fail(Error::Kind::kIo, describe() + ": " + errnoText("poll", perr));
+        for (;;) {
+            iovec iov{buffer.data(), buffer.size()};
+            msghdr msg{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerWrite)];
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof(control);
+            ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+            if (n < 0) {
+                int err = errno;
+                if (err == EINTR) continue;
+                if (err == EAGAIN || err == EWOULDBLOCK) {
+                    return fail(Error::Kind::kTimeout, describe() + ": spurious wake-up, no data");
+                }
+                if (err == ECONNRESET || err == ENOTCONN) {
+                    return fail(Error::Kind::kDisconnected, describe() + ": " + errnoText("recv", err));
+                }
+                return fail(Error::Kind::kIo, describe() + ": " + errnoText("recvmsg", err));
+            }
+            for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+                size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < count; ++i) {
+                    int fd;
+                    std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                    UniqueFd owned(fd);
+                    if (fds != nullptr) fds->push_back(std::move(owned));
+                }
+            }
+            if (n == 0) return fail(Error::Kind::kDisconnected, describe() + ": peer closed the connection");
+            return static_cast<size_t>(n);
+        }
+    }
+
+    void shutdown() override {
+        if (shut_.exchange(true)) return;
+        uint64_t one = 1;
+        (void)!::write(wake_.get(), &one, sizeof(one));
+        ::shutdown(fd_.get(), SHUT_RDWR);  // the peer sees EOF; our fd is closed by the destructor
+    }
+
+    std::string describe() const override { return description_; }
+
+private:
+    UniqueFd fd_;
+    UniqueFd wake_;
+    std::string description_;
+    std::atomic<bool> shut_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> adoptUnixSocket(UniqueFd socket, std::string description) {
+    if (!socket.valid()) return fail(Error::Kind::kInvalidArgument, "adoptUnixSocket: invalid fd");
+    int flags = ::fcntl(socket.get(), F_GETFD);
+    if (flags >= 0) ::fcntl(socket.get(), F_SETFD, flags | FD_CLOEXEC);
+    auto wake = makeEventFd();
+    if (!wake) return std::unexpected(wake.error());
+    return std::unique_ptr<Transport>(new UnixTransport(std::move(socket), std::move(*wake), std::move(description)));
+}
+
+Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, std::chrono::milliseconds timeout) {
+    auto addr = makeAddress(socketPath);
+    if (!addr) return std::unexpected(addr.error());
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd) return fail(Error::Kind::kIo, errnoText("socket(AF_UNIX)", errno));
+        if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) == 0) {
+            return adoptUnixSocket(std::move(fd), "unix:" + socketPath);
+        }
+        int err = errno;
+        if (err != ENOENT && err != ECONNREFUSED && err != EAGAIN && err != EINTR) {
+            return fail(Error::Kind::kIo, "connect to unix:" + socketPath + ": " + std::strerror(err));
+        }
+        // The server may still be starting: retry until the deadline.
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return fail(Error::Kind::kTimeout, "connect to unix:" + socketPath + ": no listener within " +
+                                                   std::to_string(timeout.count()) + " ms (" + std::strerror(err) + ")");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+UnixListener::UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path)
+    : fd_(std::move(fd)), wakeFd_(std::move(wakeFd)), path_(std::move(path)) {}
+
+UnixListener::~UnixListener() {
+    shutdown();
+    fd_.reset();
+    ::unlink(path_.c_str());
+}
+
+Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& socketPath) {
+    auto addr = makeAddress(socketPath);
+    if (!addr) return std::unexpected(addr.error());
+    // Non-blocking: accept() after poll() must not hang if the client has gone meanwhile.
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) return fail(Error::Kind::kIo, errnoText("socket(AF_UNIX)", errno));
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
+        int err = errno;
+        if (err != EADDRINUSE) return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(err));
+        // A socket file exists: replace it only if nobody is listening on it (a dead server's).
+        UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) == 0) {
+            return fail(Error::Kind::kIo, "unix:" + socketPath + " is in use by a running server");
+        }
+        ::unlink(socketPath.c_str());
+        if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
+            return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(errno));
+        }
+    }
+    if (::listen(fd.get(), 16) != 0) return fail(Error::Kind::kIo, "listen unix:" + socketPath + ": " + std::strerror(errno));
+    auto wake = makeEventFd();
+    if (!wake) return std::unexpected(wake.error());
+    return std::unique_ptr<UnixListener>(new UnixListener(std::move(fd), std::move(*wake), socketPath));
+}
+
+Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout) {
+    int perr = 0;
+    int r = pollWithWake(fd_.get(), POLLIN, wakeFd_.get(), timeout, &perr);
+    if (r == 0) return fail(Error::Kind::kTimeout, "accept on unix:" + path_ + ": no client within " + std::to_string(timeout.count()) + " ms");
+    if (r == -1) return fail(Error::Kind::kDisconnected, "accept on unix:" + path_ + ": listener shut down");
+    if (r == -2) return fail(Error::Kind::kIo, "accept on unix:" + path_ + ": " + errnoText("poll", perr));
+    UniqueFd client(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!client) {
+        int err = errno;
+        if (err == EAGAIN || err == ECONNABORTED || err == EINTR) {
+            return fail(Error::Kind::kTimeout, "accept on unix:" + path_ + ": client went away");
+        }
+        return fail(Error::Kind::kIo, "accept on unix:" + path_ + ": " + std::strerror(err));
+    }
+    return adoptUnixSocket(std::move(client), "unix:" + path_ + " (accepted)");
+}
+
+void UnixListener::shutdown() {
+    uint64_t one = 1;
+    if (wakeFd_) (void)!::write(wakeFd_.get(), &one, sizeof(one));
+}
+
+}  // namespace npu::proto
