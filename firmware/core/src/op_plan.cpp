@@ -228,18 +228,22 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     // Tiling.
     const uint64_t k = uint64_t{p.kh} * p.kw * p.cin;
     const CompileTarget& t = c.target;
-    const uint32_t cT = chooseCoutTile(t, k, p.cout);
+    uint32_t cT = chooseCoutTile(t, k, p.cout);
     if (cT == 0) return c.fail("filter of %llu taps per output channel does not fit the scratchpad", static_cast<unsigned long long>(k));
-    const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (k + 4), 64);
     const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
-    uint32_t m = p.outH;
-    for (; m > 0; --m) {
-        const uint64_t inRows = std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH);
-        const uint64_t inBytes = alignUp(inRows * p.inW * p.cin, 64), outBytes = alignUp(uint64_t{m} * p.outW * cT, 64);
-        const uint64_t accEntries = uint64_t{m} * p.outW * cT;
-        if (2 * (inBytes + outBytes) <= free && accEntries <= accHalf && accEntries * k <= kMaxMacsPerCommand) break;
+    uint32_t m = 0;
+    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits.
+    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
+        const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (k + 4), 64);
+        for (m = p.outH; m > 0; --m) {
+            const uint64_t inRows = std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH);
+            const uint64_t inBytes = alignUp(inRows * p.inW * p.cin, 64), outBytes = alignUp(uint64_t{m} * p.outW * cT, 64);
+            const uint64_t accEntries = uint64_t{m} * p.outW * cT;
+            if (2 * (inBytes + outBytes) <= free && accEntries <= accHalf && accEntries * k <= kMaxMacsPerCommand) break;
+        }
+        if (m > 0) break;
     }
-    if (m == 0) return c.fail("one output row (%u x %u channels) does not fit the scratchpad/accumulator", p.outW, cT);
+    if (m == 0) return c.fail("one output row (width %u) does not fit the scratchpad/accumulator", p.outW);
     p.tiling = {cT, m};
 
     QuantizedMultiplier qm;
@@ -280,12 +284,16 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
         return c.fail("output must be [%u, %u]", p.batch, p.units);
     }
     const CompileTarget& t = c.target;
-    const uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
+    uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
     if (cT == 0) return c.fail("input_size %u does not fit the scratchpad", p.inputSize);
-    const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (p.inputSize + 4), 64);
     const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
-    uint64_t m = free / (2 * (alignUp(p.inputSize, 64) + alignUp(cT, 64)));
-    m = std::min<uint64_t>({m, accHalf / cT, p.batch, kMaxMacsPerCommand / (uint64_t{cT} * p.inputSize)});
+    uint64_t m = 0;
+    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
+        const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (p.inputSize + 4), 64);
+        m = free / (2 * (alignUp(p.inputSize, 64) + alignUp(cT, 64)));
+        m = std::min<uint64_t>({m, accHalf / cT, p.batch, kMaxMacsPerCommand / (uint64_t{cT} * p.inputSize)});
+        if (m > 0) break;
+    }
     if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
     p.tiling = {cT, static_cast<uint32_t>(m)};
 

@@ -1,0 +1,161 @@
+#pragma once
+// Test fixture for firmware/core on the simulator: device DRAM, SimPlatform, Runtime, a bump
+// allocator for the host window, a small model builder, and TFLite-formula reference kernels
+// written independently of the firmware (straight from the published formulas).
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "npu/fw/runtime.h"
+#include "sim_platform.h"
+
+namespace fwtest {
+
+using namespace npu::fw;
+
+// ---- Reference arithmetic (TFLite / gemmlowp formulas) ----------------------------------------
+inline int32_t refSrdhm(int32_t a, int32_t b) {
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    int64_t ab = int64_t(a) * int64_t(b);
+    int64_t nudge = ab >= 0 ? (1ll << 30) : (1 - (1ll << 30));
+    return int32_t((ab + nudge) / (1ll << 31));
+}
+inline int32_t refRdbpot(int32_t x, int e) {
+    int32_t mask = int32_t((1ll << e) - 1), rem = x & mask, thr = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + (rem > thr ? 1 : 0);
+}
+inline int32_t refMbqm(int32_t x, int32_t m, int s) {
+    int ls = s > 0 ? s : 0, rs = s > 0 ? 0 : -s;
+    return refRdbpot(refSrdhm(int32_t(uint32_t(x) << ls), m), rs);
+}
+inline void refQuantizeMultiplier(double d, int32_t* m, int* s) {
+    if (d == 0) { *m = 0; *s = 0; return; }
+    double q = std::frexp(d, s);
+    int64_t f = int64_t(std::round(q * (1ll << 31)));
+    if (f == (1ll << 31)) { f /= 2; ++*s; }
+    *m = int32_t(f);
+}
+inline void refActRange(int act, float scale, int zp, int* lo, int* hi) {
+    auto q = [&](float f) { return zp + int(std::round(f / scale)); };
+    *lo = 0; *hi = 255;
+    if (act == 1) *lo = std::max(0, q(0.f));
+    if (act == 2) { *lo = std::max(0, q(-1.f)); *hi = std::min(255, q(1.f)); }
+    if (act == 3) { *lo = std::max(0, q(0.f)); *hi = std::min(255, q(6.f)); }
+}
+
+struct Quant { float scale; int zp; };
+
+// ---- Harness -------------------------------------------------------------------------------
+struct Harness {
+    static constexpr uint64_t kDram = 48ull << 20;
+    static constexpr uint64_t kFirmware = 16ull << 20;
+    std::vector<uint8_t> dram = std::vector<uint8_t>(kDram, 0);
+    std::vector<uint8_t> arenaMem = std::vector<uint8_t>(2u << 20);
+    std::vector<uint8_t> scratchMem = std::vector<uint8_t>(24u << 20);
+    npu::fw::host::SimPlatform platform;
+    Arena arena{arenaMem.data(), arenaMem.size()};
+    Runtime runtime;
+    uint64_t windowNext = kFirmware;
+
+    explicit Harness(npu::sim::HwConfig hw = {})
+        : platform(hw, dram.data(), kDram), runtime(platform, arena, RuntimeConfig{kFirmware, 1000}) {}
+
+    uint64_t stage(const void* data, size_t n) {
+        uint64_t a = windowNext;
+        if (n) std::memcpy(dram.data() + a, data, n);
+        windowNext = (a + n + 63) / 64 * 64;
+        return a;
+    }
+    uint64_t reserve(size_t n) {
+        uint64_t a = windowNext;
+        windowNext = (a + n + 63) / 64 * 64;
+        return a;
+    }
+};
+
+// ---- Model builder -----------------------------------------------------------------------
+struct ModelBuilder {
+    Harness& h;
+    std::vector<OperandDesc> operands;
+    std::vector<std::vector<uint32_t>> opInputs, opOutputs;
+    std::vector<uint32_t> types;
+    std::vector<uint32_t> inputs, outputs;
+    std::vector<OperationDesc> ops;
+    ModelDesc desc;
+
+    explicit ModelBuilder(Harness& harness) : h(harness) {}
+
+    uint32_t tensor(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, uint32_t lifetime) {
+        OperandDesc d;
+        d.type = type;
+        d.rank = uint32_t(dims.size());
+        for (size_t i = 0; i < dims.size(); ++i) d.dims[i] = dims[i];
+        d.scale = scale;
+        d.zeroPoint = zp;
+        d.lifetime = lifetime;
+        operands.push_back(d);
+        return uint32_t(operands.size() - 1);
+    }
+    uint32_t input(std::vector<uint32_t> dims, Quant q) {
+        uint32_t i = tensor(5, dims, q.scale, q.zp, 1);
+        inputs.push_back(i);
+        return i;
+    }
+    uint32_t output(std::vector<uint32_t> dims, Quant q) {
+        uint32_t i = tensor(5, dims, q.scale, q.zp, 2);
+        outputs.push_back(i);
+        return i;
+    }
+    uint32_t temp(std::vector<uint32_t> dims, Quant q) { return tensor(5, dims, q.scale, q.zp, 0); }
+    uint32_t constant(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, const void* data, size_t n) {
+        uint32_t i = tensor(type, dims, scale, zp, 3);
+        operands[i].dataAddr = h.stage(data, n);
+        operands[i].dataLength = uint32_t(n);
+        return i;
+    }
+    uint32_t i32(int32_t v) { return constant(1, {}, 0, 0, &v, 4); }
+    uint32_t boolean(bool v) { uint8_t b = v; return constant(6, {}, 0, 0, &b, 1); }
+    void op(uint32_t type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
+        types.push_back(type);
+        opInputs.push_back(in);
+        opOutputs.push_back(out);
+    }
+    const ModelDesc& build() {
+        ops.clear();
+        for (size_t i = 0; i < types.size(); ++i) {
+            OperationDesc o;
+            o.type = types[i];
+            o.inputs = opInputs[i].data();
+            o.inputCount = uint32_t(opInputs[i].size());
+            o.outputs = opOutputs[i].data();
+            o.outputCount = uint32_t(opOutputs[i].size());
+            ops.push_back(o);
+        }
+        desc = {};
+        desc.operands = operands.data();
+        desc.operandCount = uint32_t(operands.size());
+        desc.operations = ops.data();
+        desc.operationCount = uint32_t(ops.size());
+        desc.inputIndexes = inputs.data();
+        desc.inputCount = uint32_t(inputs.size());
+        desc.outputIndexes = outputs.data();
+        desc.outputCount = uint32_t(outputs.size());
+        return desc;
+    }
+};
+
+inline std::vector<uint8_t> randomBytes(std::mt19937& rng, size_t n) {
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = uint8_t(rng() & 0xFF);
+    return v;
+}
+inline std::vector<int32_t> randomBias(std::mt19937& rng, size_t n, int range) {
+    std::vector<int32_t> v(n);
+    for (auto& b : v) b = int32_t(rng() % (2 * range + 1)) - range;
+    return v;
+}
+
+}  // namespace fwtest

@@ -1,0 +1,399 @@
+// Runtime end to end on the simulator: compile, load, execute, compare bit-exact with reference
+// kernels written from the TFLite formulas (model_fixture.h).
+#include <catch2/catch.hpp>
+
+#include "model_fixture.h"
+
+using namespace fwtest;
+
+namespace {
+
+constexpr uint32_t kAdd = 0, kConv = 3, kFc = 9;
+
+struct ConvCase {
+    uint32_t n, h, w, cin, cout, kh, kw;
+    uint32_t sx, sy, dx, dy;
+    bool implicit;
+    int scheme;  // implicit: 1 SAME, 2 VALID
+    uint32_t pl, pr, pt, pb;
+    int act;
+    bool nchw;
+    bool optionalArgs;
+};
+
+std::vector<uint8_t> refConv(const ConvCase& c, const std::vector<uint8_t>& in, Quant qi,
+                             const std::vector<uint8_t>& f, Quant qf, const std::vector<int32_t>& bias,
+                             Quant qo, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow) {
+    int32_t m; int s;
+    refQuantizeMultiplier(double(qi.scale) * double(qf.scale) / double(qo.scale), &m, &s);
+    int lo, hi;
+    refActRange(c.act, qo.scale, qo.zp, &lo, &hi);
+    auto inAt = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t ch) {
+        return c.nchw ? in[((b * c.cin + ch) * c.h + y) * c.w + x] : in[((b * c.h + y) * c.w + x) * c.cin + ch];
+    };
+    std::vector<uint8_t> out(size_t(c.n) * oh * ow * c.cout);
+    for (uint32_t b = 0; b < c.n; ++b)
+        for (uint32_t oy = 0; oy < oh; ++oy)
+            for (uint32_t ox = 0; ox < ow; ++ox)
+                for (uint32_t co = 0; co < c.cout; ++co) {
+                    int32_t acc = 0;
+                    for (uint32_t ky = 0; ky < c.kh; ++ky)
+                        for (uint32_t kx = 0; kx < c.kw; ++kx) {
+                            int y = int(oy * c.sy + ky * c.dy) - int(pt), x = int(ox * c.sx + kx * c.dx) - int(pl);
+                            if (y < 0 || x < 0 || y >= int(c.h) || x >= int(c.w)) continue;
+                            for (uint32_t ci = 0; ci < c.cin; ++ci)
+                                acc += (int(inAt(b, y, x, ci)) - qi.zp) *
+                                       (int(f[((co * c.kh + ky) * c.kw + kx) * c.cin + ci]) - qf.zp);
+                        }
+                    acc += bias[co];
+                    int v = refMbqm(acc, m, s) + qo.zp;
+                    v = std::min(hi, std::max(lo, v));
+                    size_t o = c.nchw ? ((size_t(b) * c.cout + co) * oh + oy) * ow + ox : ((size_t(b) * oh + oy) * ow + ox) * c.cout + co;
+                    out[o] = uint8_t(v);
+                }
+    return out;
+}
+
+struct Run {
+    FwStatus status;
+    std::vector<std::vector<uint8_t>> outputs;
+    ExecResult result;
+};
+
+Run execute(Harness& h, const BlobInfo& info, const std::vector<std::vector<uint8_t>>& ins,
+            const std::vector<size_t>& outSizes) {
+    std::vector<IoArg> in(ins.size()), out(outSizes.size());
+    for (size_t i = 0; i < ins.size(); ++i) {
+        in[i].addr = h.stage(ins[i].data(), ins[i].size());
+        in[i].length = uint32_t(ins[i].size());
+    }
+    for (size_t i = 0; i < outSizes.size(); ++i) {
+        out[i].addr = h.reserve(outSizes[i]);
+        out[i].length = uint32_t(outSizes[i]);
+    }
+    Run r;
+    r.status = h.runtime.execute(info.handle, in.data(), uint32_t(in.size()), out.data(), uint32_t(out.size()), &r.result);
+    for (size_t i = 0; i < outSizes.size(); ++i) {
+        r.outputs.emplace_back(h.dram.begin() + out[i].addr, h.dram.begin() + out[i].addr + outSizes[i]);
+    }
+    return r;
+}
+
+uint32_t outSize(uint32_t in, uint32_t k, uint32_t s, uint32_t d, uint32_t p0, uint32_t p1) {
+    uint32_t eff = (k - 1) * d + 1;
+    return (in + p0 + p1 - eff) / s + 1;
+}
+
+void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {}) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    Quant qi{0.5f, int(rng() % 256)}, qf{0.25f, int(rng() % 256)}, qo{3.0f + float(rng() % 8), int(rng() % 256)};
+    uint32_t pl = c.pl, pr = c.pr, pt = c.pt, pb = c.pb;
+    if (c.implicit) {
+        pl = pr = pt = pb = 0;
+        if (c.scheme == 1) {
+            auto same = [](uint32_t in, uint32_t s, uint32_t d, uint32_t k, uint32_t* p0, uint32_t* p1) {
+                int eff = int((k - 1) * d + 1), o = int((in + s - 1) / s), t = (o - 1) * int(s) + eff - int(in);
+                if (t > 0) { *p0 = uint32_t(t / 2); *p1 = uint32_t(t - t / 2); }
+            };
+            same(c.w, c.sx, c.dx, c.kw, &pl, &pr);
+            same(c.h, c.sy, c.dy, c.kh, &pt, &pb);
+        }
+    }
+    const uint32_t oh = outSize(c.h, c.kh, c.sy, c.dy, pt, pb), ow = outSize(c.w, c.kw, c.sx, c.dx, pl, pr);
+    auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
+    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin);
+    auto bias = randomBias(rng, c.cout, 5000);
+
+    ModelBuilder mb(h);
+    std::vector<uint32_t> inDims = c.nchw ? std::vector<uint32_t>{c.n, c.cin, c.h, c.w} : std::vector<uint32_t>{c.n, c.h, c.w, c.cin};
+    std::vector<uint32_t> outDims = c.nchw ? std::vector<uint32_t>{c.n, c.cout, oh, ow} : std::vector<uint32_t>{c.n, oh, ow, c.cout};
+    uint32_t x = mb.input(inDims, qi);
+    uint32_t fo = mb.constant(5, {c.cout, c.kh, c.kw, c.cin}, qf.scale, qf.zp, f.data(), f.size());
+    uint32_t bo = mb.constant(4, {c.cout}, qi.scale * qf.scale, 0, bias.data(), bias.size() * 4);
+    uint32_t y = mb.output(outDims, qo);
+    std::vector<uint32_t> args = {x, fo, bo};
+    if (c.implicit) {
+        args.insert(args.end(), {mb.i32(c.scheme), mb.i32(int(c.sx)), mb.i32(int(c.sy)), mb.i32(c.act)});
+    } else {
+        args.insert(args.end(), {mb.i32(int(c.pl)), mb.i32(int(c.pr)), mb.i32(int(c.pt)), mb.i32(int(c.pb)),
+                                 mb.i32(int(c.sx)), mb.i32(int(c.sy)), mb.i32(c.act)});
+    }
+    if (c.optionalArgs || c.nchw || c.dx != 1 || c.dy != 1) {
+        args.push_back(mb.boolean(c.nchw));
+        if (c.optionalArgs || c.dx != 1 || c.dy != 1) args.insert(args.end(), {mb.i32(int(c.dx)), mb.i32(int(c.dy))});
+    }
+    mb.op(kConv, args, {y});
+    const ModelDesc& model = mb.build();
+
+    bool supported = false;
+    REQUIRE(h.runtime.supportedOperations(model, &supported).ok());
+    REQUIRE(supported);
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    FwStatus st = h.runtime.prepare(model, scratch, &info);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    auto expect = refConv(c, in, qi, f, qf, bias, qo, pl, pt, oh, ow);
+    Run r = execute(h, info, {in}, {expect.size()});
+    INFO(r.status.message);
+    REQUIRE(r.status.ok());
+    CHECK(r.outputs[0] == expect);
+    CHECK(r.result.deviceCycles > 0);
+    CHECK(r.result.profileCount == 1);
+    CHECK(r.result.profile[0].macs > 0);
+    CHECK(r.result.outputs[0].rank == 4);
+    CHECK(r.result.outputs[0].dims[3] == outDims[3]);
+    CHECK(h.runtime.release(info.handle).ok());
+    CHECK(h.runtime.loadedModels() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("CONV_2D explicit padding, NHWC, shapes/strides/activations") {
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt
+    runConvCase({1, 5, 5, 3, 4, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 1);
+    runConvCase({2, 7, 6, 2, 5, 3, 2, 2, 1, 1, 1, false, 0, 0, 1, 2, 0, 1, false, false}, 2);
+    runConvCase({1, 8, 8, 4, 3, 1, 1, 1, 1, 1, 1, false, 0, 0, 0, 0, 0, 2, false, false}, 3);
+    runConvCase({1, 9, 9, 3, 6, 3, 3, 2, 2, 1, 1, false, 0, 1, 2, 1, 2, 3, false, true}, 4);
+}
+
+TEST_CASE("CONV_2D implicit padding SAME/VALID, dilation, NCHW") {
+    runConvCase({1, 6, 6, 3, 4, 3, 3, 1, 1, 1, 1, true, 1, 0, 0, 0, 0, 1, false, false}, 5);
+    runConvCase({1, 7, 5, 2, 3, 3, 3, 2, 2, 1, 1, true, 2, 0, 0, 0, 0, 0, false, false}, 6);
+    runConvCase({1, 9, 9, 2, 3, 3, 3, 1, 1, 2, 2, true, 1, 0, 0, 0, 0, 0, false, true}, 7);
+    runConvCase({2, 5, 6, 3, 4, 2, 3, 1, 2, 1, 1, true, 1, 0, 0, 0, 0, 3, true, false}, 8);
+    runConvCase({1, 6, 6, 2, 2, 3, 3, 1, 1, 1, 1, false, 0, 2, 1, 1, 2, 0, true, false}, 9);
+}
+
+TEST_CASE("CONV_2D tiles rows and output channels on a small scratchpad") {
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({2, 20, 20, 8, 40, 3, 3, 1, 1, 1, 1, true, 1, 0, 0, 0, 0, 1, false, false}, 10, hw);
+    runConvCase({1, 17, 13, 5, 70, 3, 3, 2, 1, 1, 2, false, 0, 2, 1, 1, 2, 3, true, true}, 11, hw);
+}
+
+namespace {
+
+void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t seed, bool rank4Input,
+           npu::sim::HwConfig hw = {}) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    Quant qi{0.1f, int(rng() % 256)}, qw{0.05f, int(rng() % 256)}, qo{0.7f, int(rng() % 256)};
+    auto in = randomBytes(rng, size_t(batch) * inputSize);
+    auto w = randomBytes(rng, size_t(units) * inputSize);
+    auto bias = randomBias(rng, units, 3000);
+    ModelBuilder mb(h);
+    uint32_t x = rank4Input ? mb.input({batch, 1, 1, inputSize}, qi) : mb.input({batch, inputSize}, qi);
+    uint32_t wo = mb.constant(5, {units, inputSize}, qw.scale, qw.zp, w.data(), w.size());
+    uint32_t bo = mb.constant(4, {units}, qi.scale * qw.scale, 0, bias.data(), bias.size() * 4);
+    uint32_t y = mb.output({batch, units}, qo);
+    mb.op(kFc, {x, wo, bo, mb.i32(act)}, {y});
+    const ModelDesc& model = mb.build();
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    FwStatus st = h.runtime.prepare(model, scratch, &info);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    int32_t m; int s;
+    refQuantizeMultiplier(double(qi.scale) * double(qw.scale) / double(qo.scale), &m, &s);
+    int lo, hi;
+    refActRange(act, qo.scale, qo.zp, &lo, &hi);
+    std::vector<uint8_t> expect(size_t(batch) * units);
+    for (uint32_t b = 0; b < batch; ++b)
+        for (uint32_t u = 0; u < units; ++u) {
+            int32_t acc = bias[u];
+            for (uint32_t k = 0; k < inputSize; ++k) acc += (int(in[b * inputSize + k]) - qi.zp) * (int(w[u * inputSize + k]) - qw.zp);
+            expect[b * units + u] = uint8_t(std::min(hi, std::max(lo, refMbqm(acc, m, s) + qo.zp)));
+        }
+    Run r = execute(h, info, {in}, {expect.size()});
+    INFO(r.status.message);
+    REQUIRE(r.status.ok());
+    CHECK(r.outputs[0] == expect);
+    CHECK(r.result.profile[0].macs == uint64_t(batch) * inputSize * units);
+}
+
+}  // namespace
+
+TEST_CASE("FULLY_CONNECTED bit-exact, flattening, activations, tiling") {
+    runFc(1, 16, 8, 0, 20, false);
+    runFc(3, 40, 10, 1, 21, true);
+    runFc(4, 33, 7, 2, 22, false);
+    runFc(2, 64, 50, 3, 23, false);
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 8 << 10;
+    hw.accumulatorBytes = 2 << 10;
+    runFc(37, 300, 45, 1, 24, false, hw);
+}
+
+namespace {
+
+void runAdd(std::vector<uint32_t> da, std::vector<uint32_t> db, int act, uint32_t seed, npu::sim::HwConfig hw = {}) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    Quant qa{0.02f + float(rng() % 10) * 0.01f, int(rng() % 256)}, qb{0.05f, int(rng() % 256)}, qo{0.1f, int(rng() % 256)};
+    size_t rank = std::max(da.size(), db.size());
+    std::vector<uint32_t> pa(4, 1), pb(4, 1), po(4, 1);
+    for (size_t i = 0; i < da.size(); ++i) pa[4 - da.size() + i] = da[i];
+    for (size_t i = 0; i < db.size(); ++i) pb[4 - db.size() + i] = db[i];
+    for (int i = 0; i < 4; ++i) po[i] = std::max(pa[i], pb[i]);
+    std::vector<uint32_t> outDims(po.end() - rank, po.end());
+    size_t na = 1, nb = 1, no = 1;
+    for (int i = 0; i < 4; ++i) { na *= pa[i]; nb *= pb[i]; no *= po[i]; }
+    auto a = randomBytes(rng, na), b = randomBytes(rng, nb);
+    ModelBuilder mb(h);
+    uint32_t x = mb.input(da, qa), y = mb.input(db, qb), z = mb.output(outDims, qo);
+    mb.op(kAdd, {x, y, mb.i32(act)}, {z});
+    const ModelDesc& model = mb.build();
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    FwStatus st = h.runtime.prepare(model, scratch, &info);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    // TFLite add.cc Prepare + reference Add for uint8.
+    const int ls = 20;
+    const double twiceMax = 2 * std::max(qa.scale, qb.scale);
+    int32_t m1, m2, mo; int s1, s2, so;
+    refQuantizeMultiplier(qa.scale / twiceMax, &m1, &s1);
+    refQuantizeMultiplier(qb.scale / twiceMax, &m2, &s2);
+    refQuantizeMultiplier(twiceMax / ((1 << ls) * qo.scale), &mo, &so);
+    int lo, hi;
+    refActRange(act, qo.scale, qo.zp, &lo, &hi);
+    std::vector<uint8_t> expect(no);
+    for (uint32_t i0 = 0; i0 < po[0]; ++i0)
+        for (uint32_t i1 = 0; i1 < po[1]; ++i1)
+            for (uint32_t i2 = 0; i2 < po[2]; ++i2)
+                for (uint32_t i3 = 0; i3 < po[3]; ++i3) {
+                    auto idx = [&](const std::vector<uint32_t>& d) {
+                        return (((i0 % d[0]) * d[1] + i1 % d[1]) * d[2] + i2 % d[2]) * d[3] + i3 % d[3];
+                    };
+                    int32_t x1 = (a[idx(pa)] - qa.zp) * (1 << ls), x2 = (b[idx(pb)] - qb.zp) * (1 << ls);
+                    int32_t sum = refMbqm(x1, m1, s1) + refMbqm(x2, m2, s2);
+                    int v = refMbqm(sum, mo, so) + qo.zp;
+                    expect[idx(po)] = uint8_t(std::min(hi, std::max(lo, v)));
+                }
+    Run r = execute(h, info, {a, b}, {no});
+    INFO(r.status.message);
+    REQUIRE(r.status.ok());
+    CHECK(r.outputs[0] == expect);
+}
+
+}  // namespace
+
+TEST_CASE("ADD bit-exact with broadcasting and activations") {
+    runAdd({2, 3, 4, 5}, {2, 3, 4, 5}, 0, 30);
+    runAdd({2, 3, 4, 5}, {5}, 1, 31);
+    runAdd({4, 1}, {4, 5}, 2, 32);
+    runAdd({1, 3, 1, 5}, {2, 1, 4, 1}, 3, 33);
+    runAdd({7}, {1}, 0, 34);
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 4 << 10;
+    runAdd({3, 40, 50}, {40, 1}, 1, 35, hw);
+    runAdd({2, 3000}, {1, 3000}, 0, 36, hw);
+}
+
+TEST_CASE("multi-operation model: FC -> ADD through a temporary, per-op profile") {
+    Harness h;
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(40);
+    Quant q{0.1f, 128};
+    auto w = randomBytes(rng, 6 * 8);
+    auto bias = randomBias(rng, 6, 100);
+    auto in = randomBytes(rng, 2 * 8), other = randomBytes(rng, 6);
+    ModelBuilder mb(h);
+    uint32_t x = mb.input({2, 8}, q);
+    uint32_t o = mb.input({6}, q);
+    uint32_t wo = mb.constant(5, {6, 8}, 0.1f, 128, w.data(), w.size());
+    uint32_t bo = mb.constant(4, {6}, 0.01f, 0, bias.data(), bias.size() * 4);
+    uint32_t t = mb.temp({2, 6}, Quant{0.5f, 100});
+    uint32_t y = mb.output({2, 6}, Quant{0.6f, 90});
+    mb.op(kFc, {x, wo, bo, mb.i32(0)}, {t});
+    mb.op(kAdd, {t, o, mb.i32(1)}, {y});
+    const ModelDesc& model = mb.build();
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    REQUIRE(h.runtime.prepare(model, scratch, &info).ok());
+    CHECK(info.numInputs == 2);
+    CHECK(info.numOutputs == 1);
+    Run r = execute(h, info, {in, other}, {12});
+    REQUIRE(r.status.ok());
+    REQUIRE(r.result.profileCount == 2);
+    CHECK(r.result.profile[0].type == kFc);
+    CHECK(r.result.profile[1].type == kAdd);
+    CHECK(r.result.profile[0].cycles + r.result.profile[1].cycles == r.result.deviceCycles);
+    // Same again: deterministic.
+    Run r2 = execute(h, info, {in, other}, {12});
+    CHECK(r2.outputs[0] == r.outputs[0]);
+}
+
+TEST_CASE("supportedOperations is false for unsupported variants") {
+    Harness h;
+    REQUIRE(h.runtime.init().ok());
+    std::vector<uint8_t> f(4 * 9 * 2, 1);
+    std::vector<int32_t> bias(4, 0);
+    ModelBuilder mb(h);
+    Quant q{0.5f, 10};
+    uint32_t x = mb.input({1, 5, 5, 2}, q);
+    uint32_t fo = mb.constant(5, {4, 3, 3, 2}, 0.5f, 0, f.data(), f.size());
+    uint32_t bo = mb.constant(4, {4}, 0.25f, 0, bias.data(), 16);
+    uint32_t y = mb.output({1, 5, 5, 4}, q);
+    // 0: OK reference case
+    mb.op(kConv, {x, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    // 1: unknown activation
+    mb.op(kConv, {x, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(4)}, {y});
+    // 2: float input
+    uint32_t xf = mb.tensor(3, {1, 5, 5, 2}, 0, 0, 1);
+    mb.op(kConv, {xf, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    // 3: non-constant filter
+    uint32_t fv = mb.tensor(5, {4, 3, 3, 2}, 0.5f, 0, 1);
+    mb.op(kConv, {x, fv, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    // 4: another operation type (MUL)
+    mb.op(18, {x, x, mb.i32(0)}, {y});
+    // 5: wrong output shape
+    uint32_t yBad = mb.output({1, 4, 4, 4}, q);
+    mb.op(kConv, {x, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {yBad});
+    // 6: ADD of non-broadcastable shapes
+    uint32_t a3 = mb.input({3}, q), a4 = mb.input({4}, q);
+    uint32_t yAdd = mb.output({4}, q);
+    mb.op(kAdd, {a3, a4, mb.i32(0)}, {yAdd});
+    // 7: per-channel filter
+    uint32_t fpc = mb.constant(11, {4, 3, 3, 2}, 0, 0, f.data(), f.size());
+    mb.op(kConv, {x, fpc, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    // 8: unknown dimension
+    uint32_t xu = mb.input({1, 0, 5, 2}, q);
+    mb.op(kConv, {xu, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    // 9: signed quant8 ADD
+    uint32_t s1 = mb.tensor(14, {4}, 0.5f, 0, 1);
+    mb.op(kAdd, {s1, s1, mb.i32(0)}, {yAdd});
+    // 10: padding as large as the filter
+    mb.op(kConv, {x, fo, bo, mb.i32(0), mb.i32(0), mb.i32(3), mb.i32(0), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    const ModelDesc& model = mb.build();
+    std::vector<uint8_t> raw(model.operationCount, 1);
+    bool supported[16];
+    REQUIRE(h.runtime.supportedOperations(model, supported).ok());
+    CHECK(supported[0]);
+    for (uint32_t i = 1; i < model.operationCount; ++i) {
+        INFO("operation " << i);
+        CHECK_FALSE(supported[i]);
+    }
+}
+
+TEST_CASE("prepare rejects an unsupported model with a message naming the operation") {
+    Harness h;
+    REQUIRE(h.runtime.init().ok());
+    ModelBuilder mb(h);
+    Quant q{0.5f, 10};
+    uint32_t x = mb.input({4}, q), y = mb.output({4}, q);
+    mb.op(kAdd, {x, x, mb.i32(7)}, {y});
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
+    CHECK(st.code == Code::kInvalidArgument);
+    CHECK(std::string(st.message).find("operation 0 (ADD)") != std::string::npos);
+    CHECK(h.runtime.loadedModels() == 0);
+}
