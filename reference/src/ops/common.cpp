@@ -1,0 +1,33 @@
+#include "common.h"
+
+namespace npu::ref::ops {
+
+Result<int32_t> activationOf(OperationContext& ctx, size_t i) {
+    const int32_t act = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
+    if (act < 0 || act > 3) return ctx.error("input " + std::to_string(i) + ": fused activation " + std::to_string(act) + " is not NONE, RELU, RELU1 or RELU6");
+    return act;
+}
+
+Result<bool> boolInput(OperationContext& ctx, size_t i) {
+    if (i >= ctx.inputCount() || ctx.isOmitted(i)) return false;
+    NPU_TRY(ctx.expectType(i, OperandType::BOOL));
+    if (!ctx.hasValue(i)) return ctx.deferred();
+    return ctx.scalar<uint8_t>(i) != 0;
+}
+
+Result<std::vector<uint32_t>> broadcastShapes(OperationContext& ctx, const std::vector<uint32_t>& a,
+                                              const std::vector<uint32_t>& b) {
+    const size_t rank = std::max(a.size(), b.size());
+    std::vector<uint32_t> out(rank);
+    for (size_t k = 0; k < rank; ++k) {
+        const uint32_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+        const uint32_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+        if (da != db && da != 1 && db != 1) {
+            return ctx.error("shapes " + dimsToString(a) + " and " + dimsToString(b) + " cannot be broadcast");
+        }
+        out[rank - 1 - k] = da == 1 ? db : da;
+    }
+    return out;
+}
+
+}  // namespace npu::ref::ops

@@ -1,0 +1,60 @@
+#include "npu/ref/reference_device.h"
+
+#include <set>
+
+#include "prepared_model.h"
+#include "registry.h"
+
+namespace npu::ref {
+
+std::string ReferenceDevice::getVersionString() const { return "npu-reference 0.1.0 (CPU, NNAPI reference semantics)"; }
+
+Result<hal::Capabilities> ReferenceDevice::getCapabilities() {
+    hal::Capabilities caps;
+    for (int32_t t = 0; t <= hal::kOperandTypeLast; ++t) {
+        caps.operandPerformance.push_back({static_cast<hal::OperandType>(t), {1.0f, 1.0f}});
+    }
+    return caps;
+}
+
+Result<std::vector<bool>> ReferenceDevice::getSupportedOperations(const hal::Model& model) {
+    const auto& sg = model.main;
+    std::vector<bool> supported;
+    supported.reserve(sg.operations.size());
+    for (uint32_t i = 0; i < sg.operations.size(); ++i) {
+        const hal::Operation& op = sg.operations[i];
+        for (uint32_t idx : op.inputs) {
+            if (idx >= sg.operands.size()) {
+                return invalidArgument("operation " + std::to_string(i) + ": input operand " + std::to_string(idx) +
+                                       " out of range (" + std::to_string(sg.operands.size()) + " operands)");
+            }
+        }
+        for (uint32_t idx : op.outputs) {
+            if (idx >= sg.operands.size()) {
+                return invalidArgument("operation " + std::to_string(i) + ": output operand " + std::to_string(idx) +
+                                       " out of range (" + std::to_string(sg.operands.size()) + " operands)");
+            }
+        }
+        const OperationRegistration* reg = findOperation(op.type);
+        supported.push_back(reg != nullptr && reg->supports(sg, op));
+    }
+    return supported;
+}
+
+Result<std::shared_ptr<hal::IPreparedModel>> ReferenceDevice::prepareModel(
+    const hal::Model& model, hal::ExecutionPreference, hal::Priority, const hal::Deadline& deadline,
+    const std::vector<int>&, const std::vector<int>&, const hal::CacheToken&) {
+    if (deadline && std::chrono::steady_clock::now() > *deadline) {
+        return fail(hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT, "prepareModel: the deadline had passed");
+    }
+    auto prepared = NPU_TRY(ReferencePreparedModel::create(model));
+    return std::shared_ptr<hal::IPreparedModel>(std::move(prepared));
+}
+
+std::vector<std::string> describeSupportedOperations() {
+    std::vector<std::string> out;
+    for (const auto& r : allOperations()) out.emplace_back(hal::toString(r.type));
+    return out;
+}
+
+}  // namespace npu::ref
