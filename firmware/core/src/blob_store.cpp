@@ -1,3 +1,4 @@
+#include <cinttypes>
 #include "blob_store.h"
 
 #include <cstring>
@@ -32,7 +33,7 @@ FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t*
     }
     if (index == kMaxBlobs) {
         return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "blob store full: %u models loaded (limit %u)", kMaxBlobs, kMaxBlobs);
+                              "blob store full: %" PRIu32 " models loaded (limit %" PRIu32 ")", kMaxBlobs, kMaxBlobs);
     }
     if (bytes == nullptr || size == 0) {
         return FwStatus::make(Code::kInvalidArgument, "blob load: no bytes given");
@@ -64,15 +65,15 @@ FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t*
 
 FwStatus BlobStore::retain(uint32_t handle) {
     Slot* s = slotFor(handle);
-    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%x", handle);
-    if (s->refs == UINT32_MAX) return FwStatus::make(Code::kResourceExhaustedPersistent, "model handle 0x%x: reference count saturated", handle);
+    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
+    if (s->refs == UINT32_MAX) return FwStatus::make(Code::kResourceExhaustedPersistent, "model handle 0x%" PRIx32 ": reference count saturated", handle);
     ++s->refs;
     return FwStatus::okStatus();
 }
 
 FwStatus BlobStore::release(uint32_t handle, DramAllocator& dram) {
     Slot* s = slotFor(handle);
-    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%x", handle);
+    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
     if (--s->refs == 0) {
         dram.free(s->blob.dramAddr);
         s->used = false;

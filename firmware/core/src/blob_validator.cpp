@@ -1,3 +1,4 @@
+#include <cinttypes>
 #include "blob_validator.h"
 
 namespace npu::fw {
@@ -5,7 +6,7 @@ namespace npu::fw {
 namespace {
 
 FwStatus bad(const char* what, uint32_t value, uint64_t limit) {
-    return FwStatus::make(Code::kGeneralFailure, "blob rejected: %s (value %u, limit %llu)", what,
+    return FwStatus::make(Code::kGeneralFailure, "blob rejected: %s (value %" PRIu32 ", limit %llu)", what,
                           value, static_cast<unsigned long long>(limit));
 }
 

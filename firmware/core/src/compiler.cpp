@@ -1,6 +1,7 @@
 // Code generation: HAL model -> blob (see blob_format.h). Two passes over the same emitter: the
 // first counts commands, relocations and data bytes, the second writes them into an image of
 // exactly that size, so the compiler needs no growable buffers.
+#include <cinttypes>
 #include "compiler.h"
 
 #include <algorithm>
@@ -116,25 +117,25 @@ private:
 FwStatus ModelCompiler::checkModel() {
     const ModelDesc& m = model_;
     if (m.operationCount == 0 || m.operationCount > kMaxOperations) {
-        return FwStatus::make(Code::kInvalidArgument, "model has %u operations (supported 1..%u)", m.operationCount, kMaxOperations);
+        return FwStatus::make(Code::kInvalidArgument, "model has %" PRIu32 " operations (supported 1..%" PRIu32 ")", m.operationCount, kMaxOperations);
     }
     if (m.inputCount > kMaxIo || m.outputCount == 0 || m.outputCount > kMaxIo) {
-        return FwStatus::make(Code::kInvalidArgument, "model has %u inputs and %u outputs (limit %u each, >= 1 output)", m.inputCount, m.outputCount, kMaxIo);
+        return FwStatus::make(Code::kInvalidArgument, "model has %" PRIu32 " inputs and %" PRIu32 " outputs (limit %" PRIu32 " each, >= 1 output)", m.inputCount, m.outputCount, kMaxIo);
     }
     if (m.referencedSubgraphCount != 0) {
-        return FwStatus::make(Code::kInvalidArgument, "model references %u subgraphs (control flow is not supported)", m.referencedSubgraphCount);
+        return FwStatus::make(Code::kInvalidArgument, "model references %" PRIu32 " subgraphs (control flow is not supported)", m.referencedSubgraphCount);
     }
     for (uint32_t io = 0; io < m.inputCount + m.outputCount; ++io) {
         const bool isOutput = io >= m.inputCount;
         const uint32_t index = isOutput ? m.outputIndexes[io - m.inputCount] : m.inputIndexes[io];
         const char* what = isOutput ? "output" : "input";
-        if (index >= m.operandCount) return FwStatus::make(Code::kInvalidArgument, "model %s %u names operand %u of %u", what, io, index, m.operandCount);
+        if (index >= m.operandCount) return FwStatus::make(Code::kInvalidArgument, "model %s %" PRIu32 " names operand %" PRIu32 " of %" PRIu32 "", what, io, index, m.operandCount);
         const OperandDesc& d = m.operands[index];
         if (d.lifetime != (isOutput ? hal::kSubgraphOutput : hal::kSubgraphInput)) {
-            return FwStatus::make(Code::kInvalidArgument, "model %s operand %u has lifetime %u", what, index, d.lifetime);
+            return FwStatus::make(Code::kInvalidArgument, "model %s operand %" PRIu32 " has lifetime %" PRIu32 "", what, index, d.lifetime);
         }
         if (d.type != hal::kTensorQuant8Asymm || d.rank == 0 || tensorElements(d) == 0 || tensorElements(d) > UINT32_MAX) {
-            return FwStatus::make(Code::kInvalidArgument, "model %s operand %u: only fully specified TENSOR_QUANT8_ASYMM inputs/outputs", what, index);
+            return FwStatus::make(Code::kInvalidArgument, "model %s operand %" PRIu32 ": only fully specified TENSOR_QUANT8_ASYMM inputs/outputs", what, index);
         }
     }
     return FwStatus::okStatus();
@@ -150,7 +151,7 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
     bool* defined = scratch.allocateArray<bool>(m.operandCount);
     uint32_t* live = scratch.allocateArray<uint32_t>(m.operandCount);
     if (refs_ == nullptr || constOffset_ == nullptr || lastUse == nullptr || defined == nullptr || live == nullptr) {
-        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (%u operands)", m.operandCount);
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (%" PRIu32 " operands)", m.operandCount);
     }
     for (uint32_t i = 0; i < m.inputCount; ++i) {
         refs_[m.inputIndexes[i]] = {kRegionIo, 0, false, i};
@@ -170,11 +171,11 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
             const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
                                     d.lifetime == hal::kSubgraphInput;
             if (tensorData && d.type == hal::kTensorQuant8Asymm && !defined[op.inputs[i]]) {
-                return FwStatus::make(Code::kInvalidArgument, "operation %u reads operand %u before any operation writes it", o, op.inputs[i]);
+                return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " reads operand %" PRIu32 " before any operation writes it", o, op.inputs[i]);
             }
         }
         const uint32_t out = op.outputs[0];
-        if (defined[out]) return FwStatus::make(Code::kInvalidArgument, "operation %u writes operand %u, which already has a value", o, out);
+        if (defined[out]) return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " writes operand %" PRIu32 ", which already has a value", o, out);
         defined[out] = true;
         if (m.operands[out].lifetime == hal::kTemporary) {
             const uint64_t bytes = align(tensorElements(m.operands[out]), 64);
@@ -204,7 +205,7 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
         }
     }
     for (uint32_t i = 0; i < m.outputCount; ++i) {
-        if (!defined[m.outputIndexes[i]]) return FwStatus::make(Code::kInvalidArgument, "model output %u (operand %u) is written by no operation", i, m.outputIndexes[i]);
+        if (!defined[m.outputIndexes[i]]) return FwStatus::make(Code::kInvalidArgument, "model output %" PRIu32 " (operand %" PRIu32 ") is written by no operation", i, m.outputIndexes[i]);
     }
     return FwStatus::okStatus();
 }

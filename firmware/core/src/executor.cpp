@@ -1,3 +1,4 @@
+#include <cinttypes>
 #include "executor.h"
 
 #include <cstring>
@@ -30,15 +31,15 @@ void writeAddr(Platform& p, uint32_t lo, uint32_t hi, uint64_t v) {
 
 FwStatus checkIo(const ExecutionContext& ctx, const IoDesc& d, const IoArg& a, const char* what,
                  uint32_t index, bool* sufficient) {
-    if (a.hasNoValue) return FwStatus::make(Code::kInvalidArgument, "%s %u: omitted, but the model needs it", what, index);
+    if (a.hasNoValue) return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": omitted, but the model needs it", what, index);
     if (a.rank != 0) {
         bool same = a.rank == d.rank;
         for (uint32_t k = 0; same && k < d.rank; ++k) same = a.dims[k] == d.dims[k];
-        if (!same) return FwStatus::make(Code::kInvalidArgument, "%s %u: dimensions differ from the model's (rank %u vs %u)", what, index, a.rank, d.rank);
+        if (!same) return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": dimensions differ from the model's (rank %" PRIu32 " vs %" PRIu32 ")", what, index, a.rank, d.rank);
     }
     const uint64_t size = ctx.platform.dramSize();
     if (a.addr < ctx.hostWindowBase || a.addr > size || a.length > size - a.addr) {
-        return FwStatus::make(Code::kInvalidArgument, "%s %u: [0x%llx, +%u) is outside the host window", what, index,
+        return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": [0x%llx, +%" PRIu32 ") is outside the host window", what, index,
                               static_cast<unsigned long long>(a.addr), a.length);
     }
     *sufficient = a.length >= d.bytes;
@@ -60,7 +61,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     const BlobView& v = blob.view;
     Platform& p = ctx.platform;
     if (inputCount != v.numInputs() || outputCount != v.numOutputs()) {
-        return FwStatus::make(Code::kInvalidArgument, "request has %u inputs and %u outputs; the model has %u and %u",
+        return FwStatus::make(Code::kInvalidArgument, "request has %" PRIu32 " inputs and %" PRIu32 " outputs; the model has %" PRIu32 " and %" PRIu32 "",
                               inputCount, outputCount, v.numInputs(), v.numOutputs());
     }
     if ((inputCount > 0 && inputs == nullptr) || outputs == nullptr || result == nullptr) {
@@ -74,7 +75,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         bool sufficient = true;
         FwStatus st = checkIo(ctx, v.io(i), inputs[i], "input", i, &sufficient);
         if (!st.ok()) return st;
-        if (!sufficient) return FwStatus::make(Code::kInvalidArgument, "input %u: %u bytes given, %u needed", i, inputs[i].length, v.io(i).bytes);
+        if (!sufficient) return FwStatus::make(Code::kInvalidArgument, "input %" PRIu32 ": %" PRIu32 " bytes given, %" PRIu32 " needed", i, inputs[i].length, v.io(i).bytes);
     }
     for (uint32_t i = 0; i < outputCount; ++i) {
         const IoDesc d = v.io(inputCount + i);
@@ -136,7 +137,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         p.writeReg(isa::kRegDoorbell, 1);
         if (!p.waitForIrq(ctx.irqTimeoutUs)) {
             resetNpu(p);
-            status = FwStatus::make(Code::kGeneralFailure, "operation %u (type %u): NPU raised no interrupt within %u us",
+            status = FwStatus::make(Code::kGeneralFailure, "operation %" PRIu32 " (type %" PRIu32 "): NPU raised no interrupt within %" PRIu32 " us",
                                     op.operationIndex, op.type, ctx.irqTimeoutUs);
             break;
         }
@@ -146,7 +147,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
             const uint32_t code = p.readReg(isa::kRegErrorCode);
             const uint32_t offset = p.readReg(isa::kRegErrorOffset);
             resetNpu(p);
-            status = FwStatus::make(Code::kGeneralFailure, "operation %u (type %u): NPU fault %s (code %u) at command offset 0x%x (command %u)",
+            status = FwStatus::make(Code::kGeneralFailure, "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32 ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",
                                     op.operationIndex, op.type, isa::errorCodeName(static_cast<isa::ErrorCode>(code)), code, offset,
                                     offset / isa::kCommandBytes);
             break;

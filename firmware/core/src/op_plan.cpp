@@ -1,3 +1,5 @@
+#include <cinttypes>
+#include <cstdarg>
 #include "op_plan.h"
 
 #include <algorithm>
@@ -19,11 +21,13 @@ struct Checker {
     uint32_t opIndex;
     const OperationDesc& op;
 
-    template <typename... Args>
-    FwStatus fail(const char* fmt, Args... args) const {
+    FwStatus fail(const char* fmt, ...) const __attribute__((format(printf, 2, 3))) {
         char rule[128];
-        std::snprintf(rule, sizeof(rule), fmt, args...);
-        return FwStatus::make(Code::kInvalidArgument, "operation %u (%s): %s", opIndex,
+        va_list args;
+        va_start(args, fmt);
+        std::vsnprintf(rule, sizeof(rule), fmt, args);
+        va_end(args);
+        return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " (%s): %s", opIndex,
                               operationName(op.type), rule);
     }
     bool inputExists(uint32_t i) const {
@@ -35,74 +39,74 @@ struct Checker {
 
     FwStatus operandIndexes() const {
         for (uint32_t i = 0; i < op.inputCount; ++i) {
-            if (op.inputs[i] >= model.operandCount) return fail("input %u names operand %u of %u", i, op.inputs[i], model.operandCount);
+            if (op.inputs[i] >= model.operandCount) return fail("input %" PRIu32 " names operand %" PRIu32 " of %" PRIu32 "", i, op.inputs[i], model.operandCount);
         }
         for (uint32_t i = 0; i < op.outputCount; ++i) {
-            if (op.outputs[i] >= model.operandCount) return fail("output %u names operand %u of %u", i, op.outputs[i], model.operandCount);
+            if (op.outputs[i] >= model.operandCount) return fail("output %" PRIu32 " names operand %" PRIu32 " of %" PRIu32 "", i, op.outputs[i], model.operandCount);
         }
         return FwStatus::okStatus();
     }
 
     FwStatus scalar(uint32_t i, uint32_t type, int32_t* value) const {
-        if (!inputExists(i)) return fail("input %u (scalar) has no value", i);
+        if (!inputExists(i)) return fail("input %" PRIu32 " (scalar) has no value", i);
         const OperandDesc& d = in(i);
-        if (d.type != type) return fail("input %u (operand %u) has type %u, expected %u", i, op.inputs[i], d.type, type);
+        if (d.type != type) return fail("input %" PRIu32 " (operand %" PRIu32 ") has type %" PRIu32 ", expected %" PRIu32 "", i, op.inputs[i], d.type, type);
         if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) {
-            return fail("input %u (operand %u) must be a constant", i, op.inputs[i]);
+            return fail("input %" PRIu32 " (operand %" PRIu32 ") must be a constant", i, op.inputs[i]);
         }
         const uint32_t bytes = type == hal::kBool ? 1 : 4;
         const uint8_t* p = constantData(target, d);
-        if (p == nullptr || d.dataLength != bytes) return fail("input %u (operand %u): value not in the host window or %u bytes long", i, op.inputs[i], d.dataLength);
+        if (p == nullptr || d.dataLength != bytes) return fail("input %" PRIu32 " (operand %" PRIu32 "): value not in the host window or %" PRIu32 " bytes long", i, op.inputs[i], d.dataLength);
         *value = type == hal::kBool ? (p[0] != 0 ? 1 : 0)
                                     : static_cast<int32_t>(p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24));
         return FwStatus::okStatus();
     }
 
     FwStatus quantTensor(const OperandDesc& d, const char* role, uint32_t operand, uint32_t minRank, uint32_t maxRank) const {
-        if (d.type != hal::kTensorQuant8Asymm) return fail("%s (operand %u) has type %u; only TENSOR_QUANT8_ASYMM", role, operand, d.type);
-        if (d.rank < minRank || d.rank > maxRank) return fail("%s (operand %u) has rank %u, supported %u..%u", role, operand, d.rank, minRank, maxRank);
+        if (d.type != hal::kTensorQuant8Asymm) return fail("%s (operand %" PRIu32 ") has type %" PRIu32 "; only TENSOR_QUANT8_ASYMM", role, operand, d.type);
+        if (d.rank < minRank || d.rank > maxRank) return fail("%s (operand %" PRIu32 ") has rank %" PRIu32 ", supported %" PRIu32 "..%" PRIu32 "", role, operand, d.rank, minRank, maxRank);
         for (uint32_t k = 0; k < d.rank; ++k) {
-            if (d.dims[k] == 0) return fail("%s (operand %u) dimension %u is unknown; fully specified shapes only", role, operand, k);
+            if (d.dims[k] == 0) return fail("%s (operand %" PRIu32 ") dimension %" PRIu32 " is unknown; fully specified shapes only", role, operand, k);
         }
-        if (!(d.scale > 0.0f) || !std::isfinite(d.scale)) return fail("%s (operand %u) scale must be positive", role, operand);
-        if (d.zeroPoint < 0 || d.zeroPoint > 255) return fail("%s (operand %u) zero point %d outside [0, 255]", role, operand, d.zeroPoint);
-        if (d.channelScaleCount != 0) return fail("%s (operand %u): per-channel quantization is not supported", role, operand);
-        if (tensorElements(d) > UINT32_MAX) return fail("%s (operand %u) has more than 2^32 elements", role, operand);
+        if (!(d.scale > 0.0f) || !std::isfinite(d.scale)) return fail("%s (operand %" PRIu32 ") scale must be positive", role, operand);
+        if (d.zeroPoint < 0 || d.zeroPoint > 255) return fail("%s (operand %" PRIu32 ") zero point %" PRId32 " outside [0, 255]", role, operand, d.zeroPoint);
+        if (d.channelScaleCount != 0) return fail("%s (operand %" PRIu32 "): per-channel quantization is not supported", role, operand);
+        if (tensorElements(d) > UINT32_MAX) return fail("%s (operand %" PRIu32 ") has more than 2^32 elements", role, operand);
         return FwStatus::okStatus();
     }
 
     FwStatus dataTensor(uint32_t i, const char* role, uint32_t minRank, uint32_t maxRank) const {
-        if (!inputExists(i)) return fail("%s (input %u) has no value", role, i);
+        if (!inputExists(i)) return fail("%s (input %" PRIu32 ") has no value", role, i);
         const OperandDesc& d = in(i);
         if (d.lifetime == hal::kConstantCopy || d.lifetime == hal::kConstantReference) {
             const uint8_t* p = constantData(target, d);
-            if (p == nullptr || d.dataLength != tensorElements(d)) return fail("%s (operand %u): constant value not in the host window or of the wrong length", role, op.inputs[i]);
+            if (p == nullptr || d.dataLength != tensorElements(d)) return fail("%s (operand %" PRIu32 "): constant value not in the host window or of the wrong length", role, op.inputs[i]);
         } else if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphInput && d.lifetime != hal::kSubgraphOutput) {
-            return fail("%s (operand %u) has lifetime %u", role, op.inputs[i], d.lifetime);
+            return fail("%s (operand %" PRIu32 ") has lifetime %" PRIu32 "", role, op.inputs[i], d.lifetime);
         }
         return quantTensor(d, role, op.inputs[i], minRank, maxRank);
     }
 
     FwStatus constantTensor(uint32_t i, const char* role, uint32_t type, uint32_t rank) const {
-        if (!inputExists(i)) return fail("%s (input %u) has no value", role, i);
+        if (!inputExists(i)) return fail("%s (input %" PRIu32 ") has no value", role, i);
         const OperandDesc& d = in(i);
-        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) return fail("%s (operand %u) must be constant", role, op.inputs[i]);
+        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) return fail("%s (operand %" PRIu32 ") must be constant", role, op.inputs[i]);
         if (type == hal::kTensorQuant8Asymm) {
             FwStatus st = quantTensor(d, role, op.inputs[i], rank, rank);
             if (!st.ok()) return st;
         } else {
-            if (d.type != hal::kTensorInt32 || d.rank != rank) return fail("%s (operand %u) must be a rank-%u TENSOR_INT32", role, op.inputs[i], rank);
-            for (uint32_t k = 0; k < rank; ++k) if (d.dims[k] == 0) return fail("%s (operand %u) has an unknown dimension", role, op.inputs[i]);
+            if (d.type != hal::kTensorInt32 || d.rank != rank) return fail("%s (operand %" PRIu32 ") must be a rank-%" PRIu32 " TENSOR_INT32", role, op.inputs[i], rank);
+            for (uint32_t k = 0; k < rank; ++k) if (d.dims[k] == 0) return fail("%s (operand %" PRIu32 ") has an unknown dimension", role, op.inputs[i]);
         }
         const uint64_t bytes = tensorElements(d) * (type == hal::kTensorInt32 ? 4 : 1);
-        if (constantData(target, d) == nullptr || d.dataLength != bytes) return fail("%s (operand %u): value not in the host window or %u bytes instead of %llu", role, op.inputs[i], d.dataLength, static_cast<unsigned long long>(bytes));
+        if (constantData(target, d) == nullptr || d.dataLength != bytes) return fail("%s (operand %" PRIu32 "): value not in the host window or %" PRIu32 " bytes instead of %llu", role, op.inputs[i], d.dataLength, static_cast<unsigned long long>(bytes));
         return FwStatus::okStatus();
     }
 
     FwStatus outputTensor(uint32_t maxRank) const {
-        if (op.outputCount != 1) return fail("has %u outputs, expected 1", op.outputCount);
+        if (op.outputCount != 1) return fail("has %" PRIu32 " outputs, expected 1", op.outputCount);
         const OperandDesc& d = out(0);
-        if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphOutput) return fail("output (operand %u) has lifetime %u", op.outputs[0], d.lifetime);
+        if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphOutput) return fail("output (operand %" PRIu32 ") has lifetime %" PRIu32 "", op.outputs[0], d.lifetime);
         return quantTensor(d, "output", op.outputs[0], 1, maxRank);
     }
 
@@ -111,7 +115,7 @@ struct Checker {
         FwStatus st = scalar(i, hal::kInt32, &act);
         if (!st.ok()) return st;
         if (!activationRangeUint8(act, output.scale, output.zeroPoint, &vec->clampMin, &vec->clampMax)) {
-            return fail("fused activation %d; supported NONE, RELU, RELU1, RELU6", act);
+            return fail("fused activation %" PRId32 "; supported NONE, RELU, RELU1, RELU6", act);
         }
         return FwStatus::okStatus();
     }
@@ -129,11 +133,11 @@ uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     ConvPlan& p = plan->conv;
-    if (op.inputCount < 7 || op.inputCount > 13) return c.fail("has %u inputs; CONV_2D takes 7..13", op.inputCount);
+    if (op.inputCount < 7 || op.inputCount > 13) return c.fail("has %" PRIu32 " inputs; CONV_2D takes 7..13", op.inputCount);
     const bool implicit = op.inputCount == 7 || (op.inputCount >= 8 && c.inputExists(7) && c.in(7).type == hal::kBool);
     const uint32_t base = implicit ? 7 : 10;  // index of the optional layout input
     if (op.inputCount != base && op.inputCount != base + 1 && op.inputCount != base + 3) {
-        return c.fail("has %u inputs; the %s padding signature takes %u, %u or %u", op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
+        return c.fail("has %" PRIu32 " inputs; the %s padding signature takes %" PRIu32 ", %" PRIu32 " or %" PRIu32 "", op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
     }
     FwStatus st = c.dataTensor(0, "input", 4, 4);
     if (!st.ok()) return st;
@@ -144,7 +148,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperandDesc& filter = c.in(1);
     const OperandDesc& bias = c.in(2);
     const OperandDesc& output = c.out(0);
-    if (output.rank != 4) return c.fail("output has rank %u, expected 4", output.rank);
+    if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
 
     int32_t layout = 0, dilW = 1, dilH = 1;
     if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
@@ -163,8 +167,8 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     p.cout = filter.dims[0];
     p.kh = filter.dims[1];
     p.kw = filter.dims[2];
-    if (filter.dims[3] != p.cin) return c.fail("filter depth %u differs from input depth %u", filter.dims[3], p.cin);
-    if (bias.dims[0] != p.cout) return c.fail("bias has %u elements for %u output channels", bias.dims[0], p.cout);
+    if (filter.dims[3] != p.cin) return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32 "", filter.dims[3], p.cin);
+    if (bias.dims[0] != p.cout) return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", bias.dims[0], p.cout);
 
     int32_t strideW = 0, strideH = 0, act = 0;
     (void)act;
@@ -173,7 +177,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
         int32_t scheme = 0;
         if (!(st = c.scalar(3, hal::kInt32, &scheme)).ok() || !(st = c.scalar(4, hal::kInt32, &strideW)).ok() ||
             !(st = c.scalar(5, hal::kInt32, &strideH)).ok()) return st;
-        if (scheme != 1 && scheme != 2) return c.fail("implicit padding scheme %d; expected 1 (SAME) or 2 (VALID)", scheme);
+        if (scheme != 1 && scheme != 2) return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
         if (strideW < 1 || strideH < 1 || dilW < 1 || dilH < 1) return c.fail("strides and dilations must be >= 1");
         // NNAPI calculateExplicitPadding.
         auto same = [](int64_t in, int64_t stride, int64_t dil, int64_t k, int32_t* head, int32_t* tail) {
@@ -213,7 +217,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     const uint64_t outH = (spanH - effH) / p.strideY + 1, outW = (spanW - effW) / p.strideX + 1;
     const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : static_cast<uint32_t>(outH), p.nchw ? static_cast<uint32_t>(outH) : static_cast<uint32_t>(outW), p.nchw ? static_cast<uint32_t>(outW) : p.cout};
     for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k]) return c.fail("output dimension %u is %u, the operation produces %u", k, output.dims[k], expect[k]);
+        if (output.dims[k] != expect[k]) return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "", k, output.dims[k], expect[k]);
     }
     p.outH = static_cast<uint32_t>(outH);
     p.outW = static_cast<uint32_t>(outW);
@@ -223,7 +227,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
         p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.outH > kMax16 || p.outW > kMax16) {
         return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
     }
-    if (p.padTop >= effH || p.padBottom >= effH) return c.fail("top/bottom padding %u/%u not smaller than the dilated filter height %llu (not supported)", p.padTop, p.padBottom, static_cast<unsigned long long>(effH));
+    if (p.padTop >= effH || p.padBottom >= effH) return c.fail("top/bottom padding %" PRIu32 "/%" PRIu32 " not smaller than the dilated filter height %llu (not supported)", p.padTop, p.padBottom, static_cast<unsigned long long>(effH));
 
     // Tiling.
     const uint64_t k = uint64_t{p.kh} * p.kw * p.cin;
@@ -243,7 +247,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
         }
         if (m > 0) break;
     }
-    if (m == 0) return c.fail("one output row (width %u) does not fit the scratchpad/accumulator", p.outW);
+    if (m == 0) return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
     p.tiling = {cT, m};
 
     QuantizedMultiplier qm;
@@ -260,7 +264,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
 FwStatus planFc(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     FcPlan& p = plan->fc;
-    if (op.inputCount != 4) return c.fail("has %u inputs; FULLY_CONNECTED takes 4", op.inputCount);
+    if (op.inputCount != 4) return c.fail("has %" PRIu32 " inputs; FULLY_CONNECTED takes 4", op.inputCount);
     FwStatus st = c.dataTensor(0, "input", 2, 4);
     if (!st.ok()) return st;
     if (!(st = c.constantTensor(1, "weights", hal::kTensorQuant8Asymm, 2)).ok()) return st;
@@ -277,15 +281,15 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     p.units = weights.dims[0];
     p.inputSize = weights.dims[1];
     const uint64_t elements = tensorElements(input);
-    if (elements % p.inputSize != 0) return c.fail("input has %llu elements, not a multiple of input_size %u", static_cast<unsigned long long>(elements), p.inputSize);
+    if (elements % p.inputSize != 0) return c.fail("input has %llu elements, not a multiple of input_size %" PRIu32 "", static_cast<unsigned long long>(elements), p.inputSize);
     p.batch = static_cast<uint32_t>(elements / p.inputSize);
-    if (c.in(2).dims[0] != p.units) return c.fail("bias has %u elements for %u units", c.in(2).dims[0], p.units);
+    if (c.in(2).dims[0] != p.units) return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " units", c.in(2).dims[0], p.units);
     if (output.rank != 2 || output.dims[0] != p.batch || output.dims[1] != p.units) {
-        return c.fail("output must be [%u, %u]", p.batch, p.units);
+        return c.fail("output must be [%" PRIu32 ", %" PRIu32 "]", p.batch, p.units);
     }
     const CompileTarget& t = c.target;
     uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
-    if (cT == 0) return c.fail("input_size %u does not fit the scratchpad", p.inputSize);
+    if (cT == 0) return c.fail("input_size %" PRIu32 " does not fit the scratchpad", p.inputSize);
     const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
     uint64_t m = 0;
     for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
@@ -311,7 +315,7 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
 FwStatus planAdd(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     AddPlan& p = plan->add;
-    if (op.inputCount != 3) return c.fail("has %u inputs; ADD takes 3", op.inputCount);
+    if (op.inputCount != 3) return c.fail("has %" PRIu32 " inputs; ADD takes 3", op.inputCount);
     FwStatus st = c.dataTensor(0, "input1", 1, 4);
     if (!st.ok() || !(st = c.dataTensor(1, "input2", 1, 4)).ok() || !(st = c.outputTensor(4)).ok()) return st;
     const OperandDesc& a = c.in(0);
@@ -324,15 +328,15 @@ FwStatus planAdd(const Checker& c, OpPlan* plan) {
 
     // NNAPI broadcasting: align trailing dimensions; each pair equal or one of them 1.
     const uint32_t rank = std::max(a.rank, b.rank);
-    if (out.rank != rank) return c.fail("output rank %u, broadcast rank %u", out.rank, rank);
+    if (out.rank != rank) return c.fail("output rank %" PRIu32 ", broadcast rank %" PRIu32 "", out.rank, rank);
     uint32_t dims[4] = {1, 1, 1, 1}, da[4] = {1, 1, 1, 1}, db[4] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < rank; ++i) {
         const uint32_t slot = 4 - rank + i;
         da[slot] = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
         db[slot] = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
-        if (da[slot] != db[slot] && da[slot] != 1 && db[slot] != 1) return c.fail("input dimensions %u and %u do not broadcast (axis %u)", da[slot], db[slot], i);
+        if (da[slot] != db[slot] && da[slot] != 1 && db[slot] != 1) return c.fail("input dimensions %" PRIu32 " and %" PRIu32 " do not broadcast (axis %" PRIu32 ")", da[slot], db[slot], i);
         dims[slot] = std::max(da[slot], db[slot]);
-        if (out.dims[i] != dims[slot]) return c.fail("output dimension %u is %u, broadcast gives %u", i, out.dims[i], dims[slot]);
+        if (out.dims[i] != dims[slot]) return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", broadcast gives %" PRIu32 "", i, out.dims[i], dims[slot]);
     }
     // Row-major element strides, 0 where an input is broadcast.
     uint32_t sa[4], sb[4];
@@ -421,7 +425,7 @@ const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d) {
 }
 
 FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex, OpPlan* plan) {
-    if (opIndex >= model.operationCount) return FwStatus::make(Code::kInvalidArgument, "operation %u of %u", opIndex, model.operationCount);
+    if (opIndex >= model.operationCount) return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " of %" PRIu32 "", opIndex, model.operationCount);
     const Checker c{target, model, opIndex, model.operations[opIndex]};
     FwStatus st = c.operandIndexes();
     if (!st.ok()) return st;
@@ -431,7 +435,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpConv2d: return planConv(c, plan);
         case hal::kOpFullyConnected: return planFc(c, plan);
         case hal::kOpAdd: return planAdd(c, plan);
-        default: return FwStatus::make(Code::kInvalidArgument, "operation %u: operation type %u is not supported by the NPU", opIndex, c.op.type);
+        default: return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 ": operation type %" PRIu32 " is not supported by the NPU", opIndex, c.op.type);
     }
 }
 

@@ -1,3 +1,4 @@
+#include <cinttypes>
 #include "npu/fw/runtime.h"
 
 #include <new>
@@ -64,9 +65,9 @@ FwStatus Runtime::init() {
     Platform& p = s.platform;
     const uint32_t id = p.readReg(isa::kRegId);
     const uint32_t version = p.readReg(isa::kRegVersion);
-    if (id != isa::kNpuId) return FwStatus::make(Code::kDeviceUnavailable, "NPU ID register reads 0x%08x, expected 0x%08x", id, isa::kNpuId);
+    if (id != isa::kNpuId) return FwStatus::make(Code::kDeviceUnavailable, "NPU ID register reads 0x%08" PRIx32 ", expected 0x%08" PRIx32 "", id, isa::kNpuId);
     if ((version >> 16) != isa::kVersionMajor) {
-        return FwStatus::make(Code::kDeviceUnavailable, "NPU version %u.%u; this firmware drives major version %u", version >> 16, (version >> 8) & 0xFF, isa::kVersionMajor);
+        return FwStatus::make(Code::kDeviceUnavailable, "NPU version %" PRIu32 ".%" PRIu32 "; this firmware drives major version %" PRIu32 "", version >> 16, (version >> 8) & 0xFF, isa::kVersionMajor);
     }
     const uint32_t c0 = p.readReg(isa::kRegHwConfig0), c1 = p.readReg(isa::kRegHwConfig1);
     const uint32_t c5 = p.readReg(isa::kRegHwConfig5);
@@ -84,7 +85,7 @@ FwStatus Runtime::init() {
     hw.dramBytesPerCycle = (c5 >> isa::kHwConfig5DmaBytesShift) & 0xFFFF;
     if (hw.arrayRows == 0 || hw.arrayCols == 0 || hw.scratchpadBytes < 4096 || hw.scratchpadBytes > UINT32_MAX ||
         hw.accumulatorBytes < 1024 || hw.accumulatorBytes > UINT32_MAX) {
-        return FwStatus::make(Code::kDeviceUnavailable, "NPU reports an unusable configuration (array %ux%u, scratchpad %llu bytes)",
+        return FwStatus::make(Code::kDeviceUnavailable, "NPU reports an unusable configuration (array %" PRIu32 "x%" PRIu32 ", scratchpad %llu bytes)",
                               hw.arrayRows, hw.arrayCols, static_cast<unsigned long long>(hw.scratchpadBytes));
     }
     const uint64_t fw = s.config.firmwareDramBytes;
@@ -138,7 +139,7 @@ FwStatus Runtime::loadBlob(const uint8_t* bytes, uint64_t size, BlobInfo* info) 
 FwStatus Runtime::blobImage(uint32_t handle, const uint8_t** bytes, uint64_t* size) const {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
-    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%x", handle);
+    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
     *bytes = b->view.base;
     *size = b->bytes;
     return FwStatus::okStatus();
@@ -158,7 +159,7 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
                           uint32_t outputCount, ExecResult* result) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
-    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%x", handle);
+    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
     const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes, impl_->config.irqTimeoutUs};
     return executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
 }
