@@ -1,0 +1,204 @@
+#pragma once
+// The firmware end of the RPC channel: frames in (onBytes), requests queued in a bounded queue,
+// one request decoded, dispatched and answered per poll(). firmware/core rules: no OS headers,
+// no exceptions, no RTTI, no heap; every buffer comes from the Arena at construction or, for
+// one request's temporaries, between a mark and a release.
+//
+// Not thread-safe: the platform calls onBytes() and poll() from one loop (or serialises them).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "npu.npb.h"
+#include "npu/fw/arena.h"
+#include "npu/fw/runtime.h"
+#include "npu/protocol/frame.h"
+
+namespace npu::fw {
+
+inline constexpr uint32_t kProtocolMajor = 1;
+inline constexpr uint32_t kProtocolMinor = 0;
+
+// Where frames go: the platform's UART, socket or in-process channel. `bytes` is one complete
+// frame (header + payload); `method` and `flags` repeat the header's so that the platform can
+// attach the device-DRAM fd to the METHOD_HELLO response (kFlagResponse without kFlagError).
+// Returns false if the frame could not be sent (the server counts it; nothing is retried).
+class FrameSink {
+public:
+    virtual bool writeFrame(const uint8_t* bytes, size_t length, uint32_t method, uint16_t flags) = 0;
+
+protected:
+    ~FrameSink() = default;
+};
+
+// What the server asks of the firmware, one method per call. RuntimeService implements it over
+// Runtime; tests use a fake. Statuses are returned as FwStatus (HAL ErrorStatus + message) and
+// reach the host in the reply's Status; `scratch` is released by the server after the call.
+class Service {
+public:
+    virtual void capabilities(npu_proto_CapabilitiesReply* reply) = 0;
+    virtual FwStatus supportedOperations(const ModelDesc& model, bool* supported) = 0;
+    virtual FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
+                                  BlobInfo* info) = 0;
+    virtual FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
+                                      BlobInfo* info) = 0;
+    virtual FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) = 0;
+    virtual FwStatus releaseModel(uint32_t handle) = 0;
+    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
+                             const IoArg* outputs, uint32_t outputCount, ExecResult* result) = 0;
+    virtual FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) = 0;
+    virtual FwStatus releaseBuffer(uint32_t token) = 0;
+    virtual FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) = 0;
+    virtual FwStatus reset() = 0;
+    // Appends counters to reply->counters (reply->counters_count entries used so far).
+    virtual void counters(npu_proto_CountersReply* reply) = 0;
+    virtual uint64_t uptimeUs() = 0;
+
+protected:
+    ~Service() = default;
+};
+
+// Service over the firmware Runtime. Memory domains (Allocate/Release/BufferCopy) are not
+// implemented by the runtime yet and answer GENERAL_FAILURE saying so.
+class RuntimeService final : public Service {
+public:
+    RuntimeService(Runtime& runtime, Platform& platform, uint64_t hostWindowAddr, uint64_t hostWindowBytes)
+        : runtime_(runtime), platform_(platform), windowAddr_(hostWindowAddr), windowBytes_(hostWindowBytes),
+          startUs_(platform.nowUs()) {}
+
+    void capabilities(npu_proto_CapabilitiesReply* reply) override;
+    FwStatus supportedOperations(const ModelDesc& model, bool* supported) override;
+    FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
+                          BlobInfo* info) override;
+    FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
+                              BlobInfo* info) override;
+    FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) override;
+    FwStatus releaseModel(uint32_t handle) override;
+    FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
+                     const IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
+    FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) override;
+    FwStatus releaseBuffer(uint32_t token) override;
+    FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) override;
+    FwStatus reset() override;
+    void counters(npu_proto_CountersReply* reply) override;
+    uint64_t uptimeUs() override { return platform_.nowUs() - startUs_; }
+
+private:
+    // True iff [addr, addr + length) lies inside device DRAM.
+    bool inDram(uint64_t addr, uint64_t length) const;
+
+    Runtime& runtime_;
+    Platform& platform_;
+    uint64_t windowAddr_;
+    uint64_t windowBytes_;
+    uint64_t startUs_;
+};
+
+struct RpcServerConfig {
+    uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
+    uint32_t maxMessageBytes = 4u << 20;  // largest reassembled request (MORE fragments)
+    uint32_t maxReplyBytes = 256u << 10;  // largest encoded reply (fragmented on the wire)
+    uint32_t queueDepth = 16;             // queued requests before RESOURCE_EXHAUSTED_TRANSIENT
+    uint32_t queueBytes = 8u << 20;       // bytes of queued request payloads
+
+    // HelloReply fields, from the platform.
+    const char* firmwareVersion = "npu-fw 0.1.0";
+    uint32_t hwId = 0;
+    uint32_t hwVersion = 0;
+    uint64_t deviceMemoryBytes = 0;
+    uint64_t hostWindowAddr = 0;
+    uint64_t hostWindowBytes = 0;
+};
+
+struct RpcServerStats {
+    uint64_t framesReceived = 0;
+    uint64_t requestsHandled = 0;
+    uint64_t badFrames = 0;        // CRC, oversize, bad version, truncated
+    uint64_t garbageBytes = 0;     // skipped while resynchronising
+    uint64_t queueFull = 0;        // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
+    uint64_t cancelled = 0;
+    uint64_t sinkFailures = 0;     // FrameSink::writeFrame returned false
+};
+
+class RpcServer final : private proto::FrameListener {
+public:
+    // Takes its buffers from `arena` now (see memoryNeeded); request temporaries later, released
+    // after each request. `arena` must not be the Runtime's (its allocations would be released).
+    RpcServer(Service& service, Arena& arena, FrameSink& sink, const RpcServerConfig& config);
+    // The same over the firmware Runtime (RuntimeService owned by the server).
+    RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink, const RpcServerConfig& config);
+    RpcServer(const RpcServer&) = delete;
+    RpcServer& operator=(const RpcServer&) = delete;
+
+    // False if the arena could not provide the buffers: the server then answers nothing and
+    // initStatus() says what was missing.
+    bool ok() const { return initStatus_.ok(); }
+    const FwStatus& initStatus() const { return initStatus_; }
+    // Arena bytes the constructor takes for `config` (plus per-request temporaries, ~40 KiB).
+    static size_t memoryNeeded(const RpcServerConfig& config);
+
+    // Bytes from the transport, in any chunking.
+    void onBytes(const uint8_t* data, size_t length);
+    // End of the byte stream (peer gone): reports a truncated frame, drops partial state.
+    void onDisconnect();
+    // Processes one queued request; false if the queue was empty.
+    bool poll();
+
+    uint32_t queued() const { return queueCount_; }
+    const RpcServerStats& stats() const { return stats_; }
+
+private:
+    struct Entry {
+        uint64_t callId;
+        uint32_t offset;  // in pool_
+        uint32_t length;
+        uint8_t method;
+        bool cancelled;
+    };
+
+    void init();
+    void onFrameEvent(const proto::FrameEvent& event) override;
+    void onRequestFrame(const proto::FrameHeader& header, const uint8_t* payload);
+    void enqueue(uint64_t callId, uint8_t method, const uint8_t* payload, uint32_t length);
+    bool allocatePool(uint32_t length, uint32_t* offset);
+    void handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length);
+    void dispatch(const Entry& entry, const uint8_t* payload);
+
+    // Encodes `reply` (nanopb `fields`) and sends it as the response to callId.
+    void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);
+    void sendError(uint64_t callId, Code code, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+    void sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload, size_t length);
+
+    Service* service_;
+    Arena& arena_;
+    FrameSink& sink_;
+    RpcServerConfig config_;
+    FwStatus initStatus_;
+    RpcServerStats stats_;
+    alignas(8) uint8_t runtimeServiceStorage_[sizeof(RuntimeService)];
+
+    proto::FrameDecoder decoder_{nullptr, 0, 0};
+    uint8_t* decoderBuffer_ = nullptr;
+    uint8_t* frameBuffer_ = nullptr;  // header + maxPayload: outgoing frames
+    uint8_t* replyBuffer_ = nullptr;  // kFrameHeaderSize + maxReplyBytes: encoded replies
+
+    // Reassembly of one MORE-fragmented request at a time.
+    uint8_t* assembly_ = nullptr;
+    uint32_t assemblyLength_ = 0;
+    uint64_t assemblyCallId_ = 0;
+    uint8_t assemblyMethod_ = 0;
+    bool assembling_ = false;
+    bool assemblyOverflow_ = false;
+
+    // FIFO of queued requests; payloads in a byte ring (pool_), allocated contiguously.
+    Entry* queue_ = nullptr;
+    uint32_t queueHead_ = 0;
+    uint32_t queueCount_ = 0;
+    uint8_t* pool_ = nullptr;
+    uint32_t poolHead_ = 0;  // start of the oldest queued payload
+    uint32_t poolTail_ = 0;  // one past the newest
+
+    size_t requestMark_ = 0;  // arena mark after the constructor's buffers
+};
+
+}  // namespace npu::fw

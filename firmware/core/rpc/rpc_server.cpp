@@ -1,0 +1,611 @@
+#include "npu/fw/rpc_server.h"
+
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "model_decoder.h"
+
+namespace npu::fw {
+
+using proto::FrameEvent;
+using proto::FrameEventKind;
+using proto::FrameHeader;
+using proto::kFlagError;
+using proto::kFlagMore;
+using proto::kFlagResponse;
+using proto::kFrameHeaderSize;
+
+namespace {
+
+void setStatus(npu_proto_Status* out, const FwStatus& st) {
+    out->code = static_cast<uint32_t>(st.code);
+    std::snprintf(out->message, sizeof(out->message), "%s", st.message);
+}
+
+const char* methodName(uint32_t m) {
+    switch (m) {
+        case npu_proto_Method_METHOD_HELLO: return "Hello";
+        case npu_proto_Method_METHOD_GET_CAPABILITIES: return "GetCapabilities";
+        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS: return "GetSupportedOperations";
+        case npu_proto_Method_METHOD_PREPARE_MODEL: return "PrepareModel";
+        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE: return "PrepareFromCache";
+        case npu_proto_Method_METHOD_RELEASE_MODEL: return "ReleaseModel";
+        case npu_proto_Method_METHOD_EXECUTE: return "Execute";
+        case npu_proto_Method_METHOD_CANCEL: return "Cancel";
+        case npu_proto_Method_METHOD_ALLOCATE_BUFFER: return "AllocateBuffer";
+        case npu_proto_Method_METHOD_RELEASE_BUFFER: return "ReleaseBuffer";
+        case npu_proto_Method_METHOD_BUFFER_COPY: return "BufferCopy";
+        case npu_proto_Method_METHOD_PING: return "Ping";
+        case npu_proto_Method_METHOD_RESET: return "Reset";
+        case npu_proto_Method_METHOD_GET_COUNTERS: return "GetCounters";
+        case npu_proto_Method_METHOD_FETCH_BLOB: return "FetchBlob";
+        default: return nullptr;
+    }
+}
+
+// SupportedOperationsReply.supported: one packed bool (one byte each) per operation.
+struct BoolList {
+    const bool* values;
+    uint32_t count;
+};
+bool encodeBools(pb_ostream_t* stream, const pb_field_t* field, void* const* arg) {
+    const auto* list = static_cast<const BoolList*>(*arg);
+    if (list->count == 0) return true;
+    if (!pb_encode_tag(stream, PB_WT_STRING, field->tag)) return false;
+    if (!pb_encode_varint(stream, list->count)) return false;
+    for (uint32_t i = 0; i < list->count; ++i) {
+        uint8_t b = list->values[i] ? 1 : 0;
+        if (!pb_write(stream, &b, 1)) return false;
+    }
+    return true;
+}
+
+void toIoArg(const npu_proto_Argument& a, IoArg* out) {
+    out->hasNoValue = a.has_no_value;
+    out->addr = a.addr;
+    out->length = a.length;
+    out->rank = a.dimensions_count;
+    for (uint32_t i = 0; i < out->rank; ++i) out->dims[i] = a.dimensions[i];
+}
+
+}  // namespace
+
+size_t RpcServer::memoryNeeded(const RpcServerConfig& c) {
+    return 5 * alignof(max_align_t) + 2 * (kFrameHeaderSize + size_t(c.maxPayloadBytes)) +
+           (kFrameHeaderSize + size_t(c.maxReplyBytes)) + c.maxMessageBytes + c.queueBytes +
+           size_t(c.queueDepth) * sizeof(Entry);
+}
+
+RpcServer::RpcServer(Service& service, Arena& arena, FrameSink& sink, const RpcServerConfig& config)
+    : service_(&service), arena_(arena), sink_(sink), config_(config) {
+    init();
+}
+
+RpcServer::RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink, const RpcServerConfig& config)
+    : service_(nullptr), arena_(arena), sink_(sink), config_(config) {
+    service_ = new (runtimeServiceStorage_) RuntimeService(runtime, platform, config.hostWindowAddr, config.hostWindowBytes);
+    init();
+}
+
+void RpcServer::init() {
+    if (config_.queueDepth == 0 || config_.maxPayloadBytes < 64 || config_.maxReplyBytes < 1024) {
+        initStatus_ = FwStatus::make(Code::kInvalidArgument,
+                                     "RpcServer config: queueDepth %u (>= 1), maxPayloadBytes %u (>= 64), "
+                                     "maxReplyBytes %u (>= 1024)",
+                                     config_.queueDepth, config_.maxPayloadBytes, config_.maxReplyBytes);
+        return;
+    }
+    const size_t frameBytes = kFrameHeaderSize + size_t(config_.maxPayloadBytes);
+    decoderBuffer_ = static_cast<uint8_t*>(arena_.allocate(frameBytes));
+    frameBuffer_ = static_cast<uint8_t*>(arena_.allocate(frameBytes));
+    replyBuffer_ = static_cast<uint8_t*>(arena_.allocate(kFrameHeaderSize + size_t(config_.maxReplyBytes)));
+    assembly_ = static_cast<uint8_t*>(arena_.allocate(config_.maxMessageBytes));
+    pool_ = static_cast<uint8_t*>(arena_.allocate(config_.queueBytes));
+    queue_ = arena_.allocateArray<Entry>(config_.queueDepth);
+    if (!decoderBuffer_ || !frameBuffer_ || !replyBuffer_ || !assembly_ || !pool_ || !queue_) {
+        initStatus_ = FwStatus::make(Code::kResourceExhaustedPersistent,
+                                     "RpcServer needs %zu arena bytes, the arena has %zu of %zu free",
+                                     memoryNeeded(config_), arena_.capacity() - arena_.used(), arena_.capacity());
+        return;
+    }
+    decoder_ = proto::FrameDecoder(decoderBuffer_, frameBytes, config_.maxPayloadBytes);
+    requestMark_ = arena_.mark();
+}
+
+// ---- incoming bytes ---------------------------------------------------------------------------
+
+void RpcServer::onBytes(const uint8_t* data, size_t length) {
+    if (!ok()) return;
+    decoder_.feed(data, length, *this);
+}
+
+void RpcServer::onDisconnect() {
+    if (!ok()) return;
+    decoder_.finish(*this);
+    assembling_ = false;
+    assemblyOverflow_ = false;
+    assemblyLength_ = 0;
+}
+
+void RpcServer::onFrameEvent(const FrameEvent& e) {
+    switch (e.kind) {
+        case FrameEventKind::kFrame:
+            stats_.framesReceived++;
+            onRequestFrame(e.header, e.payload);
+            return;
+        case FrameEventKind::kGarbage:
+            // Not a frame, no call to answer: counted only.
+            stats_.garbageBytes += e.skippedBytes;
+            return;
+        case FrameEventKind::kOversize:
+            stats_.badFrames++;
+            sendError(e.header.callId, Code::kInvalidArgument,
+                      "frame of call %llu (method %u) declares a %u-byte payload; the firmware accepts at most %u "
+                      "bytes per frame (fragment with the MORE flag)",
+                      static_cast<unsigned long long>(e.header.callId), e.header.type, e.header.length,
+                      config_.maxPayloadBytes);
+            return;
+        case FrameEventKind::kCrcMismatch:
+            stats_.badFrames++;
+            sendError(e.header.callId, Code::kInvalidArgument,
+                      "frame of call %llu (method %u, %u bytes) failed its CRC32C check (header says 0x%08x)",
+                      static_cast<unsigned long long>(e.header.callId), e.header.type, e.header.length,
+                      static_cast<unsigned>(e.header.crc));
+            return;
+        case FrameEventKind::kBadVersion:
+            stats_.badFrames++;
+            sendError(e.header.callId, Code::kInvalidArgument,
+                      "frame of call %llu has frame version %u; the firmware speaks frame version %u",
+                      static_cast<unsigned long long>(e.header.callId), e.header.version, proto::kFrameVersion);
+            return;
+        case FrameEventKind::kTruncated:
+            stats_.badFrames++;  // the peer is gone: nobody to answer
+            return;
+    }
+}
+
+void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
+    const unsigned long long id = h.callId;
+    if ((h.flags & (kFlagResponse | kFlagError)) != 0) {
+        sendError(h.callId, Code::kInvalidArgument,
+                  "frame of call %llu has flags 0x%x: the firmware expects requests, not responses", id, h.flags);
+        return;
+    }
+    if (methodName(h.type) == nullptr) {
+        // Unknown methods are refused before they take queue space (fragments included).
+        if ((h.flags & kFlagMore) == 0) {
+            sendError(h.callId, Code::kInvalidArgument, "unknown method %u (call %llu)", h.type, id);
+        }
+        return;
+    }
+    const bool more = (h.flags & kFlagMore) != 0;
+    if (!assembling_ || assemblyCallId_ != h.callId) {
+        if (!more) {  // the common case: a whole request in one frame
+            if (h.type == npu_proto_Method_METHOD_CANCEL) {
+                handleCancel(h.callId, payload, h.length);
+            } else {
+                enqueue(h.callId, h.type, payload, h.length);
+            }
+            return;
+        }
+        if (assembling_) {
+            sendError(h.callId, Code::kInvalidArgument,
+                      "call %llu starts a fragmented %s while call %llu is still being reassembled", id,
+                      methodName(h.type), static_cast<unsigned long long>(assemblyCallId_));
+            return;
+        }
+        assembling_ = true;
+        assemblyOverflow_ = false;
+        assemblyCallId_ = h.callId;
+        assemblyMethod_ = h.type;
+        assemblyLength_ = 0;
+    }
+    if (!assemblyOverflow_) {
+        if (h.length > config_.maxMessageBytes - assemblyLength_) {
+            assemblyOverflow_ = true;  // keep swallowing fragments; answer once, at the last one
+        } else {
+            std::memcpy(assembly_ + assemblyLength_, payload, h.length);
+            assemblyLength_ += h.length;
+        }
+    }
+    if (more) return;
+    assembling_ = false;
+    if (assemblyOverflow_) {
+        sendError(h.callId, Code::kResourceExhaustedPersistent,
+                  "%s request of call %llu is larger than the firmware's %u-byte message limit",
+                  methodName(assemblyMethod_), id, config_.maxMessageBytes);
+        return;
+    }
+    enqueue(h.callId, assemblyMethod_, assembly_, assemblyLength_);
+}
+
+bool RpcServer::allocatePool(uint32_t length, uint32_t* offset) {
+    if (queueCount_ == 0) poolHead_ = poolTail_ = 0;
+    const Entry& oldest = queue_[queueHead_];
+    const Entry& newest = queue_[(queueHead_ + queueCount_ + config_.queueDepth - 1) % config_.queueDepth];
+    const bool wrapped = queueCount_ > 0 && newest.offset < oldest.offset;
+    if (!wrapped) {
+        if (config_.queueBytes - poolTail_ >= length) {
+            *offset = poolTail_;
+        } else if (poolHead_ >= length) {
+            *offset = 0;
+        } else {
+            return false;
+        }
+    } else if (poolHead_ - poolTail_ >= length) {
+        *offset = poolTail_;
+    } else {
+        return false;
+    }
+    poolTail_ = *offset + length;
+    return true;
+}
+
+void RpcServer::enqueue(uint64_t callId, uint8_t method, const uint8_t* payload, uint32_t length) {
+    uint32_t offset = 0;
+    if (queueCount_ == config_.queueDepth || !allocatePool(length, &offset)) {
+        stats_.queueFull++;
+        sendError(callId, Code::kResourceExhaustedTransient,
+                  "firmware request queue full (%u of %u requests queued): %s call %llu refused, retry later",
+                  queueCount_, config_.queueDepth, methodName(method), static_cast<unsigned long long>(callId));
+        return;
+    }
+    if (length > 0) std::memcpy(pool_ + offset, payload, length);
+    Entry& e = queue_[(queueHead_ + queueCount_) % config_.queueDepth];
+    e = Entry{callId, offset, length, method, false};
+    queueCount_++;
+}
+
+void RpcServer::handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length) {
+    npu_proto_CancelRequest request = npu_proto_CancelRequest_init_zero;
+    pb_istream_t in = pb_istream_from_buffer(payload, length);
+    if (!pb_decode(&in, npu_proto_CancelRequest_fields, &request)) {
+        sendError(callId, Code::kInvalidArgument, "Cancel call %llu: cannot decode CancelRequest: %s",
+                  static_cast<unsigned long long>(callId), PB_GET_ERROR(&in));
+        return;
+    }
+    npu_proto_CancelReply reply = npu_proto_CancelReply_init_zero;
+    for (uint32_t i = 0; i < queueCount_; ++i) {
+        Entry& e = queue_[(queueHead_ + i) % config_.queueDepth];
+        if (e.callId != request.target_call_id || e.cancelled) continue;
+        e.cancelled = true;  // its pool space is reclaimed when it reaches the head
+        reply.found = true;
+        stats_.cancelled++;
+        sendError(e.callId, Code::kGeneralFailure, "cancelled: %s call %llu was cancelled by call %llu before it ran",
+                  methodName(e.method), static_cast<unsigned long long>(e.callId),
+                  static_cast<unsigned long long>(callId));
+        break;
+    }
+    sendReply(callId, npu_proto_Method_METHOD_CANCEL, npu_proto_CancelReply_fields, &reply);
+}
+
+// ---- processing -------------------------------------------------------------------------------
+
+bool RpcServer::poll() {
+    if (!ok() || queueCount_ == 0) return false;
+    const Entry entry = queue_[queueHead_];
+    if (!entry.cancelled) {
+        stats_.requestsHandled++;
+        dispatch(entry, pool_ + entry.offset);
+        arena_.release(requestMark_);
+    }
+    queueHead_ = (queueHead_ + 1) % config_.queueDepth;
+    queueCount_--;
+    poolHead_ = queueCount_ > 0 ? queue_[queueHead_].offset : 0;
+    if (queueCount_ == 0) poolTail_ = 0;
+    return true;
+}
+
+template <typename T>
+static T* zeroed(Arena& arena) {
+    return arena.allocateArray<T>(1);  // value-initialised: nanopb's *_init_zero
+}
+
+void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
+    const char* name = methodName(entry.method);
+    const uint64_t id = entry.callId;
+    const unsigned long long idl = id;
+    // The largest request and reply structs (Execute: ~20 KiB) come from the arena, never the stack.
+    auto noMemory = [&] {
+        sendError(id, Code::kResourceExhaustedTransient, "%s call %llu: firmware arena exhausted (%zu of %zu bytes used)",
+                  name, idl, arena_.used(), arena_.capacity());
+    };
+    switch (entry.method) {
+        case npu_proto_Method_METHOD_HELLO: {
+            auto* req = zeroed<npu_proto_HelloRequest>(arena_);
+            auto* rep = zeroed<npu_proto_HelloReply>(arena_);
+            if (!req || !rep) return noMemory();
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_HelloRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "Hello call %llu: cannot decode HelloRequest: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            rep->major = kProtocolMajor;
+            rep->minor = kProtocolMinor;
+            std::snprintf(rep->firmware_version, sizeof(rep->firmware_version), "%s", config_.firmwareVersion);
+            rep->hw_id = config_.hwId;
+            rep->hw_version = config_.hwVersion;
+            rep->device_memory_bytes = config_.deviceMemoryBytes;
+            rep->host_window_addr = config_.hostWindowAddr;
+            rep->host_window_bytes = config_.hostWindowBytes;
+            rep->max_payload_bytes = config_.maxPayloadBytes;
+            rep->has_status = true;
+            if (req->major != kProtocolMajor) {
+                setStatus(&rep->status,
+                          FwStatus::make(Code::kDeviceUnavailable,
+                                         "protocol version mismatch: host '%s' speaks %u.%u, firmware speaks %u.%u",
+                                         req->host_version, req->major, req->minor, kProtocolMajor, kProtocolMinor));
+            }
+            return sendReply(id, entry.method, npu_proto_HelloReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_GET_CAPABILITIES: {
+            auto* rep = zeroed<npu_proto_CapabilitiesReply>(arena_);
+            if (!rep) return noMemory();
+            service_->capabilities(rep);
+            return sendReply(id, entry.method, npu_proto_CapabilitiesReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS: {
+            auto* req = zeroed<npu_proto_GetSupportedOperationsRequest>(arena_);
+            auto* rep = zeroed<npu_proto_SupportedOperationsReply>(arena_);
+            if (!req || !rep) return noMemory();
+            ModelDesc model;
+            FwStatus st = decodeModelRequest(payload, entry.length, npu_proto_GetSupportedOperationsRequest_fields,
+                                             req, &req->model, arena_, &model);
+            BoolList list{nullptr, 0};
+            if (st.ok()) {
+                bool* supported = model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
+                if (model.operationCount && !supported) return noMemory();
+                st = service_->supportedOperations(model, supported);
+                if (st.ok()) list = {supported, model.operationCount};
+            }
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            rep->supported.funcs.encode = encodeBools;
+            rep->supported.arg = &list;
+            return sendReply(id, entry.method, npu_proto_SupportedOperationsReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_PREPARE_MODEL:
+        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE: {
+            auto* rep = zeroed<npu_proto_PrepareModelReply>(arena_);
+            if (!rep) return noMemory();
+            BlobInfo info;
+            FwStatus st;
+            if (entry.method == npu_proto_Method_METHOD_PREPARE_MODEL) {
+                auto* req = zeroed<npu_proto_PrepareModelRequest>(arena_);
+                if (!req) return noMemory();
+                ModelDesc model;
+                st = decodeModelRequest(payload, entry.length, npu_proto_PrepareModelRequest_fields, req, &req->model,
+                                        arena_, &model);
+                if (st.ok()) st = service_->prepareModel(model, *req, arena_, &info);
+            } else {
+                auto* req = zeroed<npu_proto_PrepareFromCacheRequest>(arena_);
+                if (!req) return noMemory();
+                pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+                if (!pb_decode(&in, npu_proto_PrepareFromCacheRequest_fields, req)) {
+                    return sendError(id, Code::kInvalidArgument, "PrepareFromCache call %llu: cannot decode: %s", idl,
+                                     PB_GET_ERROR(&in));
+                }
+                st = service_->prepareFromCache(*req, arena_, &info);
+            }
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            if (st.ok()) {
+                rep->model_handle = info.handle;
+                rep->model_blob_bytes = info.modelBlobBytes;
+                rep->data_blob_bytes = info.dataBlobBytes;
+                rep->num_inputs = info.numInputs;
+                rep->num_outputs = info.numOutputs;
+            }
+            return sendReply(id, entry.method, npu_proto_PrepareModelReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_FETCH_BLOB: {
+            auto* req = zeroed<npu_proto_FetchBlobRequest>(arena_);
+            auto* rep = zeroed<npu_proto_FetchBlobReply>(arena_);
+            if (!req || !rep) return noMemory();
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_FetchBlobRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "FetchBlob call %llu: cannot decode: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            FwStatus st = service_->fetchBlob(*req, rep);
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            return sendReply(id, entry.method, npu_proto_FetchBlobReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_RELEASE_MODEL:
+        case npu_proto_Method_METHOD_RELEASE_BUFFER: {
+            // Both requests are {uint32 handle/token = 1} and both replies {Status status = 1}.
+            auto* req = zeroed<npu_proto_ReleaseModelRequest>(arena_);
+            auto* rep = zeroed<npu_proto_ReleaseModelReply>(arena_);
+            if (!req || !rep) return noMemory();
+            const bool model = entry.method == npu_proto_Method_METHOD_RELEASE_MODEL;
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_ReleaseModelRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "%s call %llu: cannot decode: %s", name, idl,
+                                 PB_GET_ERROR(&in));
+            }
+            FwStatus st = model ? service_->releaseModel(req->model_handle) : service_->releaseBuffer(req->model_handle);
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            return sendReply(id, entry.method, npu_proto_ReleaseModelReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_EXECUTE: {
+            auto* req = zeroed<npu_proto_ExecuteRequest>(arena_);
+            auto* rep = zeroed<npu_proto_ExecuteReply>(arena_);
+            auto* result = arena_.allocateArray<ExecResult>(1);
+            auto* args = arena_.allocateArray<IoArg>(2 * kMaxIo);
+            if (!req || !rep || !result || !args) return noMemory();
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_ExecuteRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "Execute call %llu: cannot decode ExecuteRequest: %s",
+                                 idl, PB_GET_ERROR(&in));
+            }
+            for (uint32_t i = 0; i < req->inputs_count; ++i) toIoArg(req->inputs[i], &args[i]);
+            for (uint32_t i = 0; i < req->outputs_count; ++i) toIoArg(req->outputs[i], &args[kMaxIo + i]);
+            FwStatus st = service_->execute(*req, args, req->inputs_count, args + kMaxIo, req->outputs_count, result);
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            if (st.ok() || st.code == Code::kOutputInsufficientSize) {
+                rep->device_cycles = result->deviceCycles;
+                const uint32_t outs = result->outputCount < kMaxIo ? result->outputCount : kMaxIo;
+                rep->output_shapes_count = static_cast<pb_size_t>(outs);
+                for (uint32_t i = 0; i < outs; ++i) {
+                    const OutputShapeInfo& o = result->outputs[i];
+                    npu_proto_OutputShape& w = rep->output_shapes[i];
+                    w.dimensions_count = static_cast<pb_size_t>(o.rank < kMaxRank ? o.rank : kMaxRank);
+                    for (uint32_t d = 0; d < w.dimensions_count; ++d) w.dimensions[d] = o.dims[d];
+                    w.is_sufficient = o.sufficient;
+                }
+                if (req->measure_timing) {
+                    const uint32_t n = result->profileCount < kMaxOperations ? result->profileCount : kMaxOperations;
+                    rep->profile_count = static_cast<pb_size_t>(n);
+                    for (uint32_t i = 0; i < n; ++i) {
+                        const OpProfile& p = result->profile[i];
+                        rep->profile[i] = {p.operationIndex, p.type, p.cycles, p.macs, p.stallCycles};
+                    }
+                }
+            }
+            return sendReply(id, entry.method, npu_proto_ExecuteReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_ALLOCATE_BUFFER: {
+            auto* req = zeroed<npu_proto_AllocateBufferRequest>(arena_);
+            auto* rep = zeroed<npu_proto_AllocateBufferReply>(arena_);
+            if (!req || !rep) return noMemory();
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_AllocateBufferRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "AllocateBuffer call %llu: cannot decode: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            FwStatus st = service_->allocateBuffer(*req, &rep->buffer_token);
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            return sendReply(id, entry.method, npu_proto_AllocateBufferReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_BUFFER_COPY: {
+            auto* req = zeroed<npu_proto_BufferCopyRequest>(arena_);
+            auto* rep = zeroed<npu_proto_BufferCopyReply>(arena_);
+            if (!req || !rep) return noMemory();
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_BufferCopyRequest_fields, req)) {
+                return sendError(id, Code::kInvalidArgument, "BufferCopy call %llu: cannot decode: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            FwStatus st = service_->bufferCopy(*req);
+            rep->has_status = true;
+            setStatus(&rep->status, st);
+            return sendReply(id, entry.method, npu_proto_BufferCopyReply_fields, rep);
+        }
+        case npu_proto_Method_METHOD_PING: {
+            npu_proto_PingRequest req = npu_proto_PingRequest_init_zero;
+            npu_proto_PingReply rep = npu_proto_PingReply_init_zero;
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_PingRequest_fields, &req)) {
+                return sendError(id, Code::kInvalidArgument, "Ping call %llu: cannot decode: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            rep.has_status = true;
+            rep.nonce = req.nonce;
+            rep.uptime_us = service_->uptimeUs();
+            return sendReply(id, entry.method, npu_proto_PingReply_fields, &rep);
+        }
+        case npu_proto_Method_METHOD_RESET: {
+            npu_proto_ResetReply rep = npu_proto_ResetReply_init_zero;
+            rep.has_status = true;
+            setStatus(&rep.status, service_->reset());
+            return sendReply(id, entry.method, npu_proto_ResetReply_fields, &rep);
+        }
+        case npu_proto_Method_METHOD_GET_COUNTERS: {
+            auto* rep = zeroed<npu_proto_CountersReply>(arena_);
+            if (!rep) return noMemory();
+            rep->has_status = true;
+            const struct {
+                const char* name;
+                uint64_t value;
+            } mine[] = {{"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
+                        {"rpc.bad_frames", stats_.badFrames},          {"rpc.garbage_bytes", stats_.garbageBytes},
+                        {"rpc.queue_full", stats_.queueFull},          {"rpc.cancelled", stats_.cancelled}};
+            for (const auto& c : mine) {
+                npu_proto_Counter& w = rep->counters[rep->counters_count++];
+                std::snprintf(w.name, sizeof(w.name), "%s", c.name);
+                w.value = c.value;
+            }
+            service_->counters(rep);
+            return sendReply(id, entry.method, npu_proto_CountersReply_fields, rep);
+        }
+        default:
+            return sendError(id, Code::kInvalidArgument, "unknown method %u (call %llu)", entry.method, idl);
+    }
+}
+
+// ---- outgoing frames --------------------------------------------------------------------------
+
+void RpcServer::sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply) {
+    pb_ostream_t out = pb_ostream_from_buffer(replyBuffer_ + kFrameHeaderSize, config_.maxReplyBytes);
+    if (!pb_encode(&out, fields, reply)) {
+        sendError(callId, Code::kGeneralFailure, "%s call %llu: cannot encode the reply (limit %u bytes): %s",
+                  methodName(method), static_cast<unsigned long long>(callId), config_.maxReplyBytes,
+                  PB_GET_ERROR(&out));
+        return;
+    }
+    sendPayload(callId, method, kFlagResponse, replyBuffer_ + kFrameHeaderSize, out.bytes_written);
+}
+
+void RpcServer::sendError(uint64_t callId, Code code, const char* fmt, ...) {
+    npu_proto_ErrorReply reply = npu_proto_ErrorReply_init_zero;
+    reply.has_status = true;
+    reply.status.code = static_cast<uint32_t>(code);
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(reply.status.message, sizeof(reply.status.message), fmt, args);
+    va_end(args);
+    // Encoded into the frame buffer: an error may be sent while replyBuffer_ holds a reply.
+    uint8_t* payload = frameBuffer_ + kFrameHeaderSize;
+    pb_ostream_t out = pb_ostream_from_buffer(payload, config_.maxPayloadBytes);
+    if (!pb_encode(&out, npu_proto_ErrorReply_fields, &reply)) {
+        stats_.sinkFailures++;
+        return;
+    }
+    FrameHeader h;
+    h.type = proto::kMethodError;
+    h.flags = kFlagResponse | kFlagError;
+    h.callId = callId;
+    h.length = static_cast<uint32_t>(out.bytes_written);
+    proto::encodeFrameHeader(h, payload, frameBuffer_);
+    if (!sink_.writeFrame(frameBuffer_, kFrameHeaderSize + h.length, h.type, h.flags)) stats_.sinkFailures++;
+}
+
+void RpcServer::sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload, size_t length) {
+    // `payload` has kFrameHeaderSize bytes of room before it: one frame is sent in place; a
+    // larger reply is fragmented through frameBuffer_.
+    size_t offset = 0;
+    do {
+        size_t n = length - offset;
+        if (n > config_.maxPayloadBytes) n = config_.maxPayloadBytes;
+        const bool more = offset + n < length;
+        FrameHeader h;
+        h.type = method;
+        h.flags = static_cast<uint16_t>(flags | (more ? kFlagMore : 0));
+        h.callId = callId;
+        h.length = static_cast<uint32_t>(n);
+        uint8_t* frame;
+        if (offset == 0 && !more) {
+            frame = payload - kFrameHeaderSize;
+        } else {
+            frame = frameBuffer_;
+            std::memcpy(frame + kFrameHeaderSize, payload + offset, n);
+        }
+        proto::encodeFrameHeader(h, frame + kFrameHeaderSize, frame);
+        if (!sink_.writeFrame(frame, kFrameHeaderSize + n, method, h.flags)) {
+            stats_.sinkFailures++;
+            return;
+        }
+        offset += n;
+    } while (offset < length);
+}
+
+}  // namespace npu::fw

@@ -1,0 +1,136 @@
+// Service over the firmware Runtime: translates wire structs to the runtime's API.
+#include <cstdio>
+#include <cstring>
+
+#include "blob_format.h"
+#include "npu/fw/rpc_server.h"
+
+namespace npu::fw {
+
+bool RuntimeService::inDram(uint64_t addr, uint64_t length) const {
+    const uint64_t size = platform_.dramSize();
+    return addr <= size && length <= size - addr;
+}
+
+void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
+    const HardwareInfo hw = runtime_.hardwareInfo();
+    reply->has_status = true;
+    // Relative figures (NNAPI: lower is better, 1.0 = the CPU); the NPU is quoted as faster and
+    // cheaper for every operand type it runs.
+    const npu_proto_PerformanceInfo fast = {0.1f, 0.1f};
+    reply->has_relaxed_scalar = reply->has_relaxed_tensor = true;
+    reply->relaxed_scalar = reply->relaxed_tensor = fast;
+    reply->has_if_performance = reply->has_while_performance = true;
+    reply->if_performance = reply->while_performance = {1.0f, 1.0f};
+    // HAL OperandType values the firmware claims: TENSOR_FLOAT32 (3), TENSOR_INT32 (4),
+    // TENSOR_QUANT8_ASYMM (5), TENSOR_QUANT8_SYMM_PER_CHANNEL (11), TENSOR_QUANT8_ASYMM_SIGNED (14).
+    const uint32_t types[] = {3, 4, 5, 11, 14};
+    for (uint32_t t : types) {
+        npu_proto_OperandPerformance& p = reply->operand_performance[reply->operand_performance_count++];
+        p.type = t;
+        p.has_info = true;
+        p.info = fast;
+    }
+    reply->has_hw = true;
+    reply->hw.clock_hz = hw.clockHz;
+    reply->hw.array_rows = hw.arrayRows;
+    reply->hw.array_cols = hw.arrayCols;
+    reply->hw.dataflow = hw.dataflow;
+    reply->hw.scratchpad_bytes = hw.scratchpadBytes;
+    reply->hw.accumulator_bytes = hw.accumulatorBytes;
+    reply->hw.vector_lanes = hw.vectorLanes;
+    reply->hw.dram_bytes_per_cycle = hw.dramBytesPerCycle;
+    reply->hw.dram_latency_cycles = hw.dramLatencyCycles;
+    // The blob is saved as two cache files: model (commands + metadata) and data (constants).
+    reply->num_model_cache_files = 1;
+    reply->num_data_cache_files = 1;
+}
+
+FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* supported) {
+    return runtime_.supportedOperations(model, supported);
+}
+
+FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest&, Arena& scratch,
+                                      BlobInfo* info) {
+    return runtime_.prepare(model, scratch, info);
+}
+
+FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch, BlobInfo* info) {
+    if (!inDram(r.model_blob_addr, r.model_blob_bytes) || !inDram(r.data_blob_addr, r.data_blob_bytes)) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "PrepareFromCache: model blob [0x%llx, +%llu) or data blob [0x%llx, +%llu) is outside "
+                              "device DRAM (%llu bytes)",
+                              (unsigned long long)r.model_blob_addr, (unsigned long long)r.model_blob_bytes,
+                              (unsigned long long)r.data_blob_addr, (unsigned long long)r.data_blob_bytes,
+                              (unsigned long long)platform_.dramSize());
+    }
+    // The blob is one image [model part | data part]; the cache keeps the parts in two files.
+    const uint64_t total = r.model_blob_bytes + r.data_blob_bytes;
+    auto* image = static_cast<uint8_t*>(total <= SIZE_MAX ? scratch.allocate(total ? total : 1, 64) : nullptr);
+    if (image == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedPersistent,
+                              "PrepareFromCache: a %llu-byte blob does not fit the firmware's scratch arena",
+                              (unsigned long long)total);
+    }
+    std::memcpy(image, platform_.dram() + r.model_blob_addr, r.model_blob_bytes);
+    std::memcpy(image + r.model_blob_bytes, platform_.dram() + r.data_blob_addr, r.data_blob_bytes);
+    return runtime_.loadBlob(image, total, info);
+}
+
+FwStatus RuntimeService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_proto_FetchBlobReply* reply) {
+    const uint8_t* bytes = nullptr;
+    uint64_t size = 0;
+    FwStatus st = runtime_.blobImage(r.model_handle, &bytes, &size);
+    if (!st.ok()) return st;
+    // The model part ends where the data section starts (what PrepareModelReply reported as
+    // model_blob_bytes); blobImage() returns validated blobs only.
+    const uint64_t modelBytes =
+        size >= blob::kHeaderBytesValue ? readU32(bytes + 4 * blob::kDataOffset) : size;
+    const uint64_t split = modelBytes <= size ? modelBytes : size;
+    const uint64_t dataBytes = size - split;
+    if (split > r.model_blob_capacity || dataBytes > r.data_blob_capacity) {
+        return FwStatus::make(Code::kOutputInsufficientSize,
+                              "FetchBlob: model %u needs %llu + %llu bytes, the host offered %llu + %llu",
+                              r.model_handle, (unsigned long long)split, (unsigned long long)dataBytes,
+                              (unsigned long long)r.model_blob_capacity, (unsigned long long)r.data_blob_capacity);
+    }
+    if (!inDram(r.model_blob_addr, split) || !inDram(r.data_blob_addr, dataBytes)) {
+        return FwStatus::make(Code::kInvalidArgument, "FetchBlob: destination outside device DRAM (%llu bytes)",
+                              (unsigned long long)platform_.dramSize());
+    }
+    std::memcpy(platform_.dram() + r.model_blob_addr, bytes, split);
+    std::memcpy(platform_.dram() + r.data_blob_addr, bytes + split, dataBytes);
+    reply->model_blob_bytes = split;
+    reply->data_blob_bytes = dataBytes;
+    return FwStatus::okStatus();
+}
+
+FwStatus RuntimeService::releaseModel(uint32_t handle) { return runtime_.release(handle); }
+
+FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
+                                 const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
+    return runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result);
+}
+
+FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, uint32_t*) {
+    return FwStatus::make(Code::kGeneralFailure, "AllocateBuffer: memory domains are not supported by this firmware");
+}
+FwStatus RuntimeService::releaseBuffer(uint32_t token) {
+    return FwStatus::make(Code::kInvalidArgument, "ReleaseBuffer: unknown buffer token %u (memory domains are not "
+                                                  "supported by this firmware)", token);
+}
+FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
+    return FwStatus::make(Code::kInvalidArgument, "BufferCopy: unknown buffer token %u (memory domains are not "
+                                                  "supported by this firmware)", r.buffer_token);
+}
+
+FwStatus RuntimeService::reset() { return runtime_.reset(); }
+
+void RuntimeService::counters(npu_proto_CountersReply* reply) {
+    if (reply->counters_count >= sizeof(reply->counters) / sizeof(reply->counters[0])) return;
+    npu_proto_Counter& c = reply->counters[reply->counters_count++];
+    std::snprintf(c.name, sizeof(c.name), "runtime.loaded_models");
+    c.value = runtime_.loadedModels();
+}
+
+}  // namespace npu::fw
