@@ -1,1 +1,168 @@
+// Blob store: handles, reference counts, release, bad handles, and loadBlob's validation of
+// corrupted / truncated / extended / hostile images.
 #include <catch2/catch.hpp>
+
+#include "blob_format.h"
+#include "model_fixture.h"
+
+using namespace fwtest;
+namespace isa = npu::isa;
+
+namespace {
+
+struct Prepared {
+    Harness h;
+    BlobInfo info;
+    std::vector<uint8_t> image;
+    Prepared() {
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        std::vector<uint8_t> w(8 * 4, 3);
+        std::vector<int32_t> bias(4, 7);
+        Quant q{0.5f, 100};
+        uint32_t x = mb.input({2, 8}, q);
+        uint32_t wo = mb.constant(5, {4, 8}, 0.5f, 120, w.data(), w.size());
+        uint32_t bo = mb.constant(4, {4}, 0.25f, 0, bias.data(), 16);
+        uint32_t y = mb.output({2, 4}, q);
+        mb.op(9, {x, wo, bo, mb.i32(0)}, {y});
+        Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+        REQUIRE(h.runtime.prepare(mb.build(), scratch, &info).ok());
+        const uint8_t* p = nullptr;
+        uint64_t n = 0;
+        REQUIRE(h.runtime.blobImage(info.handle, &p, &n).ok());
+        image.assign(p, p + n);
+    }
+    FwStatus load(const std::vector<uint8_t>& bytes, BlobInfo* out) {
+        return h.runtime.loadBlob(bytes.data(), bytes.size(), out);
+    }
+};
+
+void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) { writeU32(v.data() + at, x); }
+uint32_t get32(const std::vector<uint8_t>& v, size_t at) { return readU32(v.data() + at); }
+
+}  // namespace
+
+TEST_CASE("handles, reference counts and release") {
+    Prepared p;
+    CHECK(p.info.handle != 0);
+    CHECK(p.info.modelBlobBytes > 0);
+    CHECK(p.info.dataBlobBytes >= 4 * 8 + 16);
+    CHECK(p.h.runtime.loadedModels() == 1);
+    CHECK(p.h.runtime.retain(p.info.handle).ok());
+    CHECK(p.h.runtime.release(p.info.handle).ok());
+    CHECK(p.h.runtime.loadedModels() == 1);
+    CHECK(p.h.runtime.release(p.info.handle).ok());
+    CHECK(p.h.runtime.loadedModels() == 0);
+    // Stale and invented handles.
+    CHECK(p.h.runtime.release(p.info.handle).code == Code::kInvalidArgument);
+    CHECK(p.h.runtime.retain(p.info.handle).code == Code::kInvalidArgument);
+    CHECK(p.h.runtime.release(0).code == Code::kInvalidArgument);
+    CHECK(p.h.runtime.release(0xFFFFFFFF).code == Code::kInvalidArgument);
+    ExecResult r;
+    IoArg io;
+    CHECK(p.h.runtime.execute(p.info.handle, &io, 1, &io, 1, &r).code == Code::kInvalidArgument);
+    // A reloaded image gets a new handle, never the stale one.
+    BlobInfo again;
+    REQUIRE(p.load(p.image, &again).ok());
+    CHECK(again.handle != p.info.handle);
+    CHECK(p.h.runtime.loadedModels() == 1);
+    CHECK(p.h.runtime.reset().ok());
+    CHECK(p.h.runtime.loadedModels() == 0);
+    CHECK(p.h.runtime.release(again.handle).code == Code::kInvalidArgument);
+}
+
+TEST_CASE("a loaded image runs like the prepared one") {
+    Prepared p;
+    BlobInfo copy;
+    REQUIRE(p.load(p.image, &copy).ok());
+    std::vector<uint8_t> in(16, 110);
+    IoArg i, o;
+    i.addr = p.h.stage(in.data(), in.size());
+    i.length = 16;
+    o.addr = p.h.reserve(8);
+    o.length = 8;
+    ExecResult r1, r2;
+    REQUIRE(p.h.runtime.execute(p.info.handle, &i, 1, &o, 1, &r1).ok());
+    std::vector<uint8_t> first(p.h.dram.begin() + o.addr, p.h.dram.begin() + o.addr + 8);
+    REQUIRE(p.h.runtime.execute(copy.handle, &i, 1, &o, 1, &r2).ok());
+    CHECK(std::vector<uint8_t>(p.h.dram.begin() + o.addr, p.h.dram.begin() + o.addr + 8) == first);
+    CHECK(r1.deviceCycles == r2.deviceCycles);
+    // Request errors: short output, output outside the window, wrong counts.
+    o.length = 7;
+    CHECK(p.h.runtime.execute(copy.handle, &i, 1, &o, 1, &r1).code == Code::kOutputInsufficientSize);
+    CHECK_FALSE(r1.outputs[0].sufficient);
+    o.length = 8;
+    o.addr = 64;  // firmware DRAM
+    CHECK(p.h.runtime.execute(copy.handle, &i, 1, &o, 1, &r1).code == Code::kInvalidArgument);
+    CHECK(p.h.runtime.execute(copy.handle, &i, 0, &o, 1, &r1).code == Code::kInvalidArgument);
+}
+
+TEST_CASE("loadBlob rejects corrupted images and never crashes") {
+    Prepared p;
+    BlobInfo info;
+    auto rejected = [&](std::vector<uint8_t> bytes) {
+        const uint32_t before = p.h.runtime.loadedModels();
+        FwStatus st = p.load(bytes, &info);
+        INFO(st.message);
+        CHECK_FALSE(st.ok());
+        CHECK(p.h.runtime.loadedModels() == before);
+    };
+    std::vector<uint8_t> img = p.image;
+    rejected({});
+    rejected(std::vector<uint8_t>(img.begin(), img.begin() + 40));       // truncated header
+    rejected(std::vector<uint8_t>(img.begin(), img.end() - 1));          // truncated
+    { auto v = img; v.push_back(0); rejected(v); }                       // extended
+    { auto v = img; v[0] ^= 1; rejected(v); }                            // magic
+    { auto v = img; put32(v, 4 * blob::kVersion, 99); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kHwArray, 0x00100010); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kNumOps, 0); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kNumInputs, 65); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kDataBytes, get32(v, 4 * blob::kDataBytes) + 64); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kMetaOffset, 0xFFFFFFF0); rejected(v); }
+    { auto v = img; put32(v, 4 * blob::kActivationBytes, 0xFFFFFFFF); rejected(v); }
+    const uint32_t cmdOff = get32(img, 4 * blob::kCommandOffset);
+    const uint32_t count = get32(img, 4 * blob::kCommandCount);
+    // Each command: an unknown opcode, a STOP, and DMAs pointed outside their regions.
+    for (uint32_t c = 0; c < count; ++c) {
+        const size_t at = cmdOff + size_t(c) * isa::kCommandBytes;
+        { auto v = img; put32(v, at, 0x77); rejected(v); }
+        { auto v = img; put32(v, at, uint32_t(isa::Opcode::kStop)); rejected(v); }
+        const auto op = isa::Opcode(get32(img, at) & 0xFF);
+        if (!isa::isDma(op)) continue;
+        { auto v = img; put32(v, at + 4 * isa::dma::kDramOffsetLo, 0x10000000); rejected(v); }
+        { auto v = img; put32(v, at + 4 * isa::dma::kRows, 0xFFFFFF); put32(v, at + 4 * isa::dma::kDramRowStride, 4096); rejected(v); }
+        const uint32_t region = get32(img, at + 4 * isa::dma::kRegion);
+        { auto v = img; put32(v, at + 4 * isa::dma::kRegion, region == kRegionIo ? kRegionData : kRegionIo); rejected(v); }
+        { auto v = img; put32(v, at + 4 * isa::dma::kRegion, 5); rejected(v); }
+    }
+    // Random byte flips: either rejected or loads and then executes without crashing.
+    std::mt19937 rng(9);
+    for (int i = 0; i < 300; ++i) {
+        auto v = img;
+        v[rng() % v.size()] ^= uint8_t(1u << (rng() % 8));
+        BlobInfo bi;
+        if (p.load(v, &bi).ok()) {
+            std::vector<uint8_t> in(16, 1);
+            IoArg a, o;
+            a.addr = p.h.stage(in.data(), 16);
+            a.length = 16;
+            o.addr = p.h.reserve(8);
+            o.length = 8;
+            ExecResult r;
+            (void)p.h.runtime.execute(bi.handle, &a, 1, &o, 1, &r);
+            CHECK(p.h.runtime.release(bi.handle).ok());
+        }
+        p.h.windowNext = Harness::kFirmware + (1 << 20);
+    }
+}
+
+TEST_CASE("the blob store reports a full table as RESOURCE_EXHAUSTED") {
+    Prepared p;
+    BlobInfo info;
+    uint32_t loaded = p.h.runtime.loadedModels();
+    FwStatus st;
+    while ((st = p.load(p.image, &info)).ok()) ++loaded;
+    CHECK(st.code == Code::kResourceExhaustedPersistent);
+    CHECK(p.h.runtime.loadedModels() == loaded);
+    CHECK(loaded == 64);
+}

@@ -1,1 +1,62 @@
+// Quantization parameters: QuantizeMultiplier and the activation ranges against the TFLite
+// formulas, and the device's fixed-point requantization against the independent reference.
 #include <catch2/catch.hpp>
+
+#include "hwsim/isa/fixed_point.h"
+#include "model_fixture.h"
+#include "quant.h"
+
+using namespace fwtest;
+
+TEST_CASE("quantizeMultiplier matches TFLite's QuantizeMultiplier") {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> exp(-20, 10);
+    for (int i = 0; i < 5000; ++i) {
+        const double real = std::pow(2.0, exp(rng));
+        QuantizedMultiplier q;
+        REQUIRE(quantizeMultiplier(real, &q));
+        int32_t m; int s;
+        refQuantizeMultiplier(real, &m, &s);
+        CHECK(q.multiplier == m);
+        CHECK(q.shift == s);
+    }
+    QuantizedMultiplier q;
+    REQUIRE(quantizeMultiplier(0.0, &q));
+    CHECK((q.multiplier == 0 && q.shift == 0));
+    REQUIRE(quantizeMultiplier(1.0, &q));
+    CHECK((q.multiplier == (1 << 30) && q.shift == 1));
+    CHECK_FALSE(quantizeMultiplier(-1.0, &q));
+    CHECK_FALSE(quantizeMultiplier(1e20, &q));    // shift > 30
+    CHECK_FALSE(quantizeMultiplier(1e-20, &q));   // shift < -31
+    // Rounds up to 2^31: renormalised.
+    REQUIRE(quantizeMultiplier(0.99999999999, &q));
+    CHECK((q.multiplier == (1 << 30) && q.shift == 1));
+}
+
+TEST_CASE("activation ranges for uint8") {
+    int32_t lo, hi;
+    int rl, rh;
+    for (int act = 0; act < 4; ++act) {
+        for (float scale : {0.01f, 0.05f, 0.1f, 0.5f, 1.0f}) {
+            for (int zp : {0, 10, 128, 255}) {
+                REQUIRE(activationRangeUint8(act, scale, zp, &lo, &hi));
+                refActRange(act, scale, zp, &rl, &rh);
+                CHECK(lo == rl);
+                CHECK(hi == rh);
+            }
+        }
+    }
+    CHECK_FALSE(activationRangeUint8(4, 1.0f, 0, &lo, &hi));
+}
+
+TEST_CASE("device MultiplyByQuantizedMultiplier is bit-exact with the reference") {
+    std::mt19937 rng(4);
+    for (int i = 0; i < 200000; ++i) {
+        const int32_t x = int32_t(rng());
+        const int32_t m = int32_t(rng() >> 1) | (1 << 30);
+        const int s = int(rng() % 40) - 31;
+        if (s > 0 && std::abs(int64_t(x)) > (int64_t(1) << (31 - s))) continue;  // TFLite overflows (UB) there
+        INFO(x << " " << m << " " << s);
+        REQUIRE(npu::isa::multiplyByQuantizedMultiplier(x, m, s) == refMbqm(x, m, s));
+    }
+}
