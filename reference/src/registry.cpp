@@ -9,7 +9,8 @@ const std::vector<OperationRegistration>& allOperations() {
         std::vector<OperationRegistration> v;
         for (auto family : {ops::elementwiseOperations, ops::activationOperations, ops::convOperations,
                             ops::fullyConnectedOperations, ops::poolingOperations, ops::shapeOperations,
-                            ops::softmaxOperations}) {
+                            ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
+                            ops::spaceOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

@@ -29,6 +29,9 @@ std::vector<OperationRegistration> fullyConnectedOperations();
 std::vector<OperationRegistration> poolingOperations();
 std::vector<OperationRegistration> shapeOperations();
 std::vector<OperationRegistration> softmaxOperations();
+std::vector<OperationRegistration> resizeOperations();
+std::vector<OperationRegistration> normalizationOperations();
+std::vector<OperationRegistration> spaceOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.

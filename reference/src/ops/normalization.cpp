@@ -1,0 +1,128 @@
+// L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION along one axis (default the last).
+#include <cmath>
+
+#include "common.h"
+
+namespace npu::ref::ops {
+namespace {
+
+using hal::OperationType;
+
+bool supportsL2Norm(const hal::Subgraph& sg, const hal::Operation& op) {
+    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
+                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+}
+bool supportsLrn(const hal::Subgraph& sg, const hal::Operation& op) {
+    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16});
+}
+
+Result<uint32_t> axisInput(OperationContext& ctx, size_t i) {
+    const int32_t rank = int32_t(ctx.inputRank(0));
+    int32_t axis = -1;
+    if (i < ctx.inputCount()) axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
+    if (axis < -rank || axis >= rank) return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    return uint32_t(axis < 0 ? axis + rank : axis);
+}
+
+// outer x len x inner view of the input around `axis`.
+struct AxisView {
+    size_t outer = 1, len = 1, inner = 1;
+    size_t at(size_t o, size_t k, size_t i) const { return (o * len + k) * inner + i; }
+};
+AxisView axisView(const std::vector<uint32_t>& dims, uint32_t axis) {
+    AxisView v;
+    for (uint32_t d = 0; d < axis; ++d) v.outer *= dims[d];
+    v.len = dims[axis];
+    for (size_t d = axis + 1; d < dims.size(); ++d) v.inner *= dims[d];
+    return v;
+}
+
+Status prepareL2Norm(OperationContext& ctx) {
+    NPU_TRY(ctx.expectInputCount(1, 2));
+    NPU_TRY(ctx.expectOutputCount(1));
+    if (ctx.inputRank(0) < 1 || ctx.inputRank(0) > 4) return ctx.error("input 0 must have rank 1 to 4");
+    if (ctx.outputType(0) != ctx.inputType(0)) return ctx.error("output type differs from the input type");
+    NPU_TRY(axisInput(ctx, 1));
+    return ctx.setOutputShape(0, ctx.inputDims(0));
+}
+
+Status executeL2Norm(OperationContext& ctx) {
+    const uint32_t axis = *axisInput(ctx, 1);
+    const RuntimeOperand& in = ctx.input(0);
+    RuntimeOperand& out = ctx.output(0);
+    const AxisView v = axisView(in.dims, axis);
+    for (size_t o = 0; o < v.outer; ++o)
+        for (size_t i = 0; i < v.inner; ++i) {
+            double sum = 0;
+            for (size_t k = 0; k < v.len; ++k) {
+                const double x = loadReal(in, v.at(o, k, i));
+                sum += x * x;
+            }
+            const double norm = std::max(std::sqrt(sum), 1e-6);
+            for (size_t k = 0; k < v.len; ++k) storeReal(out, v.at(o, k, i), float(loadReal(in, v.at(o, k, i)) / norm));
+        }
+    return {};
+}
+
+struct LrnParams {
+    int32_t radius = 0;
+    float bias = 0, alpha = 0, beta = 0;
+    uint32_t axis = 0;
+};
+
+Result<LrnParams> lrnParams(OperationContext& ctx) {
+    LrnParams p;
+    const OperandType ft = ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
+    p.radius = NPU_TRY(scalarInput<int32_t>(ctx, 1, OperandType::INT32));
+    for (size_t i = 2; i <= 4; ++i) {
+        NPU_TRY(ctx.expectType(i, ft));
+        if (!ctx.hasValue(i)) return ctx.deferred();
+    }
+    p.bias = loadFloat(ft, ctx.input(2).data(), 0);
+    p.alpha = loadFloat(ft, ctx.input(3).data(), 0);
+    p.beta = loadFloat(ft, ctx.input(4).data(), 0);
+    p.axis = NPU_TRY(axisInput(ctx, 5));
+    if (p.radius < 0) return ctx.error("radius must not be negative");
+    return p;
+}
+
+Status prepareLrn(OperationContext& ctx) {
+    NPU_TRY(ctx.expectInputCount(5, 6));
+    NPU_TRY(ctx.expectOutputCount(1));
+    if (ctx.inputRank(0) < 1 || ctx.inputRank(0) > 4) return ctx.error("input 0 must have rank 1 to 4");
+    if (ctx.outputType(0) != ctx.inputType(0)) return ctx.error("output type differs from the input type");
+    NPU_TRY(lrnParams(ctx));
+    return ctx.setOutputShape(0, ctx.inputDims(0));
+}
+
+Status executeLrn(OperationContext& ctx) {
+    const LrnParams p = *lrnParams(ctx);
+    const RuntimeOperand& in = ctx.input(0);
+    RuntimeOperand& out = ctx.output(0);
+    const AxisView v = axisView(in.dims, p.axis);
+    for (size_t o = 0; o < v.outer; ++o)
+        for (size_t i = 0; i < v.inner; ++i)
+            for (size_t k = 0; k < v.len; ++k) {
+                const int64_t lo = std::max<int64_t>(0, int64_t(k) - p.radius);
+                const int64_t hi = std::min<int64_t>(int64_t(v.len) - 1, int64_t(k) + p.radius);
+                double sum = 0;
+                for (int64_t j = lo; j <= hi; ++j) {
+                    const double x = loadReal(in, v.at(o, size_t(j), i));
+                    sum += x * x;
+                }
+                const double x = loadReal(in, v.at(o, k, i));
+                storeReal(out, v.at(o, k, i), float(x / std::pow(p.bias + p.alpha * sum, double(p.beta))));
+            }
+    return {};
+}
+
+}  // namespace
+
+std::vector<OperationRegistration> normalizationOperations() {
+    return {
+        {OperationType::L2_NORMALIZATION, supportsL2Norm, prepareL2Norm, executeL2Norm},
+        {OperationType::LOCAL_RESPONSE_NORMALIZATION, supportsLrn, prepareLrn, executeLrn},
+    };
+}
+
+}  // namespace npu::ref::ops
