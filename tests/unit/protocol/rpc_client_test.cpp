@@ -1,1 +1,308 @@
+// RpcClient against a scripted fake firmware on the other end of a loopback channel.
 #include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "npu.pb.h"
+#include "npu/protocol/frame.h"
+#include "npu/protocol/rpc_client.h"
+#include "npu/protocol/transport.h"
+
+using namespace npu::proto;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<uint8_t> makeFrame(uint8_t type, uint16_t flags, uint64_t callId, const std::string& payload) {
+    std::vector<uint8_t> f(kFrameHeaderSize + payload.size());
+    std::memcpy(f.data() + kFrameHeaderSize, payload.data(), payload.size());
+    FrameHeader h;
+    h.type = type;
+    h.flags = flags;
+    h.callId = callId;
+    h.length = uint32_t(payload.size());
+    encodeFrameHeader(h, f.data() + kFrameHeaderSize, f.data());
+    return f;
+}
+
+// A fake firmware: reassembles requests and hands each to `handler` on its own thread.
+class FakeFirmware : FrameListener {
+public:
+    using Handler = std::function<void(FakeFirmware&, const FrameHeader&, const std::string&)>;
+    FakeFirmware(std::unique_ptr<Transport> t, Handler h) : transport_(std::move(t)), handler_(std::move(h)) {
+        thread_ = std::thread([this] { run(); });
+    }
+    ~FakeFirmware() { stop(); }
+    void stop() {
+        transport_->shutdown();
+        if (thread_.joinable()) thread_.join();
+    }
+    void reply(uint64_t callId, uint8_t method, const google::protobuf::Message& m, uint16_t extraFlags = 0,
+               std::span<const int> fds = {}) {
+        auto f = makeFrame(method, kFlagResponse | extraFlags, callId, m.SerializeAsString());
+        (void)transport_->write(f, fds);
+    }
+    void replyFragmented(uint64_t callId, uint8_t method, const std::string& payload, size_t chunk) {
+        for (size_t off = 0; off < payload.size(); off += chunk) {
+            bool more = off + chunk < payload.size();
+            auto f = makeFrame(method, kFlagResponse | (more ? kFlagMore : 0), callId, payload.substr(off, chunk));
+            (void)transport_->write(f);
+        }
+    }
+    void raw(const std::vector<uint8_t>& bytes) { (void)transport_->write(bytes); }
+    std::atomic<int> requests{0};
+
+private:
+    void run() {
+        std::vector<uint8_t> chunk(65536);
+        while (true) {
+            auto n = transport_->read(chunk, nullptr, 200ms);
+            if (!n) {
+                if (n.error().kind == Error::Kind::kTimeout) continue;
+                return;
+            }
+            decoder_.feed(chunk.data(), *n, *this);
+        }
+    }
+    void onFrameEvent(const FrameEvent& e) override {
+        if (e.kind != FrameEventKind::kFrame) return;
+        assembly_.append(reinterpret_cast<const char*>(e.payload), e.header.length);
+        if (e.header.flags & kFlagMore) return;
+        requests++;
+        handler_(*this, e.header, assembly_);
+        assembly_.clear();
+    }
+    std::unique_ptr<Transport> transport_;
+    Handler handler_;
+    std::vector<uint8_t> buffer_ = std::vector<uint8_t>(FrameDecoder::bufferSizeFor(1 << 20));
+    FrameDecoder decoder_{buffer_.data(), buffer_.size(), 1 << 20};
+    std::string assembly_;
+    std::thread thread_;
+};
+
+// Echoes Ping nonces; answers everything else per test.
+void pingEcho(FakeFirmware& fw, const FrameHeader& h, const std::string& payload) {
+    if (h.type == METHOD_PING) {
+        PingRequest req;
+        REQUIRE(req.ParseFromString(payload));
+        PingReply rep;
+        rep.set_nonce(req.nonce());
+        rep.set_uptime_us(payload.size());
+        fw.reply(h.callId, h.type, rep);
+    }
+}
+
+std::unique_ptr<RpcClient> makeClient(std::unique_ptr<Transport> t, uint32_t maxPayload = 1 << 20) {
+    auto c = RpcClient::create(std::move(t), maxPayload);
+    REQUIRE(c.has_value());
+    return std::move(*c);
+}
+
+}  // namespace
+
+TEST_CASE("concurrent calls each get their own response") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), pingEcho);
+    auto client = makeClient(std::move(host));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 50; ++i) {
+                PingRequest req;
+                req.set_nonce(uint64_t(t) * 1000 + uint64_t(i));
+                PingReply rep;
+                auto r = client->call(METHOD_PING, req, rep, 5000ms);
+                if (!r || rep.nonce() != req.nonce()) failures++;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    REQUIRE(failures == 0);
+    REQUIRE(client->unknownResponses() == 0);
+    REQUIRE(client->connected());
+}
+
+TEST_CASE("responses with unknown call ids are counted, not fatal") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string& p) {
+        PingReply stray;
+        f.reply(h.callId + 1000, METHOD_PING, stray);  // nobody waits for this one
+        pingEcho(f, h, p);
+    });
+    auto client = makeClient(std::move(host));
+    PingRequest req;
+    req.set_nonce(9);
+    PingReply rep;
+    REQUIRE(client->call(METHOD_PING, req, rep, 5000ms).has_value());
+    CHECK(rep.nonce() == 9);
+    // The stray frame was written before the real one, so it has been counted by now.
+    CHECK(client->unknownResponses() == 1);
+    REQUIRE(client->call(METHOD_PING, req, rep, 5000ms).has_value());
+    CHECK(client->unknownResponses() == 2);
+}
+
+TEST_CASE("a call without a response times out; the late response is then unknown") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    std::atomic<uint64_t> ignoredCall{0};
+    FakeFirmware fw(std::move(fwEnd), [&](FakeFirmware& f, const FrameHeader& h, const std::string& p) {
+        if (h.type == METHOD_RESET) {
+            ignoredCall = h.callId;
+            return;
+        }
+        pingEcho(f, h, p);
+    });
+    auto client = makeClient(std::move(host));
+    ResetRequest req;
+    ResetReply rep;
+    auto r = client->call(METHOD_RESET, req, rep, 30ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+    CHECK(r.error().message.find("METHOD_RESET") != std::string::npos);
+    // The connection stays usable.
+    PingRequest ping;
+    PingReply pong;
+    REQUIRE(client->call(METHOD_PING, ping, pong, 5000ms).has_value());
+}
+
+TEST_CASE("transport death fails a pending call with kDisconnected") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    auto fw = std::make_unique<FakeFirmware>(std::move(fwEnd), [](FakeFirmware&, const FrameHeader&, const std::string&) {});
+    auto client = makeClient(std::move(host));
+    std::thread killer([&] {
+        while (fw->requests.load() == 0) std::this_thread::sleep_for(1ms);
+        fw.reset();  // the firmware end goes away while the call waits
+    });
+    ResetRequest req;
+    ResetReply rep;
+    auto r = client->call(METHOD_RESET, req, rep, 60000ms);  // must end long before this
+    killer.join();
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kDisconnected);
+    // Later calls fail at once.
+    auto r2 = client->call(METHOD_RESET, req, rep, 60000ms);
+    REQUIRE_FALSE(r2.has_value());
+    CHECK(r2.error().kind == Error::Kind::kDisconnected);
+    CHECK_FALSE(client->connected());
+}
+
+TEST_CASE("close() wakes pending calls") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware&, const FrameHeader&, const std::string&) {});
+    auto client = makeClient(std::move(host));
+    Result<void> r;
+    std::thread caller([&] {
+        ResetRequest req;
+        ResetReply rep;
+        r = client->call(METHOD_RESET, req, rep, 60000ms);
+    });
+    while (fw.requests.load() == 0) std::this_thread::sleep_for(1ms);
+    client->close();
+    caller.join();
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kDisconnected);
+}
+
+TEST_CASE("an ERROR frame becomes kRemote with the firmware's code and message") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string&) {
+        ErrorReply e;
+        e.mutable_status()->set_code(7);
+        e.mutable_status()->set_message("queue full");
+        f.reply(h.callId, 255, e, kFlagError);
+    });
+    auto client = makeClient(std::move(host));
+    PingRequest req;
+    PingReply rep;
+    auto r = client->call(METHOD_PING, req, rep, 5000ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kRemote);
+    CHECK(r.error().remoteCode == 7);
+    CHECK(r.error().message == "queue full");
+}
+
+TEST_CASE("large requests and responses are fragmented and reassembled") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    std::atomic<size_t> receivedOperands{0};
+    FakeFirmware fw(std::move(fwEnd), [&](FakeFirmware& f, const FrameHeader& h, const std::string& payload) {
+        PrepareModelRequest req;
+        REQUIRE(req.ParseFromString(payload));
+        receivedOperands = size_t(req.model().main().operands_size());
+        CountersReply rep;  // a large reply, sent in 100-byte fragments
+        for (int i = 0; i < 200; ++i) {
+            auto* c = rep.add_counters();
+            c->set_name("counter." + std::to_string(i));
+            c->set_value(uint64_t(i));
+        }
+        f.replyFragmented(h.callId, h.type, rep.SerializeAsString(), 100);
+    });
+    auto client = makeClient(std::move(host), 256);  // forces the request into many frames
+    PrepareModelRequest req;
+    for (int i = 0; i < 100; ++i) {
+        auto* o = req.mutable_model()->mutable_main()->add_operands();
+        o->set_type(3);
+        o->add_dimensions(uint32_t(i + 1));
+    }
+    REQUIRE(req.ByteSizeLong() > 2 * 256);  // at least three request frames
+    CountersReply rep;
+    REQUIRE(client->call(METHOD_PREPARE_MODEL, req, rep, 5000ms).has_value());
+    CHECK(receivedOperands == 100);
+    REQUIRE(rep.counters_size() == 200);
+    CHECK(rep.counters(199).name() == "counter.199");
+}
+
+TEST_CASE("fds sent by the firmware reach the caller") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string&) {
+        UniqueFd memfd(memfd_create("dram", MFD_CLOEXEC));
+        REQUIRE(::write(memfd.get(), "DRAM", 4) == 4);
+        HelloReply rep;
+        rep.set_major(1);
+        int fds[] = {memfd.get()};
+        f.reply(h.callId, h.type, rep, 0, fds);
+    });
+    auto client = makeClient(std::move(host));
+    HelloRequest req;
+    req.set_major(1);
+    HelloReply rep;
+    std::vector<UniqueFd> fds;
+    REQUIRE(client->call(METHOD_HELLO, req, rep, 5000ms, {}, &fds).has_value());
+    REQUIRE(fds.size() == 1);
+    char buf[4];
+    REQUIRE(::pread(fds[0].get(), buf, 4, 0) == 4);
+    CHECK(std::string(buf, 4) == "DRAM");
+}
+
+TEST_CASE("a corrupt response fails its call with kProtocol instead of waiting for the timeout") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string&) {
+        PingReply rep;
+        rep.set_nonce(5);
+        auto frame = makeFrame(h.type, kFlagResponse, h.callId, rep.SerializeAsString());
+        frame.back() ^= 0xFF;
+        f.raw(frame);
+    });
+    auto client = makeClient(std::move(host));
+    PingRequest req;
+    PingReply rep;
+    auto r = client->call(METHOD_PING, req, rep, 60000ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kProtocol);
+    CHECK(client->badFrames() >= 1);
+}
+
+TEST_CASE("RpcClient::create rejects bad arguments") {
+    auto bad = RpcClient::create(nullptr);
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().kind == Error::Kind::kInvalidArgument);
+    auto [host, fwEnd] = makeLoopbackPair();
+    auto tiny = RpcClient::create(std::move(host), 8);
+    REQUIRE_FALSE(tiny.has_value());
+}
