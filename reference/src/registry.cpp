@@ -10,7 +10,7 @@ const std::vector<OperationRegistration>& allOperations() {
         for (auto family : {ops::elementwiseOperations, ops::activationOperations, ops::convOperations,
                             ops::fullyConnectedOperations, ops::poolingOperations, ops::shapeOperations,
                             ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
-                            ops::spaceOperations}) {
+                            ops::spaceOperations, ops::slicingOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

@@ -32,6 +32,7 @@ std::vector<OperationRegistration> softmaxOperations();
 std::vector<OperationRegistration> resizeOperations();
 std::vector<OperationRegistration> normalizationOperations();
 std::vector<OperationRegistration> spaceOperations();
+std::vector<OperationRegistration> slicingOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.
