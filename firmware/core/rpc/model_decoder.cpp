@@ -2,6 +2,8 @@
 
 #include <pb_decode.h>
 
+#include <cinttypes>
+
 #include <cstring>
 
 namespace npu::fw {
@@ -167,11 +169,11 @@ FwStatus checkIndexes(const char* what, uint32_t owner, const uint32_t* list, ui
     for (uint32_t i = 0; i < count; ++i) {
         if (list[i] >= operandCount) {
             if (owner == UINT32_MAX) {
-                return FwStatus::make(Code::kInvalidArgument, "model.main.%s[%u] = %u: out of range (%u operands)",
+                return FwStatus::make(Code::kInvalidArgument, "model.main.%s[%" PRIu32 "] = %" PRIu32 ": out of range (%" PRIu32 " operands)",
                                       what, i, list[i], operandCount);
             }
             return FwStatus::make(Code::kInvalidArgument,
-                                  "model.main.operations[%u].%s[%u] = %u: out of range (%u operands)", owner, what, i,
+                                  "model.main.operations[%" PRIu32 "].%s[%" PRIu32 "] = %" PRIu32 ": out of range (%" PRIu32 " operands)", owner, what, i,
                                   list[i], operandCount);
         }
     }
@@ -196,8 +198,8 @@ FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgd
         !allocate(arena, n.channelScales, &ctx.scales) || !allocate(arena, n.inputs, &ctx.inputs) ||
         !allocate(arena, n.outputs, &ctx.outputs)) {
         return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "model too large for the firmware arena: %u operands, %u operations, %u operation "
-                              "inputs, %u outputs, %u channel scales (%zu of %zu arena bytes free)",
+                              "model too large for the firmware arena: %" PRIu32 " operands, %" PRIu32 " operations, %" PRIu32 " operation "
+                              "inputs, %" PRIu32 " outputs, %" PRIu32 " channel scales (%zu of %zu arena bytes free)",
                               n.operands, n.operations, n.opInputs, n.opOutputs, n.channelScales,
                               arena.capacity() - arena.used(), arena.capacity());
     }
@@ -238,7 +240,7 @@ FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgd
         const OperandDesc& o = m.operands[i];
         if (o.channelScaleCount > 0 && o.rank > 0 && o.channelDim >= o.rank) {
             return FwStatus::make(Code::kInvalidArgument,
-                                  "model.main.operands[%u].channel_dim = %u: out of range (rank %u)", i, o.channelDim,
+                                  "model.main.operands[%" PRIu32 "].channel_dim = %" PRIu32 ": out of range (rank %" PRIu32 ")", i, o.channelDim,
                                   o.rank);
         }
     }

@@ -1,6 +1,8 @@
 #include "npu/fw/rpc_server.h"
 
 #include <pb_decode.h>
+
+#include <cinttypes>
 #include <pb_encode.h>
 
 #include <cstdarg>
@@ -95,8 +97,8 @@ RpcServer::RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSi
 void RpcServer::init() {
     if (config_.queueDepth == 0 || config_.maxPayloadBytes < 64 || config_.maxReplyBytes < 1024) {
         initStatus_ = FwStatus::make(Code::kInvalidArgument,
-                                     "RpcServer config: queueDepth %u (>= 1), maxPayloadBytes %u (>= 64), "
-                                     "maxReplyBytes %u (>= 1024)",
+                                     "RpcServer config: queueDepth %" PRIu32 " (>= 1), maxPayloadBytes %" PRIu32 " (>= 64), "
+                                     "maxReplyBytes %" PRIu32 " (>= 1024)",
                                      config_.queueDepth, config_.maxPayloadBytes, config_.maxReplyBytes);
         return;
     }
@@ -145,23 +147,23 @@ void RpcServer::onFrameEvent(const FrameEvent& e) {
         case FrameEventKind::kOversize:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu (method %u) declares a %u-byte payload; the firmware accepts at most %u "
+                      "frame of call %llu (method %" PRIu32 ") declares a %" PRIu32 "-byte payload; the firmware accepts at most %" PRIu32 " "
                       "bytes per frame (fragment with the MORE flag)",
-                      static_cast<unsigned long long>(e.header.callId), e.header.type, e.header.length,
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type), e.header.length,
                       config_.maxPayloadBytes);
             return;
         case FrameEventKind::kCrcMismatch:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu (method %u, %u bytes) failed its CRC32C check (header says 0x%08x)",
-                      static_cast<unsigned long long>(e.header.callId), e.header.type, e.header.length,
+                      "frame of call %llu (method %" PRIu32 ", %" PRIu32 " bytes) failed its CRC32C check (header says 0x%08x)",
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type), e.header.length,
                       static_cast<unsigned>(e.header.crc));
             return;
         case FrameEventKind::kBadVersion:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu has frame version %u; the firmware speaks frame version %u",
-                      static_cast<unsigned long long>(e.header.callId), e.header.version, proto::kFrameVersion);
+                      "frame of call %llu has frame version %" PRIu32 "; the firmware speaks frame version %" PRIu32 "",
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.version), uint32_t(proto::kFrameVersion));
             return;
         case FrameEventKind::kTruncated:
             stats_.badFrames++;  // the peer is gone: nobody to answer
@@ -173,13 +175,13 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
     const unsigned long long id = h.callId;
     if ((h.flags & (kFlagResponse | kFlagError)) != 0) {
         sendError(h.callId, Code::kInvalidArgument,
-                  "frame of call %llu has flags 0x%x: the firmware expects requests, not responses", id, h.flags);
+                  "frame of call %llu has flags 0x%" PRIx32 ": the firmware expects requests, not responses", id, uint32_t(h.flags));
         return;
     }
     if (methodName(h.type) == nullptr) {
         // Unknown methods are refused before they take queue space (fragments included).
         if ((h.flags & kFlagMore) == 0) {
-            sendError(h.callId, Code::kInvalidArgument, "unknown method %u (call %llu)", h.type, id);
+            sendError(h.callId, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)", uint32_t(h.type), id);
         }
         return;
     }
@@ -217,7 +219,7 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
     assembling_ = false;
     if (assemblyOverflow_) {
         sendError(h.callId, Code::kResourceExhaustedPersistent,
-                  "%s request of call %llu is larger than the firmware's %u-byte message limit",
+                  "%s request of call %llu is larger than the firmware's %" PRIu32 "-byte message limit",
                   methodName(assemblyMethod_), id, config_.maxMessageBytes);
         return;
     }
@@ -251,7 +253,7 @@ void RpcServer::enqueue(uint64_t callId, uint8_t method, const uint8_t* payload,
     if (queueCount_ == config_.queueDepth || !allocatePool(length, &offset)) {
         stats_.queueFull++;
         sendError(callId, Code::kResourceExhaustedTransient,
-                  "firmware request queue full (%u of %u requests queued): %s call %llu refused, retry later",
+                  "firmware request queue full (%" PRIu32 " of %" PRIu32 " requests queued): %s call %llu refused, retry later",
                   queueCount_, config_.queueDepth, methodName(method), static_cast<unsigned long long>(callId));
         return;
     }
@@ -338,7 +340,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             if (req->major != kProtocolMajor) {
                 setStatus(&rep->status,
                           FwStatus::make(Code::kDeviceUnavailable,
-                                         "protocol version mismatch: host '%s' speaks %u.%u, firmware speaks %u.%u",
+                                         "protocol version mismatch: host '%s' speaks %" PRIu32 ".%" PRIu32 ", firmware speaks %" PRIu32 ".%" PRIu32 "",
                                          req->host_version, req->major, req->minor, kProtocolMajor, kProtocolMinor));
             }
             return sendReply(id, entry.method, npu_proto_HelloReply_fields, rep);
@@ -538,7 +540,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             return sendReply(id, entry.method, npu_proto_CountersReply_fields, rep);
         }
         default:
-            return sendError(id, Code::kInvalidArgument, "unknown method %u (call %llu)", entry.method, idl);
+            return sendError(id, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)", uint32_t(entry.method), idl);
     }
 }
 
@@ -547,7 +549,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
 void RpcServer::sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply) {
     pb_ostream_t out = pb_ostream_from_buffer(replyBuffer_ + kFrameHeaderSize, config_.maxReplyBytes);
     if (!pb_encode(&out, fields, reply)) {
-        sendError(callId, Code::kGeneralFailure, "%s call %llu: cannot encode the reply (limit %u bytes): %s",
+        sendError(callId, Code::kGeneralFailure, "%s call %llu: cannot encode the reply (limit %" PRIu32 " bytes): %s",
                   methodName(method), static_cast<unsigned long long>(callId), config_.maxReplyBytes,
                   PB_GET_ERROR(&out));
         return;
