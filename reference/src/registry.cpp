@@ -10,7 +10,8 @@ const std::vector<OperationRegistration>& allOperations() {
         for (auto family : {ops::elementwiseOperations, ops::activationOperations, ops::convOperations,
                             ops::fullyConnectedOperations, ops::poolingOperations, ops::shapeOperations,
                             ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
-                            ops::spaceOperations, ops::slicingOperations}) {
+                            ops::spaceOperations, ops::slicingOperations,
+                            ops::quantizeOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

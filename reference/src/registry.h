@@ -33,6 +33,7 @@ std::vector<OperationRegistration> resizeOperations();
 std::vector<OperationRegistration> normalizationOperations();
 std::vector<OperationRegistration> spaceOperations();
 std::vector<OperationRegistration> slicingOperations();
+std::vector<OperationRegistration> quantizeOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.
