@@ -35,9 +35,7 @@ void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* 
             o->set_channel_dim(operand.channelQuant->channelDim);
         }
         if (operand.lifetime == hal::OperandLifeTime::SUBGRAPH) {
-            uint32_t index = 0;
-            std::memcpy(&index, model.operandValues.data() + operand.location.offset, sizeof(index));
-            o->set_subgraph(index);
+            o->set_subgraph(operand.location.offset);  // HAL: the referenced subgraph's index
         } else if (isConstant(operand.lifetime) && operand.location.length > 0) {
             const uint32_t len = operand.location.length;
             std::memcpy(staging + *cursor, constantBytes(model, operand), len);

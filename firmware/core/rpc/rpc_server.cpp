@@ -454,6 +454,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             setStatus(&rep->status, st);
             if (st.ok() || st.code == Code::kOutputInsufficientSize) {
                 rep->device_cycles = result->deviceCycles;
+                rep->clock_hz = result->clockHz;
                 const uint32_t outs = result->outputCount < kMaxIo ? result->outputCount : kMaxIo;
                 rep->output_shapes_count = static_cast<pb_size_t>(outs);
                 for (uint32_t i = 0; i < outs; ++i) {

@@ -161,7 +161,9 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
     const LoadedBlob* b = impl_->store.find(handle);
     if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
     const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes, impl_->config.irqTimeoutUs};
-    return executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
+    FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
+    result->clockHz = hardwareInfo().clockHz;
+    return status;
 }
 
 FwStatus Runtime::reset() {

@@ -166,16 +166,16 @@ TEST_CASE("loopback: a firmware of another protocol major version is refused wit
 
 TEST_CASE("loopback: an invalid model is rejected with INVALID_ARGUMENT before reaching the firmware", "[shim]") {
     auto l = openLoopback();
-    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
     tc.model.main.operations[0].inputs[0] = 999;
     auto prepared = l.device->prepareModel(tc.model);
     REQUIRE_FALSE(prepared.has_value());
     CHECK(prepared.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
 }
 
-TEST_CASE("loopback: a quantized ADD runs with device timing and a per-operation profile", "[shim]") {
+TEST_CASE("loopback: a quantized CONV_2D runs with device timing and a per-operation profile", "[shim]") {
     auto l = openLoopback();
-    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
     REQUIRE(runVector(*l.device, tc) == "pass");
     auto prepared = l.device->prepareModel(tc.model);
     REQUIRE(prepared.has_value());
@@ -199,7 +199,7 @@ TEST_CASE("unix: the shim starts npu-fwd, runs a model and stops the daemon", "[
     {
         auto device = shim::connectNpuDaemon(options);
         REQUIRE(device.has_value());
-        auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+        auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
         CHECK(runVector(**device, tc) == "pass");
     }
     std::filesystem::remove(options.socketPath);
@@ -235,7 +235,7 @@ TEST_CASE("unix: the daemon killed mid-call gives DEVICE_UNAVAILABLE within the 
     options.shim.executeTimeout = 10s;
     auto device = shim::connectNpuDaemon(options);
     REQUIRE(device.has_value());
-    auto tc = findVector("V1_0.jsonl.gz", "add_quant8");
+    auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
     auto prepared = (*device)->prepareModel(tc.model);
     REQUIRE(prepared.has_value());
     auto request = framework::makeRequest(tc);

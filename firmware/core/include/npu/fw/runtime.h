@@ -99,6 +99,7 @@ struct OutputShapeInfo {
 
 struct ExecResult {
     uint64_t deviceCycles = 0;
+    uint64_t clockHz = 0;  // the NPU clock the cycles count, to turn them into device time
     uint32_t profileCount = 0;
     OpProfile profile[kMaxOperations];
     uint32_t outputCount = 0;

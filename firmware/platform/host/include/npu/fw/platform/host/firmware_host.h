@@ -33,8 +33,10 @@ public:
 
     // Serves `transport` on a thread owned by this object until the peer closes or stop().
     void start(std::unique_ptr<proto::Transport> transport);
-    // Serves `transport` on the calling thread; returns when the peer closes or stop() is called.
-    void serve(proto::Transport& transport);
+    // Serves `transport` on the calling thread; returns when the peer closes, stop() is called
+    // or *externalStop becomes true. Whatever the client left prepared is released then: the
+    // next client starts from a reset firmware.
+    void serve(proto::Transport& transport, const std::atomic<bool>* externalStop = nullptr);
     void stop();
 
     int dramFd() const;

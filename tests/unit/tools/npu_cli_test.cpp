@@ -1,0 +1,101 @@
+// The npu command line as a user meets it: exit codes and messages for good and bad input.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    std::string output;  // stdout and stderr
+};
+
+Run npu(const std::string& args) {
+    std::string cmd = std::string(NPU_CLI_PATH) + " " + args + " 2>&1";
+    Run r;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    int status = pclose(p);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+const std::string kV10 = std::string(NPU_CTS_DIR) + "/V1_0.jsonl.gz";
+
+}  // namespace
+
+TEST_CASE("npu without a command prints usage and exits 2", "[cli]") {
+    auto r = npu("");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains("run"));
+}
+
+TEST_CASE("npu run with a missing file names the file", "[cli]") {
+    auto r = npu("run /nonexistent/x.jsonl --name foo");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains("/nonexistent/x.jsonl"));
+}
+
+TEST_CASE("npu run with an unknown vector name says so", "[cli]") {
+    auto r = npu("run " + kV10 + " --name no_such_vector");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains("no_such_vector"));
+}
+
+TEST_CASE("npu run with a bad transport is refused", "[cli]") {
+    auto r = npu("run " + kV10 + " --name conv_quant8 --transport carrier-pigeon");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains("carrier-pigeon"));
+}
+
+TEST_CASE("npu run of a malformed file reports the line", "[cli]") {
+    const std::string path = "/tmp/npu-cli-test-bad.jsonl";
+    FILE* f = fopen(path.c_str(), "w");
+    REQUIRE(f != nullptr);
+    fputs("{\"name\": \"x\", \"main\": 17}\n", f);
+    fclose(f);
+    auto r = npu("run " + path + " --name x");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains(":1"));
+    std::remove(path.c_str());
+}
+
+TEST_CASE("npu run on the NPU matches the expected outputs of a quantized vector", "[cli]") {
+    auto r = npu("run " + kV10 + " --name conv_quant8");
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("match"));
+    CHECK_THAT(r.output, Catch::Contains("cycles"));
+}
+
+TEST_CASE("npu run on the reference matches too", "[cli]") {
+    auto r = npu("run " + kV10 + " --name conv_quant8 --device reference");
+    CHECK(r.exitCode == 0);
+}
+
+TEST_CASE("npu run of an operation the NPU does not take exits 3", "[cli]") {
+    auto r = npu("run " + kV10 + " --name floor --device npu");
+    CHECK(r.exitCode == 3);
+    CHECK_THAT(r.output, Catch::Contains("FLOOR"));
+}
+
+TEST_CASE("npu demo runs the quantized CNN bit-exact with a cycle table", "[cli]") {
+    auto r = npu("demo");
+    INFO(r.output);
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("CONV_2D"));
+    CHECK_THAT(r.output, Catch::Contains("FULLY_CONNECTED"));
+    CHECK_THAT(r.output, Catch::Contains("match"));
+}
+
+TEST_CASE("npu info --json names the hardware configuration", "[cli]") {
+    auto r = npu("info --json");
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("array_rows"));
+    CHECK_THAT(r.output, Catch::Contains("clock_hz"));
+}
