@@ -11,7 +11,6 @@
 namespace npu::proto {
 
 namespace {
-constexpr std::chrono::milliseconds kReaderPoll{500};  // the reader re-checks closing_ this often
 constexpr size_t kReadChunk = 64 * 1024;
 }  // namespace
 
@@ -24,7 +23,7 @@ struct RpcClient::Pending {
     std::optional<Error> failure;
 };
 
-// Turns decoder events into completed calls; runs on the reader thread only.
+// Turns decoder events into completed calls; runs on the leading caller's thread only.
 class RpcClient::Reader final : public FrameListener {
 public:
     explicit Reader(RpcClient& client) : client_(client) {}
@@ -103,11 +102,11 @@ Result<std::unique_ptr<RpcClient>> RpcClient::create(std::unique_ptr<Transport> 
                                                        " bytes is outside [64, 1 GiB]");
     }
     std::unique_ptr<RpcClient> client(new RpcClient(std::move(transport), maxPayloadBytes));
-    try {
-        client->reader_ = std::thread([c = client.get()] { c->readerLoop(); });
-    } catch (const std::system_error& e) {
-        return fail(Error::Kind::kResourceExhausted, "RpcClient::create: cannot start the reader thread: " + std::string(e.what()));
-    }
+    client->reader_ = std::make_unique<Reader>(*client);
+    client->frameBuffer_.resize(FrameDecoder::bufferSizeFor(maxPayloadBytes));
+    client->decoder_ = std::make_unique<FrameDecoder>(client->frameBuffer_.data(), client->frameBuffer_.size(),
+                                                      maxPayloadBytes);
+    client->chunk_.resize(kReadChunk);
     return client;
 }
 
@@ -116,8 +115,7 @@ RpcClient::~RpcClient() { close(); }
 void RpcClient::close() {
     std::lock_guard lock(closeMutex_);
     closing_ = true;
-    transport_->shutdown();
-    if (reader_.joinable()) reader_.join();
+    transport_->shutdown();  // a leader blocked in read() returns kDisconnected
     failAll(Error{Error::Kind::kDisconnected, description_ + ": client closed"});
 }
 
@@ -136,28 +134,18 @@ void RpcClient::failAll(const Error& error) {
     for (auto& [id, p] : failed) p->done.notify_all();
 }
 
-void RpcClient::readerLoop() {
-    std::vector<uint8_t> frameBuffer(FrameDecoder::bufferSizeFor(maxPayload_));
-    FrameDecoder decoder(frameBuffer.data(), frameBuffer.size(), maxPayload_);
-    Reader reader(*this);
-    std::vector<uint8_t> chunk(kReadChunk);
-    std::vector<UniqueFd> fds;
-    while (!closing_.load()) {
-        fds.clear();
-        auto n = transport_->read(chunk, &fds, kReaderPoll);
-        for (auto& fd : fds) reader.fdInbox.push_back(std::move(fd));
-        if (!n) {
-            if (n.error().kind == Error::Kind::kTimeout) continue;
-            if (!closing_.load()) {
-                vlog("protocol", "%s: reader stops: %s", description_.c_str(), n.error().message.c_str());
-            }
-            decoder.finish(reader);
-            failAll(Error{Error::Kind::kDisconnected, description_ + ": " + n.error().message});
-            return;
-        }
-        decoder.feed(chunk.data(), *n, reader);
+void RpcClient::readOnce(std::chrono::milliseconds timeout) {
+    readFds_.clear();
+    auto n = transport_->read(chunk_, &readFds_, timeout);
+    for (auto& fd : readFds_) reader_->fdInbox.push_back(std::move(fd));
+    if (!n) {
+        if (n.error().kind == Error::Kind::kTimeout) return;
+        if (!closing_.load()) vlog("protocol", "%s: connection lost: %s", description_.c_str(), n.error().message.c_str());
+        decoder_->finish(*reader_);
+        failAll(Error{Error::Kind::kDisconnected, description_ + ": " + n.error().message});
+        return;
     }
-    failAll(Error{Error::Kind::kDisconnected, description_ + ": client closed"});
+    decoder_->feed(chunk_.data(), *n, *reader_);
 }
 
 Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
@@ -219,12 +207,29 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         return std::unexpected(e);
     }
 
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::unique_lock lock(mutex_);
-    if (!pending->done.wait_for(lock, timeout, [&] { return pending->complete; })) {
-        pending_.erase(callId);  // a late response will be counted as unknown
-        return fail(Error::Kind::kTimeout, std::string(name) + " (call " + std::to_string(callId) +
-                                               "): no response from " + description_ + " within " +
-                                               std::to_string(timeout.count()) + " ms");
+    while (!pending->complete) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+            pending_.erase(callId);  // a late response will be counted as unknown
+            return fail(Error::Kind::kTimeout, std::string(name) + " (call " + std::to_string(callId) +
+                                                   "): no response from " + description_ + " within " +
+                                                   std::to_string(timeout.count()) + " ms");
+        }
+        if (!leader_ && connected_.load()) {
+            // Lead: read the transport ourselves until our response is in or our time is up.
+            leader_ = true;
+            lock.unlock();
+            readOnce(std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
+            lock.lock();
+            leader_ = false;
+            // Whoever still waits may take the lead now.
+            for (auto& [id, other] : pending_) other->done.notify_one();
+            continue;
+        }
+        // Follow: the leader (or failAll) completes us, or hands the lead over.
+        pending->done.wait_until(lock, deadline);
     }
     lock.unlock();
     if (pending->failure) {

@@ -1,6 +1,10 @@
 #pragma once
 // The host end of the RPC channel: sends requests as frames, matches responses by call id.
-// One reader thread, owned and joined by the client; call() is safe from any number of threads.
+// call() is safe from any number of threads. There is no reader thread: a caller waiting for
+// its response reads the transport itself (leader/follower). One caller at a time leads; it
+// dispatches every response it reads, including other callers' (waking them), and hands the
+// lead to a waiting caller when its own call completes. A lone caller thus wakes up exactly
+// once per call, as with a bare socket, instead of being woken by a reader thread.
 
 #include <google/protobuf/message.h>
 
@@ -17,13 +21,14 @@
 #include <vector>
 
 #include "npu.pb.h"
+#include "npu/protocol/frame.h"
 #include "npu/protocol/transport.h"
 
 namespace npu::proto {
 
 class RpcClient {
 public:
-    // Starts the reader thread. maxPayloadBytes is the largest frame payload sent and accepted
+    // maxPayloadBytes is the largest frame payload sent and accepted
     // (the firmware's HelloReply.max_payload_bytes tells what it accepts); larger messages are
     // fragmented with the MORE flag.
     static Result<std::unique_ptr<RpcClient>> create(std::unique_ptr<Transport> transport,
@@ -47,7 +52,7 @@ public:
     // Frames the reader dropped as corrupt (CRC, oversize, garbage, bad version).
     uint64_t badFrames() const { return badFrames_.load(); }
     bool connected() const { return connected_.load(); }
-    // Shuts the transport down, fails pending calls with kDisconnected and joins the reader.
+    // Shuts the transport down and fails pending calls with kDisconnected.
     void close();
     std::string describe() const { return description_; }
 
@@ -58,7 +63,8 @@ private:
     struct Pending;
     class Reader;
     RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes);
-    void readerLoop();
+    // The leader's read: one transport read (up to `timeout`), fed to the decoder.
+    void readOnce(std::chrono::milliseconds timeout);
     void failAll(const Error& error);
     Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload, std::span<const int> fds);
 
@@ -76,7 +82,14 @@ private:
     std::atomic<bool> connected_{true};
     std::atomic<bool> closing_{false};
     std::mutex closeMutex_;
-    std::thread reader_;
+
+    // Leader state: only the caller holding the lead (leader_ under mutex_) touches these.
+    bool leader_ = false;
+    std::unique_ptr<Reader> reader_;
+    std::vector<uint8_t> frameBuffer_;
+    std::unique_ptr<FrameDecoder> decoder_;
+    std::vector<uint8_t> chunk_;
+    std::vector<UniqueFd> readFds_;
 };
 
 }  // namespace npu::proto
