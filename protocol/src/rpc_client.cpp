@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "npu/protocol/frame.h"
-#include "vlog.h"
+#include "npu/protocol/vlog.h"
 
 namespace npu::proto {
 

@@ -1,4 +1,4 @@
-#include "vlog.h"
+#include "npu/protocol/vlog.h"
 
 #include <cstdio>
 #include <cstdlib>

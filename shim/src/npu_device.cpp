@@ -1,9 +1,12 @@
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 
+#include "compilation_cache.h"
 #include "connection.h"
 #include "marshal.h"
+#include "npu/protocol/vlog.h"
 #include "npu/hal/validation.h"
 #include "npu/shim/npu_device.h"
 
@@ -192,20 +195,39 @@ public:
         return std::vector<bool>(reply.supported().begin(), reply.supported().end());
     }
 
+    Result<hal::NumberOfCacheFiles> getNumberOfCacheFilesNeeded() override {
+        return hal::NumberOfCacheFiles{kNumModelCacheFiles, kNumDataCacheFiles};
+    }
+
     Result<std::shared_ptr<hal::IPreparedModel>> prepareModel(
         const hal::Model& model, hal::ExecutionPreference preference, hal::Priority priority,
         const hal::Deadline& deadline, const std::vector<int>& modelCache,
-        const std::vector<int>& dataCache, const hal::CacheToken&) override {
+        const std::vector<int>& dataCache, const hal::CacheToken& token) override {
         NPU_TRY(hal::validateModel(model));
         NPU_TRY(hal::validateExecutionPreference(preference));
         NPU_TRY(hal::validatePriority(priority));
-        if (!modelCache.empty() || !dataCache.empty()) {
-            // getNumberOfCacheFilesNeeded reports 0/0 until compilation caching lands.
-            return invalidArgument("prepareModel: " + std::to_string(modelCache.size()) + " model-cache and " +
-                                   std::to_string(dataCache.size()) +
-                                   " data-cache files given, this driver needs 0 and 0");
-        }
         NPU_TRY(checkDeadline(deadline, "prepareModel"));
+        const bool halCaching = !modelCache.empty() || !dataCache.empty();
+        const bool directoryCaching = !halCaching && !connection_->options().cacheDirectory.empty();
+        CompilationCache* cache = nullptr;
+        if (halCaching || directoryCaching) {
+            auto c = compilationCache();
+            if (c) {
+                cache = *c;
+            } else {
+                proto::logError("cache", "prepareModel: compilation caching unavailable: %s", c.error().message.c_str());
+            }
+        }
+        if (directoryCaching && cache != nullptr && cache->hasDirectory()) {
+            auto hit = cache->lookup(model, preference);
+            if (hit && *hit) {
+                auto prepared = prepareFromImages(**hit, deadline);
+                if (prepared) return prepared;
+                proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling", prepared.error().message.c_str());
+            } else if (!hit) {
+                proto::vlog("cache", "cache directory lookup failed (%s); compiling", hit.error().message.c_str());
+            }
+        }
 
         proto::PrepareModelRequest request;
         auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
@@ -218,8 +240,34 @@ public:
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
 
         // The prepared model keeps the model for request validation (its I/O operands).
-        hal::Model ioModel = model;
-        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), std::move(ioModel));
+        auto prepared = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model);
+        if (cache != nullptr) {
+            // Caching never fails the compilation (the VTS caching tests expect the prepared
+            // model even when the files cannot be used); the caller's next load fails instead.
+            auto images = fetchImages(reply, model);
+            if (!images) {
+                proto::logError("cache", "prepareModel: cannot fetch the compiled blob for caching: %s",
+                                images.error().message.c_str());
+            } else if (halCaching) {
+                if (auto saved = cache->save(token, *images, modelCache, dataCache); !saved) {
+                    proto::logError("cache", "prepareModel: compilation not cached: %s", saved.error().message.c_str());
+                }
+            } else if (cache->hasDirectory()) {
+                if (auto kept = cache->remember(model, preference, *images); !kept) {
+                    proto::logError("cache", "prepareModel: compilation not cached: %s", kept.error().message.c_str());
+                }
+            }
+        }
+        return prepared;
+    }
+
+    Result<std::shared_ptr<hal::IPreparedModel>> prepareModelFromCache(
+        const hal::Deadline& deadline, const std::vector<int>& modelCache, const std::vector<int>& dataCache,
+        const hal::CacheToken& token) override {
+        NPU_TRY(checkDeadline(deadline, "prepareModelFromCache"));
+        CompilationCache* cache = NPU_TRY(compilationCache());
+        auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
+        return prepareFromImages(images, deadline);
     }
 
     Result<NpuInfo> info() {
@@ -251,7 +299,80 @@ public:
     }
 
 private:
+    Result<CompilationCache*> compilationCache() {
+        std::lock_guard lock(cacheMutex_);
+        if (!cache_) {
+            const auto& o = connection_->options();
+            cache_ = NPU_TRY(CompilationCache::open(o.cacheStateDirectory, o.cacheDirectory,
+                                                    std::string("npu-shim ") + kShimVersion,
+                                                    connection_->hello().firmware_version()));
+        }
+        return cache_.get();
+    }
+
+    // The firmware's blob of a freshly compiled model, in internal buffers.
+    Result<CacheImages> fetchImages(const proto::PrepareModelReply& prepared, const hal::Model& model) {
+        HostWindow& window = connection_->window();
+        const uint64_t modelBytes = prepared.model_blob_bytes();
+        const uint64_t dataBytes = prepared.data_blob_bytes();
+        WindowBlock modelBlock(&window, NPU_TRY(window.allocate(modelBytes)), modelBytes);
+        WindowBlock dataBlock(&window, NPU_TRY(window.allocate(dataBytes)), dataBytes);
+        proto::FetchBlobRequest request;
+        request.set_model_handle(prepared.model_handle());
+        request.set_model_blob_addr(modelBlock.addr());
+        request.set_model_blob_capacity(modelBytes);
+        request.set_data_blob_addr(dataBlock.addr());
+        request.set_data_blob_capacity(dataBytes);
+        proto::FetchBlobReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_FETCH_BLOB, request, reply, connection_->options().callTimeout,
+                                  "fetchBlob"));
+        NPU_TRY(checkStatus(reply.status(), "fetchBlob"));
+        if (reply.model_blob_bytes() > modelBytes || reply.data_blob_bytes() > dataBytes) {
+            return generalFailure("fetchBlob: the firmware wrote more than it announced");
+        }
+        CacheImages images;
+        images.model = encodeModelCache(model, {modelBlock.data(), reply.model_blob_bytes()});
+        images.data.assign(dataBlock.data(), dataBlock.data() + reply.data_blob_bytes());
+        return images;
+    }
+
+    // Hands a verified cached blob to the firmware (which validates it fully) without compiling.
+    Result<std::shared_ptr<hal::IPreparedModel>> prepareFromImages(const CacheImages& images,
+                                                                   const hal::Deadline& deadline) {
+        auto decoded = NPU_TRY(decodeModelCache(images.model));
+        HostWindow& window = connection_->window();
+        const uint64_t modelBytes = decoded.firmwareModelBlob.size();
+        const uint64_t dataBytes = images.data.size();
+        WindowBlock modelBlock(&window, NPU_TRY(window.allocate(modelBytes)), modelBytes);
+        WindowBlock dataBlock(&window, NPU_TRY(window.allocate(dataBytes)), dataBytes);
+        if (modelBytes > 0) std::memcpy(modelBlock.data(), decoded.firmwareModelBlob.data(), modelBytes);
+        if (dataBytes > 0) std::memcpy(dataBlock.data(), images.data.data(), dataBytes);
+        proto::PrepareFromCacheRequest request;
+        request.set_model_blob_addr(modelBlock.addr());
+        request.set_model_blob_bytes(modelBytes);
+        request.set_data_blob_addr(dataBlock.addr());
+        request.set_data_blob_bytes(dataBytes);
+        request.set_deadline_ns(budgetNs(deadline));
+        proto::PrepareModelReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_PREPARE_FROM_CACHE, request, reply,
+                                  waitFor(connection_->options().callTimeout, deadline), "prepareModelFromCache"));
+        if (reply.status().code() != 0) {
+            // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
+            // usable cache, compile again.
+            return generalFailure("prepareModelFromCache: firmware rejected the cached blob: " + reply.status().message());
+        }
+        if (reply.num_inputs() != decoded.ioModel.main.inputIndexes.size() ||
+            reply.num_outputs() != decoded.ioModel.main.outputIndexes.size()) {
+            // Wrapping the handle releases it in the firmware when `loaded` goes out of scope.
+            auto loaded = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), hal::Model{});
+            return generalFailure("prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
+        }
+        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), std::move(decoded.ioModel));
+    }
+
     std::shared_ptr<Connection> connection_;
+    std::mutex cacheMutex_;
+    std::unique_ptr<CompilationCache> cache_;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace npu::fw::host {
 
 namespace {
 constexpr std::chrono::milliseconds kPollInterval{50};  // how often a waiting loop checks stop()
-constexpr uint64_t kServerScratchBytes = 8ull << 20;    // per-request temporaries (model decoding)
+constexpr uint64_t kServerScratchBytes = 64ull << 20;   // per-request temporaries: model decoding, cached blobs
 }  // namespace
 
 struct FirmwareHost::Impl final : public FrameSink {

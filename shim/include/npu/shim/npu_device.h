@@ -27,6 +27,12 @@ struct ShimOptions {
     // The protocol major version this shim announces. Only tests change it, to check that a
     // firmware of another major version is refused.
     uint32_t protocolMajor = kProtocolMajor;
+    // Compilation caching (docs/caching.md). The state directory holds the per-installation
+    // secret and the {token -> hash} map; empty = $XDG_STATE_HOME/npu-stack.
+    std::string cacheStateDirectory;
+    // The driver-managed cache for callers that pass no cache files (nnCache): compilations
+    // keyed by model checksum, preference and device. Empty = off.
+    std::string cacheDirectory;
 };
 
 // Performs the version handshake over `transport` and maps the device-memory window.

@@ -1,6 +1,7 @@
 #pragma once
-// Minimal tagged logging for protocol/: one stderr line per message when NPU_VLOG contains the
-// tag or "all" (the project's logging convention, without a dependency on another folder).
+// The project's host-side logging facility: one stderr line per message when NPU_VLOG contains
+// the tag or "all" (tags: protocol, driver, cache, execution, compilation, ...). It lives in
+// protocol/ because that folder depends on nothing; the shim and the tools use it too.
 
 #include <cstdarg>
 
