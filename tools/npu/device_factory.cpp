@@ -14,18 +14,22 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
     if (choice.device != "npu") {
         return invalidArgument("--device: unknown device '" + choice.device + "' (expected npu or reference)");
     }
+    shim::ShimOptions shimOptions;
+    shimOptions.cacheDirectory = choice.cacheDir;
+    shimOptions.cacheStateDirectory = choice.cacheStateDir;
     if (choice.transport == "loopback") {
         auto loop = fw::host::startLoopbackFirmware();
         if (!loop) {
             return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "cannot start the in-process firmware: " + loop.error().message);
         }
         opened.firmware = std::move(loop->firmware);
-        opened.device = NPU_TRY(shim::createNpuDevice(std::move(loop->hostEnd)));
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(loop->hostEnd), shimOptions));
         return opened;
     }
     if (choice.transport == "unix") {
         shim::DaemonOptions options;
         options.socketPath = choice.socketPath;
+        options.shim = shimOptions;
         opened.device = NPU_TRY(shim::connectNpuDaemon(options));
         return opened;
     }

@@ -14,6 +14,8 @@ struct DeviceChoice {
     std::string device = "npu";          // npu | reference
     std::string transport = "loopback";  // loopback | unix
     std::string socketPath;              // unix: empty = the default path
+    std::string cacheDir;                // driver-managed compilation cache (empty = none)
+    std::string cacheStateDir;           // cache key secret and token map (empty = XDG state dir)
 };
 
 struct OpenedDevice {

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
     run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
     run->add_option("--name", name, "the vector's name")->required();
     addDeviceOptions(run, true);
+    run->add_option("--cache-dir", choice.cacheDir, "keep compilations in DIR and reuse them (driver-managed cache)");
+    run->add_option("--cache-state-dir", choice.cacheStateDir, "the cache key's secret and token map (default: XDG state dir)");
 
     auto* demo = app.add_subcommand("demo", "The main job: a small quantized CNN through the whole stack");
     addDeviceOptions(demo, false);
@@ -45,6 +47,18 @@ int main(int argc, char** argv) {
     benchRpc->add_flag("--json", json, "print JSON");
     benchRpc->add_option("--iterations", iterations, "round trips per figure")->check(CLI::Range(10, 1000000))->capture_default_str();
 
+    auto* benchCache = bench->add_subcommand("cache", "Compile vs. prepare-from-cache of the largest model the NPU compiles, and hashing throughput");
+    benchCache->add_flag("--json", json, "print JSON");
+    int cacheIterations = 20;
+    benchCache->add_option("--iterations", cacheIterations, "prepares per figure")->check(CLI::Range(3, 100000))->capture_default_str();
+
+    std::string cacheAction, cacheDir, cacheStateDir;
+    auto* cache = app.add_subcommand("cache", "Inspect, verify or clear the compilation cache");
+    cache->add_option("action", cacheAction, "list, verify or clear")->required()->check(CLI::IsMember({"list", "verify", "clear"}));
+    cache->add_option("dir", cacheDir, "a driver-managed cache directory (npu run --cache-dir); without it, the token map only");
+    cache->add_option("--state-dir", cacheStateDir, "the cache state directory (default: XDG state dir)");
+    cache->add_flag("--json", json, "print JSON");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -55,5 +69,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json);
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations);
+    if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations);
+    if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
+#include <filesystem>
+#include <unistd.h>
 
 namespace {
 
@@ -98,4 +100,28 @@ TEST_CASE("npu info --json names the hardware configuration", "[cli]") {
     CHECK(r.exitCode == 0);
     CHECK_THAT(r.output, Catch::Contains("array_rows"));
     CHECK_THAT(r.output, Catch::Contains("clock_hz"));
+}
+
+TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies and clears it", "[cli][caching]") {
+    const std::string root = "/tmp/npu-cli-cache-" + std::to_string(getpid());
+    const std::string dirs = " --cache-dir " + root + "/compilations --cache-state-dir " + root + "/state";
+    for (int i = 0; i < 2; ++i) {
+        auto r = npu("run " + kV10 + " --name conv_quant8" + dirs);
+        INFO(r.output);
+        CHECK(r.exitCode == 0);
+    }
+    const std::string where = " " + root + "/compilations --state-dir " + root + "/state";
+    auto list = npu("cache list" + where + " --json");
+    INFO(list.output);
+    CHECK(list.exitCode == 0);
+    CHECK_THAT(list.output, Catch::Contains("\"entries\"") && Catch::Contains("model_bytes"));
+    auto verify = npu("cache verify" + where);
+    CHECK(verify.exitCode == 0);
+    CHECK_THAT(verify.output, Catch::Contains("1 good, 0 bad"));
+    CHECK(npu("cache clear" + where).exitCode == 0);
+    auto empty = npu("cache list" + where);
+    CHECK_THAT(empty.output, Catch::Contains("(0 entries)"));
+    auto bad = npu("cache frobnicate");
+    CHECK(bad.exitCode == 2);
+    std::filesystem::remove_all(root);
 }
