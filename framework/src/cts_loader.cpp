@@ -415,6 +415,15 @@ Result<std::vector<TestCase>> loadCtsFile(const std::string& path) {
     return out;
 }
 
+Result<TestCase> findTestCase(const std::string& path, const std::string& name) {
+    auto reader = NPU_TRY(CtsReader::open(path));
+    while (true) {
+        auto tc = NPU_TRY(reader->next());
+        if (!tc) return invalidArgument("no vector named '" + name + "' in " + path);
+        if (tc->name == name) return std::move(*tc);
+    }
+}
+
 std::string ctsDataDir() {
     const char* env = std::getenv("NPU_CTS_DIR");
     if (env != nullptr && *env != '\0') return env;

@@ -85,26 +85,9 @@ std::string deviceLabel(const DeviceChoice& c) { return c.device == "npu" ? "npu
 }  // namespace
 
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json) {
-    auto reader = framework::CtsReader::open(file);
-    if (!reader) {
-        printError("run", reader.error());
-        return 2;
-    }
-    std::optional<framework::TestCase> found;
-    while (true) {
-        auto next = (*reader)->next();
-        if (!next) {
-            printError("run", next.error());
-            return 2;
-        }
-        if (!next->has_value()) break;
-        if ((*next)->name == name) {
-            found = std::move(**next);
-            break;
-        }
-    }
+    auto found = framework::findTestCase(file, name);
     if (!found) {
-        fmt::print(stderr, "npu run: no vector named '{}' in {}\n", name, file);
+        printError("run", found.error());
         return 2;
     }
     auto opened = openDevice(choice);

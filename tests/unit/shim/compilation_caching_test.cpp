@@ -20,14 +20,9 @@ using namespace npu;
 namespace fs = std::filesystem;
 
 framework::TestCase vector(const std::string& file, const std::string& name) {
-    auto reader = framework::CtsReader::open(framework::ctsDataDir() + "/" + file);
-    REQUIRE(reader.has_value());
-    while (true) {
-        auto next = (*reader)->next();
-        REQUIRE(next.has_value());
-        REQUIRE(next->has_value());
-        if ((*next)->name == name) return std::move(**next);
-    }
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/" + file, name);
+    REQUIRE(tc.has_value());
+    return std::move(*tc);
 }
 
 struct Fixture {

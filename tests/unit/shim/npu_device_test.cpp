@@ -72,14 +72,9 @@ std::unique_ptr<Daemon> startDaemon(const char* tag) {
 }
 
 framework::TestCase findVector(const std::string& file, const std::string& name) {
-    auto reader = framework::CtsReader::open(framework::ctsDataDir() + "/" + file);
-    REQUIRE(reader.has_value());
-    while (true) {
-        auto next = (*reader)->next();
-        REQUIRE(next.has_value());
-        REQUIRE(next->has_value());
-        if ((*next)->name == name) return std::move(**next);
-    }
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/" + file, name);
+    REQUIRE(tc.has_value());
+    return std::move(*tc);
 }
 
 // Runs one vector; returns "pass", "fail: ...", "unsupported", or "rejected" (expect_failure).

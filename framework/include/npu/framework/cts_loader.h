@@ -58,6 +58,8 @@ Result<TestCase> parseCtsLine(const std::string& line, const std::string& where)
 
 // All test cases of one file.
 Result<std::vector<TestCase>> loadCtsFile(const std::string& path);
+// The vector named `name` in the file at `path`; INVALID_ARGUMENT naming both when absent.
+Result<TestCase> findTestCase(const std::string& path, const std::string& name);
 
 // Absolute path of the vendored tests/cts folder; the environment variable NPU_CTS_DIR
 // overrides the path compiled in by meson.
