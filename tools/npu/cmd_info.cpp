@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include "commands.h"
 #include "npu/shim/npu_device.h"
 
@@ -62,9 +64,12 @@ int cmdInfo(const DeviceChoice& choice, bool json) {
     fmt::print("  DRAM               {} B/cycle, {} cycles latency, {} MiB ({} MiB host window)\n",
                info->dramBytesPerCycle, info->dramLatencyCycles, info->deviceMemoryBytes >> 20, info->hostWindowBytes >> 20);
     fmt::print("capabilities (exec time relative to the CPU reference; lower is faster)\n");
+    auto perf = [](float v) { return v >= std::numeric_limits<float>::max() ? std::string("unsupported") : fmt::format("{:.2f}", v); };
     for (const auto& p : caps->operandPerformance) {
-        fmt::print("  {:<32} {:>6.2f}\n", hal::toString(p.type), p.info.execTime);
+        fmt::print("  {:<32} {:>11}\n", hal::toString(p.type), perf(p.info.execTime));
     }
+    fmt::print("  {:<32} {:>11}\n", "relaxed float32 (tensor)", perf(caps->relaxedFloat32toFloat16PerformanceTensor.execTime));
+    fmt::print("  {:<32} {:>11}\n", "IF / WHILE", perf(caps->ifPerformance.execTime));
     fmt::print("  compilation cache  {} model file(s), {} data file(s)\n", cacheFiles->numModelCache, cacheFiles->numDataCache);
     return 0;
 }

@@ -1,5 +1,6 @@
 // Service over the firmware Runtime: translates wire structs to the runtime's API.
 #include <cstdio>
+#include <cfloat>
 #include <cstring>
 
 #include "blob_format.h"
@@ -15,21 +16,23 @@ bool RuntimeService::inDram(uint64_t addr, uint64_t length) const {
 void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
     const HardwareInfo hw = runtime_.hardwareInfo();
     reply->has_status = true;
-    // Relative figures (NNAPI: lower is better, 1.0 = the CPU); the NPU is quoted as faster and
-    // cheaper for every operand type it runs.
+    // Relative figures (NNAPI: lower is better, 1.0 = the CPU): the NPU is quoted as faster and
+    // cheaper for what it runs; FLT_MAX (the HAL's "unsupported") for the rest: it runs no float
+    // (so no relaxed float) and no control flow.
     const npu_proto_PerformanceInfo fast = {0.1f, 0.1f};
+    const npu_proto_PerformanceInfo unsupported = {FLT_MAX, FLT_MAX};
     reply->has_relaxed_scalar = reply->has_relaxed_tensor = true;
-    reply->relaxed_scalar = reply->relaxed_tensor = fast;
+    reply->relaxed_scalar = reply->relaxed_tensor = unsupported;
     reply->has_if_performance = reply->has_while_performance = true;
-    reply->if_performance = reply->while_performance = {1.0f, 1.0f};
-    // HAL OperandType values the firmware claims: TENSOR_FLOAT32 (3), TENSOR_INT32 (4),
-    // TENSOR_QUANT8_ASYMM (5), TENSOR_QUANT8_SYMM_PER_CHANNEL (11), TENSOR_QUANT8_ASYMM_SIGNED (14).
-    const uint32_t types[] = {3, 4, 5, 11, 14};
-    for (uint32_t t : types) {
+    reply->if_performance = reply->while_performance = unsupported;
+    // Every HAL operand type, sorted (the HAL's nonExtensionOperandPerformance): the types the
+    // compiler takes are quoted as fast, the others as unsupported (FLT_MAX).
+    constexpr uint32_t kLastOperandType = 15;  // SUBGRAPH
+    for (uint32_t t = 0; t <= kLastOperandType; ++t) {
         npu_proto_OperandPerformance& p = reply->operand_performance[reply->operand_performance_count++];
         p.type = t;
         p.has_info = true;
-        p.info = fast;
+        p.info = Runtime::claimsOperandType(t) ? fast : unsupported;
     }
     reply->has_hw = true;
     reply->hw.clock_hz = hw.clockHz;

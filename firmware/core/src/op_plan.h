@@ -12,6 +12,9 @@ namespace npu::fw {
 
 namespace hal {
 inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5;
+// The operand types some compiled operation accepts: Capabilities quotes these as fast and every
+// other type as unsupported (FLT_MAX). Keep in step with the type checks of the planners.
+inline constexpr uint32_t kClaimedOperandTypes[] = {kInt32, kBool, kTensorInt32, kTensorQuant8Asymm};
 inline constexpr uint32_t kTemporary = 0, kSubgraphInput = 1, kSubgraphOutput = 2,
                           kConstantCopy = 3, kConstantReference = 4, kNoValue = 5;
 inline constexpr uint32_t kOpAdd = 0, kOpConv2d = 3, kOpFullyConnected = 9;

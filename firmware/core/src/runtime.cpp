@@ -7,6 +7,7 @@
 #include "compiler.h"
 #include "dram_allocator.h"
 #include "executor.h"
+#include "op_plan.h"
 #include "hwsim/isa/registers.h"
 
 namespace npu::fw {
@@ -172,6 +173,13 @@ FwStatus Runtime::reset() {
     impl_->dram.clear();
     resetNpu(impl_->platform);
     return FwStatus::okStatus();
+}
+
+bool Runtime::claimsOperandType(uint32_t type) {
+    for (uint32_t t : hal::kClaimedOperandTypes) {
+        if (t == type) return true;
+    }
+    return false;
 }
 
 uint32_t Runtime::loadedModels() const {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -141,6 +142,20 @@ TEST_CASE("loopback: handshake gives an ACCELERATOR with versions and capabiliti
     auto caps = l.device->getCapabilities();
     REQUIRE(caps.has_value());
     CHECK_FALSE(caps->operandPerformance.empty());
+    // Every operand type, sorted; what the NPU does not run is quoted as unsupported (FLT_MAX).
+    REQUIRE(caps->operandPerformance.size() == 16);
+    for (size_t i = 1; i < caps->operandPerformance.size(); ++i) {
+        CHECK(caps->operandPerformance[i - 1].type < caps->operandPerformance[i].type);
+    }
+    auto perf = [&](hal::OperandType t) {
+        for (const auto& p : caps->operandPerformance) {
+            if (p.type == t) return p.info.execTime;
+        }
+        return 0.0f;
+    };
+    CHECK(perf(hal::OperandType::TENSOR_QUANT8_ASYMM) < 1.0f);
+    CHECK(perf(hal::OperandType::TENSOR_FLOAT32) == std::numeric_limits<float>::max());
+    CHECK(caps->ifPerformance.execTime == std::numeric_limits<float>::max());
     auto info = shim::queryNpuInfo(*l.device);
     REQUIRE(info.has_value());
     CHECK(info->protocolMajor == shim::kProtocolMajor);

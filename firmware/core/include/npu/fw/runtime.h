@@ -163,6 +163,8 @@ public:
     FwStatus retain(uint32_t handle);
 
     uint32_t loadedModels() const;
+    // True iff some operation the compiler claims accepts operands of this HAL OperandType.
+    static bool claimsOperandType(uint32_t type);
 
 private:
     struct Impl;
