@@ -3,7 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "commands.h"
+#include "npu/framework/graph_dump.h"
 #include "demo_network.h"
 #include "npu/shim/npu_device.h"
 #include "runner.h"
@@ -84,11 +87,20 @@ std::string deviceLabel(const DeviceChoice& c) { return c.device == "npu" ? "npu
 
 }  // namespace
 
-int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json) {
+int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json,
+           const std::string& dotFile) {
     auto found = framework::findTestCase(file, name);
     if (!found) {
         printError("run", found.error());
         return 2;
+    }
+    if (!dotFile.empty()) {
+        std::ofstream dot(dotFile);
+        if (dot) framework::graphDump(found->model, dot, name);
+        if (!dot) {
+            fmt::print(stderr, "npu run: cannot write the graph to {}\n", dotFile);
+            return 2;
+        }
     }
     auto opened = openDevice(choice);
     if (!opened) {

@@ -9,7 +9,8 @@ namespace npu::tools {
 // Each command returns the process exit code: 0 ok, 1 failure or mismatch, 2 bad usage or
 // input, 3 the device does not support the model.
 int cmdInfo(const DeviceChoice& choice, bool json);
-int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json);
+int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json,
+           const std::string& dotFile = {});
 int cmdDemo(const DeviceChoice& choice, bool json);
 int cmdBenchRpc(bool json, int iterations);
 // npu cache list|verify|clear [DIR]: the token map in the state directory and, with DIR, the

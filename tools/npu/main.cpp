@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
     run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
     run->add_option("--name", name, "the vector's name")->required();
     addDeviceOptions(run, true);
+    std::string dotFile;
+    run->add_option("--dot", dotFile, "also write the model as a Graphviz graph to FILE");
     run->add_option("--cache-dir", choice.cacheDir, "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", choice.cacheStateDir, "the cache key's secret and token map (default: XDG state dir)");
 
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
     }
 
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
-    if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json);
+    if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json, dotFile);
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations);
