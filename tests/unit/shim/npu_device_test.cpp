@@ -58,11 +58,12 @@ struct Daemon {
     }
 };
 
-std::unique_ptr<Daemon> startDaemon(const char* tag) {
+std::unique_ptr<Daemon> startDaemon(const char* tag, std::vector<std::string> extra = {}) {
     auto d = std::make_unique<Daemon>();
     d->socket = tempSocket(tag);
     std::string binary = NPU_FWD_TEST_PATH;
     std::vector<std::string> args = {binary, "--socket", d->socket};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -235,6 +236,36 @@ TEST_CASE("unix: a protocol major mismatch with the daemon is refused", "[shim]"
     REQUIRE_FALSE(device.has_value());
     CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
     CHECK_THAT(device.error().message, Catch::Contains("protocol"));
+}
+
+TEST_CASE("unix: several clients share one daemon, each with its own NPU; one too many is refused", "[shim]") {
+    auto daemon = startDaemon("clients", {"--max-clients", "2"});
+    shim::DaemonOptions options;
+    options.socketPath = daemon->socket;
+    options.spawnIfAbsent = false;
+    options.shim.callTimeout = 3s;
+    auto first = shim::connectNpuDaemon(options);
+    auto second = shim::connectNpuDaemon(options);
+    REQUIRE(first.has_value());
+    REQUIRE(second.has_value());
+    auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
+    auto a = std::async(std::launch::async, [&] { return runVector(**first, tc); });
+    auto b = std::async(std::launch::async, [&] { return runVector(**second, tc); });
+    CHECK(a.get() == "pass");
+    CHECK(b.get() == "pass");
+    auto third = shim::connectNpuDaemon(options);
+    REQUIRE_FALSE(third.has_value());
+    CHECK(third.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    // A place frees up when a client leaves.
+    first->reset();
+    std::shared_ptr<hal::IDevice> again;
+    for (int i = 0; i < 100 && !again; ++i) {
+        auto d = shim::connectNpuDaemon(options);
+        if (d) again = *d;
+        else std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE(again != nullptr);
+    CHECK(runVector(*again, tc) == "pass");
 }
 
 TEST_CASE("unix: the daemon killed mid-call gives DEVICE_UNAVAILABLE within the timeout", "[shim]") {

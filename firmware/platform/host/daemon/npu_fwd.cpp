@@ -1,12 +1,18 @@
-// npu-fwd: the firmware daemon. It serves one simulated NPU (firmware runtime + hwsim) over a
-// Unix socket, one client connection at a time; the device DRAM is passed to the client as a
-// memfd with SCM_RIGHTS at the handshake.
+// npu-fwd: the firmware daemon. It serves simulated NPUs (firmware runtime + hwsim) over a
+// Unix socket. Each client connection gets its own NPU instance (its own device DRAM, passed to
+// the client as a memfd with SCM_RIGHTS at the handshake), served on a thread of its own, so
+// several test processes can share one daemon; at most --max-clients at once, a further client
+// is refused (its connection is closed at once, which its shim reports as DEVICE_UNAVAILABLE).
 //
-//   npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS]
+//   npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS] [--max-clients N]
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -30,10 +36,11 @@ std::string defaultSocketPath() {
 int usage(const char* msg) {
     std::fprintf(stderr,
                  "npu-fwd: %s\n"
-                 "usage: npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS]\n"
+                 "usage: npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS] [--max-clients N]\n"
                  "  --socket PATH       listen on PATH (default %s)\n"
                  "  --once              exit after the first client disconnects\n"
-                 "  --idle-exit SECONDS exit when no client has connected for SECONDS (0 = never)\n",
+                 "  --idle-exit SECONDS exit when no client has been connected for SECONDS (0 = never)\n"
+                 "  --max-clients N     clients served at once, each with its own NPU (default 8)\n",
                  msg, defaultSocketPath().c_str());
     return 2;
 }
@@ -44,6 +51,7 @@ int main(int argc, char** argv) {
     std::string socketPath = defaultSocketPath();
     bool once = false;
     long idleExit = 0;
+    long maxClients = 8;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--socket" && i + 1 < argc) {
@@ -54,6 +62,10 @@ int main(int argc, char** argv) {
             char* end = nullptr;
             idleExit = std::strtol(argv[++i], &end, 10);
             if (end == nullptr || *end != '\0' || idleExit < 0) return usage("--idle-exit takes a whole number of seconds");
+        } else if (arg == "--max-clients" && i + 1 < argc) {
+            char* end = nullptr;
+            maxClients = std::strtol(argv[++i], &end, 10);
+            if (end == nullptr || *end != '\0' || maxClients < 1 || maxClients > 64) return usage("--max-clients takes a number from 1 to 64");
         } else if (arg == "--help" || arg == "-h") {
             usage("the firmware daemon");
             return 0;
@@ -73,29 +85,62 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "npu-fwd: cannot listen on %s: %s\n", socketPath.c_str(), listener.error().message.c_str());
         return 1;
     }
-    auto firmware = npu::fw::host::FirmwareHost::create();
-    if (!firmware) {
-        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", firmware.error().message.c_str());
+    // Fail early (before accepting anyone) if a firmware cannot be created at all.
+    if (auto probe = npu::fw::host::FirmwareHost::create(); !probe) {
+        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", probe.error().message.c_str());
         return 1;
     }
     std::fprintf(stderr, "npu-fwd: listening on %s\n", socketPath.c_str());
 
+    struct Session {
+        std::thread thread;
+        std::atomic<bool> done{false};
+    };
+    std::list<Session> sessions;
+    auto reap = [&] {
+        for (auto it = sessions.begin(); it != sessions.end();) {
+            if (it->done.load()) {
+                it->thread.join();
+                it = sessions.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    };
     long idleMs = 0;
+    bool servedOne = false;
     while (!gStop.load()) {
+        reap();
+        if (once && servedOne && sessions.empty()) break;
         auto transport = (*listener)->accept(std::chrono::milliseconds(200));
         if (!transport) {
             if (transport.error().kind != npu::proto::Error::Kind::kTimeout) {
                 std::fprintf(stderr, "npu-fwd: accept failed: %s\n", transport.error().message.c_str());
-                return 1;
+                break;
             }
-            idleMs += 200;
+            idleMs = sessions.empty() ? idleMs + 200 : 0;
             if (idleExit > 0 && idleMs >= idleExit * 1000) break;
             continue;
         }
         idleMs = 0;
-        (*firmware)->serve(**transport, &gStop);
-        if (once) break;
+        if (static_cast<long>(sessions.size()) >= maxClients || (once && servedOne)) {
+            std::fprintf(stderr, "npu-fwd: refusing a client: %zu of %ld clients connected\n", sessions.size(), maxClients);
+            continue;  // the transport closes here: the client sees the connection lost
+        }
+        servedOne = true;
+        Session& session = sessions.emplace_back();
+        session.thread = std::thread([&session, t = std::shared_ptr<npu::proto::Transport>(std::move(*transport))] {
+            auto firmware = npu::fw::host::FirmwareHost::create();
+            if (firmware) {
+                (*firmware)->serve(*t, &gStop);
+            } else {
+                std::fprintf(stderr, "npu-fwd: cannot start a firmware for a client: %s\n", firmware.error().message.c_str());
+            }
+            session.done.store(true);
+        });
     }
+    gStop.store(true);  // ends every session's serve loop within its poll interval
+    for (auto& s : sessions) s.thread.join();
     unlink(socketPath.c_str());
     return 0;
 }
