@@ -11,7 +11,7 @@ const std::vector<OperationRegistration>& allOperations() {
                             ops::fullyConnectedOperations, ops::poolingOperations, ops::shapeOperations,
                             ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
                             ops::spaceOperations, ops::slicingOperations,
-                            ops::quantizeOperations}) {
+                            ops::quantizeOperations, ops::lstmOperations, ops::rnnOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

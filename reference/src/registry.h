@@ -34,6 +34,8 @@ std::vector<OperationRegistration> normalizationOperations();
 std::vector<OperationRegistration> spaceOperations();
 std::vector<OperationRegistration> slicingOperations();
 std::vector<OperationRegistration> quantizeOperations();
+std::vector<OperationRegistration> lstmOperations();
+std::vector<OperationRegistration> rnnOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.
