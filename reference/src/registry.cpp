@@ -11,7 +11,8 @@ const std::vector<OperationRegistration>& allOperations() {
                             ops::fullyConnectedOperations, ops::poolingOperations, ops::shapeOperations,
                             ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
                             ops::spaceOperations, ops::slicingOperations,
-                            ops::quantizeOperations, ops::lstmOperations, ops::rnnOperations}) {
+                            ops::quantizeOperations, ops::lstmOperations, ops::rnnOperations,
+                            ops::lookupOperations, ops::randomOperations, ops::topkOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

@@ -36,6 +36,9 @@ std::vector<OperationRegistration> slicingOperations();
 std::vector<OperationRegistration> quantizeOperations();
 std::vector<OperationRegistration> lstmOperations();
 std::vector<OperationRegistration> rnnOperations();
+std::vector<OperationRegistration> lookupOperations();
+std::vector<OperationRegistration> randomOperations();
+std::vector<OperationRegistration> topkOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.
