@@ -39,7 +39,7 @@ inline constexpr uint32_t kHwConfig1LanesShift = 0, kHwConfig1DataflowShift = 16
                           kHwConfig1QueueDepthShift = 24;
 inline constexpr uint32_t kHwConfig5LatencyShift = 0, kHwConfig5DmaBytesShift = 16;
 
-enum class Dataflow : uint32_t { kOutputStationary = 0, kWeightStationary = 1 };
+enum class Dataflow : uint32_t { kOutputStationary = 0, kWeightStationary = 1, kInputStationary = 2 };
 
 // ---- Control and status -----------------------------------------------------------------------
 inline constexpr uint32_t kRegCtrl = 0x020;    // RW

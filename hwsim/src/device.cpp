@@ -16,7 +16,8 @@ uint64_t setHi(uint64_t v, uint32_t hi) { return (v & uint64_t{0xFFFFFFFF}) | (u
 Device::Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize)
     : state_(std::make_unique<DeviceState>()) {
     DeviceState& s = *state_;
-    s.config = isValid(config) ? config : HwConfig{};
+    if (auto ok = validate(config); !ok) configError_ = ok.error();
+    s.config = configError_.empty() ? config : HwConfig{};
     s.dram = dram;
     s.dramSize = dram != nullptr ? dramSize : 0;
     s.scratchpad.assign(s.config.scratchpadBytes, 0);
@@ -25,6 +26,12 @@ Device::Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize)
 }
 
 Device::~Device() = default;
+
+Result<std::unique_ptr<Device>> Device::create(const HwConfig& config, uint8_t* dram,
+                                               uint64_t dramSize) {
+    if (auto ok = validate(config); !ok) return std::unexpected("hwsim: invalid config: " + ok.error());
+    return std::make_unique<Device>(config, dram, dramSize);
+}
 
 const HwConfig& Device::config() const { return state_->config; }
 uint64_t Device::cycles() const { return processor_->now(); }

@@ -1,3 +1,4 @@
+#include "npu/hwsim/systolic_model.h"
 #include "units.h"
 
 namespace npu::sim {
@@ -17,18 +18,12 @@ constexpr uint32_t kKnownMacFlags =
 
 }  // namespace
 
-// Output-stationary: each fold keeps an R x C block of outputs in the array while K operands
-// stream through (K cycles) plus the skew to fill and drain the array (R + C - 2).
-// Weight-stationary: each fold pins an R x C block of weights and streams M input rows.
+// Each fold runs isolated (fill and drain not overlapped across commands' folds): the cost
+// SCALE-Sim v2 charges, see npu/hwsim/systolic_model.h.
 uint64_t MacArray::foldCycles(uint64_t m, uint64_t k, uint64_t n) const {
-    const uint64_t rows = s_.config.arrayRows, cols = s_.config.arrayCols;
-    const uint64_t skew = rows + cols - 2;
-    if (s_.config.dataflow == isa::Dataflow::kWeightStationary) {
-        const uint64_t folds = ((k + rows - 1) / rows) * ((n + cols - 1) / cols);
-        return folds * (m + skew + rows);  // + rows: loading the weights into the array
-    }
-    const uint64_t folds = ((m + rows - 1) / rows) * ((n + cols - 1) / cols);
-    return folds * (k + skew);
+    const HwConfig& c = s_.config;
+    const ArrayMapping a = mapGemm(c.dataflow, c.arrayRows, c.arrayCols, m, n, k);
+    return a.folds() * isolatedFoldCycles(c.dataflow, c.arrayRows, c.arrayCols, a.t);
 }
 
 UnitResult MacArray::gemm(const isa::Command& c) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cmd_sim.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
     cache->add_option("--state-dir", cacheStateDir, "the cache state directory (default: XDG state dir)");
     cache->add_flag("--json", json, "print JSON");
 
+    npu::tools::SimCli simCli(app);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -72,6 +75,7 @@ int main(int argc, char** argv) {
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations);
+    if (simCli.parsed()) return simCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "npu/hwsim/config.h"
 
@@ -29,8 +30,11 @@ struct UnitStats {
 class Device {
 public:
     // `dram` must outlive the device; the device never touches memory outside [dram, dram+size).
-    // An invalid config (see isValid) is replaced by the defaults: the register map reports what
-    // actually runs.
+    // Rejects an invalid config with validate()'s message (the field, its value, the limit).
+    static Result<std::unique_ptr<Device>> create(const HwConfig& config, uint8_t* dram,
+                                                  uint64_t dramSize);
+    // Never fails, so it stays safe where a Result cannot be returned (SimPlatform's member):
+    // an invalid config runs the defaults instead, and configError() says why. Prefer create().
     Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize);
     ~Device();
     Device(const Device&) = delete;
@@ -42,6 +46,8 @@ public:
     bool irqPending() const;
 
     const HwConfig& config() const;
+    // Empty when the config given to the constructor was valid; else validate()'s message.
+    const std::string& configError() const { return configError_; }
     uint64_t cycles() const;  // device time, never frozen or reset (the PMU counter may be)
     UnitStats unitStats() const;
 
@@ -52,6 +58,7 @@ public:
 private:
     std::unique_ptr<DeviceState> state_;
     std::unique_ptr<CommandProcessor> processor_;
+    std::string configError_;
 };
 
 }  // namespace npu::sim

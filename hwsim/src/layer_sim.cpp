@@ -1,0 +1,390 @@
+#include "npu/hwsim/layer_sim.h"
+
+#include <algorithm>
+
+#include "npu/hwsim/systolic_model.h"
+
+namespace npu::sim {
+
+namespace {
+
+// A DMA burst is 16 bus beats; at most dmaMaxOutstanding bursts are in flight, so a long
+// transfer streams at min(bus, DRAM, cap * burst / (latency + burst time)) bytes per cycle.
+uint64_t transferCycles(const HwConfig& c, uint64_t bytes) {
+    if (bytes == 0) return 0;
+    const uint64_t bw = std::min(c.dmaBytesPerCycle, c.dramBytesPerCycle);
+    const uint64_t burst = uint64_t{c.dmaBytesPerCycle} * 16;
+    const uint64_t burstCycles = ceilDiv(burst, bw);
+    const uint64_t bandwidthBound = ceilDiv(bytes, bw);
+    const uint64_t capBound =
+        ceilDiv(bytes * (c.dramLatencyCycles + burstCycles), uint64_t{c.dmaMaxOutstanding} * burst);
+    return c.dramLatencyCycles + std::max(bandwidthBound, capBound);
+}
+
+size_t latencyBucket(uint64_t latency) {
+    size_t b = 0;
+    while (latency > 1 && b + 1 < kLatencyBuckets) {
+        latency >>= 1;
+        ++b;
+    }
+    return b;
+}
+
+size_t ui(Unit u) { return static_cast<size_t>(u); }
+
+struct Dims {
+    uint64_t m, n, k, ofmH = 0, ofmW = 0;
+    uint64_t ifmapBytes;  // the real input tensor (a conv's im2col matrix is M*K, its input H*W*C)
+};
+
+Result<Dims> dimsOf(const LayerSpec& l) {
+    auto need = [&](uint64_t v, const char* field) -> Result<void> {
+        if (v == 0) return std::unexpected("layer " + l.name + ": " + field + " = 0: must be >= 1");
+        if (v > (uint64_t{1} << 24)) {
+            return std::unexpected("layer " + l.name + ": " + field + " = " + std::to_string(v) +
+                                   ": must be <= 16777216");
+        }
+        return {};
+    };
+    if (l.op == LayerOp::kGemm) {
+        for (auto [v, f] : {std::pair{l.m, "M"}, {l.n, "N"}, {l.k, "K"}}) {
+            if (auto ok = need(v, f); !ok) return std::unexpected(ok.error());
+        }
+        return Dims{l.m, l.n, l.k, 0, 0, l.m * l.k};
+    }
+    for (auto [v, f] : {std::pair{l.ifmH, "H"}, {l.ifmW, "W"}, {l.channels, "C"}, {l.kernelH, "R"},
+                        {l.kernelW, "S"}, {l.filters, "K (filters)"}, {l.stride, "STRIDE"}}) {
+        if (auto ok = need(v, f); !ok) return std::unexpected(ok.error());
+    }
+    if (l.kernelH > l.ifmH || l.kernelW > l.ifmW) {
+        return std::unexpected("layer " + l.name + ": kernel " + std::to_string(l.kernelH) + "x" +
+                               std::to_string(l.kernelW) + " larger than the input " +
+                               std::to_string(l.ifmH) + "x" + std::to_string(l.ifmW));
+    }
+    Dims d{};
+    d.ofmH = scalesimConvOut(l.ifmH, l.kernelH, l.stride);
+    d.ofmW = scalesimConvOut(l.ifmW, l.kernelW, l.stride);
+    d.m = d.ofmH * d.ofmW;
+    d.n = l.filters;
+    d.k = l.kernelH * l.kernelW * l.channels;
+    d.ifmapBytes = l.ifmH * l.ifmW * l.channels;
+    if (d.m * d.n > (uint64_t{1} << 40) / std::max<uint64_t>(d.k, 1)) {
+        return std::unexpected("layer " + l.name + ": M*N*K too large to simulate");
+    }
+    return d;
+}
+
+// Which operand tiles a fold needs, in the fold order of SCALE-Sim (column folds outer, row folds
+// inner), and when an output tile is complete.
+struct FoldTiles {
+    uint64_t rowsUsed, colsUsed;
+    uint64_t ifmapTile, filterTile;  // bytes the array streams from the scratchpad
+    bool ifmapNew, filterNew;        // the tile is not already resident
+    uint64_t outTile;                // bytes of output finished by this fold (0: none yet)
+    uint64_t accEntries;             // partial sums written to the accumulator
+    bool accRead;                    // partial sums read back (reduction split over row folds)
+};
+
+FoldTiles foldTiles(isa::Dataflow d, const ArrayMapping& a, const Dims& dims, uint64_t rows,
+                    uint64_t cols, uint64_t fr, uint64_t fc) {
+    FoldTiles t{};
+    t.rowsUsed = std::min(rows, a.sr - fr * rows);
+    t.colsUsed = std::min(cols, a.sc - fc * cols);
+    const bool lastRowFold = fr + 1 == a.rowFolds;
+    switch (d) {
+        case isa::Dataflow::kOutputStationary:  // rows: M, cols: N, time: K
+            t.ifmapTile = t.rowsUsed * dims.k;
+            t.filterTile = dims.k * t.colsUsed;
+            t.ifmapNew = true;      // depends on the row fold
+            t.filterNew = fr == 0;  // held across the row folds of a column fold
+            t.outTile = t.rowsUsed * t.colsUsed;
+            t.accEntries = t.outTile;
+            t.accRead = false;
+            break;
+        case isa::Dataflow::kWeightStationary:  // rows: K, cols: N, time: M
+            t.filterTile = t.rowsUsed * t.colsUsed;
+            t.ifmapTile = dims.m * t.rowsUsed;
+            t.ifmapNew = true;
+            t.filterNew = true;
+            t.outTile = lastRowFold ? dims.m * t.colsUsed : 0;
+            t.accEntries = dims.m * t.colsUsed;
+            t.accRead = fr > 0;
+            break;
+        case isa::Dataflow::kInputStationary:  // rows: K, cols: M, time: N
+            t.ifmapTile = t.rowsUsed * t.colsUsed;
+            t.filterTile = t.rowsUsed * dims.n;
+            t.ifmapNew = true;
+            t.filterNew = true;
+            t.outTile = lastRowFold ? t.colsUsed * dims.n : 0;
+            t.accEntries = t.colsUsed * dims.n;
+            t.accRead = fr > 0;
+            break;
+    }
+    return t;
+}
+
+// Operands that depend on the row fold only are re-streamed for every column fold; when the
+// whole operand fits in a quarter of the scratchpad it stays resident and is loaded once.
+bool rowOnlyOperandIsIfmap(isa::Dataflow d) { return d != isa::Dataflow::kInputStationary; }
+
+class Timeline {
+public:
+    explicit Timeline(const HwConfig& c, LayerReport& r, bool trace) : c_(c), r_(r), trace_(trace) {}
+
+    // One DMA transfer on a channel that is free at `channelFree` and may start no earlier than
+    // `ready`; DRAM bandwidth is shared by both channels. Returns the completion time.
+    uint64_t dma(Unit u, uint64_t& channelFree, uint64_t ready, uint64_t bytes, bool write,
+                 const std::string& name) {
+        UnitCounters& k = r_.units[ui(u)];
+        const uint64_t start0 = std::max(channelFree, ready);
+        k.idle += ready > channelFree ? 0 : 0;  // idle is derived at the end
+        k.stalledDependency += ready > channelFree ? ready - channelFree : 0;
+        const uint64_t start = std::max(start0, dramFree_);
+        k.stalledDma += start - start0;
+        const uint64_t dramCycles = ceilDiv(bytes, c_.dramBytesPerCycle);
+        dramFree_ = start + dramCycles;
+        const uint64_t cycles = transferCycles(c_, bytes);
+        const uint64_t end = start + cycles;
+        k.active += cycles;
+        channelFree = end;
+        ++r_.dmaTransactions;
+        ++r_.dmaLatencyHistogram[latencyBucket(cycles)];
+        if (trace_) {
+            r_.events.push_back({u, start, cycles, name});
+            const double rate = cycles ? double(bytes) / double(cycles) : 0.0;
+            bw_.push_back({start, write ? 0.0 : rate, write ? rate : 0.0});
+            bw_.push_back({end, write ? 0.0 : -rate, write ? -rate : 0.0});
+        }
+        return end;
+    }
+    void occupancy(uint64_t time, int64_t delta) {
+        if (trace_) occ_.push_back({time, delta});
+    }
+    void event(Unit u, uint64_t start, uint64_t duration, std::string name) {
+        if (trace_) r_.events.push_back({u, start, duration, std::move(name)});
+    }
+    void finishCounters() {
+        if (!trace_) return;
+        struct Point { uint64_t t; double rd, wr; int64_t occ; };
+        std::vector<Point> pts;
+        for (const Bw& b : bw_) pts.push_back({b.t, b.rd, b.wr, 0});
+        for (const Occ& o : occ_) pts.push_back({o.t, 0, 0, o.delta});
+        std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+        double rd = 0, wr = 0;
+        int64_t occ = 0;
+        for (size_t i = 0; i < pts.size(); ++i) {
+            rd += pts[i].rd;
+            wr += pts[i].wr;
+            occ += pts[i].occ;
+            if (i + 1 < pts.size() && pts[i + 1].t == pts[i].t) continue;  // one sample per time
+            TraceCounter tc;
+            tc.time = pts[i].t;
+            tc.dramReadBytesPerCycle = std::max(0.0, rd < 1e-9 ? 0.0 : rd);
+            tc.dramWriteBytesPerCycle = std::max(0.0, wr < 1e-9 ? 0.0 : wr);
+            tc.scratchpadBytesInUse = occ > 0 ? static_cast<uint64_t>(occ) : 0;
+            r_.counters.push_back(tc);
+        }
+    }
+
+private:
+    struct Bw { uint64_t t; double rd, wr; };
+    struct Occ { uint64_t t; int64_t delta; };
+    const HwConfig& c_;
+    LayerReport& r_;
+    bool trace_;
+    uint64_t dramFree_ = 0;
+    std::vector<Bw> bw_;
+    std::vector<Occ> occ_;
+};
+
+}  // namespace
+
+LayerSpec LayerSpec::gemm(uint64_t m, uint64_t n, uint64_t k, std::string name) {
+    LayerSpec l;
+    l.name = std::move(name);
+    l.op = LayerOp::kGemm;
+    l.m = m;
+    l.n = n;
+    l.k = k;
+    return l;
+}
+
+LayerSpec LayerSpec::conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64_t s,
+                          uint64_t filters, uint64_t stride, std::string name) {
+    LayerSpec l;
+    l.name = std::move(name);
+    l.op = LayerOp::kConv;
+    l.ifmH = h;
+    l.ifmW = w;
+    l.channels = c;
+    l.kernelH = r;
+    l.kernelW = s;
+    l.filters = filters;
+    l.stride = stride;
+    return l;
+}
+
+const char* unitName(Unit u) {
+    switch (u) {
+        case Unit::kDmaRead: return "dma_read";
+        case Unit::kArray: return "mac_array";
+        case Unit::kVector: return "vector";
+        case Unit::kDmaWrite: return "dma_write";
+    }
+    return "unknown";
+}
+
+Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, const SimOptions& opt) {
+    if (auto ok = validate(c); !ok) return std::unexpected("hardware config: " + ok.error());
+    auto dimsOr = dimsOf(layer);
+    if (!dimsOr) return std::unexpected(dimsOr.error());
+    const Dims dims = *dimsOr;
+    const uint64_t rows = c.arrayRows, cols = c.arrayCols, pes = rows * cols;
+    const isa::Dataflow df = c.dataflow;
+    const ArrayMapping a = mapGemm(df, rows, cols, dims.m, dims.n, dims.k);
+
+    LayerReport r;
+    r.name = layer.name;
+    r.op = layer.op == LayerOp::kGemm ? "gemm" : "conv";
+    r.m = dims.m;
+    r.n = dims.n;
+    r.k = dims.k;
+    r.ofmH = dims.ofmH;
+    r.ofmW = dims.ofmW;
+    r.folds = a.folds();
+    r.macs = dims.m * dims.n * dims.k;
+    // A conv's ifmap tiles are slices of the im2col matrix; DRAM holds the real input, so a tile's
+    // DRAM bytes are its share of H*W*C (halo rows shared by neighbouring tiles are not charged).
+    const double ifmapDramScale = double(dims.ifmapBytes) / double(dims.m * dims.k);
+    auto ifmapDram = [&](uint64_t tile) {
+        return std::max<uint64_t>(1, static_cast<uint64_t>(double(tile) * ifmapDramScale + 0.5));
+    };
+
+    double mappingSum = 0;
+    const uint64_t filterBytes = dims.k * dims.n;
+
+    if (opt.scalesimCompat) {
+        // No memory limits and free memories: operands are read from DRAM once, the array never
+        // waits, folds never overlap.
+        const uint64_t fold = isolatedFoldCycles(df, rows, cols, a.t);
+        uint64_t time = 0;
+        for (uint64_t fc = 0; fc < a.colFolds; ++fc) {
+            for (uint64_t fr = 0; fr < a.rowFolds; ++fr) {
+                const FoldTiles t = foldTiles(df, a, dims, rows, cols, fr, fc);
+                mappingSum += double(t.rowsUsed * t.colsUsed) / double(pes);
+                r.sramIfmapRead += t.ifmapTile;
+                r.sramFilterRead += t.filterTile;
+                r.sramOfmapWrite += t.outTile;
+                r.accumulatorWrites += t.accEntries;
+                if (t.accRead) r.accumulatorReads += t.accEntries;
+                if (opt.trace) {
+                    r.events.push_back({Unit::kArray, time, fold,
+                                        "fold " + std::to_string(fc * a.rowFolds + fr)});
+                }
+                time += fold;
+            }
+        }
+        r.cycles = scalesimCycles(df, rows, cols, dims.m, dims.n, dims.k);
+        r.computeCycles = r.cycles;
+        r.units[ui(Unit::kArray)].active = r.cycles;
+        for (Unit u : {Unit::kDmaRead, Unit::kVector, Unit::kDmaWrite}) r.units[ui(u)].idle = r.cycles;
+        r.dramIfmapRead = dims.ifmapBytes;
+        r.dramFilterRead = filterBytes;
+        r.dramOfmapWrite = dims.m * dims.n;
+    } else {
+        const bool rowOnlyIsIfmap = rowOnlyOperandIsIfmap(df);
+        const uint64_t rowOnlyTotal = rowOnlyIsIfmap ? dims.ifmapBytes : filterBytes;
+        const bool rowOnlyResident = rowOnlyTotal <= c.scratchpadBytes / 4;
+        Timeline tl(c, r, opt.trace);
+        uint64_t readFree = 0, arrayFree = 0, vecFree = 0, writeFree = 0;
+        std::vector<uint64_t> arrayEnd;        // per fold
+        std::vector<uint64_t> storeDone;       // per output tile
+        std::vector<uint64_t> streamedBytes;   // per fold, released from the scratchpad at its end
+        arrayEnd.reserve(a.folds());
+        uint64_t fold = 0, end = 0;
+        for (uint64_t fc = 0; fc < a.colFolds; ++fc) {
+            for (uint64_t fr = 0; fr < a.rowFolds; ++fr, ++fold) {
+                const FoldTiles t = foldTiles(df, a, dims, rows, cols, fr, fc);
+                mappingSum += double(t.rowsUsed * t.colsUsed) / double(pes);
+                r.sramIfmapRead += t.ifmapTile;
+                r.sramFilterRead += t.filterTile;
+                r.accumulatorWrites += t.accEntries;
+                if (t.accRead) r.accumulatorReads += t.accEntries;
+
+                // DMA in: the tiles this fold needs that are not resident yet.
+                bool ifmapLoad = t.ifmapNew, filterLoad = t.filterNew;
+                if (rowOnlyResident && fc > 0) (rowOnlyIsIfmap ? ifmapLoad : filterLoad) = false;
+                const uint64_t ifmapBytes = ifmapLoad ? ifmapDram(t.ifmapTile) : 0;
+                const uint64_t filterBytesNow = filterLoad ? t.filterTile : 0;
+                r.dramIfmapRead += ifmapBytes;
+                r.dramFilterRead += filterBytesNow;
+                const uint64_t loadBytes = ifmapBytes + filterBytesNow;
+                // Double buffering: this fold's buffer is free when fold - 2 has finished.
+                const uint64_t bufferFree = fold >= 2 ? arrayEnd[fold - 2] : 0;
+                uint64_t loaded = std::max(readFree, bufferFree);
+                if (loadBytes > 0) {
+                    loaded = tl.dma(Unit::kDmaRead, readFree, bufferFree, loadBytes, false,
+                                    "load fold " + std::to_string(fold));
+                    tl.occupancy(loaded, static_cast<int64_t>(loadBytes));
+                }
+                streamedBytes.push_back(loadBytes);
+
+                // The array: waits for its operands and for a free output buffer.
+                const uint64_t outIndex = storeDone.size();
+                const uint64_t outSlotFree =
+                    t.outTile > 0 && outIndex >= 2 ? storeDone[outIndex - 2] : 0;
+                const uint64_t start = std::max({arrayFree, loaded, outSlotFree});
+                if (start > arrayFree) {
+                    const uint64_t gap = start - arrayFree;
+                    if (loaded >= outSlotFree) {
+                        r.stallDma += gap;
+                    } else {
+                        r.stallWriteback += gap;
+                    }
+                }
+                uint64_t cycles = overlappedFoldCycles(rows, a.t);
+                if (fold == 0) cycles = isolatedFoldCycles(df, rows, cols, a.t);  // first fill
+                arrayFree = start + cycles;
+                arrayEnd.push_back(arrayFree);
+                r.computeCycles += cycles;
+                tl.event(Unit::kArray, start, cycles, "fold " + std::to_string(fold));
+                if (fold >= 1 && !rowOnlyResident) tl.occupancy(arrayFree, -static_cast<int64_t>(streamedBytes[fold - 1]));
+
+                // Requantize and store a finished output tile.
+                if (t.outTile > 0) {
+                    r.sramOfmapWrite += t.outTile;
+                    r.accumulatorReads += t.outTile;
+                    const uint64_t vStart = std::max(vecFree, arrayFree);
+                    const uint64_t vCycles = c.vectorLatencyCycles + ceilDiv(t.outTile, c.vectorLanes);
+                    vecFree = vStart + vCycles;
+                    r.units[ui(Unit::kVector)].active += vCycles;
+                    tl.event(Unit::kVector, vStart, vCycles, "requant tile " + std::to_string(outIndex));
+                    r.dramOfmapWrite += t.outTile;
+                    const uint64_t done = tl.dma(Unit::kDmaWrite, writeFree, vecFree, t.outTile, true,
+                                                 "store tile " + std::to_string(outIndex));
+                    storeDone.push_back(done);
+                    end = std::max(end, done);
+                }
+            }
+        }
+        end = std::max({end, arrayFree, readFree, vecFree, writeFree});
+        r.cycles = end;
+        r.units[ui(Unit::kArray)].active = r.computeCycles;
+        r.units[ui(Unit::kArray)].stalledDma = r.stallDma + r.stallWriteback;
+        // The read channel waiting for a buffer the array still uses is a dependency stall; the
+        // write channel waiting for the vector unit likewise. Both are already counted by dma().
+        tl.occupancy(end, 0);
+        tl.finishCounters();
+    }
+    r.stallCycles = r.stallDma + r.stallWriteback + r.stallDependency;
+    for (UnitCounters& u : r.units) {
+        const uint64_t busy = u.active + u.stalledDma + u.stalledDependency;
+        u.idle = r.cycles > busy ? r.cycles - busy : 0;
+    }
+    r.mappingEfficiency = a.folds() ? mappingSum / double(a.folds()) : 0;
+    r.utilization = r.cycles ? double(r.macs) / (double(pes) * double(r.cycles)) : 0;
+    r.computeUtilization = r.computeCycles ? double(r.macs) / (double(pes) * double(r.computeCycles)) : 0;
+    return r;
+}
+
+}  // namespace npu::sim
