@@ -30,9 +30,12 @@ enum class Opcode : uint8_t {
     kDmaStore = 0x02,
     kGemm = 0x10,
     kConv = 0x11,
+    kDwConv = 0x12,  // appended in ISA 1.1
     kVecParams = 0x20,
     kRequant = 0x21,
     kAdd = 0x22,
+    kVecOp = 0x23,   // appended in ISA 1.1
+    kPool = 0x24,    // appended in ISA 1.1
     kPush = 0x30,
     kPop = 0x31,
     kFence = 0x32,
@@ -56,6 +59,7 @@ enum class ErrorCode : uint32_t {
     kTokenUnderflow = 8,        // POP without a matching earlier PUSH (would deadlock)
     kTokenOverflow = 9,         // more outstanding tokens than the queue depth
     kNotEnabled = 10,           // DOORBELL while CTRL.ENABLE is clear
+    kDmaError = 11,             // the DRAM returned an error for a DMA transfer (bus fault)
 };
 
 constexpr const char* errorCodeName(ErrorCode c) {
@@ -71,6 +75,7 @@ constexpr const char* errorCodeName(ErrorCode c) {
         case ErrorCode::kTokenUnderflow: return "TOKEN_UNDERFLOW";
         case ErrorCode::kTokenOverflow: return "TOKEN_OVERFLOW";
         case ErrorCode::kNotEnabled: return "NOT_ENABLED";
+        case ErrorCode::kDmaError: return "DMA_ERROR";
     }
     return "UNKNOWN";
 }
@@ -315,6 +320,89 @@ constexpr Command makeAdd(const AddDesc& d, uint32_t flags = 0) {
     return c;
 }
 
+// ---- DWCONV: depthwise convolution tile (depth multiplier 1) ------------------------------------
+// Same words as CONV; weights are [kh][kw][C] bytes, acc [ofmH][ofmW][C] int32 entries, and word
+// kCout must equal C. acc[oy][ox][c] (+)= sum_{ky,kx} (in[y][x][c] - zpIn) * (w[ky][kx][c] - zpW).
+constexpr Command makeDwConv(const ConvDesc& d, uint32_t flags = 0) {
+    Command c = makeConv(d, flags);
+    c.w[0] = header(Opcode::kDwConv, flags);
+    return c;
+}
+
+// ---- VEC_OP: element-wise vector operations on 8-bit tiles (uses VEC_PARAMS) -------------------
+// For r < rows, c < cols, a = A[r*aRowStride + c*aColStride] (B likewise; stride 0 broadcasts),
+// out[r*outRowStride + c] = clamp(f(a, b)) with clampMin/clampMax from VEC_PARAMS:
+//   MUL    MBQM((a + in1Offset) * (b + in2Offset), outMult, outShift) + outOffset   (TFLite MUL)
+//   MAX    max(a, b)            MIN  min(a, b)       (TFLite MAXIMUM / MINIMUM: same scales)
+//   SHIFT  leftShift >= 0 ... (a + in1Offset) << leftShift, then MBQM(., outMult, outShift)
+//          + outOffset, i.e. a requantization of one input (TFLite's rescale path)
+//   CLAMP  a                    (ReLU, ReLU6, ReLU_N1_TO_1 are clamps in the quantized domain)
+//   LUT    lut[a as its 8-bit pattern], a 256-byte table at lutAddr (sigmoid, tanh: the firmware
+//          fills the table with TFLite's int8 LOGISTIC / TANH values for the tensor's scales)
+namespace vecop {
+inline constexpr uint32_t kFunction = 1, kRows = 2, kCols = 3, kAAddr = 4, kARowStride = 5,
+                          kAColStride = 6, kBAddr = 7, kBRowStride = 8, kBColStride = 9,
+                          kOutAddr = 10, kOutRowStride = 11, kLutAddr = 12;
+}
+enum class VecFunction : uint32_t { kMul = 0, kMax = 1, kMin = 2, kShift = 3, kClamp = 4, kLut = 5 };
+struct VecOpDesc {
+    VecFunction function = VecFunction::kClamp;
+    uint32_t rows = 0, cols = 0;
+    uint32_t aAddr = 0, aRowStride = 0, aColStride = 1;
+    uint32_t bAddr = 0, bRowStride = 0, bColStride = 1;
+    uint32_t outAddr = 0, outRowStride = 0, lutAddr = 0;
+};
+constexpr Command makeVecOp(const VecOpDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kVecOp, flags);
+    c.w[vecop::kFunction] = static_cast<uint32_t>(d.function);
+    c.w[vecop::kRows] = d.rows;
+    c.w[vecop::kCols] = d.cols;
+    c.w[vecop::kAAddr] = d.aAddr;
+    c.w[vecop::kARowStride] = d.aRowStride;
+    c.w[vecop::kAColStride] = d.aColStride;
+    c.w[vecop::kBAddr] = d.bAddr;
+    c.w[vecop::kBRowStride] = d.bRowStride;
+    c.w[vecop::kBColStride] = d.bColStride;
+    c.w[vecop::kOutAddr] = d.outAddr;
+    c.w[vecop::kOutRowStride] = d.outRowStride;
+    c.w[vecop::kLutAddr] = d.lutAddr;
+    return c;
+}
+
+// ---- POOL: max / average pooling of an NHWC tile (TFLite MAX_POOL_2D / AVERAGE_POOL_2D) -------
+// For output (oy, ox, c), the window is input y = oy*strideY + ky - padTop (x likewise), taps
+// outside [0,H) x [0,W) excluded. MAX: the largest tap. AVG: sum / count of the valid taps,
+// rounded half away from zero (TFLite's integer average). Then clamp (VEC_PARAMS).
+// Output [ofmH][ofmW][C] bytes, contiguous, at outAddr. Flag 0: SIGNED (int8, else uint8).
+namespace pool {
+inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmHW = 3, kIfmC = 4, kIfmRowStride = 5,
+                          kKernelHW = 6, kStride = 7, kPad = 8, kOfmHW = 9, kOutAddr = 10;
+inline constexpr uint32_t kModeMax = 0, kModeAverage = 1;
+inline constexpr uint32_t kFlagSigned = 1u << 0;
+}  // namespace pool
+struct PoolDesc {
+    uint32_t mode = pool::kModeMax;
+    uint32_t ifmAddr = 0, ifmH = 0, ifmW = 0, ifmC = 0, ifmRowStride = 0;
+    uint32_t kernelH = 0, kernelW = 0, strideY = 1, strideX = 1, padTop = 0, padLeft = 0;
+    uint32_t ofmH = 0, ofmW = 0, outAddr = 0;
+};
+constexpr Command makePool(const PoolDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kPool, flags);
+    c.w[pool::kMode] = d.mode;
+    c.w[pool::kIfmAddr] = d.ifmAddr;
+    c.w[pool::kIfmHW] = pack16(d.ifmH, d.ifmW);
+    c.w[pool::kIfmC] = d.ifmC;
+    c.w[pool::kIfmRowStride] = d.ifmRowStride;
+    c.w[pool::kKernelHW] = pack16(d.kernelH, d.kernelW);
+    c.w[pool::kStride] = pack16(d.strideY, d.strideX);
+    c.w[pool::kPad] = pack16(d.padTop, d.padLeft);
+    c.w[pool::kOfmHW] = pack16(d.ofmH, d.ofmW);
+    c.w[pool::kOutAddr] = d.outAddr;
+    return c;
+}
+
 // ---- Synchronisation and control ------------------------------------------------------------
 // PUSH: from-queue signals "everything I issued so far is done" to to-queue.
 // POP: to-queue's next command waits for the oldest token from from-queue.
@@ -346,7 +434,7 @@ constexpr bool isKnownOpcode(Opcode op) {
         case Opcode::kDmaLoad: case Opcode::kDmaStore: case Opcode::kGemm: case Opcode::kConv:
         case Opcode::kVecParams: case Opcode::kRequant: case Opcode::kAdd: case Opcode::kPush:
         case Opcode::kPop: case Opcode::kFence: case Opcode::kNop: case Opcode::kIrq:
-        case Opcode::kStop:
+        case Opcode::kStop: case Opcode::kDwConv: case Opcode::kVecOp: case Opcode::kPool:
             return true;
         case Opcode::kInvalid:
             return false;

@@ -22,7 +22,7 @@ inline constexpr uint32_t kRegId = 0x000;       // RO: kNpuId
 inline constexpr uint32_t kRegVersion = 0x004;  // RO: major[31:16] minor[15:8] patch[7:0]
 inline constexpr uint32_t kNpuId = 0x4E505531;  // "NPU1"
 inline constexpr uint32_t kVersionMajor = 1;
-inline constexpr uint32_t kVersionMinor = 0;
+inline constexpr uint32_t kVersionMinor = 1;  // 1.1: DWCONV, VEC_OP, POOL, DMA_ERROR, more PMU counters
 inline constexpr uint32_t kVersionPatch = 0;
 inline constexpr uint32_t kVersion = (kVersionMajor << 16) | (kVersionMinor << 8) | kVersionPatch;
 
@@ -97,6 +97,17 @@ inline constexpr uint32_t kRegPmuStallLo = 0x120;     // cycles units waited on 
 inline constexpr uint32_t kRegPmuStallHi = 0x124;
 inline constexpr uint32_t kRegPmuCommandsLo = 0x128;  // commands executed
 inline constexpr uint32_t kRegPmuCommandsHi = 0x12C;
+// Appended in 1.1.
+inline constexpr uint32_t kRegPmuStallDmaLo = 0x130;  // the part of PMU_STALL spent waiting for a DMA queue
+inline constexpr uint32_t kRegPmuStallDmaHi = 0x134;
+inline constexpr uint32_t kRegPmuLoadActiveLo = 0x138;     // cycles the DMA load channel was busy
+inline constexpr uint32_t kRegPmuLoadActiveHi = 0x13C;
+inline constexpr uint32_t kRegPmuComputeActiveLo = 0x140;  // cycles the array / vector unit was busy
+inline constexpr uint32_t kRegPmuComputeActiveHi = 0x144;
+inline constexpr uint32_t kRegPmuStoreActiveLo = 0x148;    // cycles the DMA store channel was busy
+inline constexpr uint32_t kRegPmuStoreActiveHi = 0x14C;
+inline constexpr uint32_t kRegPmuDmaTransactionsLo = 0x150;  // DMA commands completed
+inline constexpr uint32_t kRegPmuDmaTransactionsHi = 0x154;
 
 inline constexpr uint32_t kRegisterSpaceBytes = 0x200;
 
@@ -135,6 +146,16 @@ inline constexpr RegisterInfo kRegisters[] = {
     {kRegPmuStallHi, "PMU_STALL_HI", Access::kRO, 0},
     {kRegPmuCommandsLo, "PMU_COMMANDS_LO", Access::kRO, 0},
     {kRegPmuCommandsHi, "PMU_COMMANDS_HI", Access::kRO, 0},
+    {kRegPmuStallDmaLo, "PMU_STALL_DMA_LO", Access::kRO, 0},
+    {kRegPmuStallDmaHi, "PMU_STALL_DMA_HI", Access::kRO, 0},
+    {kRegPmuLoadActiveLo, "PMU_LOAD_ACTIVE_LO", Access::kRO, 0},
+    {kRegPmuLoadActiveHi, "PMU_LOAD_ACTIVE_HI", Access::kRO, 0},
+    {kRegPmuComputeActiveLo, "PMU_COMPUTE_ACTIVE_LO", Access::kRO, 0},
+    {kRegPmuComputeActiveHi, "PMU_COMPUTE_ACTIVE_HI", Access::kRO, 0},
+    {kRegPmuStoreActiveLo, "PMU_STORE_ACTIVE_LO", Access::kRO, 0},
+    {kRegPmuStoreActiveHi, "PMU_STORE_ACTIVE_HI", Access::kRO, 0},
+    {kRegPmuDmaTransactionsLo, "PMU_DMA_TRANSACTIONS_LO", Access::kRO, 0},
+    {kRegPmuDmaTransactionsHi, "PMU_DMA_TRANSACTIONS_HI", Access::kRO, 0},
 };
 
 }  // namespace npu::isa

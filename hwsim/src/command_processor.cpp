@@ -41,7 +41,7 @@ bool CommandProcessor::queueConfigOk() const {
 }
 
 void CommandProcessor::process() {
-    if (s_.hasError()) return;  // a fault sticks until CTRL.SOFT_RESET
+    if (s_.hasError() || s_.hung) return;  // a fault or a hang sticks until CTRL.SOFT_RESET
     dispatch_ = now_;
     unitFree_.fill(now_);
     if ((s_.ctrl & isa::kCtrlEnable) == 0) return fail(ErrorCode::kNotEnabled, s_.cmdqHead);
@@ -51,7 +51,19 @@ void CommandProcessor::process() {
         const uint32_t offset = s_.cmdqHead;
         const isa::Command c = readCommand(s_.dram + s_.cmdqBase + offset);
         s_.cmdqHead = (s_.cmdqHead + isa::kCommandBytes) % s_.cmdqSize;
+        ++s_.commandsSinceReset;
+        if (s_.faults.hangAtCommand != 0 && s_.commandsSinceReset == s_.faults.hangAtCommand) {
+            // The injected hang: the command never completes, so no IRQ, and STATUS stays BUSY.
+            s_.hung = true;
+            s_.cmdqHead = offset;
+            return;
+        }
         const Step step = execute(c, offset);
+        if (s_.faults.sramFlipAfterCommand != 0 &&
+            s_.commandsSinceReset == s_.faults.sramFlipAfterCommand &&
+            s_.faults.sramFlipAddress < s_.scratchpad.size()) {
+            s_.scratchpad[s_.faults.sramFlipAddress] ^= static_cast<uint8_t>(1u << (s_.faults.sramFlipBit & 7));
+        }
         if (step == Step::kFault) return;
         if (!s_.pmu.frozen()) ++s_.pmu.commands;
         if (step == Step::kStop) {
@@ -91,6 +103,8 @@ void CommandProcessor::runOn(Queue q, const UnitResult& r) {
                                             : &stats_.storeBusyCycles;
     *busy += r.cycles;
     if (!s_.pmu.frozen()) {
+        (q == Queue::kLoad ? s_.pmu.loadActive : q == Queue::kCompute ? s_.pmu.computeActive : s_.pmu.storeActive) += r.cycles;
+        s_.pmu.dmaTransactions += r.dmaTransactions;
         s_.pmu.macs += r.macs;
         s_.pmu.dmaReadBytes += r.bytesRead;
         s_.pmu.dmaWriteBytes += r.bytesWritten;
@@ -117,7 +131,11 @@ ErrorCode CommandProcessor::token(const isa::Command& c, bool push) {
     --tq.count;
     const uint64_t wouldStart = std::max(dispatch_, unitFree_[to]);
     if (ready > wouldStart) {
-        if (!s_.pmu.frozen()) s_.pmu.stallCycles += ready - wouldStart;
+        if (!s_.pmu.frozen()) {
+            s_.pmu.stallCycles += ready - wouldStart;
+            // Waiting for a DMA queue is a memory stall; waiting for compute is a dependency.
+            if (from != static_cast<uint32_t>(Queue::kCompute)) s_.pmu.stallDmaCycles += ready - wouldStart;
+        }
         unitFree_[to] = ready;
     }
     return ErrorCode::kNone;
@@ -133,8 +151,19 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
     UnitResult r;
     Queue q = Queue::kCompute;
     switch (op) {
-        case Opcode::kDmaLoad: r = dma_.load(c); q = Queue::kLoad; break;
-        case Opcode::kDmaStore: r = dma_.store(c); q = Queue::kStore; break;
+        case Opcode::kDmaLoad:
+        case Opcode::kDmaStore:
+            q = op == Opcode::kDmaLoad ? Queue::kLoad : Queue::kStore;
+            if (s_.faults.dmaErrorAtTransfer != 0 && ++s_.dmaSinceReset == s_.faults.dmaErrorAtTransfer) {
+                r.error = ErrorCode::kDmaError;
+                break;
+            }
+            r = op == Opcode::kDmaLoad ? dma_.load(c) : dma_.store(c);
+            r.dmaTransactions = 1;
+            break;
+        case Opcode::kDwConv: r = mac_.dwconv(c); break;
+        case Opcode::kVecOp: r = vector_.vecOp(c); break;
+        case Opcode::kPool: r = vector_.pool(c); break;
         case Opcode::kGemm: r = mac_.gemm(c); break;
         case Opcode::kConv: r = mac_.conv(c); break;
         case Opcode::kVecParams: r = vector_.setParams(c); break;

@@ -22,6 +22,7 @@ Device::Device(const HwConfig& config, uint8_t* dram, uint64_t dramSize)
     s.dramSize = dram != nullptr ? dramSize : 0;
     s.scratchpad.assign(s.config.scratchpadBytes, 0);
     s.accumulator.assign(s.config.accumulatorBytes / 4, 0);
+    s.faults = s.config.faults;
     processor_ = std::make_unique<CommandProcessor>(s);
 }
 
@@ -39,7 +40,24 @@ UnitStats Device::unitStats() const { return processor_->stats(); }
 uint8_t* Device::scratchpad() { return state_->scratchpad.data(); }
 int32_t* Device::accumulator() { return state_->accumulator.data(); }
 
+void Device::pollDelayedIrq() const {
+    DeviceState& s = *state_;
+    if (s.delayedIrq == 0) return;
+    if (s.irqPollsLeft > 0) --s.irqPollsLeft;
+    if (s.irqPollsLeft == 0) {
+        s.irqStatus |= s.delayedIrq;
+        s.delayedIrq = 0;
+    }
+}
+
+void Device::injectFaults(const FaultConfig& faults) {
+    state_->faults = faults;
+    state_->commandsSinceReset = 0;
+    state_->dmaSinceReset = 0;
+}
+
 bool Device::irqPending() const {
+    pollDelayedIrq();
     const DeviceState& s = *state_;
     return (s.ctrl & isa::kCtrlIrqEnable) != 0 && (s.irqStatus & s.irqMask) != 0;
 }
@@ -79,7 +97,7 @@ uint32_t Device::readReg(uint32_t offset) {
         case isa::kRegCmdqSize: return s.cmdqSize;
         case isa::kRegCmdqHead: return s.cmdqHead;
         case isa::kRegCmdqTail: return s.cmdqTail;
-        case isa::kRegIrqStatus: return s.irqStatus;
+        case isa::kRegIrqStatus: pollDelayedIrq(); return s.irqStatus;
         case isa::kRegIrqMask: return s.irqMask;
         case isa::kRegErrorCode: return s.errorCode;
         case isa::kRegErrorOffset: return s.errorOffset;
@@ -90,8 +108,15 @@ uint32_t Device::readReg(uint32_t offset) {
         case isa::kRegPmuDmaWriteLo: return latch(pmu.dmaWriteBytes);
         case isa::kRegPmuStallLo: return latch(pmu.stallCycles);
         case isa::kRegPmuCommandsLo: return latch(pmu.commands);
+        case isa::kRegPmuStallDmaLo: return latch(pmu.stallDmaCycles);
+        case isa::kRegPmuLoadActiveLo: return latch(pmu.loadActive);
+        case isa::kRegPmuComputeActiveLo: return latch(pmu.computeActive);
+        case isa::kRegPmuStoreActiveLo: return latch(pmu.storeActive);
+        case isa::kRegPmuDmaTransactionsLo: return latch(pmu.dmaTransactions);
         case isa::kRegPmuCyclesHi: case isa::kRegPmuMacsHi: case isa::kRegPmuDmaReadHi:
         case isa::kRegPmuDmaWriteHi: case isa::kRegPmuStallHi: case isa::kRegPmuCommandsHi:
+        case isa::kRegPmuStallDmaHi: case isa::kRegPmuLoadActiveHi: case isa::kRegPmuComputeActiveHi:
+        case isa::kRegPmuStoreActiveHi: case isa::kRegPmuDmaTransactionsHi:
             return pmu.latchedHi;
         default: return 0;  // unmapped and write-only registers read as zero
     }
@@ -113,6 +138,9 @@ void Device::writeReg(uint32_t offset, uint32_t value) {
                 s.irqStatus = 0;
                 s.errorCode = s.errorOffset = 0;
                 s.pmu = Pmu{};
+                s.hung = false;
+                s.commandsSinceReset = s.dmaSinceReset = 0;
+                s.delayedIrq = s.irqPollsLeft = 0;
                 processor_->reset();
             }
             return;
@@ -123,10 +151,19 @@ void Device::writeReg(uint32_t offset, uint32_t value) {
             s.cmdqHead = s.cmdqTail = 0;
             return;
         case isa::kRegCmdqTail: s.cmdqTail = value; return;
-        case isa::kRegDoorbell:
+        case isa::kRegDoorbell: {
             processor_->countDoorbell();
+            const uint32_t before = s.irqStatus;
             processor_->process();
+            const uint32_t completion = (s.irqStatus & ~before) & (isa::kIrqDone | isa::kIrqError);
+            if (s.faults.irqDelayPolls != 0 && completion != 0) {
+                // The injected late interrupt: DONE / ERROR appear only after N polls.
+                s.irqStatus &= ~completion;
+                s.delayedIrq |= completion;
+                s.irqPollsLeft = s.faults.irqDelayPolls;
+            }
             return;
+        }
         case isa::kRegIrqMask: s.irqMask = value & isa::kIrqAll; return;
         case isa::kRegIrqClear: s.irqStatus &= ~value; return;
         case isa::kRegPmuCtrl:

@@ -17,6 +17,9 @@ struct Pmu {
     uint64_t dmaWriteBytes = 0;
     uint64_t stallCycles = 0;
     uint64_t commands = 0;
+    uint64_t stallDmaCycles = 0;
+    uint64_t loadActive = 0, computeActive = 0, storeActive = 0;
+    uint64_t dmaTransactions = 0;
     uint32_t ctrl = 0;
     uint32_t latchedHi = 0;  // HI half captured by the last LO read
     bool frozen() const { return (ctrl & isa::kPmuCtrlFreeze) != 0; }
@@ -41,6 +44,14 @@ struct DeviceState {
     uint32_t errorCode = 0;
     uint32_t errorOffset = 0;
     Pmu pmu;
+
+    // Fault injection (HwConfig::faults, or Device::injectFaults) and its progress since reset.
+    FaultConfig faults;
+    uint64_t commandsSinceReset = 0;
+    uint64_t dmaSinceReset = 0;
+    bool hung = false;           // a hang fault fired: BUSY forever, doorbells ignored
+    uint32_t delayedIrq = 0;     // IRQ bits held back by faults.irqDelayPolls
+    uint32_t irqPollsLeft = 0;
 
     bool hasError() const { return (status & isa::kStatusError) != 0; }
 };

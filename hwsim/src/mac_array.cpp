@@ -157,4 +157,73 @@ UnitResult MacArray::conv(const isa::Command& c) {
     return r;
 }
 
+// Depthwise: each channel is its own 1-channel convolution. The array maps channels onto its
+// columns and output pixels onto its rows, with a reduction of kh*kw taps per output.
+UnitResult MacArray::dwconv(const isa::Command& c) {
+    namespace v = isa::conv;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~kKnownMacFlags) != 0) return fault(ErrorCode::kBadParameter);
+    const uint32_t ih = isa::lo16(c.w[v::kIfmHW]), iw = isa::hi16(c.w[v::kIfmHW]);
+    const uint32_t ch = c.w[v::kIfmC], rowStride = c.w[v::kIfmRowStride];
+    const uint32_t kh = isa::lo16(c.w[v::kKernelHW]), kw = isa::hi16(c.w[v::kKernelHW]);
+    const uint32_t sy = isa::lo16(c.w[v::kStride]), sx = isa::hi16(c.w[v::kStride]);
+    const uint32_t dy = isa::lo16(c.w[v::kDilation]), dx = isa::hi16(c.w[v::kDilation]);
+    const int64_t padTop = isa::lo16(c.w[v::kPad]), padLeft = isa::hi16(c.w[v::kPad]);
+    const uint32_t oh = isa::lo16(c.w[v::kOfmHW]), ow = isa::hi16(c.w[v::kOfmHW]);
+    const int32_t zpIn = static_cast<int32_t>(c.w[v::kZpIn]);
+    const int32_t zpW = static_cast<int32_t>(c.w[v::kZpW]);
+    if (ih == 0 || iw == 0 || ch == 0 || kh == 0 || kw == 0 || oh == 0 || ow == 0) {
+        return fault(ErrorCode::kBadSize);
+    }
+    const uint64_t outputs = uint64_t{oh} * ow * ch;
+    if (outputs * kh * kw > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
+    if (c.w[v::kCout] != ch || sy == 0 || sx == 0 || dy == 0 || dx == 0 ||
+        (ih > 1 && rowStride < uint64_t{iw} * ch) || !zeroPointOk(zpIn) || !zeroPointOk(zpW)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    uint64_t spanIfm = 0;
+    if (uint64_t{iw} * ch > UINT32_MAX ||
+        !boxSpan(static_cast<uint32_t>(uint64_t{iw} * ch), ih, 1, rowStride, 0, &spanIfm) ||
+        !inRange(c.w[v::kIfmAddr], spanIfm, s_.scratchpad.size()) ||
+        !inRange(c.w[v::kWAddr], uint64_t{kh} * kw * ch, s_.scratchpad.size())) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    if (!inRange(c.w[v::kAccAddr], outputs, s_.accumulator.size())) {
+        return fault(ErrorCode::kAccumulatorOutOfRange);
+    }
+    const bool signedIn = (flags & isa::kMacFlagSignedA) != 0;
+    const bool signedW = (flags & isa::kMacFlagSignedB) != 0;
+    const bool accumulate = (flags & isa::kMacFlagAccumulate) != 0;
+    const uint8_t* ifm = s_.scratchpad.data() + c.w[v::kIfmAddr];
+    const uint8_t* weights = s_.scratchpad.data() + c.w[v::kWAddr];
+    int32_t* acc = s_.accumulator.data() + c.w[v::kAccAddr];
+    uint64_t macs = 0;
+    for (uint32_t oy = 0; oy < oh; ++oy) {
+        for (uint32_t ox = 0; ox < ow; ++ox) {
+            int32_t* out = acc + (uint64_t{oy} * ow + ox) * ch;
+            for (uint32_t ci = 0; ci < ch; ++ci) {
+                uint32_t sum = accumulate ? static_cast<uint32_t>(out[ci]) : 0;
+                for (uint32_t ky = 0; ky < kh; ++ky) {
+                    const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
+                    if (y < 0 || y >= ih) continue;
+                    for (uint32_t kx = 0; kx < kw; ++kx) {
+                        const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
+                        if (x < 0 || x >= iw) continue;
+                        const int32_t iv = element(ifm + static_cast<uint64_t>(y) * rowStride +
+                                                       static_cast<uint64_t>(x) * ch + ci, signedIn) - zpIn;
+                        const int32_t wv = element(weights + (uint64_t{ky} * kw + kx) * ch + ci, signedW) - zpW;
+                        sum += static_cast<uint32_t>(iv * wv);
+                        ++macs;
+                    }
+                }
+                out[ci] = static_cast<int32_t>(sum);
+            }
+        }
+    }
+    UnitResult r;
+    r.macs = macs;
+    r.cycles = foldCycles(uint64_t{oh} * ow, uint64_t{kh} * kw, ch);
+    return r;
+}
+
 }  // namespace npu::sim

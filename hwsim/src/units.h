@@ -17,6 +17,7 @@ struct UnitResult {
     uint64_t macs = 0;
     uint64_t bytesRead = 0;     // DRAM -> SRAM
     uint64_t bytesWritten = 0;  // SRAM -> DRAM
+    uint64_t dmaTransactions = 0;
 };
 
 inline UnitResult fault(isa::ErrorCode e) {
@@ -49,6 +50,7 @@ public:
     explicit MacArray(DeviceState& s) : s_(s) {}
     UnitResult gemm(const isa::Command& c);
     UnitResult conv(const isa::Command& c);
+    UnitResult dwconv(const isa::Command& c);
 
 private:
     uint64_t foldCycles(uint64_t m, uint64_t k, uint64_t n) const;
@@ -62,6 +64,8 @@ public:
     UnitResult setParams(const isa::Command& c);
     UnitResult requant(const isa::Command& c);
     UnitResult add(const isa::Command& c);
+    UnitResult vecOp(const isa::Command& c);
+    UnitResult pool(const isa::Command& c);
     void reset() { params_ = isa::VecParams{}; }
 
 private:

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <vector>
+
 #include "hwsim/isa/fixed_point.h"
 #include "units.h"
 
@@ -154,6 +157,144 @@ UnitResult VectorUnit::add(const isa::Command& c) {
     }
     UnitResult res;
     res.cycles = cost(uint64_t{rows} * cols);
+    return res;
+}
+
+UnitResult VectorUnit::vecOp(const isa::Command& c) {
+    namespace o = isa::vecop;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~(isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut)) != 0) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    const uint32_t fn = c.w[o::kFunction];
+    if (fn > static_cast<uint32_t>(isa::VecFunction::kLut)) return fault(ErrorCode::kBadParameter);
+    const auto f = static_cast<isa::VecFunction>(fn);
+    const bool signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
+    const bool signedOut = (flags & isa::vec::kFlagSignedOut) != 0;
+    const uint32_t rows = c.w[o::kRows], cols = c.w[o::kCols];
+    if (rows == 0 || cols == 0 || uint64_t{rows} * cols > s_.scratchpad.size()) {
+        return fault(ErrorCode::kBadSize);
+    }
+    const uint32_t outStride = c.w[o::kOutRowStride];
+    if ((rows > 1 && outStride < cols) || !clampFits(signedOut)) return fault(ErrorCode::kBadParameter);
+    const bool binary = f == isa::VecFunction::kMul || f == isa::VecFunction::kMax ||
+                        f == isa::VecFunction::kMin;
+    auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
+        return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
+    };
+    const uint64_t size = s_.scratchpad.size();
+    uint64_t outSpan = 0;
+    if (!inRange(c.w[o::kAAddr], span(rows, cols, c.w[o::kARowStride], c.w[o::kAColStride]), size) ||
+        (binary && !inRange(c.w[o::kBAddr], span(rows, cols, c.w[o::kBRowStride], c.w[o::kBColStride]), size)) ||
+        (f == isa::VecFunction::kLut && !inRange(c.w[o::kLutAddr], 256, size)) ||
+        !boxSpan(cols, rows, 1, outStride, 0, &outSpan) || !inRange(c.w[o::kOutAddr], outSpan, size)) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    const uint8_t* sram = s_.scratchpad.data();
+    const isa::VecParams& p = params_;
+    // Inputs are read before any output is written, so an in-place op sees the old values.
+    std::vector<uint8_t> result(uint64_t{rows} * cols);
+    auto load = [&](uint64_t addr) {
+        return signedIn ? static_cast<int32_t>(static_cast<int8_t>(sram[addr])) : static_cast<int32_t>(sram[addr]);
+    };
+    for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t col = 0; col < cols; ++col) {
+            const uint64_t aAt = c.w[o::kAAddr] + uint64_t{r} * c.w[o::kARowStride] + uint64_t{col} * c.w[o::kAColStride];
+            const int32_t a = load(aAt);
+            const int32_t b = binary ? load(c.w[o::kBAddr] + uint64_t{r} * c.w[o::kBRowStride] +
+                                            uint64_t{col} * c.w[o::kBColStride])
+                                     : 0;
+            int64_t v = 0;
+            switch (f) {
+                case isa::VecFunction::kMul:
+                    v = int64_t{isa::multiplyByQuantizedMultiplier(isa::wrapToInt32(int64_t{a + p.in1Offset} * (b + p.in2Offset)),
+                                                                   p.outMult, p.outShift)} + p.outOffset;
+                    break;
+                case isa::VecFunction::kMax: v = a > b ? a : b; break;
+                case isa::VecFunction::kMin: v = a < b ? a : b; break;
+                case isa::VecFunction::kShift: {
+                    const int32_t x = isa::wrapToInt32(int64_t{a + p.in1Offset} * (int64_t{1} << p.leftShift));
+                    v = int64_t{isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)} + p.outOffset;
+                    break;
+                }
+                case isa::VecFunction::kClamp: v = a; break;
+                case isa::VecFunction::kLut: v = load(c.w[o::kLutAddr] + (sram[aAt])); break;
+            }
+            if (f != isa::VecFunction::kLut) {
+                if (v < p.clampMin) v = p.clampMin;
+                if (v > p.clampMax) v = p.clampMax;
+            }
+            result[uint64_t{r} * cols + col] = static_cast<uint8_t>(v);
+        }
+    }
+    uint8_t* out = s_.scratchpad.data() + c.w[o::kOutAddr];
+    for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t col = 0; col < cols; ++col) out[uint64_t{r} * outStride + col] = result[uint64_t{r} * cols + col];
+    }
+    UnitResult res;
+    res.cycles = cost(uint64_t{rows} * cols);
+    return res;
+}
+
+UnitResult VectorUnit::pool(const isa::Command& c) {
+    namespace q = isa::pool;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~q::kFlagSigned) != 0) return fault(ErrorCode::kBadParameter);
+    const bool isSigned = (flags & q::kFlagSigned) != 0;
+    const uint32_t mode = c.w[q::kMode];
+    const uint32_t ih = isa::lo16(c.w[q::kIfmHW]), iw = isa::hi16(c.w[q::kIfmHW]), ch = c.w[q::kIfmC];
+    const uint32_t rowStride = c.w[q::kIfmRowStride];
+    const uint32_t kh = isa::lo16(c.w[q::kKernelHW]), kw = isa::hi16(c.w[q::kKernelHW]);
+    const uint32_t sy = isa::lo16(c.w[q::kStride]), sx = isa::hi16(c.w[q::kStride]);
+    const int64_t padTop = isa::lo16(c.w[q::kPad]), padLeft = isa::hi16(c.w[q::kPad]);
+    const uint32_t oh = isa::lo16(c.w[q::kOfmHW]), ow = isa::hi16(c.w[q::kOfmHW]);
+    if (ih == 0 || iw == 0 || ch == 0 || kh == 0 || kw == 0 || oh == 0 || ow == 0) return fault(ErrorCode::kBadSize);
+    const uint64_t outputs = uint64_t{oh} * ow * ch;
+    if (outputs * kh * kw > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
+    if (mode > q::kModeAverage || sy == 0 || sx == 0 || (ih > 1 && rowStride < uint64_t{iw} * ch) ||
+        !clampFits(isSigned)) {
+        return fault(ErrorCode::kBadParameter);
+    }
+    uint64_t spanIfm = 0;
+    if (uint64_t{iw} * ch > UINT32_MAX ||
+        !boxSpan(static_cast<uint32_t>(uint64_t{iw} * ch), ih, 1, rowStride, 0, &spanIfm) ||
+        !inRange(c.w[q::kIfmAddr], spanIfm, s_.scratchpad.size()) ||
+        !inRange(c.w[q::kOutAddr], outputs, s_.scratchpad.size())) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    const uint8_t* ifm = s_.scratchpad.data() + c.w[q::kIfmAddr];
+    std::vector<uint8_t> result(outputs);
+    for (uint32_t oy = 0; oy < oh; ++oy) {
+        for (uint32_t ox = 0; ox < ow; ++ox) {
+            for (uint32_t ci = 0; ci < ch; ++ci) {
+                int32_t best = INT32_MIN, sum = 0, count = 0;
+                for (uint32_t ky = 0; ky < kh; ++ky) {
+                    const int64_t y = int64_t{oy} * sy + ky - padTop;
+                    if (y < 0 || y >= ih) continue;
+                    for (uint32_t kx = 0; kx < kw; ++kx) {
+                        const int64_t x = int64_t{ox} * sx + kx - padLeft;
+                        if (x < 0 || x >= iw) continue;
+                        const uint8_t raw = ifm[static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ch + ci];
+                        const int32_t v = isSigned ? static_cast<int8_t>(raw) : raw;
+                        best = v > best ? v : best;
+                        sum += v;
+                        ++count;
+                    }
+                }
+                int32_t v = 0;  // a window with no valid tap yields 0 (TFLite never builds one)
+                if (count > 0) {
+                    v = mode == q::kModeMax ? best
+                                            : (sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count);
+                }
+                v = v < params_.clampMin ? params_.clampMin : v;
+                v = v > params_.clampMax ? params_.clampMax : v;
+                result[(uint64_t{oy} * ow + ox) * ch + ci] = static_cast<uint8_t>(v);
+            }
+        }
+    }
+    std::copy(result.begin(), result.end(), s_.scratchpad.data() + c.w[q::kOutAddr]);
+    UnitResult res;
+    res.cycles = cost(outputs * kh * kw);
     return res;
 }
 

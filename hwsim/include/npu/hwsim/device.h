@@ -46,6 +46,8 @@ public:
     bool irqPending() const;
 
     const HwConfig& config() const;
+    // Replaces the fault plan (HwConfig::faults) and restarts its command counts.
+    void injectFaults(const FaultConfig& faults);
     // Empty when the config given to the constructor was valid; else validate()'s message.
     const std::string& configError() const { return configError_; }
     uint64_t cycles() const;  // device time, never frozen or reset (the PMU counter may be)
@@ -56,6 +58,7 @@ public:
     int32_t* accumulator();
 
 private:
+    void pollDelayedIrq() const;
     std::unique_ptr<DeviceState> state_;
     std::unique_ptr<CommandProcessor> processor_;
     std::string configError_;
