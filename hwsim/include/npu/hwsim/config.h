@@ -46,7 +46,7 @@ struct HwConfig {
     uint32_t vectorLanes = 32;
     uint32_t vectorLatencyCycles = 4;  // vector pipeline depth: fill per command
     uint32_t dmaBytesPerCycle = 16;    // DMA bus width (bytes per beat)
-    uint32_t dmaMaxOutstanding = 8;    // outstanding DRAM requests (bursts) in flight
+    uint32_t dmaMaxOutstanding = 16;   // outstanding DRAM requests (bursts) in flight
     uint32_t dramBytesPerCycle = 16;   // DRAM bandwidth
     uint32_t dramLatencyCycles = 200;
     uint32_t tokenQueueDepth = 16;     // outstanding tokens per (from, to) queue pair
