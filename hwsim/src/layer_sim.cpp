@@ -137,7 +137,6 @@ public:
                  const std::string& name) {
         UnitCounters& k = r_.units[ui(u)];
         const uint64_t start0 = std::max(channelFree, ready);
-        k.idle += ready > channelFree ? 0 : 0;  // idle is derived at the end
         k.stalledDependency += ready > channelFree ? ready - channelFree : 0;
         const uint64_t start = std::max(start0, dramFree_);
         k.stalledDma += start - start0;
