@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cmd_conformance.h"
 #include "cmd_sim.h"
 #include "commands.h"
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     cache->add_flag("--json", json, "print JSON");
 
     npu::tools::SimCli simCli(app);
+    npu::tools::ConformanceCli conformanceCli(app);
 
     try {
         app.parse(argc, argv);
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations);
     if (simCli.parsed()) return simCli.run();
+    if (conformanceCli.parsed()) return conformanceCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }

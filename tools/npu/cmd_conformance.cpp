@@ -1,0 +1,365 @@
+// npu conformance: the CTS vectors of one or more files against a device, each vector in a
+// worker process under a watchdog (worker_pool.h), with a per-operation table of verdicts.
+#include "cmd_conformance.h"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "npu/framework/cts_loader.h"
+#include "runner.h"
+#include "worker_pool.h"
+
+namespace npu::tools {
+namespace {
+
+using Json = nlohmann::json;
+
+// Test hooks, read only in the conformance worker process (never by a device): the worker kills
+// itself with SIGSEGV, or stops answering, before it runs the vector of that name. They let the
+// tests check that a crash or a hang costs one vector and the run goes on.
+constexpr const char* kCrashHookEnv = "NPU_CONFORMANCE_TEST_CRASH";
+constexpr const char* kHangHookEnv = "NPU_CONFORMANCE_TEST_HANG";
+
+enum class Verdict { kPassed, kFailed, kUnsupported, kError };
+
+constexpr const char* verdictName(Verdict v) {
+    switch (v) {
+        case Verdict::kPassed: return "passed";
+        case Verdict::kFailed: return "failed";
+        case Verdict::kUnsupported: return "unsupported";
+        case Verdict::kError: return "error";
+    }
+    return "?";
+}
+
+struct Vector {
+    framework::TestCase testCase;
+    std::string file;
+    size_t line = 0;
+};
+
+struct VectorResult {
+    Verdict verdict = Verdict::kError;
+    std::string message;
+    std::optional<framework::Mismatch> mismatch;
+};
+
+struct Counts {
+    size_t passed = 0, failed = 0, unsupported = 0, errors = 0;
+    void add(Verdict v) {
+        switch (v) {
+            case Verdict::kPassed: ++passed; break;
+            case Verdict::kFailed: ++failed; break;
+            case Verdict::kUnsupported: ++unsupported; break;
+            case Verdict::kError: ++errors; break;
+        }
+    }
+    size_t total() const { return passed + failed + unsupported + errors; }
+};
+
+// `while_infinite_loop*`: an expect_failure model whose first main operation is WHILE must end in
+// a loop-timeout error (MISSED_DEADLINE_*), not in any failure.
+bool isInfiniteLoop(const framework::TestCase& tc) {
+    return tc.expectFailure && !tc.model.main.operations.empty() &&
+           tc.model.main.operations.front().type == hal::OperationType::WHILE;
+}
+
+// The row of the table: the operation under test is the main subgraph's last operation (the
+// generator's "all inputs as internal" variants put helper ADDs before it), the data type is
+// that operation's first input type, "relaxed" for a relaxed float32 model.
+std::pair<std::string, std::string> rowOf(const framework::TestCase& tc) {
+    const auto& sg = tc.model.main;
+    if (sg.operations.empty()) return {"(no operation)", "-"};
+    const auto& op = sg.operations.back();
+    std::string type = op.inputs.empty() || op.inputs[0] >= sg.operands.size()
+                           ? std::string("-")
+                           : std::string(hal::toString(sg.operands[op.inputs[0]].type));
+    if (tc.isRelaxed && type == "TENSOR_FLOAT32") type = "relaxed";
+    return {std::string(hal::toString(op.type)), type};
+}
+
+std::string errorText(const Error& e) { return fmt::format("{}: {}", hal::toString(e.status), e.message); }
+
+// The CTS verdict of one vector on one device (docs/conformance.md, "npu conformance").
+VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
+    auto outcome = runTestCase(device, tc);
+    if (!outcome) {
+        if (!tc.expectFailure) return {Verdict::kFailed, errorText(outcome.error()), std::nullopt};
+        if (!isInfiniteLoop(tc)) return {Verdict::kPassed, "", std::nullopt};
+        const auto s = outcome.error().status;
+        if (s == hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT || s == hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT) {
+            return {Verdict::kPassed, "", std::nullopt};
+        }
+        return {Verdict::kFailed, "expected a loop-timeout error (MISSED_DEADLINE_*), got " + errorText(outcome.error()),
+                std::nullopt};
+    }
+    if (!outcome->supported) return {Verdict::kUnsupported, "", std::nullopt};
+    if (tc.expectFailure) return {Verdict::kFailed, "expected a failure (build, prepare or execute), got outputs", std::nullopt};
+    auto mismatch = framework::compareOutputs(tc, outcome->outputs, outcome->result.outputShapes);
+    if (mismatch) return {Verdict::kFailed, mismatch->message, mismatch};
+    return {Verdict::kPassed, "", std::nullopt};
+}
+
+Json mismatchJson(const framework::Mismatch& m) {
+    return {{"output", m.output}, {"element", m.element}, {"expected", m.expected}, {"actual", m.actual},
+            {"tolerance", m.tolerance}};
+}
+
+std::string encode(const VectorResult& r) {
+    Json j = {{"verdict", static_cast<int>(r.verdict)}, {"message", r.message}};
+    if (r.mismatch) j["mismatch"] = mismatchJson(*r.mismatch);
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+VectorResult decode(const std::string& payload) {
+    Json j = Json::parse(payload, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("verdict") || !j["verdict"].is_number_integer()) {
+        return {Verdict::kError, "the worker sent an unreadable answer", std::nullopt};
+    }
+    VectorResult r;
+    const int v = j["verdict"].get<int>();
+    r.verdict = v >= 0 && v <= 3 ? static_cast<Verdict>(v) : Verdict::kError;
+    if (j["message"].is_string()) r.message = j["message"].get<std::string>();
+    if (j.contains("mismatch") && j["mismatch"].is_object()) {
+        const Json& m = j["mismatch"];
+        framework::Mismatch mm;
+        mm.output = m.value("output", 0u);
+        mm.element = m.value("element", size_t{0});
+        mm.expected = m.value("expected", 0.0);
+        mm.actual = m.value("actual", 0.0);
+        mm.tolerance = m.value("tolerance", 0.0);
+        mm.message = r.message;
+        r.mismatch = mm;
+    }
+    return r;
+}
+
+// The vendored files, when none is named.
+std::vector<std::string> defaultFiles() {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(framework::ctsDataDir(), ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.ends_with(".jsonl.gz") || name.ends_with(".jsonl")) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+bool selected(const std::string& name, const std::vector<std::string>& filters) {
+    if (filters.empty()) return true;
+    return std::any_of(filters.begin(), filters.end(),
+                       [&](const std::string& f) { return ::fnmatch(f.c_str(), name.c_str(), 0) == 0; });
+}
+
+// Loads every selected vector; an unreadable or malformed file is an error naming file and line.
+Result<std::vector<Vector>> loadVectors(const std::vector<std::string>& files, const std::vector<std::string>& filters) {
+    std::vector<Vector> vectors;
+    for (const auto& file : files) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(file, ec)) return invalidArgument(file + ": no such file");
+        auto reader = NPU_TRY(framework::CtsReader::open(file));
+        while (true) {
+            auto next = NPU_TRY(reader->next());
+            if (!next) break;
+            if (!selected(next->name, filters)) continue;
+            vectors.push_back(Vector{std::move(*next), file, reader->lineNumber()});
+        }
+    }
+    return vectors;
+}
+
+// Progress on stderr: one rewritten line on a terminal, a line every 10 % otherwise (--progress).
+class Progress {
+public:
+    Progress(bool enabled, size_t total) : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), total_(total) {}
+
+    void update(const Counts& c, bool force = false) {
+        if (!enabled_) return;
+        const auto now = std::chrono::steady_clock::now();
+        const size_t done = c.total();
+        if (tty_) {
+            if (!force && now - last_ < std::chrono::milliseconds(200)) return;
+            fmt::print(stderr, "\r{}/{}  passed {}  failed {}  unsupported {}  errors {}  {:.1f} s ", done, total_, c.passed,
+                       c.failed, c.unsupported, c.errors, seconds(now));
+        } else {
+            const size_t decile = total_ == 0 ? 10 : done * 10 / total_;
+            if (!force && decile == lastDecile_) return;
+            lastDecile_ = decile;
+            fmt::print(stderr, "npu conformance: {}/{} vectors ({} failed, {} errors), {:.1f} s\n", done, total_, c.failed,
+                       c.errors, seconds(now));
+        }
+        last_ = now;
+    }
+
+    void finish(const Counts& c) {
+        if (!enabled_) return;
+        if (!tty_ && lastDecile_ == 10) return;  // the last line is already out
+        update(c, true);
+        if (tty_) fmt::print(stderr, "\n");
+    }
+
+private:
+    double seconds(std::chrono::steady_clock::time_point now) const {
+        return std::chrono::duration<double>(now - start_).count();
+    }
+    bool enabled_, tty_;
+    size_t total_;
+    size_t lastDecile_ = 0;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
+
+std::string failureLine(const Vector& v, const VectorResult& r) {
+    std::string where = fmt::format("{} ({}:{})", v.testCase.name, std::filesystem::path(v.file).filename().string(), v.line);
+    if (r.mismatch) {
+        const auto& m = *r.mismatch;
+        return fmt::format("FAIL  {}: output {} element {}: expected {:g}, actual {:g}, tolerance {:g}", where, m.output,
+                           m.element, m.expected, m.actual, m.tolerance);
+    }
+    return fmt::format("{} {}: {}", r.verdict == Verdict::kError ? "ERROR" : "FAIL ", where, r.message);
+}
+
+std::string deviceLabel(const DeviceChoice& c) { return c.device == "npu" ? "npu (" + c.transport + ")" : c.device; }
+
+}  // namespace
+
+ConformanceCli::ConformanceCli(CLI::App& app) {
+    cmd_ = app.add_subcommand("conformance",
+                              "Run CTS vector files against a device; a table of passed/failed/unsupported/errors per operation");
+    cmd_->add_option("files", files_, "FILE.jsonl or FILE.jsonl.gz ... (default: every vendored tests/cts file)");
+    cmd_->add_option("--device", choice_.device, "npu or reference")
+        ->check(CLI::IsMember({"npu", "reference"}))
+        ->capture_default_str();
+    cmd_->add_option("--transport", choice_.transport, "loopback (in-process firmware) or unix (npu-fwd daemon)")
+        ->check(CLI::IsMember({"loopback", "unix"}))
+        ->capture_default_str();
+    cmd_->add_option("--socket", choice_.socketPath, "unix transport: the daemon's socket (default: per-user runtime dir)");
+    cmd_->add_option("--filter", filters_, "run only vectors whose name matches GLOB (repeatable; any match selects)");
+    cmd_->add_flag("--json", json_, "print JSON instead of tables");
+    cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")->check(CLI::Range(1, 256));
+    cmd_->add_option("--timeout", timeoutSeconds_, "seconds one vector may take before its worker is killed (a hang)")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
+    cmd_->add_flag("--progress", progress_, "show progress on stderr even when it is not a terminal");
+}
+
+bool ConformanceCli::parsed() const { return cmd_->parsed(); }
+
+int ConformanceCli::run() const {
+    const auto files = files_.empty() ? defaultFiles() : files_;
+    if (files.empty()) {
+        fmt::print(stderr, "npu conformance: no files given and none in {}\n", framework::ctsDataDir());
+        return 2;
+    }
+    auto loaded = loadVectors(files, filters_);
+    if (!loaded) {
+        fmt::print(stderr, "npu conformance: {}\n", loaded.error().message);
+        return 2;
+    }
+    const std::vector<Vector>& vectors = *loaded;
+    if (vectors.empty()) {
+        fmt::print(stderr, "npu conformance: no vector of the {} file(s) matches the filter\n", files.size());
+        return 2;
+    }
+
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    WorkerPoolOptions options;
+    options.workers = jobs_ > 0 ? jobs_ : static_cast<int>(std::max(1L, cpus));
+    options.taskTimeout = std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds_ * 1000.0));
+
+    const DeviceChoice choice = choice_;
+    WorkerSetup setup = [&vectors, choice]() -> TaskFunction {
+        auto opened = std::make_shared<Result<OpenedDevice>>(openDevice(choice));
+        const char* crashOn = std::getenv(kCrashHookEnv);
+        const char* hangOn = std::getenv(kHangHookEnv);
+        const std::string crashName = crashOn ? crashOn : "", hangName = hangOn ? hangOn : "";
+        return [&vectors, opened, crashName, hangName](size_t i) {
+            const framework::TestCase& tc = vectors[i].testCase;
+            if (!crashName.empty() && tc.name == crashName) ::raise(SIGSEGV);
+            if (!hangName.empty() && tc.name == hangName) {
+                while (true) ::pause();
+            }
+            if (!*opened) return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()), std::nullopt});
+            return encode(judge(*(*opened)->device, tc));
+        };
+    };
+
+    std::vector<VectorResult> results(vectors.size());
+    std::map<std::pair<std::string, std::string>, Counts> rows;
+    Counts total;
+    Progress progress(progress_ || ::isatty(STDERR_FILENO) == 1, vectors.size());
+    const auto start = std::chrono::steady_clock::now();
+    auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
+        VectorResult r = report.kind == TaskReport::Kind::kDone ? decode(report.payload)
+                                                                : VectorResult{Verdict::kError, report.payload, std::nullopt};
+        rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
+        total.add(r.verdict);
+        results[report.task] = std::move(r);
+        progress.update(total);
+    });
+    progress.finish(total);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!status) {
+        fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message, total.total(),
+                   vectors.size());
+        return 1;
+    }
+
+    if (json_) {
+        Json j;
+        j["device"] = deviceLabel(choice_);
+        j["files"] = files;
+        j["vectors"] = vectors.size();
+        j["passed"] = total.passed;
+        j["failed"] = total.failed;
+        j["unsupported"] = total.unsupported;
+        j["errors"] = total.errors;
+        j["seconds"] = seconds;
+        j["jobs"] = options.workers;
+        Json ops = Json::array();
+        for (const auto& [key, c] : rows) {
+            ops.push_back({{"operation", key.first}, {"type", key.second}, {"passed", c.passed}, {"failed", c.failed},
+                           {"unsupported", c.unsupported}, {"errors", c.errors}});
+        }
+        j["operations"] = ops;
+        Json failures = Json::array();
+        for (size_t i = 0; i < vectors.size(); ++i) {
+            const auto& r = results[i];
+            if (r.verdict != Verdict::kFailed && r.verdict != Verdict::kError) continue;
+            Json f = {{"name", vectors[i].testCase.name}, {"file", vectors[i].file}, {"line", vectors[i].line},
+                      {"verdict", verdictName(r.verdict)}, {"message", r.message}};
+            if (r.mismatch) f["mismatch"] = mismatchJson(*r.mismatch);
+            failures.push_back(f);
+        }
+        j["failures"] = failures;
+        fmt::print("{}\n", j.dump(2, ' ', false, Json::error_handler_t::replace));
+    } else {
+        fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed", "unsupported", "errors");
+        for (const auto& [key, c] : rows) {
+            fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", key.first, key.second, c.passed, c.failed, c.unsupported,
+                       c.errors);
+        }
+        fmt::print("{:<63} {:>7} {:>7} {:>12} {:>7}\n", fmt::format("total ({} vectors)", vectors.size()), total.passed,
+                   total.failed, total.unsupported, total.errors);
+        for (size_t i = 0; i < vectors.size(); ++i) {
+            const auto& r = results[i];
+            if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError) fmt::print("{}\n", failureLine(vectors[i], r));
+        }
+        fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n", deviceLabel(choice_),
+                   total.passed, total.failed, total.unsupported, total.errors, seconds, options.workers);
+    }
+    return total.failed + total.errors == 0 ? 0 : 1;
+}
+
+}  // namespace npu::tools
