@@ -245,7 +245,8 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->check(CLI::IsMember({"loopback", "unix"}))
         ->capture_default_str();
     cmd_->add_option("--socket", choice_.socketPath, "unix transport: the daemon's socket (default: per-user runtime dir)");
-    cmd_->add_option("--filter", filters_, "run only vectors whose name matches GLOB (repeatable; any match selects)");
+    cmd_->add_option("--filter", filters_, "run only vectors whose name matches GLOB (repeatable; any match selects)")
+        ->allow_extra_args(false);  // one GLOB per --filter: the files that follow stay files
     cmd_->add_flag("--json", json_, "print JSON instead of tables");
     cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")->check(CLI::Range(1, 256));
     cmd_->add_option("--timeout", timeoutSeconds_, "seconds one vector may take before its worker is killed (a hang)")

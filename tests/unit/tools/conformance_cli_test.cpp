@@ -1,0 +1,177 @@
+// npu conformance as a user meets it: counts in --json, bad input, --filter, and a vector whose
+// worker crashes or hangs (the NPU_CONFORMANCE_TEST_CRASH / _HANG hooks of the tool's worker).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using Json = nlohmann::json;
+
+struct Run {
+    int exitCode = -1;
+    std::string out;  // stdout only
+};
+
+// Runs the CLI; stderr goes to `errFile` so that stdout stays parseable JSON.
+Run npu(const std::string& args, const std::string& env = "", const std::string& errFile = "/dev/null") {
+    std::string cmd = env + " " + std::string(NPU_CLI_PATH) + " " + args + " 2>" + errFile;
+    Run r;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    int status = pclose(p);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+std::string readFile(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The lines of a vendored file, by vector name.
+std::map<std::string, std::string> vendoredLines(const std::string& file) {
+    std::map<std::string, std::string> lines;
+    FILE* p = popen(("gzip -dc " + std::string(NPU_CTS_DIR) + "/" + file).c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string all;
+    std::array<char, 65536> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) all.append(buf.data(), n);
+    REQUIRE(pclose(p) == 0);
+    size_t start = 0;
+    while (start < all.size()) {
+        size_t end = all.find('\n', start);
+        if (end == std::string::npos) end = all.size();
+        std::string line = all.substr(start, end - start);
+        if (!line.empty()) lines[Json::parse(line)["name"].get<std::string>()] = line;
+        start = end + 1;
+    }
+    return lines;
+}
+
+// Five vectors: two pass, an expect_failure one the reference must reject (a pass), a wrong
+// expected output (a failure), an OEM operation no device claims (unsupported).
+std::string writeSmallFile() {
+    const std::string path = "/tmp/npu-conformance-test-" + std::to_string(getpid()) + ".jsonl";
+    auto v10 = vendoredLines("V1_0.jsonl.gz");
+    auto v12 = vendoredLines("V1_2.jsonl.gz");
+    std::ofstream out(path);
+    out << v10.at("conv_quant8") << "\n";
+    out << v10.at("conv_float") << "\n";
+    out << v12.at("depthwise_conv2d_invalid_filter_dims_nhwc_quant8") << "\n";
+
+    Json wrong = Json::parse(v10.at("conv_quant8"));
+    wrong["name"] = "conv_quant8_wrong_expectation";
+    const auto outIndex = wrong["main"]["output_indexes"][0].get<size_t>();
+    std::string data = wrong["main"]["operands"][outIndex]["data"].get<std::string>();
+    // Every byte of the expected output becomes 0x7f or 0xff: base64 "f39/" / "////".
+    for (size_t i = 0; i + 4 <= data.size() && data[i + 3] != '='; i += 4) data.replace(i, 4, data[i] == '/' ? "f39/" : "////");
+    wrong["main"]["operands"][outIndex]["data"] = data;
+    out << "\n" << wrong.dump() << "\n";  // a blank line in between is allowed
+
+    Json oem = Json::parse(v10.at("conv_quant8"));
+    oem["name"] = "conv_quant8_as_oem_operation";
+    oem["main"]["operations"][0]["type"] = "OEM_OPERATION";
+    out << oem.dump() << "\n";
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("npu conformance --json counts passed, failed and unsupported vectors", "[cli][conformance]") {
+    const std::string path = writeSmallFile();
+    auto r = npu("conformance --device reference --json " + path);
+    INFO(r.out);
+    CHECK(r.exitCode == 1);  // one failure
+    Json j = Json::parse(r.out);
+    CHECK(j["passed"] == 3);
+    CHECK(j["failed"] == 1);
+    CHECK(j["unsupported"] == 1);
+    CHECK(j["errors"] == 0);
+    REQUIRE(j["failures"].size() == 1);
+    CHECK(j["failures"][0]["name"] == "conv_quant8_wrong_expectation");
+    CHECK(j["failures"][0]["line"] == 5);
+    CHECK(j["failures"][0]["mismatch"]["output"] == 0);
+    CHECK(j["failures"][0]["mismatch"].contains("tolerance"));
+    bool sawConv = false;
+    for (const auto& row : j["operations"]) {
+        if (row["operation"] == "CONV_2D" && row["type"] == "TENSOR_QUANT8_ASYMM") {
+            sawConv = true;
+            CHECK(row["passed"] == 1);
+            CHECK(row["failed"] == 1);
+        }
+    }
+    CHECK(sawConv);
+
+    // The text table names the first mismatch.
+    auto text = npu("conformance --device reference --jobs 1 " + path);
+    CHECK(text.exitCode == 1);
+    CHECK_THAT(text.out, Catch::Contains("FAIL  conv_quant8_wrong_expectation") && Catch::Contains("element 0") &&
+                             Catch::Contains("tolerance"));
+    std::remove(path.c_str());
+}
+
+TEST_CASE("npu conformance --filter selects vectors by name; exit 0 when all pass", "[cli][conformance]") {
+    const std::string path = writeSmallFile();
+    auto r = npu("conformance --device reference --json --filter 'conv_*' --filter 'depthwise*' " + path);
+    INFO(r.out);
+    Json j = Json::parse(r.out);
+    CHECK(j["vectors"] == 5);
+    auto ok = npu("conformance --device reference --json --filter 'conv_quant8' --filter 'conv_float' " + path);
+    INFO(ok.out);
+    CHECK(ok.exitCode == 0);
+    Json k = Json::parse(ok.out);
+    CHECK(k["passed"] == 2);
+    CHECK(k["vectors"] == 2);
+    auto none = npu("conformance --device reference --filter 'nothing_is_called_this' " + path);
+    CHECK(none.exitCode == 2);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("npu conformance of a missing or malformed file exits 2 naming file and line", "[cli][conformance]") {
+    const std::string err = "/tmp/npu-conformance-test-err-" + std::to_string(getpid());
+    auto missing = npu("conformance --device reference /nonexistent/x.jsonl", "", err);
+    CHECK(missing.exitCode == 2);
+    CHECK_THAT(readFile(err), Catch::Contains("/nonexistent/x.jsonl"));
+
+    const std::string path = writeSmallFile();
+    {
+        std::ofstream append(path, std::ios::app);
+        append << "{\"name\": \"x\", \"main\": 17}\n";  // line 7
+    }
+    auto bad = npu("conformance --device reference " + path, "", err);
+    CHECK(bad.exitCode == 2);
+    CHECK_THAT(readFile(err), Catch::Contains(path + ":7"));
+    std::remove(path.c_str());
+    std::remove(err.c_str());
+}
+
+TEST_CASE("npu conformance reports a crashing or hanging worker as an error and goes on", "[cli][conformance]") {
+    const std::string path = writeSmallFile();
+    auto r = npu("conformance --device reference --json --jobs 2 --timeout 1 " + path,
+                 "NPU_CONFORMANCE_TEST_CRASH=conv_quant8 NPU_CONFORMANCE_TEST_HANG=conv_float");
+    INFO(r.out);
+    CHECK(r.exitCode == 1);
+    Json j = Json::parse(r.out);
+    CHECK(j["errors"] == 2);
+    CHECK(j["passed"] == 1);  // the expect_failure vector, run by a replacement worker
+    CHECK(j["failed"] == 1);
+    CHECK(j["unsupported"] == 1);
+    std::map<std::string, std::string> messages;
+    for (const auto& f : j["failures"]) messages[f["name"]] = f["message"];
+    CHECK_THAT(messages["conv_quant8"], Catch::Contains("crash (signal 11"));
+    CHECK_THAT(messages["conv_float"], Catch::Contains("hang"));
+    std::remove(path.c_str());
+}
