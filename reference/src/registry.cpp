@@ -12,7 +12,8 @@ const std::vector<OperationRegistration>& allOperations() {
                             ops::softmaxOperations, ops::resizeOperations, ops::normalizationOperations,
                             ops::spaceOperations, ops::slicingOperations,
                             ops::quantizeOperations, ops::lstmOperations, ops::rnnOperations,
-                            ops::lookupOperations, ops::randomOperations, ops::topkOperations}) {
+                            ops::lookupOperations, ops::randomOperations, ops::topkOperations,
+                            ops::reductionOperations, ops::gatherSplitTileOperations}) {
             auto ops = family();
             v.insert(v.end(), ops.begin(), ops.end());
         }

@@ -39,6 +39,8 @@ std::vector<OperationRegistration> rnnOperations();
 std::vector<OperationRegistration> lookupOperations();
 std::vector<OperationRegistration> randomOperations();
 std::vector<OperationRegistration> topkOperations();
+std::vector<OperationRegistration> reductionOperations();
+std::vector<OperationRegistration> gatherSplitTileOperations();
 }  // namespace ops
 
 // Helpers for `supports`: the type of operand `input` of the operation.
