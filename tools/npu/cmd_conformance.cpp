@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <csignal>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -53,6 +54,7 @@ struct VectorResult {
     Verdict verdict = Verdict::kError;
     std::string message;
     std::optional<framework::Mismatch> mismatch;
+    bool deviceUnavailable = false;  // the worker could not open the device: the run stops
 };
 
 struct Counts {
@@ -117,7 +119,7 @@ Json mismatchJson(const framework::Mismatch& m) {
 }
 
 std::string encode(const VectorResult& r) {
-    Json j = {{"verdict", static_cast<int>(r.verdict)}, {"message", r.message}};
+    Json j = {{"verdict", static_cast<int>(r.verdict)}, {"message", r.message}, {"unavailable", r.deviceUnavailable}};
     if (r.mismatch) j["mismatch"] = mismatchJson(*r.mismatch);
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -131,6 +133,7 @@ VectorResult decode(const std::string& payload) {
     const int v = j["verdict"].get<int>();
     r.verdict = v >= 0 && v <= 3 ? static_cast<Verdict>(v) : Verdict::kError;
     if (j["message"].is_string()) r.message = j["message"].get<std::string>();
+    r.deviceUnavailable = j.value("unavailable", false);
     if (j.contains("mismatch") && j["mismatch"].is_object()) {
         const Json& m = j["mismatch"];
         framework::Mismatch mm;
@@ -258,6 +261,19 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
 bool ConformanceCli::parsed() const { return cmd_->parsed(); }
 
 int ConformanceCli::run() const {
+    // The command's own code returns errors as values; this is the last line of defence for a
+    // library that throws (an allocation, a formatting or I/O error), so the parent never aborts.
+    try {
+        return execute();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "npu conformance: internal error: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "npu conformance: internal error\n");
+    }
+    return 1;
+}
+
+int ConformanceCli::execute() const {
     const auto files = files_.empty() ? defaultFiles() : files_;
     if (files.empty()) {
         fmt::print(stderr, "npu conformance: no files given and none in {}\n", framework::ctsDataDir());
@@ -291,7 +307,9 @@ int ConformanceCli::run() const {
             if (!hangName.empty() && tc.name == hangName) {
                 while (true) ::pause();
             }
-            if (!*opened) return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()), std::nullopt});
+            if (!*opened) {
+                return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()), std::nullopt, true});
+            }
             return encode(judge(*(*opened)->device, tc));
         };
     };
@@ -301,16 +319,26 @@ int ConformanceCli::run() const {
     Counts total;
     Progress progress(progress_ || ::isatty(STDERR_FILENO) == 1, vectors.size());
     const auto start = std::chrono::steady_clock::now();
+    std::string unavailable;
     auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
         VectorResult r = report.kind == TaskReport::Kind::kDone ? decode(report.payload)
                                                                 : VectorResult{Verdict::kError, report.payload, std::nullopt};
+        if (r.deviceUnavailable) {
+            unavailable = r.message;
+            return false;  // every other vector would fail the same way
+        }
         rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
         total.add(r.verdict);
         results[report.task] = std::move(r);
         progress.update(total);
+        return true;
     });
     progress.finish(total);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!unavailable.empty()) {
+        fmt::print(stderr, "npu conformance: {}: {}\n", deviceLabel(choice_), unavailable);
+        return 1;
+    }
     if (!status) {
         fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message, total.total(),
                    vectors.size());

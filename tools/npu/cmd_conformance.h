@@ -18,6 +18,8 @@ public:
     int run() const;  // exit code: 0 nothing failed or errored, 1 otherwise, 2 bad usage or input
 
 private:
+    int execute() const;
+
     CLI::App* cmd_ = nullptr;
     DeviceChoice choice_;
     std::vector<std::string> files_;

@@ -110,7 +110,7 @@ std::string describeDeath(int status) {
 class Pool {
 public:
     Pool(size_t count, const WorkerPoolOptions& options, const WorkerSetup& setup,
-         const std::function<void(const TaskReport&)>& onReport)
+         const std::function<bool(const TaskReport&)>& onReport)
         : count_(count), options_(options), setup_(setup), onReport_(onReport) {}
 
     ~Pool() { shutdown(); }
@@ -125,7 +125,7 @@ public:
             }
             workers_.push_back(*w);
         }
-        while (reported_ < count_) {
+        while (reported_ < count_ && !stopped_) {
             for (auto& w : workers_) {
                 if (w.pid >= 0 && !w.task && next_ < count_) assign(w, next_++);
             }
@@ -180,7 +180,7 @@ private:
 
     void report(size_t task, TaskReport::Kind kind, std::string payload) {
         ++reported_;
-        onReport_(TaskReport{task, kind, std::move(payload)});
+        if (!onReport_(TaskReport{task, kind, std::move(payload)})) stopped_ = true;
     }
 
     void close(Worker& w) {
@@ -198,7 +198,7 @@ private:
         const auto task = w.task;
         w = Worker{};
         if (task) report(*task, kind, std::move(why));
-        if (next_ < count_) {
+        if (next_ < count_ && !stopped_) {
             auto fresh = spawn();
             if (fresh) {
                 w = *fresh;
@@ -278,7 +278,8 @@ private:
     size_t count_;
     const WorkerPoolOptions& options_;
     const WorkerSetup& setup_;
-    const std::function<void(const TaskReport&)>& onReport_;
+    const std::function<bool(const TaskReport&)>& onReport_;
+    bool stopped_ = false;
     std::vector<Worker> workers_;
     size_t next_ = 0;
     size_t reported_ = 0;
@@ -287,7 +288,7 @@ private:
 }  // namespace
 
 Status runInWorkerProcesses(size_t count, const WorkerPoolOptions& options, const WorkerSetup& setup,
-                            const std::function<void(const TaskReport&)>& onReport) {
+                            const std::function<bool(const TaskReport&)>& onReport) {
     if (count == 0) return {};
     // A write to a worker that just died must be an error return, not a SIGPIPE in the parent.
     struct sigaction ignore {};

@@ -34,10 +34,11 @@ struct WorkerPoolOptions {
 using TaskFunction = std::function<std::string(size_t task)>;
 using WorkerSetup = std::function<TaskFunction()>;
 
-// Runs tasks 0..count-1 and calls `onReport` in the parent once per task, in completion order.
-// The parent must have no threads of its own (fork). Fails only when no worker process can be
-// created; tasks not reported by then are not run.
+// Runs tasks 0..count-1 and calls `onReport` in the parent once per task, in completion order;
+// `onReport` returns false to stop the run (tasks still running are abandoned, the rest not
+// started). The parent must have no threads of its own (fork). Fails only when no worker process
+// can be created; tasks not reported by then are not run.
 Status runInWorkerProcesses(size_t count, const WorkerPoolOptions& options, const WorkerSetup& setup,
-                            const std::function<void(const TaskReport&)>& onReport);
+                            const std::function<bool(const TaskReport&)>& onReport);
 
 }  // namespace npu::tools
