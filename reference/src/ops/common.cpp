@@ -15,6 +15,16 @@ Result<bool> boolInput(OperationContext& ctx, size_t i) {
     return ctx.scalar<uint8_t>(i) != 0;
 }
 
+Result<uint32_t> requiredAxis(OperationContext& ctx, size_t i) {
+    const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
+    const int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
+    if (axis < -rank || axis >= rank) {
+        return ctx.error("input " + std::to_string(i) + ": axis " + std::to_string(axis) + " out of range for rank " +
+                         std::to_string(rank));
+    }
+    return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+}
+
 Result<std::vector<uint32_t>> broadcastShapes(OperationContext& ctx, const std::vector<uint32_t>& a,
                                               const std::vector<uint32_t>& b) {
     const size_t rank = std::max(a.size(), b.size());

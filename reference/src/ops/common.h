@@ -30,6 +30,8 @@ Result<T> scalarInput(OperationContext& ctx, size_t i, OperandType type) {
 }
 // A BOOL scalar (layout flags), false when the input is absent.
 Result<bool> boolInput(OperationContext& ctx, size_t i);
+// The INT32 axis input i (required) for input 0, in [-rank, rank); negative counts from the end.
+Result<uint32_t> requiredAxis(OperationContext& ctx, size_t i);
 
 // Numpy-style broadcast of two shapes; an error names both.
 Result<std::vector<uint32_t>> broadcastShapes(OperationContext& ctx, const std::vector<uint32_t>& a,

@@ -29,16 +29,6 @@ Status expectOutputLikeInput(OperationContext& ctx, size_t output) {
     return {};
 }
 
-Result<uint32_t> axisOf(OperationContext& ctx, size_t i) {
-    const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
-    const int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
-    if (axis < -rank || axis >= rank) {
-        return ctx.error("input " + std::to_string(i) + ": axis " + std::to_string(axis) + " out of range for rank " +
-                         std::to_string(rank));
-    }
-    return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
-}
-
 // outer x len x inner view of input 0 around `axis`, inner in bytes.
 struct AxisView {
     size_t outer = 1, len = 1, innerBytes = 0;
@@ -59,7 +49,7 @@ Status prepareGather(OperationContext& ctx) {
     if (ctx.inputRank(0) < 1) return ctx.error("input 0 must have rank 1 or more");
     NPU_TRY(ctx.expectType(2, OperandType::TENSOR_INT32));
     NPU_TRY(expectOutputLikeInput(ctx, 0));
-    const uint32_t axis = NPU_TRY(axisOf(ctx, 1));
+    const uint32_t axis = NPU_TRY(requiredAxis(ctx, 1));
     const auto& in = ctx.inputDims(0);
     std::vector<uint32_t> dims(in.begin(), in.begin() + axis);
     dims.insert(dims.end(), ctx.inputDims(2).begin(), ctx.inputDims(2).end());
@@ -68,7 +58,7 @@ Status prepareGather(OperationContext& ctx) {
 }
 
 Status executeGather(OperationContext& ctx) {
-    const uint32_t axis = *axisOf(ctx, 1);
+    const uint32_t axis = *requiredAxis(ctx, 1);
     const RuntimeOperand& in = ctx.input(0);
     const AxisView v = viewAround(in, axis);
     const size_t count = elementCount(ctx.inputDims(2));
@@ -93,7 +83,7 @@ Status executeGather(OperationContext& ctx) {
 Status prepareSplit(OperationContext& ctx) {
     NPU_TRY(ctx.expectInputCount(3, 3));
     if (ctx.inputRank(0) < 1) return ctx.error("input 0 must have rank 1 or more");
-    const uint32_t axis = NPU_TRY(axisOf(ctx, 1));
+    const uint32_t axis = NPU_TRY(requiredAxis(ctx, 1));
     const int32_t splits = NPU_TRY(scalarInput<int32_t>(ctx, 2, OperandType::INT32));
     if (splits < 1) return ctx.error("input 2: num_splits " + std::to_string(splits) + " must be positive");
     NPU_TRY(ctx.expectOutputCount(static_cast<size_t>(splits)));
@@ -111,7 +101,7 @@ Status prepareSplit(OperationContext& ctx) {
 }
 
 Status executeSplit(OperationContext& ctx) {
-    const uint32_t axis = *axisOf(ctx, 1);
+    const uint32_t axis = *requiredAxis(ctx, 1);
     const RuntimeOperand& in = ctx.input(0);
     const AxisView v = viewAround(in, axis);
     const size_t splits = ctx.outputCount(), part = v.len / splits;

@@ -170,22 +170,12 @@ bool supportsArg(const hal::Subgraph& sg, const hal::Operation& op) {
                                            OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
-Result<uint32_t> singleAxis(OperationContext& ctx, size_t i) {
-    const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
-    const int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
-    if (axis < -rank || axis >= rank) {
-        return ctx.error("input " + std::to_string(i) + ": axis " + std::to_string(axis) + " out of range for rank " +
-                         std::to_string(rank));
-    }
-    return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
-}
-
 Status prepareArg(OperationContext& ctx) {
     NPU_TRY(ctx.expectInputCount(2, 2));
     NPU_TRY(ctx.expectOutputCount(1));
     if (ctx.inputRank(0) < 1) return ctx.error("input 0 must have rank 1 or more");
     if (ctx.outputType(0) != OperandType::TENSOR_INT32) return ctx.error("output 0 must be TENSOR_INT32");
-    const uint32_t axis = NPU_TRY(singleAxis(ctx, 1));
+    const uint32_t axis = NPU_TRY(requiredAxis(ctx, 1));
     std::vector<uint32_t> dims = ctx.inputDims(0);
     dims.erase(dims.begin() + axis);
     if (dims.empty()) dims.push_back(1);  // a rank-1 input gives shape [1] (argmax_b155660285)
@@ -194,7 +184,7 @@ Status prepareArg(OperationContext& ctx) {
 
 template <bool kMax>
 Status executeArg(OperationContext& ctx) {
-    const uint32_t axis = *singleAxis(ctx, 1);
+    const uint32_t axis = *requiredAxis(ctx, 1);
     const RuntimeOperand& in = ctx.input(0);
     size_t outer = 1, inner = 1;
     const size_t len = in.dims[axis];
@@ -242,13 +232,13 @@ Status prepareLogSoftmax(OperationContext& ctx) {
     if (ctx.outputType(0) != ctx.inputType(0)) return ctx.error("output type differs from the input type");
     const float beta = NPU_TRY(logSoftmaxBeta(ctx));
     if (!(beta > 0)) return ctx.error("input 1: beta " + std::to_string(beta) + " must be positive");
-    NPU_TRY(singleAxis(ctx, 2));
+    NPU_TRY(requiredAxis(ctx, 2));
     return ctx.setOutputShape(0, ctx.inputDims(0));
 }
 
 Status executeLogSoftmax(OperationContext& ctx) {
     const double beta = *logSoftmaxBeta(ctx);
-    const uint32_t axis = *singleAxis(ctx, 2);
+    const uint32_t axis = *requiredAxis(ctx, 2);
     const RuntimeOperand& in = ctx.input(0);
     RuntimeOperand& out = ctx.output(0);
     size_t outer = 1, inner = 1;
