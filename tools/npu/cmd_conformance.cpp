@@ -6,15 +6,14 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "npu/framework/cts_loader.h"
@@ -36,10 +35,14 @@ enum class Verdict { kPassed, kFailed, kUnsupported, kError };
 
 constexpr const char* verdictName(Verdict v) {
     switch (v) {
-        case Verdict::kPassed: return "passed";
-        case Verdict::kFailed: return "failed";
-        case Verdict::kUnsupported: return "unsupported";
-        case Verdict::kError: return "error";
+        case Verdict::kPassed:
+            return "passed";
+        case Verdict::kFailed:
+            return "failed";
+        case Verdict::kUnsupported:
+            return "unsupported";
+        case Verdict::kError:
+            return "error";
     }
     return "?";
 }
@@ -61,10 +64,18 @@ struct Counts {
     size_t passed = 0, failed = 0, unsupported = 0, errors = 0;
     void add(Verdict v) {
         switch (v) {
-            case Verdict::kPassed: ++passed; break;
-            case Verdict::kFailed: ++failed; break;
-            case Verdict::kUnsupported: ++unsupported; break;
-            case Verdict::kError: ++errors; break;
+            case Verdict::kPassed:
+                ++passed;
+                break;
+            case Verdict::kFailed:
+                ++failed;
+                break;
+            case Verdict::kUnsupported:
+                ++unsupported;
+                break;
+            case Verdict::kError:
+                ++errors;
+                break;
         }
     }
     size_t total() const { return passed + failed + unsupported + errors; }
@@ -91,7 +102,9 @@ std::pair<std::string, std::string> rowOf(const framework::TestCase& tc) {
     return {std::string(hal::toString(op.type)), type};
 }
 
-std::string errorText(const Error& e) { return fmt::format("{}: {}", hal::toString(e.status), e.message); }
+std::string errorText(const Error& e) {
+    return fmt::format("{}: {}", hal::toString(e.status), e.message);
+}
 
 // The CTS verdict of one vector on one device (docs/conformance.md, "npu conformance").
 VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
@@ -100,26 +113,35 @@ VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
         if (!tc.expectFailure) return {Verdict::kFailed, errorText(outcome.error()), std::nullopt};
         if (!isInfiniteLoop(tc)) return {Verdict::kPassed, "", std::nullopt};
         const auto s = outcome.error().status;
-        if (s == hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT || s == hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT) {
+        if (s == hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT ||
+            s == hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT) {
             return {Verdict::kPassed, "", std::nullopt};
         }
-        return {Verdict::kFailed, "expected a loop-timeout error (MISSED_DEADLINE_*), got " + errorText(outcome.error()),
+        return {Verdict::kFailed,
+                "expected a loop-timeout error (MISSED_DEADLINE_*), got " + errorText(outcome.error()),
                 std::nullopt};
     }
     if (!outcome->supported) return {Verdict::kUnsupported, "", std::nullopt};
-    if (tc.expectFailure) return {Verdict::kFailed, "expected a failure (build, prepare or execute), got outputs", std::nullopt};
+    if (tc.expectFailure)
+        return {Verdict::kFailed, "expected a failure (build, prepare or execute), got outputs",
+                std::nullopt};
     auto mismatch = framework::compareOutputs(tc, outcome->outputs, outcome->result.outputShapes);
     if (mismatch) return {Verdict::kFailed, mismatch->message, mismatch};
     return {Verdict::kPassed, "", std::nullopt};
 }
 
 Json mismatchJson(const framework::Mismatch& m) {
-    return {{"output", m.output}, {"element", m.element}, {"expected", m.expected}, {"actual", m.actual},
+    return {{"output", m.output},
+            {"element", m.element},
+            {"expected", m.expected},
+            {"actual", m.actual},
             {"tolerance", m.tolerance}};
 }
 
 std::string encode(const VectorResult& r) {
-    Json j = {{"verdict", static_cast<int>(r.verdict)}, {"message", r.message}, {"unavailable", r.deviceUnavailable}};
+    Json j = {{"verdict", static_cast<int>(r.verdict)},
+              {"message", r.message},
+              {"unavailable", r.deviceUnavailable}};
     if (r.mismatch) j["mismatch"] = mismatchJson(*r.mismatch);
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -167,7 +189,8 @@ bool selected(const std::string& name, const std::vector<std::string>& filters) 
 }
 
 // Loads every selected vector; an unreadable or malformed file is an error naming file and line.
-Result<std::vector<Vector>> loadVectors(const std::vector<std::string>& files, const std::vector<std::string>& filters) {
+Result<std::vector<Vector>> loadVectors(const std::vector<std::string>& files,
+                                        const std::vector<std::string>& filters) {
     std::vector<Vector> vectors;
     for (const auto& file : files) {
         std::error_code ec;
@@ -186,7 +209,8 @@ Result<std::vector<Vector>> loadVectors(const std::vector<std::string>& files, c
 // Progress on stderr: one rewritten line on a terminal, a line every 10 % otherwise (--progress).
 class Progress {
 public:
-    Progress(bool enabled, size_t total) : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), total_(total) {}
+    Progress(bool enabled, size_t total)
+        : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), total_(total) {}
 
     void update(const Counts& c, bool force = false) {
         if (!enabled_) return;
@@ -194,14 +218,14 @@ public:
         const size_t done = c.total();
         if (tty_) {
             if (!force && now - last_ < std::chrono::milliseconds(200)) return;
-            fmt::print(stderr, "\r{}/{}  passed {}  failed {}  unsupported {}  errors {}  {:.1f} s ", done, total_, c.passed,
-                       c.failed, c.unsupported, c.errors, seconds(now));
+            fmt::print(stderr, "\r{}/{}  passed {}  failed {}  unsupported {}  errors {}  {:.1f} s ", done,
+                       total_, c.passed, c.failed, c.unsupported, c.errors, seconds(now));
         } else {
             const size_t decile = total_ == 0 ? 10 : done * 10 / total_;
             if (!force && decile == lastDecile_) return;
             lastDecile_ = decile;
-            fmt::print(stderr, "npu conformance: {}/{} vectors ({} failed, {} errors), {:.1f} s\n", done, total_, c.failed,
-                       c.errors, seconds(now));
+            fmt::print(stderr, "npu conformance: {}/{} vectors ({} failed, {} errors), {:.1f} s\n", done,
+                       total_, c.failed, c.errors, seconds(now));
         }
         last_ = now;
     }
@@ -224,41 +248,53 @@ private:
 };
 
 std::string failureLine(const Vector& v, const VectorResult& r) {
-    std::string where = fmt::format("{} ({}:{})", v.testCase.name, std::filesystem::path(v.file).filename().string(), v.line);
+    std::string where =
+        fmt::format("{} ({}:{})", v.testCase.name, std::filesystem::path(v.file).filename().string(), v.line);
     if (r.mismatch) {
         const auto& m = *r.mismatch;
-        return fmt::format("FAIL  {}: output {} element {}: expected {:g}, actual {:g}, tolerance {:g}", where, m.output,
-                           m.element, m.expected, m.actual, m.tolerance);
+        return fmt::format("FAIL  {}: output {} element {}: expected {:g}, actual {:g}, tolerance {:g}",
+                           where, m.output, m.element, m.expected, m.actual, m.tolerance);
     }
     return fmt::format("{} {}: {}", r.verdict == Verdict::kError ? "ERROR" : "FAIL ", where, r.message);
 }
 
-std::string deviceLabel(const DeviceChoice& c) { return c.device == "npu" ? "npu (" + c.transport + ")" : c.device; }
+std::string deviceLabel(const DeviceChoice& c) {
+    return c.device == "npu" ? "npu (" + c.transport + ")" : c.device;
+}
 
 }  // namespace
 
 ConformanceCli::ConformanceCli(CLI::App& app) {
-    cmd_ = app.add_subcommand("conformance",
-                              "Run CTS vector files against a device; a table of passed/failed/unsupported/errors per operation");
-    cmd_->add_option("files", files_, "FILE.jsonl or FILE.jsonl.gz ... (default: every vendored tests/cts file)");
+    cmd_ = app.add_subcommand(
+        "conformance",
+        "Run CTS vector files against a device; a table of passed/failed/unsupported/errors per operation");
+    cmd_->add_option("files", files_,
+                     "FILE.jsonl or FILE.jsonl.gz ... (default: every vendored tests/cts file)");
     cmd_->add_option("--device", choice_.device, "npu or reference")
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
-    cmd_->add_option("--transport", choice_.transport, "loopback (in-process firmware) or unix (npu-fwd daemon)")
+    cmd_->add_option("--transport", choice_.transport,
+                     "loopback (in-process firmware) or unix (npu-fwd daemon)")
         ->check(CLI::IsMember({"loopback", "unix"}))
         ->capture_default_str();
-    cmd_->add_option("--socket", choice_.socketPath, "unix transport: the daemon's socket (default: per-user runtime dir)");
-    cmd_->add_option("--filter", filters_, "run only vectors whose name matches GLOB (repeatable; any match selects)")
+    cmd_->add_option("--socket", choice_.socketPath,
+                     "unix transport: the daemon's socket (default: per-user runtime dir)");
+    cmd_->add_option("--filter", filters_,
+                     "run only vectors whose name matches GLOB (repeatable; any match selects)")
         ->allow_extra_args(false);  // one GLOB per --filter: the files that follow stay files
     cmd_->add_flag("--json", json_, "print JSON instead of tables");
-    cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")->check(CLI::Range(1, 256));
-    cmd_->add_option("--timeout", timeoutSeconds_, "seconds one vector may take before its worker is killed (a hang)")
+    cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")
+        ->check(CLI::Range(1, 256));
+    cmd_->add_option("--timeout", timeoutSeconds_,
+                     "seconds one vector may take before its worker is killed (a hang)")
         ->check(CLI::Range(0.1, 3600.0))
         ->capture_default_str();
     cmd_->add_flag("--progress", progress_, "show progress on stderr even when it is not a terminal");
 }
 
-bool ConformanceCli::parsed() const { return cmd_->parsed(); }
+bool ConformanceCli::parsed() const {
+    return cmd_->parsed();
+}
 
 int ConformanceCli::run() const {
     // The command's own code returns errors as values; this is the last line of defence for a
@@ -308,7 +344,8 @@ int ConformanceCli::execute() const {
                 while (true) ::pause();
             }
             if (!*opened) {
-                return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()), std::nullopt, true});
+                return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()),
+                               std::nullopt, true});
             }
             return encode(judge(*(*opened)->device, tc));
         };
@@ -321,8 +358,9 @@ int ConformanceCli::execute() const {
     const auto start = std::chrono::steady_clock::now();
     std::string unavailable;
     auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
-        VectorResult r = report.kind == TaskReport::Kind::kDone ? decode(report.payload)
-                                                                : VectorResult{Verdict::kError, report.payload, std::nullopt};
+        VectorResult r = report.kind == TaskReport::Kind::kDone
+                             ? decode(report.payload)
+                             : VectorResult{Verdict::kError, report.payload, std::nullopt};
         if (r.deviceUnavailable) {
             unavailable = r.message;
             return false;  // every other vector would fail the same way
@@ -340,8 +378,8 @@ int ConformanceCli::execute() const {
         return 1;
     }
     if (!status) {
-        fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message, total.total(),
-                   vectors.size());
+        fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message,
+                   total.total(), vectors.size());
         return 1;
     }
 
@@ -358,35 +396,45 @@ int ConformanceCli::execute() const {
         j["jobs"] = options.workers;
         Json ops = Json::array();
         for (const auto& [key, c] : rows) {
-            ops.push_back({{"operation", key.first}, {"type", key.second}, {"passed", c.passed}, {"failed", c.failed},
-                           {"unsupported", c.unsupported}, {"errors", c.errors}});
+            ops.push_back({{"operation", key.first},
+                           {"type", key.second},
+                           {"passed", c.passed},
+                           {"failed", c.failed},
+                           {"unsupported", c.unsupported},
+                           {"errors", c.errors}});
         }
         j["operations"] = ops;
         Json failures = Json::array();
         for (size_t i = 0; i < vectors.size(); ++i) {
             const auto& r = results[i];
             if (r.verdict != Verdict::kFailed && r.verdict != Verdict::kError) continue;
-            Json f = {{"name", vectors[i].testCase.name}, {"file", vectors[i].file}, {"line", vectors[i].line},
-                      {"verdict", verdictName(r.verdict)}, {"message", r.message}};
+            Json f = {{"name", vectors[i].testCase.name},
+                      {"file", vectors[i].file},
+                      {"line", vectors[i].line},
+                      {"verdict", verdictName(r.verdict)},
+                      {"message", r.message}};
             if (r.mismatch) f["mismatch"] = mismatchJson(*r.mismatch);
             failures.push_back(f);
         }
         j["failures"] = failures;
         fmt::print("{}\n", j.dump(2, ' ', false, Json::error_handler_t::replace));
     } else {
-        fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed", "unsupported", "errors");
+        fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed",
+                   "unsupported", "errors");
         for (const auto& [key, c] : rows) {
-            fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", key.first, key.second, c.passed, c.failed, c.unsupported,
-                       c.errors);
+            fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", key.first, key.second, c.passed, c.failed,
+                       c.unsupported, c.errors);
         }
-        fmt::print("{:<63} {:>7} {:>7} {:>12} {:>7}\n", fmt::format("total ({} vectors)", vectors.size()), total.passed,
-                   total.failed, total.unsupported, total.errors);
+        fmt::print("{:<63} {:>7} {:>7} {:>12} {:>7}\n", fmt::format("total ({} vectors)", vectors.size()),
+                   total.passed, total.failed, total.unsupported, total.errors);
         for (size_t i = 0; i < vectors.size(); ++i) {
             const auto& r = results[i];
-            if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError) fmt::print("{}\n", failureLine(vectors[i], r));
+            if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError)
+                fmt::print("{}\n", failureLine(vectors[i], r));
         }
-        fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n", deviceLabel(choice_),
-                   total.passed, total.failed, total.unsupported, total.errors, seconds, options.workers);
+        fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n",
+                   deviceLabel(choice_), total.passed, total.failed, total.unsupported, total.errors, seconds,
+                   options.workers);
     }
     return total.failed + total.errors == 0 ? 0 : 1;
 }

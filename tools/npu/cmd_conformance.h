@@ -2,7 +2,6 @@
 // npu conformance: runs CTS vector files against a device in worker processes and prints
 // passed / failed / unsupported / errors per operation and data type.
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

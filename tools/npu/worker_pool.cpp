@@ -1,13 +1,12 @@
 #include "worker_pool.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -101,9 +100,11 @@ std::string describeDeath(int status) {
     if (WIFSIGNALED(status)) {
         const int sig = WTERMSIG(status);
         const char* name = ::sigabbrev_np(sig);
-        return "crash (signal " + std::to_string(sig) + (name ? std::string(", SIG") + name : std::string()) + ")";
+        return "crash (signal " + std::to_string(sig) + (name ? std::string(", SIG") + name : std::string()) +
+               ")";
     }
-    if (WIFEXITED(status)) return "crash (worker exited with status " + std::to_string(WEXITSTATUS(status)) + ")";
+    if (WIFEXITED(status))
+        return "crash (worker exited with status " + std::to_string(WEXITSTATUS(status)) + ")";
     return "crash (worker ended)";
 }
 
@@ -137,7 +138,8 @@ public:
 private:
     Result<Worker> spawn() {
         int command[2], result[2];
-        if (::pipe2(command, O_CLOEXEC) != 0) return generalFailure(std::string("worker pool: pipe: ") + std::strerror(errno));
+        if (::pipe2(command, O_CLOEXEC) != 0)
+            return generalFailure(std::string("worker pool: pipe: ") + std::strerror(errno));
         if (::pipe2(result, O_CLOEXEC) != 0) {
             ::close(command[0]);
             ::close(command[1]);
@@ -202,7 +204,8 @@ private:
             auto fresh = spawn();
             if (fresh) {
                 w = *fresh;
-            } else if (std::none_of(workers_.begin(), workers_.end(), [](const Worker& x) { return x.pid >= 0; })) {
+            } else if (std::none_of(workers_.begin(), workers_.end(),
+                                    [](const Worker& x) { return x.pid >= 0; })) {
                 return std::unexpected(fresh.error());
             }
         }
@@ -238,13 +241,16 @@ private:
             fds.push_back({w.resultFd, POLLIN, 0});
             owners.push_back(i);
             if (w.task) {
-                auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.started + options_.taskTimeout - now);
-                timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(0), timeout);
+                auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.started +
+                                                                                  options_.taskTimeout - now);
+                timeout =
+                    std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(0), timeout);
             }
         }
         if (fds.empty()) return generalFailure("worker pool: no worker process left");
         int n = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
-        if (n < 0 && errno != EINTR) return generalFailure(std::string("worker pool: poll: ") + std::strerror(errno));
+        if (n < 0 && errno != EINTR)
+            return generalFailure(std::string("worker pool: poll: ") + std::strerror(errno));
         for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
             if (fds[k].revents == 0) continue;
             Worker& w = workers_[owners[k]];
@@ -261,7 +267,8 @@ private:
         for (auto& w : workers_) {
             if (w.pid >= 0 && w.task && later - w.started >= options_.taskTimeout) {
                 const double seconds = std::chrono::duration<double>(options_.taskTimeout).count();
-                NPU_TRY(replace(w, TaskReport::Kind::kHung, fmt::format("hang (no answer within {:g} s; worker killed)", seconds)));
+                NPU_TRY(replace(w, TaskReport::Kind::kHung,
+                                fmt::format("hang (no answer within {:g} s; worker killed)", seconds)));
             }
         }
         return {};
@@ -270,7 +277,8 @@ private:
     void shutdown() {
         for (auto& w : workers_) close(w);  // idle workers see end-of-file and exit
         for (auto& w : workers_) {
-            if (w.pid >= 0) reap(w.pid, w.task ? std::chrono::milliseconds(0) : std::chrono::milliseconds(5000));
+            if (w.pid >= 0)
+                reap(w.pid, w.task ? std::chrono::milliseconds(0) : std::chrono::milliseconds(5000));
             w.pid = -1;
         }
     }

@@ -13,18 +13,21 @@ namespace {
 using hal::OperationType;
 
 bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status expectOutputLikeInput(OperationContext& ctx, size_t output) {
     if (ctx.outputType(output) != ctx.inputType(0)) {
-        return ctx.error("output " + std::to_string(output) + " type " + std::string(hal::toString(ctx.outputType(output))) +
+        return ctx.error("output " + std::to_string(output) + " type " +
+                         std::string(hal::toString(ctx.outputType(output))) +
                          " differs from the input type " + std::string(hal::toString(ctx.inputType(0))));
     }
-    if (isQuant8Type(ctx.inputType(0)) &&
-        (ctx.output(output).scale != ctx.input(0).scale || ctx.output(output).zeroPoint != ctx.input(0).zeroPoint)) {
-        return ctx.error("output " + std::to_string(output) + " must have the scale and zero point of input 0");
+    if (isQuant8Type(ctx.inputType(0)) && (ctx.output(output).scale != ctx.input(0).scale ||
+                                           ctx.output(output).zeroPoint != ctx.input(0).zeroPoint)) {
+        return ctx.error("output " + std::to_string(output) +
+                         " must have the scale and zero point of input 0");
     }
     return {};
 }
@@ -65,15 +68,16 @@ Status executeGather(OperationContext& ctx) {
     const int32_t* indices = ctx.inputData<int32_t>(2);
     for (size_t k = 0; k < count; ++k) {
         if (indices[k] < 0 || static_cast<size_t>(indices[k]) >= v.len) {
-            return ctx.error("input 2 (indices) element " + std::to_string(k) + " = " + std::to_string(indices[k]) +
-                             " is outside 0.." + std::to_string(v.len) + " (dimension " + std::to_string(axis) + " of input 0)");
+            return ctx.error("input 2 (indices) element " + std::to_string(k) + " = " +
+                             std::to_string(indices[k]) + " is outside 0.." + std::to_string(v.len) +
+                             " (dimension " + std::to_string(axis) + " of input 0)");
         }
     }
     uint8_t* out = ctx.output(0).buffer.data();
     for (size_t o = 0; o < v.outer; ++o) {
         for (size_t k = 0; k < count; ++k) {
-            std::memcpy(out + (o * count + k) * v.innerBytes, in.data() + (o * v.len + size_t(indices[k])) * v.innerBytes,
-                        v.innerBytes);
+            std::memcpy(out + (o * count + k) * v.innerBytes,
+                        in.data() + (o * v.len + size_t(indices[k])) * v.innerBytes, v.innerBytes);
         }
     }
     return {};
@@ -89,8 +93,8 @@ Status prepareSplit(OperationContext& ctx) {
     NPU_TRY(ctx.expectOutputCount(static_cast<size_t>(splits)));
     std::vector<uint32_t> dims = ctx.inputDims(0);
     if (dims[axis] % static_cast<uint32_t>(splits) != 0) {
-        return ctx.error("dimension " + std::to_string(axis) + " of input 0 " + dimsToString(dims) + " is not divisible by " +
-                         std::to_string(splits) + " splits");
+        return ctx.error("dimension " + std::to_string(axis) + " of input 0 " + dimsToString(dims) +
+                         " is not divisible by " + std::to_string(splits) + " splits");
     }
     dims[axis] /= static_cast<uint32_t>(splits);
     for (size_t i = 0; i < ctx.outputCount(); ++i) {
@@ -108,7 +112,8 @@ Status executeSplit(OperationContext& ctx) {
     for (size_t s = 0; s < splits; ++s) {
         uint8_t* out = ctx.output(s).buffer.data();
         for (size_t o = 0; o < v.outer; ++o) {
-            std::memcpy(out + o * part * v.innerBytes, in.data() + (o * v.len + s * part) * v.innerBytes, part * v.innerBytes);
+            std::memcpy(out + o * part * v.innerBytes, in.data() + (o * v.len + s * part) * v.innerBytes,
+                        part * v.innerBytes);
         }
     }
     return {};
@@ -120,14 +125,16 @@ Result<std::vector<uint32_t>> tileMultiples(OperationContext& ctx) {
     NPU_TRY(ctx.expectRank(1, 1));
     const uint32_t rank = ctx.inputRank(0);
     if (ctx.inputDims(1)[0] != rank) {
-        return ctx.error("input 1 (multiples) has " + std::to_string(ctx.inputDims(1)[0]) + " elements, input 0 rank " +
-                         std::to_string(rank));
+        return ctx.error("input 1 (multiples) has " + std::to_string(ctx.inputDims(1)[0]) +
+                         " elements, input 0 rank " + std::to_string(rank));
     }
     if (!ctx.hasValue(1)) return ctx.deferred();
     std::vector<uint32_t> multiples(rank);
     for (uint32_t d = 0; d < rank; ++d) {
         const int32_t m = ctx.inputData<int32_t>(1)[d];
-        if (m < 1) return ctx.error("input 1 (multiples) element " + std::to_string(d) + " = " + std::to_string(m) + " must be positive");
+        if (m < 1)
+            return ctx.error("input 1 (multiples) element " + std::to_string(d) + " = " + std::to_string(m) +
+                             " must be positive");
         multiples[d] = static_cast<uint32_t>(m);
     }
     return multiples;
@@ -183,9 +190,12 @@ bool supportsFill(const hal::Subgraph& sg, const hal::Operation& op) {
 
 OperandType fillValueType(OperandType output) {
     switch (output) {
-        case OperandType::TENSOR_FLOAT16: return OperandType::FLOAT16;
-        case OperandType::TENSOR_INT32: return OperandType::INT32;
-        default: return OperandType::FLOAT32;
+        case OperandType::TENSOR_FLOAT16:
+            return OperandType::FLOAT16;
+        case OperandType::TENSOR_INT32:
+            return OperandType::INT32;
+        default:
+            return OperandType::FLOAT32;
     }
 }
 
@@ -199,7 +209,9 @@ Status prepareFill(OperationContext& ctx) {
     std::vector<uint32_t> dims(ctx.inputDims(0)[0]);
     for (size_t d = 0; d < dims.size(); ++d) {
         const int32_t v = ctx.inputData<int32_t>(0)[d];
-        if (v < 1) return ctx.error("input 0 (dims) element " + std::to_string(d) + " = " + std::to_string(v) + " must be positive");
+        if (v < 1)
+            return ctx.error("input 0 (dims) element " + std::to_string(d) + " = " + std::to_string(v) +
+                             " must be positive");
         dims[d] = static_cast<uint32_t>(v);
     }
     return ctx.setOutputShape(0, std::move(dims));
@@ -214,11 +226,12 @@ Status executeFill(OperationContext& ctx) {
 
 // RANK (input) -> INT32 scalar: the number of dimensions of input 0.
 bool supportsRank(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0),
-                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED, OperandType::TENSOR_QUANT8_SYMM,
-                   OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType::TENSOR_QUANT16_SYMM,
-                   OperandType::TENSOR_QUANT16_ASYMM, OperandType::TENSOR_BOOL8});
+    return typeIn(
+        operandType(sg, op, 0),
+        {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+         OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
+         OperandType::TENSOR_QUANT8_SYMM, OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL,
+         OperandType::TENSOR_QUANT16_SYMM, OperandType::TENSOR_QUANT16_ASYMM, OperandType::TENSOR_BOOL8});
 }
 
 Status prepareRank(OperationContext& ctx) {

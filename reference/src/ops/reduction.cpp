@@ -15,10 +15,11 @@ namespace {
 
 using hal::OperationType;
 
-constexpr std::initializer_list<OperandType> kFloatTypes = {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16};
-constexpr std::initializer_list<OperandType> kFloatQuantTypes = {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                                                 OperandType::TENSOR_QUANT8_ASYMM,
-                                                                 OperandType::TENSOR_QUANT8_ASYMM_SIGNED};
+constexpr std::initializer_list<OperandType> kFloatTypes = {OperandType::TENSOR_FLOAT32,
+                                                            OperandType::TENSOR_FLOAT16};
+constexpr std::initializer_list<OperandType> kFloatQuantTypes = {
+    OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+    OperandType::TENSOR_QUANT8_ASYMM_SIGNED};
 
 // Which axes of input 0 the axes operand (input `i`) selects.
 Result<std::vector<bool>> reducedAxes(OperationContext& ctx, size_t i) {
@@ -31,15 +32,16 @@ Result<std::vector<bool>> reducedAxes(OperationContext& ctx, size_t i) {
     for (uint32_t k = 0; k < ctx.inputDims(i)[0]; ++k) {
         const int32_t axis = axes[k];
         if (axis < -rank || axis >= rank) {
-            return ctx.error("input " + std::to_string(i) + " element " + std::to_string(k) + ": axis " + std::to_string(axis) +
-                             " out of range for rank " + std::to_string(rank));
+            return ctx.error("input " + std::to_string(i) + " element " + std::to_string(k) + ": axis " +
+                             std::to_string(axis) + " out of range for rank " + std::to_string(rank));
         }
         mask[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = true;
     }
     return mask;
 }
 
-std::vector<uint32_t> reducedShape(const std::vector<uint32_t>& dims, const std::vector<bool>& mask, bool keepDims) {
+std::vector<uint32_t> reducedShape(const std::vector<uint32_t>& dims, const std::vector<bool>& mask,
+                                   bool keepDims) {
     std::vector<uint32_t> out;
     for (size_t d = 0; d < dims.size(); ++d) {
         if (!mask[d]) {
@@ -103,10 +105,13 @@ bool supportsReduce(const hal::Subgraph& sg, const hal::Operation& op) {
     const auto t = operandType(sg, op, 0);
     switch (kType) {
         case OperationType::REDUCE_SUM:
-        case OperationType::REDUCE_PROD: return typeIn(t, kFloatTypes);
+        case OperationType::REDUCE_PROD:
+            return typeIn(t, kFloatTypes);
         case OperationType::REDUCE_ANY:
-        case OperationType::REDUCE_ALL: return t == OperandType::TENSOR_BOOL8;
-        default: return typeIn(t, kFloatQuantTypes);  // MEAN, REDUCE_MIN, REDUCE_MAX
+        case OperationType::REDUCE_ALL:
+            return t == OperandType::TENSOR_BOOL8;
+        default:
+            return typeIn(t, kFloatQuantTypes);  // MEAN, REDUCE_MIN, REDUCE_MAX
     }
 }
 
@@ -166,8 +171,9 @@ Status executeReduce(OperationContext& ctx) {
 // ARGMAX / ARGMIN: (tensor, axis INT32) -> TENSOR_INT32 without that axis ([1] for a rank-1 input);
 // the first index wins ties.
 bool supportsArg(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareArg(OperationContext& ctx) {
@@ -216,10 +222,13 @@ Status executeArg(OperationContext& ctx) {
 
 // LOG_SOFTMAX: (tensor, beta FLOAT32|FLOAT16 as the tensor, axis INT32):
 // beta * (x - max) - log(sum(exp(beta * (x - max)))).
-bool supportsLogSoftmax(const hal::Subgraph& sg, const hal::Operation& op) { return typeIn(operandType(sg, op, 0), kFloatTypes); }
+bool supportsLogSoftmax(const hal::Subgraph& sg, const hal::Operation& op) {
+    return typeIn(operandType(sg, op, 0), kFloatTypes);
+}
 
 Result<float> logSoftmaxBeta(OperationContext& ctx) {
-    const OperandType t = ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
+    const OperandType t =
+        ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
     NPU_TRY(ctx.expectType(1, t));
     if (!ctx.hasValue(1)) return ctx.deferred();
     return loadFloat(t, ctx.input(1).data(), 0);
@@ -249,8 +258,10 @@ Status executeLogSoftmax(OperationContext& ctx) {
         for (size_t i = 0; i < inner; ++i) {
             auto at = [&](size_t k) { return (o * len + k) * inner + i; };
             double maxv = -std::numeric_limits<double>::infinity(), sum = 0;
-            for (size_t k = 0; k < len; ++k) maxv = std::max<double>(maxv, loadFloat(in.type, in.data(), at(k)));
-            for (size_t k = 0; k < len; ++k) sum += std::exp((loadFloat(in.type, in.data(), at(k)) - maxv) * beta);
+            for (size_t k = 0; k < len; ++k)
+                maxv = std::max<double>(maxv, loadFloat(in.type, in.data(), at(k)));
+            for (size_t k = 0; k < len; ++k)
+                sum += std::exp((loadFloat(in.type, in.data(), at(k)) - maxv) * beta);
             const double logSum = std::log(sum);
             for (size_t k = 0; k < len; ++k) {
                 storeFloat(out.type, out.buffer.data(), at(k),
@@ -267,18 +278,18 @@ std::vector<OperationRegistration> reductionOperations() {
     return {
         {OperationType::MEAN, supportsReduce<OperationType::MEAN>, prepareReduce<OperationType::MEAN>,
          executeReduce<OperationType::MEAN>},
-        {OperationType::REDUCE_SUM, supportsReduce<OperationType::REDUCE_SUM>, prepareReduce<OperationType::REDUCE_SUM>,
-         executeReduce<OperationType::REDUCE_SUM>},
-        {OperationType::REDUCE_PROD, supportsReduce<OperationType::REDUCE_PROD>, prepareReduce<OperationType::REDUCE_PROD>,
-         executeReduce<OperationType::REDUCE_PROD>},
-        {OperationType::REDUCE_MIN, supportsReduce<OperationType::REDUCE_MIN>, prepareReduce<OperationType::REDUCE_MIN>,
-         executeReduce<OperationType::REDUCE_MIN>},
-        {OperationType::REDUCE_MAX, supportsReduce<OperationType::REDUCE_MAX>, prepareReduce<OperationType::REDUCE_MAX>,
-         executeReduce<OperationType::REDUCE_MAX>},
-        {OperationType::REDUCE_ANY, supportsReduce<OperationType::REDUCE_ANY>, prepareReduce<OperationType::REDUCE_ANY>,
-         executeReduce<OperationType::REDUCE_ANY>},
-        {OperationType::REDUCE_ALL, supportsReduce<OperationType::REDUCE_ALL>, prepareReduce<OperationType::REDUCE_ALL>,
-         executeReduce<OperationType::REDUCE_ALL>},
+        {OperationType::REDUCE_SUM, supportsReduce<OperationType::REDUCE_SUM>,
+         prepareReduce<OperationType::REDUCE_SUM>, executeReduce<OperationType::REDUCE_SUM>},
+        {OperationType::REDUCE_PROD, supportsReduce<OperationType::REDUCE_PROD>,
+         prepareReduce<OperationType::REDUCE_PROD>, executeReduce<OperationType::REDUCE_PROD>},
+        {OperationType::REDUCE_MIN, supportsReduce<OperationType::REDUCE_MIN>,
+         prepareReduce<OperationType::REDUCE_MIN>, executeReduce<OperationType::REDUCE_MIN>},
+        {OperationType::REDUCE_MAX, supportsReduce<OperationType::REDUCE_MAX>,
+         prepareReduce<OperationType::REDUCE_MAX>, executeReduce<OperationType::REDUCE_MAX>},
+        {OperationType::REDUCE_ANY, supportsReduce<OperationType::REDUCE_ANY>,
+         prepareReduce<OperationType::REDUCE_ANY>, executeReduce<OperationType::REDUCE_ANY>},
+        {OperationType::REDUCE_ALL, supportsReduce<OperationType::REDUCE_ALL>,
+         prepareReduce<OperationType::REDUCE_ALL>, executeReduce<OperationType::REDUCE_ALL>},
         {OperationType::ARGMAX, supportsArg, prepareArg, executeArg<true>},
         {OperationType::ARGMIN, supportsArg, prepareArg, executeArg<false>},
         {OperationType::LOG_SOFTMAX, supportsLogSoftmax, prepareLogSoftmax, executeLogSoftmax},

@@ -12,7 +12,8 @@ using test::valuesOf;
 
 TEST_CASE("GATHER along axis 1 with 2-D indices", "[unit][reference]") {
     SingleOp op(OperandType::TENSOR_FLOAT32, {2, 3}, bytesOf<float>({0, 1, 2, 10, 11, 12}));
-    op.constant<int32_t>(OperandType::INT32, {}, {-1}).constant<int32_t>(OperandType::TENSOR_INT32, {2, 2}, {2, 0, 1, 1});
+    op.constant<int32_t>(OperandType::INT32, {}, {-1})
+        .constant<int32_t>(OperandType::TENSOR_INT32, {2, 2}, {2, 0, 1, 1});
     op.output(OperandType::TENSOR_FLOAT32, {2, 2, 2});
     auto out = op.run(OperationType::GATHER);
     REQUIRE(out.has_value());
@@ -21,7 +22,8 @@ TEST_CASE("GATHER along axis 1 with 2-D indices", "[unit][reference]") {
 
 TEST_CASE("GATHER with an index out of range fails at execution, naming the element", "[unit][reference]") {
     SingleOp op(OperandType::TENSOR_INT32, {3}, bytesOf<int32_t>({7, 8, 9}));
-    op.constant<int32_t>(OperandType::INT32, {}, {0}).constant<int32_t>(OperandType::TENSOR_INT32, {2}, {1, 3});
+    op.constant<int32_t>(OperandType::INT32, {}, {0})
+        .constant<int32_t>(OperandType::TENSOR_INT32, {2}, {1, 3});
     op.output(OperandType::TENSOR_INT32, {2});
     auto out = op.run(OperationType::GATHER);
     REQUIRE_FALSE(out.has_value());

@@ -1,6 +1,5 @@
 // MEAN, REDUCE_*, ARGMAX/ARGMIN, LOG_SOFTMAX: hand-checked cases beyond the vendored vectors.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "single_op.h"
@@ -12,9 +11,11 @@ using test::bytesOf;
 using test::SingleOp;
 using test::valuesOf;
 
-TEST_CASE("MEAN over every axis without keep_dims gives shape [1]; repeated and negative axes count once", "[unit][reference]") {
+TEST_CASE("MEAN over every axis without keep_dims gives shape [1]; repeated and negative axes count once",
+          "[unit][reference]") {
     SingleOp op(OperandType::TENSOR_FLOAT32, {2, 3}, bytesOf<float>({1, 2, 3, 4, 5, 6}));
-    op.constant<int32_t>(OperandType::TENSOR_INT32, {3}, {0, -1, 1}).constant<int32_t>(OperandType::INT32, {}, {0});
+    op.constant<int32_t>(OperandType::TENSOR_INT32, {3}, {0, -1, 1})
+        .constant<int32_t>(OperandType::INT32, {}, {0});
     op.output(OperandType::TENSOR_FLOAT32, {1});
     auto out = op.run(OperationType::MEAN);
     REQUIRE(out.has_value());
@@ -63,8 +64,8 @@ TEST_CASE("ARGMAX and ARGMIN pick the first index on ties", "[unit][reference]")
     REQUIRE(a.has_value());
     CHECK(valuesOf<int32_t>((*a)[0]) == std::vector<int32_t>{1, 0});
 
-    SingleOp min(OperandType::TENSOR_QUANT8_ASYMM_SIGNED, {2, 2}, {static_cast<uint8_t>(-3), 4, static_cast<uint8_t>(-3), 2},
-                 0.25f, 0);
+    SingleOp min(OperandType::TENSOR_QUANT8_ASYMM_SIGNED, {2, 2},
+                 {static_cast<uint8_t>(-3), 4, static_cast<uint8_t>(-3), 2}, 0.25f, 0);
     min.constant<int32_t>(OperandType::INT32, {}, {0});
     min.output(OperandType::TENSOR_INT32, {2});
     auto b = min.run(OperationType::ARGMIN);

@@ -13,7 +13,8 @@ namespace npu::test {
 class SingleOp {
 public:
     // The model input (operand 0).
-    SingleOp(hal::OperandType type, std::vector<uint32_t> dims, std::vector<uint8_t> data, float scale = 0, int32_t zeroPoint = 0) {
+    SingleOp(hal::OperandType type, std::vector<uint32_t> dims, std::vector<uint8_t> data, float scale = 0,
+             int32_t zeroPoint = 0) {
         ins_.push_back(add(type, std::move(dims), hal::OperandLifeTime::SUBGRAPH_INPUT, scale, zeroPoint));
         inputData_ = std::move(data);
     }
@@ -27,7 +28,8 @@ public:
         ins_.push_back(i);
         return *this;
     }
-    SingleOp& output(hal::OperandType type, std::vector<uint32_t> dims, float scale = 0, int32_t zeroPoint = 0) {
+    SingleOp& output(hal::OperandType type, std::vector<uint32_t> dims, float scale = 0,
+                     int32_t zeroPoint = 0) {
         outs_.push_back(add(type, dims, hal::OperandLifeTime::SUBGRAPH_OUTPUT, scale, zeroPoint));
         outDims_.push_back(std::move(dims));
         return *this;
@@ -44,19 +46,22 @@ public:
         for (size_t k = 0; k < outs_.size(); ++k) {
             size_t n = 1;
             for (uint32_t d : outDims_[k]) n *= d;
-            tc.expectedOutputs.push_back(std::vector<uint8_t>(n * hal::elementSize(sg.operands[outs_[k]].type)));
+            tc.expectedOutputs.push_back(
+                std::vector<uint8_t>(n * hal::elementSize(sg.operands[outs_[k]].type)));
             tc.expectedOutputDims.push_back(outDims_[k]);
             tc.outputIgnored.push_back(false);
         }
         ref::ReferenceDevice device;
         auto prepared = NPU_TRY(device.prepareModel(model_));
         auto request = NPU_TRY(framework::makeRequest(tc));
-        NPU_TRY(prepared->executeSynchronously(request.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
+        NPU_TRY(prepared->executeSynchronously(request.request, hal::MeasureTiming::NO, std::nullopt,
+                                               std::nullopt));
         return framework::readOutputs(request);
     }
 
 private:
-    uint32_t add(hal::OperandType type, std::vector<uint32_t> dims, hal::OperandLifeTime lifetime, float scale, int32_t zeroPoint) {
+    uint32_t add(hal::OperandType type, std::vector<uint32_t> dims, hal::OperandLifeTime lifetime,
+                 float scale, int32_t zeroPoint) {
         hal::Operand o;
         o.type = type;
         o.dimensions = std::move(dims);

@@ -77,7 +77,8 @@ std::string writeSmallFile() {
     const auto outIndex = wrong["main"]["output_indexes"][0].get<size_t>();
     std::string data = wrong["main"]["operands"][outIndex]["data"].get<std::string>();
     // Every byte of the expected output becomes 0x7f or 0xff: base64 "f39/" / "////".
-    for (size_t i = 0; i + 4 <= data.size() && data[i + 3] != '='; i += 4) data.replace(i, 4, data[i] == '/' ? "f39/" : "////");
+    for (size_t i = 0; i + 4 <= data.size() && data[i + 3] != '='; i += 4)
+        data.replace(i, 4, data[i] == '/' ? "f39/" : "////");
     wrong["main"]["operands"][outIndex]["data"] = data;
     out << "\n" << wrong.dump() << "\n";  // a blank line in between is allowed
 
@@ -118,8 +119,8 @@ TEST_CASE("npu conformance --json counts passed, failed and unsupported vectors"
     // The text table names the first mismatch.
     auto text = npu("conformance --device reference --jobs 1 " + path);
     CHECK(text.exitCode == 1);
-    CHECK_THAT(text.out, Catch::Contains("FAIL  conv_quant8_wrong_expectation") && Catch::Contains("element 0") &&
-                             Catch::Contains("tolerance"));
+    CHECK_THAT(text.out, Catch::Contains("FAIL  conv_quant8_wrong_expectation") &&
+                             Catch::Contains("element 0") && Catch::Contains("tolerance"));
     std::remove(path.c_str());
 }
 
@@ -129,7 +130,8 @@ TEST_CASE("npu conformance --filter selects vectors by name; exit 0 when all pas
     INFO(r.out);
     Json j = Json::parse(r.out);
     CHECK(j["vectors"] == 5);
-    auto ok = npu("conformance --device reference --json --filter 'conv_quant8' --filter 'conv_float' " + path);
+    auto ok =
+        npu("conformance --device reference --json --filter 'conv_quant8' --filter 'conv_float' " + path);
     INFO(ok.out);
     CHECK(ok.exitCode == 0);
     Json k = Json::parse(ok.out);
@@ -140,7 +142,8 @@ TEST_CASE("npu conformance --filter selects vectors by name; exit 0 when all pas
     std::remove(path.c_str());
 }
 
-TEST_CASE("npu conformance of a missing or malformed file exits 2 naming file and line", "[cli][conformance]") {
+TEST_CASE("npu conformance of a missing or malformed file exits 2 naming file and line",
+          "[cli][conformance]") {
     const std::string err = "/tmp/npu-conformance-test-err-" + std::to_string(getpid());
     auto missing = npu("conformance --device reference /nonexistent/x.jsonl", "", err);
     CHECK(missing.exitCode == 2);
@@ -158,7 +161,8 @@ TEST_CASE("npu conformance of a missing or malformed file exits 2 naming file an
     std::remove(err.c_str());
 }
 
-TEST_CASE("npu conformance reports a crashing or hanging worker as an error and goes on", "[cli][conformance]") {
+TEST_CASE("npu conformance reports a crashing or hanging worker as an error and goes on",
+          "[cli][conformance]") {
     const std::string path = writeSmallFile();
     auto r = npu("conformance --device reference --json --jobs 2 --timeout 1 " + path,
                  "NPU_CONFORMANCE_TEST_CRASH=conv_quant8 NPU_CONFORMANCE_TEST_HANG=conv_float");
