@@ -134,8 +134,8 @@ FwStatus ModelCompiler::checkModel() {
         if (d.lifetime != (isOutput ? hal::kSubgraphOutput : hal::kSubgraphInput)) {
             return FwStatus::make(Code::kInvalidArgument, "model %s operand %" PRIu32 " has lifetime %" PRIu32 "", what, index, d.lifetime);
         }
-        if (d.type != hal::kTensorQuant8Asymm || d.rank == 0 || tensorElements(d) == 0 || tensorElements(d) > UINT32_MAX) {
-            return FwStatus::make(Code::kInvalidArgument, "model %s operand %" PRIu32 ": only fully specified TENSOR_QUANT8_ASYMM inputs/outputs", what, index);
+        if (!hal::isQuant8Data(d.type) || d.rank == 0 || tensorElements(d) == 0 || tensorElements(d) > UINT32_MAX) {
+            return FwStatus::make(Code::kInvalidArgument, "model %s operand %" PRIu32 ": only fully specified TENSOR_QUANT8_ASYMM(_SIGNED) inputs/outputs", what, index);
         }
     }
     return FwStatus::okStatus();
@@ -170,7 +170,7 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
             const OperandDesc& d = m.operands[op.inputs[i]];
             const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
                                     d.lifetime == hal::kSubgraphInput;
-            if (tensorData && d.type == hal::kTensorQuant8Asymm && !defined[op.inputs[i]]) {
+            if (tensorData && hal::isQuant8Data(d.type) && !defined[op.inputs[i]]) {
                 return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " reads operand %" PRIu32 " before any operation writes it", o, op.inputs[i]);
             }
         }
@@ -221,6 +221,10 @@ TensorRef ModelCompiler::ref(BlobWriter& w, uint32_t operand) {
     return {kRegionData, constOffset_[operand] - 1, false, 0};
 }
 
+uint32_t macFlags(const OpPlan& plan) {
+    return (plan.signedIn ? isa::kMacFlagSignedA : 0u) | (plan.signedWeights ? isa::kMacFlagSignedB : 0u);
+}
+
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
                               const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles,
@@ -269,7 +273,27 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                 r.biasAddr = k * ct;
                 r.outAddr = outBuf[t % 2];
                 r.outRowStride = ct;
-                w.emit(isa::makeRequant(r, isa::vec::kFlagHasBias));
+                const uint32_t flags = isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
+                if (plan.channelScales == nullptr) {
+                    w.emit(isa::makeRequant(r, flags));
+                    return;
+                }
+                // Per-channel: the vector unit holds one multiplier, so each output channel is
+                // one column requantized under its own VEC_PARAMS.
+                for (uint32_t co = 0; co < ct; ++co) {
+                    isa::VecParams v = plan.vec;
+                    QuantizedMultiplier qm;
+                    channelMultiplier(plan, c0 + co, &qm);  // representable: checked by the planner
+                    v.outMult = qm.multiplier;
+                    v.outShift = qm.shift;
+                    w.emit(isa::makeVecParams(v));
+                    isa::RequantDesc rc = r;
+                    rc.accAddr = acc + co;
+                    rc.cols = 1;
+                    rc.biasAddr = k * ct + 4 * co;
+                    rc.outAddr = outBuf[t % 2] + co;
+                    w.emit(isa::makeRequant(rc, flags));
+                }
             },
             [&](uint32_t t) { storeOut(t, outBuf[t % 2], c0, ct); });
     }
@@ -343,7 +367,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
             d.accAddr = acc;
             d.zpIn = plan.zpIn;
             d.zpW = plan.zpWeights;
-            w.emit(isa::makeConv(d));
+            w.emit(isa::makeConv(d, macFlags(plan)));
             return mt * p.outW;
         },
         [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
@@ -400,7 +424,7 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
             g.accRowStride = ct;
             g.zpA = plan.zpIn;
             g.zpB = plan.zpWeights;
-            w.emit(isa::makeGemm(g));
+            w.emit(isa::makeGemm(g, macFlags(plan)));
             return g.m;
         },
         [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
@@ -467,7 +491,7 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             d.bRowStride = p.strideB[2] != 0 ? (p.strideB[3] != 0 ? x.cols : 1) : 0;
             d.outAddr = (4 + t % 2) * buffer;
             d.outRowStride = x.cols;
-            w.emit(isa::makeAdd(d));
+            w.emit(isa::makeAdd(d, plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u));
         },
         [&](uint32_t t) {
             const Tile x = tileOf(t);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 namespace npu::fw {
 
@@ -62,16 +63,34 @@ struct Checker {
         return FwStatus::okStatus();
     }
 
-    FwStatus quantTensor(const OperandDesc& d, const char* role, uint32_t operand, uint32_t minRank, uint32_t maxRank) const {
-        if (d.type != hal::kTensorQuant8Asymm) return fail("%s (operand %" PRIu32 ") has type %" PRIu32 "; only TENSOR_QUANT8_ASYMM", role, operand, d.type);
+    // A quantized 8-bit tensor: TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, or (where
+    // `perChannelDim` is not kNoPerChannel) TENSOR_QUANT8_SYMM_PER_CHANNEL along that dimension.
+    static constexpr uint32_t kNoPerChannel = UINT32_MAX;
+    FwStatus quantTensor(const OperandDesc& d, const char* role, uint32_t operand, uint32_t minRank, uint32_t maxRank,
+                         uint32_t perChannelDim = kNoPerChannel) const {
+        const bool perChannel = d.type == hal::kTensorQuant8SymmPerChannel && perChannelDim != kNoPerChannel;
+        if (!hal::isQuant8Data(d.type) && !perChannel) {
+            return fail("%s (operand %" PRIu32 ") has type %" PRIu32 "; only TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED%s", role, operand, d.type,
+                        perChannelDim != kNoPerChannel ? " or TENSOR_QUANT8_SYMM_PER_CHANNEL" : "");
+        }
         if (d.rank < minRank || d.rank > maxRank) return fail("%s (operand %" PRIu32 ") has rank %" PRIu32 ", supported %" PRIu32 "..%" PRIu32 "", role, operand, d.rank, minRank, maxRank);
         for (uint32_t k = 0; k < d.rank; ++k) {
             if (d.dims[k] == 0) return fail("%s (operand %" PRIu32 ") dimension %" PRIu32 " is unknown; fully specified shapes only", role, operand, k);
         }
-        if (!(d.scale > 0.0f) || !std::isfinite(d.scale)) return fail("%s (operand %" PRIu32 ") scale must be positive", role, operand);
-        if (d.zeroPoint < 0 || d.zeroPoint > 255) return fail("%s (operand %" PRIu32 ") zero point %" PRId32 " outside [0, 255]", role, operand, d.zeroPoint);
-        if (d.channelScaleCount != 0) return fail("%s (operand %" PRIu32 "): per-channel quantization is not supported", role, operand);
         if (tensorElements(d) > UINT32_MAX) return fail("%s (operand %" PRIu32 ") has more than 2^32 elements", role, operand);
+        if (perChannel) {
+            if (d.zeroPoint != 0) return fail("%s (operand %" PRIu32 ") per-channel zero point %" PRId32 ", must be 0", role, operand, d.zeroPoint);
+            if (d.channelDim != perChannelDim) return fail("%s (operand %" PRIu32 ") quantized along dimension %" PRIu32 "; the NPU takes dimension %" PRIu32 "", role, operand, d.channelDim, perChannelDim);
+            if (d.channelScaleCount != d.dims[perChannelDim] || d.channelScales == nullptr) return fail("%s (operand %" PRIu32 ") has %" PRIu32 " channel scales for %" PRIu32 " channels", role, operand, d.channelScaleCount, d.dims[perChannelDim]);
+            for (uint32_t ch = 0; ch < d.channelScaleCount; ++ch) {
+                if (!(d.channelScales[ch] > 0.0f) || !std::isfinite(d.channelScales[ch])) return fail("%s (operand %" PRIu32 ") channel %" PRIu32 " scale must be positive", role, operand, ch);
+            }
+            return FwStatus::okStatus();
+        }
+        if (!(d.scale > 0.0f) || !std::isfinite(d.scale)) return fail("%s (operand %" PRIu32 ") scale must be positive", role, operand);
+        const int32_t zpMin = d.type == hal::kTensorQuant8AsymmSigned ? -128 : 0, zpMax = zpMin + 255;
+        if (d.zeroPoint < zpMin || d.zeroPoint > zpMax) return fail("%s (operand %" PRIu32 ") zero point %" PRId32 " outside [%" PRId32 ", %" PRId32 "]", role, operand, d.zeroPoint, zpMin, zpMax);
+        if (d.channelScaleCount != 0) return fail("%s (operand %" PRIu32 "): per-channel quantization is not supported here", role, operand);
         return FwStatus::okStatus();
     }
 
@@ -87,12 +106,14 @@ struct Checker {
         return quantTensor(d, role, op.inputs[i], minRank, maxRank);
     }
 
-    FwStatus constantTensor(uint32_t i, const char* role, uint32_t type, uint32_t rank) const {
+    // type: kTensorInt32, or kTensorQuant8Asymm for any 8-bit quantized type (per-channel along
+    // `perChannelDim` when that is given).
+    FwStatus constantTensor(uint32_t i, const char* role, uint32_t type, uint32_t rank, uint32_t perChannelDim = kNoPerChannel) const {
         if (!inputExists(i)) return fail("%s (input %" PRIu32 ") has no value", role, i);
         const OperandDesc& d = in(i);
         if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) return fail("%s (operand %" PRIu32 ") must be constant", role, op.inputs[i]);
         if (type == hal::kTensorQuant8Asymm) {
-            FwStatus st = quantTensor(d, role, op.inputs[i], rank, rank);
+            FwStatus st = quantTensor(d, role, op.inputs[i], rank, rank, perChannelDim);
             if (!st.ok()) return st;
         } else {
             if (d.type != hal::kTensorInt32 || d.rank != rank) return fail("%s (operand %" PRIu32 ") must be a rank-%" PRIu32 " TENSOR_INT32", role, op.inputs[i], rank);
@@ -114,12 +135,23 @@ struct Checker {
         int32_t act = 0;
         FwStatus st = scalar(i, hal::kInt32, &act);
         if (!st.ok()) return st;
-        if (!activationRangeUint8(act, output.scale, output.zeroPoint, &vec->clampMin, &vec->clampMax)) {
+        if (!activationRange8(act, output.scale, output.zeroPoint, output.type == hal::kTensorQuant8AsymmSigned, &vec->clampMin, &vec->clampMax)) {
             return fail("fused activation %" PRId32 "; supported NONE, RELU, RELU1, RELU6", act);
         }
         return FwStatus::okStatus();
     }
 };
+
+// Every data tensor of one operation shares its 8-bit type (NNAPI: input, output, and for
+// per-tensor weights the filter too); records the signedness the commands need.
+FwStatus sameDataType(const Checker& c, const char* what, std::initializer_list<const OperandDesc*> tensors, OpPlan* plan) {
+    const uint32_t type = (*tensors.begin())->type;
+    for (const OperandDesc* d : tensors) {
+        if (d->type != type) return c.fail("%s must all have the same type (%" PRIu32 " vs %" PRIu32 ")", what, type, d->type);
+    }
+    plan->signedIn = plan->signedOut = type == hal::kTensorQuant8AsymmSigned;
+    return FwStatus::okStatus();
+}
 
 // Largest weight tile (output channels) whose weights + biases take at most half the scratchpad.
 uint32_t chooseCoutTile(const CompileTarget& t, uint64_t k, uint32_t cout) {
@@ -141,7 +173,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     }
     FwStatus st = c.dataTensor(0, "input", 4, 4);
     if (!st.ok()) return st;
-    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4)).ok()) return st;
+    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4, 0)).ok()) return st;
     if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
     if (!(st = c.outputTensor(4)).ok()) return st;
     const OperandDesc& input = c.in(0);
@@ -149,6 +181,17 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperandDesc& bias = c.in(2);
     const OperandDesc& output = c.out(0);
     if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
+    const bool perChannel = filter.type == hal::kTensorQuant8SymmPerChannel;
+    if (perChannel) {
+        if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+        plan->signedWeights = true;
+        plan->channelScales = filter.channelScales;
+        plan->inputScale = input.scale;
+        plan->outputScale = output.scale;
+    } else {
+        if (!(st = sameDataType(c, "input, filter and output", {&input, &filter, &output}, plan)).ok()) return st;
+        plan->signedWeights = plan->signedIn;
+    }
 
     int32_t layout = 0, dilW = 1, dilH = 1;
     if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
@@ -250,6 +293,16 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     if (m == 0) return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
     p.tiling = {cT, m};
 
+    if (perChannel) {
+        for (uint32_t ch = 0; ch < p.cout; ++ch) {
+            QuantizedMultiplier qc;
+            if (!channelMultiplier(*plan, ch, &qc)) return c.fail("requantization multiplier of channel %" PRIu32 " not representable", ch);
+        }
+        plan->zpIn = input.zeroPoint;
+        plan->zpWeights = 0;
+        plan->vec.outOffset = output.zeroPoint;
+        return FwStatus::okStatus();
+    }
     QuantizedMultiplier qm;
     const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) / static_cast<double>(output.scale);
     if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
@@ -273,6 +326,8 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     const OperandDesc& input = c.in(0);
     const OperandDesc& weights = c.in(1);
     const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input, weights and output", {&input, &weights, &output}, plan)).ok()) return st;
+    plan->signedWeights = plan->signedIn;
     if (!(st = c.activation(3, output, &plan->vec)).ok()) return st;
     p.input = op.inputs[0];
     p.weights = op.inputs[1];
@@ -321,6 +376,7 @@ FwStatus planAdd(const Checker& c, OpPlan* plan) {
     const OperandDesc& a = c.in(0);
     const OperandDesc& b = c.in(1);
     const OperandDesc& out = c.out(0);
+    if (!(st = sameDataType(c, "input1, input2 and output", {&a, &b, &out}, plan)).ok()) return st;
     if (!(st = c.activation(2, out, &plan->vec)).ok()) return st;
     p.a = op.inputs[0];
     p.b = op.inputs[1];
@@ -437,6 +493,13 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpAdd: return planAdd(c, plan);
         default: return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 ": operation type %" PRIu32 " is not supported by the NPU", opIndex, c.op.type);
     }
+}
+
+bool channelMultiplier(const OpPlan& plan, uint32_t channel, QuantizedMultiplier* out) {
+    if (plan.channelScales == nullptr) return false;
+    const double real = static_cast<double>(plan.inputScale) * static_cast<double>(plan.channelScales[channel]) /
+                        static_cast<double>(plan.outputScale);
+    return quantizeMultiplier(real, out);
 }
 
 FwStatus checkOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex) {

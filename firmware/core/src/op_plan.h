@@ -11,10 +11,14 @@
 namespace npu::fw {
 
 namespace hal {
-inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5;
+inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5,
+                          kTensorQuant8SymmPerChannel = 11, kTensorQuant8AsymmSigned = 14;
 // The operand types some compiled operation accepts: Capabilities quotes these as fast and every
 // other type as unsupported (FLT_MAX). Keep in step with the type checks of the planners.
-inline constexpr uint32_t kClaimedOperandTypes[] = {kInt32, kBool, kTensorInt32, kTensorQuant8Asymm};
+inline constexpr uint32_t kClaimedOperandTypes[] = {kInt32, kBool, kTensorInt32, kTensorQuant8Asymm,
+                                                    kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned};
+// uint8 (TENSOR_QUANT8_ASYMM) or int8 (TENSOR_QUANT8_ASYMM_SIGNED) activation data.
+constexpr bool isQuant8Data(uint32_t type) { return type == kTensorQuant8Asymm || type == kTensorQuant8AsymmSigned; }
 inline constexpr uint32_t kTemporary = 0, kSubgraphInput = 1, kSubgraphOutput = 2,
                           kConstantCopy = 3, kConstantReference = 4, kNoValue = 5;
 inline constexpr uint32_t kOpAdd = 0, kOpConv2d = 3, kOpFullyConnected = 9;
@@ -59,7 +63,17 @@ struct OpPlan {
     AddPlan add;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
+    // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation
+    // taken for TENSOR_QUANT8_ASYMM is also taken for TENSOR_QUANT8_ASYMM_SIGNED).
+    bool signedIn = false, signedWeights = false, signedOut = false;
+    // CONV_2D with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: one requantization multiplier per
+    // output channel, computed from these scales when the command stream is emitted.
+    const float* channelScales = nullptr;
+    float inputScale = 0.0f, outputScale = 0.0f;
 };
+
+// The requantization multiplier of output channel `channel` of a per-channel CONV_2D.
+bool channelMultiplier(const OpPlan& plan, uint32_t channel, QuantizedMultiplier* out);
 
 FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,
                        OpPlan* plan);

@@ -23,14 +23,14 @@ bool quantizeMultiplier(double real, QuantizedMultiplier* out) {
     return true;
 }
 
-bool activationRangeUint8(int32_t fusedActivation, float scale, int32_t zeroPoint, int32_t* min,
-                          int32_t* max) {
-    constexpr int32_t kQmin = 0, kQmax = 255;
+bool activationRange8(int32_t fusedActivation, float scale, int32_t zeroPoint, bool signedOutput, int32_t* min,
+                      int32_t* max) {
+    const int32_t kQmin = signedOutput ? -128 : 0, kQmax = signedOutput ? 127 : 255;
     // Float division and round-half-away, as TFLite's `quantize` lambda does.
     auto quantize = [scale, zeroPoint](float f) {
         return zeroPoint + static_cast<int32_t>(std::round(f / scale));
     };
-    auto clampToType = [](int32_t v) { return v < kQmin ? kQmin : (v > kQmax ? kQmax : v); };
+    auto clampToType = [kQmin, kQmax](int32_t v) { return v < kQmin ? kQmin : (v > kQmax ? kQmax : v); };
     auto atLeast = [](int32_t a, int32_t b) { return a > b ? a : b; };
     auto atMost = [](int32_t a, int32_t b) { return a < b ? a : b; };
     switch (fusedActivation) {

@@ -16,9 +16,10 @@ struct QuantizedMultiplier {
 // multiplier is {0, 0} as in TFLite.
 bool quantizeMultiplier(double real, QuantizedMultiplier* out);
 
-// TFLite CalculateActivationRangeQuantized for an 8-bit unsigned output.
-// fusedActivation: 0 NONE, 1 RELU, 2 RELU1, 3 RELU6. False for other values.
-bool activationRangeUint8(int32_t fusedActivation, float scale, int32_t zeroPoint, int32_t* min,
-                          int32_t* max);
+// TFLite CalculateActivationRangeQuantized for an 8-bit output: uint8 [0, 255] or, when
+// `signedOutput`, int8 [-128, 127]. fusedActivation: 0 NONE, 1 RELU, 2 RELU1, 3 RELU6. False for
+// other values.
+bool activationRange8(int32_t fusedActivation, float scale, int32_t zeroPoint, bool signedOutput, int32_t* min,
+                      int32_t* max);
 
 }  // namespace npu::fw

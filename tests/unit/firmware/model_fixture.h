@@ -38,12 +38,15 @@ inline void refQuantizeMultiplier(double d, int32_t* m, int* s) {
     if (f == (1ll << 31)) { f /= 2; ++*s; }
     *m = int32_t(f);
 }
-inline void refActRange(int act, float scale, int zp, int* lo, int* hi) {
+inline void refActRange(int act, float scale, int zp, int* lo, int* hi, bool isSigned = false) {
     auto q = [&](float f) { return zp + int(std::round(f / scale)); };
-    *lo = 0; *hi = 255;
-    if (act == 1) *lo = std::max(0, q(0.f));
-    if (act == 2) { *lo = std::max(0, q(-1.f)); *hi = std::min(255, q(1.f)); }
-    if (act == 3) { *lo = std::max(0, q(0.f)); *hi = std::min(255, q(6.f)); }
+    const int qmin = isSigned ? -128 : 0, qmax = isSigned ? 127 : 255;
+    *lo = qmin; *hi = qmax;
+    if (act == 1) *lo = std::max(qmin, q(0.f));
+    if (act == 2) { *lo = std::max(qmin, q(-1.f)); *hi = std::min(qmax, q(1.f)); }
+    if (act == 3) { *lo = std::max(qmin, q(0.f)); *hi = std::min(qmax, q(6.f)); }
+    *lo = std::min(std::max(*lo, qmin), qmax);
+    *hi = std::min(std::max(*hi, qmin), qmax);
 }
 
 struct Quant { float scale; int zp; };
@@ -99,17 +102,18 @@ struct ModelBuilder {
         operands.push_back(d);
         return uint32_t(operands.size() - 1);
     }
-    uint32_t input(std::vector<uint32_t> dims, Quant q) {
-        uint32_t i = tensor(5, dims, q.scale, q.zp, 1);
+    // type 5 TENSOR_QUANT8_ASYMM, 14 TENSOR_QUANT8_ASYMM_SIGNED.
+    uint32_t input(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
+        uint32_t i = tensor(type, dims, q.scale, q.zp, 1);
         inputs.push_back(i);
         return i;
     }
-    uint32_t output(std::vector<uint32_t> dims, Quant q) {
-        uint32_t i = tensor(5, dims, q.scale, q.zp, 2);
+    uint32_t output(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
+        uint32_t i = tensor(type, dims, q.scale, q.zp, 2);
         outputs.push_back(i);
         return i;
     }
-    uint32_t temp(std::vector<uint32_t> dims, Quant q) { return tensor(5, dims, q.scale, q.zp, 0); }
+    uint32_t temp(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) { return tensor(type, dims, q.scale, q.zp, 0); }
     uint32_t constant(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, const void* data, size_t n) {
         uint32_t i = tensor(type, dims, scale, zp, 3);
         operands[i].dataAddr = h.stage(data, n);

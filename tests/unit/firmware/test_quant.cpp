@@ -33,20 +33,30 @@ TEST_CASE("quantizeMultiplier matches TFLite's QuantizeMultiplier") {
     CHECK((q.multiplier == (1 << 30) && q.shift == 1));
 }
 
-TEST_CASE("activation ranges for uint8") {
+TEST_CASE("activation ranges for uint8 and int8") {
     int32_t lo, hi;
     int rl, rh;
     for (int act = 0; act < 4; ++act) {
         for (float scale : {0.01f, 0.05f, 0.1f, 0.5f, 1.0f}) {
             for (int zp : {0, 10, 128, 255}) {
-                REQUIRE(activationRangeUint8(act, scale, zp, &lo, &hi));
+                REQUIRE(activationRange8(act, scale, zp, false, &lo, &hi));
                 refActRange(act, scale, zp, &rl, &rh);
+                CHECK(lo == rl);
+                CHECK(hi == rh);
+            }
+            for (int zp : {-128, -5, 0, 127}) {
+                REQUIRE(activationRange8(act, scale, zp, true, &lo, &hi));
+                refActRange(act, scale, zp, &rl, &rh, true);
                 CHECK(lo == rl);
                 CHECK(hi == rh);
             }
         }
     }
-    CHECK_FALSE(activationRangeUint8(4, 1.0f, 0, &lo, &hi));
+    // RELU with zero point 127 at scale 1: [127, 127].
+    REQUIRE(activationRange8(1, 1.0f, 127, true, &lo, &hi));
+    CHECK((lo == 127 && hi == 127));
+    CHECK_FALSE(activationRange8(4, 1.0f, 0, false, &lo, &hi));
+    CHECK_FALSE(activationRange8(4, 1.0f, 0, true, &lo, &hi));
 }
 
 TEST_CASE("device MultiplyByQuantizedMultiplier is bit-exact with the reference") {

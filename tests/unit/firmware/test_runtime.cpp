@@ -21,17 +21,15 @@ struct ConvCase {
     bool optionalArgs;
 };
 
-std::vector<uint8_t> refConv(const ConvCase& c, const std::vector<uint8_t>& in, Quant qi,
-                             const std::vector<uint8_t>& f, Quant qf, const std::vector<int32_t>& bias,
-                             Quant qo, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow) {
-    int32_t m; int s;
-    refQuantizeMultiplier(double(qi.scale) * double(qf.scale) / double(qo.scale), &m, &s);
-    int lo, hi;
-    refActRange(c.act, qo.scale, qo.zp, &lo, &hi);
+// The integer convolution of TFLite/NNAPI: in and f hold (value - zero point); mult[co] is the
+// requantization multiplier of output channel co (one for all channels unless per-channel).
+std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const std::vector<int>& f,
+                         const std::vector<int32_t>& bias, const std::vector<std::pair<int32_t, int>>& mult, int outZp,
+                         int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow) {
     auto inAt = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t ch) {
         return c.nchw ? in[((b * c.cin + ch) * c.h + y) * c.w + x] : in[((b * c.h + y) * c.w + x) * c.cin + ch];
     };
-    std::vector<uint8_t> out(size_t(c.n) * oh * ow * c.cout);
+    std::vector<int> out(size_t(c.n) * oh * ow * c.cout);
     for (uint32_t b = 0; b < c.n; ++b)
         for (uint32_t oy = 0; oy < oh; ++oy)
             for (uint32_t ox = 0; ox < ow; ++ox)
@@ -42,14 +40,14 @@ std::vector<uint8_t> refConv(const ConvCase& c, const std::vector<uint8_t>& in, 
                             int y = int(oy * c.sy + ky * c.dy) - int(pt), x = int(ox * c.sx + kx * c.dx) - int(pl);
                             if (y < 0 || x < 0 || y >= int(c.h) || x >= int(c.w)) continue;
                             for (uint32_t ci = 0; ci < c.cin; ++ci)
-                                acc += (int(inAt(b, y, x, ci)) - qi.zp) *
-                                       (int(f[((co * c.kh + ky) * c.kw + kx) * c.cin + ci]) - qf.zp);
+                                acc += inAt(b, y, x, ci) * f[((co * c.kh + ky) * c.kw + kx) * c.cin + ci];
                         }
                     acc += bias[co];
-                    int v = refMbqm(acc, m, s) + qo.zp;
+                    const auto& [m, sh] = mult[mult.size() == 1 ? 0 : co];
+                    int v = refMbqm(acc, m, sh) + outZp;
                     v = std::min(hi, std::max(lo, v));
                     size_t o = c.nchw ? ((size_t(b) * c.cout + co) * oh + oy) * ow + ox : ((size_t(b) * oh + oy) * ow + ox) * c.cout + co;
-                    out[o] = uint8_t(v);
+                    out[o] = v;
                 }
     return out;
 }
@@ -84,11 +82,24 @@ uint32_t outSize(uint32_t in, uint32_t k, uint32_t s, uint32_t d, uint32_t p0, u
     return (in + p0 + p1 - eff) / s + 1;
 }
 
-void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {}) {
+// The operand types of a CONV_2D: activations uint8 or int8; the filter per-tensor of the same
+// type, or TENSOR_QUANT8_SYMM_PER_CHANNEL.
+enum class ConvTypes { kUint8, kInt8, kUint8PerChannel, kInt8PerChannel };
+
+void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {}, ConvTypes types = ConvTypes::kUint8) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
-    Quant qi{0.5f, int(rng() % 256)}, qf{0.25f, int(rng() % 256)}, qo{3.0f + float(rng() % 8), int(rng() % 256)};
+    const bool signedData = types == ConvTypes::kInt8 || types == ConvTypes::kInt8PerChannel;
+    const bool perChannel = types == ConvTypes::kUint8PerChannel || types == ConvTypes::kInt8PerChannel;
+    const uint32_t dataType = signedData ? 14 : 5;
+    const int zpShift = signedData ? -128 : 0;  // int8 zero points and values are uint8's minus 128
+    Quant qi{0.5f, int(rng() % 256) + zpShift}, qf{0.25f, int(rng() % 256) + zpShift}, qo{3.0f + float(rng() % 8), int(rng() % 256) + zpShift};
+    std::vector<float> channelScales;
+    if (perChannel) {
+        qf.zp = 0;
+        for (uint32_t co = 0; co < c.cout; ++co) channelScales.push_back(0.05f * float(1 + rng() % 16));
+    }
     uint32_t pl = c.pl, pr = c.pr, pt = c.pt, pb = c.pb;
     if (c.implicit) {
         pl = pr = pt = pb = 0;
@@ -105,14 +116,26 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {}) {
     auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
     auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin);
     auto bias = randomBias(rng, c.cout, 5000);
+    // Bytes as the type reads them, minus the zero point.
+    auto centred = [](const std::vector<uint8_t>& bytes, bool asSigned, int zp) {
+        std::vector<int> v(bytes.size());
+        for (size_t i = 0; i < bytes.size(); ++i) v[i] = (asSigned ? int(int8_t(bytes[i])) : int(bytes[i])) - zp;
+        return v;
+    };
 
     ModelBuilder mb(h);
     std::vector<uint32_t> inDims = c.nchw ? std::vector<uint32_t>{c.n, c.cin, c.h, c.w} : std::vector<uint32_t>{c.n, c.h, c.w, c.cin};
     std::vector<uint32_t> outDims = c.nchw ? std::vector<uint32_t>{c.n, c.cout, oh, ow} : std::vector<uint32_t>{c.n, oh, ow, c.cout};
-    uint32_t x = mb.input(inDims, qi);
-    uint32_t fo = mb.constant(5, {c.cout, c.kh, c.kw, c.cin}, qf.scale, qf.zp, f.data(), f.size());
-    uint32_t bo = mb.constant(4, {c.cout}, qi.scale * qf.scale, 0, bias.data(), bias.size() * 4);
-    uint32_t y = mb.output(outDims, qo);
+    uint32_t x = mb.input(inDims, qi, dataType);
+    uint32_t fo = mb.constant(perChannel ? 11 : dataType, {c.cout, c.kh, c.kw, c.cin}, perChannel ? 0.0f : qf.scale, qf.zp,
+                              f.data(), f.size());
+    if (perChannel) {
+        mb.operands[fo].channelScales = channelScales.data();
+        mb.operands[fo].channelScaleCount = c.cout;
+        mb.operands[fo].channelDim = 0;
+    }
+    uint32_t bo = mb.constant(4, {c.cout}, perChannel ? 0.0f : qi.scale * qf.scale, 0, bias.data(), bias.size() * 4);
+    uint32_t y = mb.output(outDims, qo, dataType);
     std::vector<uint32_t> args = {x, fo, bo};
     if (c.implicit) {
         args.insert(args.end(), {mb.i32(c.scheme), mb.i32(int(c.sx)), mb.i32(int(c.sy)), mb.i32(c.act)});
@@ -135,7 +158,18 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {}) {
     FwStatus st = h.runtime.prepare(model, scratch, &info);
     INFO(st.message);
     REQUIRE(st.ok());
-    auto expect = refConv(c, in, qi, f, qf, bias, qo, pl, pt, oh, ow);
+    std::vector<std::pair<int32_t, int>> mult;
+    for (uint32_t co = 0; co < (perChannel ? c.cout : 1); ++co) {
+        const float fs = perChannel ? channelScales[co] : qf.scale;
+        mult.emplace_back();
+        refQuantizeMultiplier(double(qi.scale) * double(fs) / double(qo.scale), &mult.back().first, &mult.back().second);
+    }
+    int lo, hi;
+    refActRange(c.act, qo.scale, qo.zp, &lo, &hi, signedData);
+    const auto values = refConv(c, centred(in, signedData, qi.zp), centred(f, signedData || perChannel, qf.zp), bias, mult,
+                                qo.zp, lo, hi, pl, pt, oh, ow);
+    std::vector<uint8_t> expect(values.size());
+    for (size_t i = 0; i < values.size(); ++i) expect[i] = uint8_t(values[i]);  // the byte of a uint8 or int8
     Run r = execute(h, info, {in}, {expect.size()});
     INFO(r.status.message);
     REQUIRE(r.status.ok());
@@ -167,6 +201,23 @@ TEST_CASE("CONV_2D implicit padding SAME/VALID, dilation, NCHW") {
     runConvCase({1, 6, 6, 2, 2, 3, 3, 1, 1, 1, 1, false, 0, 2, 1, 1, 2, 0, true, false}, 9);
 }
 
+TEST_CASE("CONV_2D with TENSOR_QUANT8_ASYMM_SIGNED and per-channel filters, bit-exact") {
+    // HAL 1.3: every operation taken for uint8 is taken for int8 too.
+    const ConvTypes all[] = {ConvTypes::kInt8, ConvTypes::kUint8PerChannel, ConvTypes::kInt8PerChannel};
+    uint32_t seed = 40;
+    for (ConvTypes types : all) {
+        runConvCase({1, 5, 5, 3, 4, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, seed++, {}, types);
+        runConvCase({2, 7, 6, 2, 5, 3, 2, 2, 1, 1, 1, false, 0, 0, 1, 2, 0, 1, false, false}, seed++, {}, types);
+        runConvCase({1, 9, 9, 2, 3, 3, 3, 1, 1, 2, 2, true, 1, 0, 0, 0, 0, 2, false, true}, seed++, {}, types);
+        runConvCase({2, 5, 6, 3, 4, 2, 3, 1, 2, 1, 1, true, 1, 0, 0, 0, 0, 3, true, false}, seed++, {}, types);
+    }
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({1, 17, 13, 5, 70, 3, 3, 2, 1, 1, 2, false, 0, 2, 1, 1, 2, 3, true, true}, seed++, hw, ConvTypes::kInt8PerChannel);
+}
+
 TEST_CASE("CONV_2D tiles rows and output channels on a small scratchpad") {
     npu::sim::HwConfig hw;
     hw.scratchpadBytes = 16 << 10;
@@ -178,8 +229,16 @@ TEST_CASE("CONV_2D tiles rows and output channels on a small scratchpad") {
 
 namespace {
 
+// Flips uint8 bytes to the int8 bytes of the same real values (zero point minus 128).
+std::vector<uint8_t> toInt8(std::vector<uint8_t> v) {
+    for (auto& b : v) b ^= 0x80;
+    return v;
+}
+
+// signedData: the same case as TENSOR_QUANT8_ASYMM_SIGNED, every zero point and value shifted by
+// -128; the outputs must be the uint8 ones shifted likewise (the HAL 1.3 rule for signed ops).
 void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t seed, bool rank4Input,
-           npu::sim::HwConfig hw = {}) {
+           npu::sim::HwConfig hw = {}, bool signedData = false) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
@@ -188,10 +247,14 @@ void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t
     auto w = randomBytes(rng, size_t(units) * inputSize);
     auto bias = randomBias(rng, units, 3000);
     ModelBuilder mb(h);
-    uint32_t x = rank4Input ? mb.input({batch, 1, 1, inputSize}, qi) : mb.input({batch, inputSize}, qi);
-    uint32_t wo = mb.constant(5, {units, inputSize}, qw.scale, qw.zp, w.data(), w.size());
+    const uint32_t type = signedData ? 14 : 5;
+    const int shift = signedData ? -128 : 0;
+    const auto wBytes = signedData ? toInt8(w) : w;
+    const Quant sqi{qi.scale, qi.zp + shift}, sqo{qo.scale, qo.zp + shift};
+    uint32_t x = rank4Input ? mb.input({batch, 1, 1, inputSize}, sqi, type) : mb.input({batch, inputSize}, sqi, type);
+    uint32_t wo = mb.constant(type, {units, inputSize}, qw.scale, qw.zp + shift, wBytes.data(), wBytes.size());
     uint32_t bo = mb.constant(4, {units}, qi.scale * qw.scale, 0, bias.data(), bias.size() * 4);
-    uint32_t y = mb.output({batch, units}, qo);
+    uint32_t y = mb.output({batch, units}, sqo, type);
     mb.op(kFc, {x, wo, bo, mb.i32(act)}, {y});
     const ModelDesc& model = mb.build();
     Arena scratch(h.scratchMem.data(), h.scratchMem.size());
@@ -210,7 +273,8 @@ void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t
             for (uint32_t k = 0; k < inputSize; ++k) acc += (int(in[b * inputSize + k]) - qi.zp) * (int(w[u * inputSize + k]) - qw.zp);
             expect[b * units + u] = uint8_t(std::min(hi, std::max(lo, refMbqm(acc, m, s) + qo.zp)));
         }
-    Run r = execute(h, info, {in}, {expect.size()});
+    if (signedData) expect = toInt8(expect);
+    Run r = execute(h, info, {signedData ? toInt8(in) : in}, {expect.size()});
     INFO(r.status.message);
     REQUIRE(r.status.ok());
     CHECK(r.outputs[0] == expect);
@@ -230,9 +294,17 @@ TEST_CASE("FULLY_CONNECTED bit-exact, flattening, activations, tiling") {
     runFc(37, 300, 45, 1, 24, false, hw);
 }
 
+TEST_CASE("FULLY_CONNECTED with TENSOR_QUANT8_ASYMM_SIGNED equals uint8 shifted by 128") {
+    runFc(1, 16, 8, 0, 60, false, {}, true);
+    runFc(3, 40, 10, 1, 61, true, {}, true);
+    runFc(4, 33, 7, 2, 62, false, {}, true);
+    runFc(2, 64, 50, 3, 63, false, {}, true);
+}
+
 namespace {
 
-void runAdd(std::vector<uint32_t> da, std::vector<uint32_t> db, int act, uint32_t seed, npu::sim::HwConfig hw = {}) {
+void runAdd(std::vector<uint32_t> da, std::vector<uint32_t> db, int act, uint32_t seed, npu::sim::HwConfig hw = {},
+            bool signedData = false) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
@@ -247,7 +319,10 @@ void runAdd(std::vector<uint32_t> da, std::vector<uint32_t> db, int act, uint32_
     for (int i = 0; i < 4; ++i) { na *= pa[i]; nb *= pb[i]; no *= po[i]; }
     auto a = randomBytes(rng, na), b = randomBytes(rng, nb);
     ModelBuilder mb(h);
-    uint32_t x = mb.input(da, qa), y = mb.input(db, qb), z = mb.output(outDims, qo);
+    const uint32_t type = signedData ? 14 : 5;
+    const int shift = signedData ? -128 : 0;
+    uint32_t x = mb.input(da, {qa.scale, qa.zp + shift}, type), y = mb.input(db, {qb.scale, qb.zp + shift}, type);
+    uint32_t z = mb.output(outDims, {qo.scale, qo.zp + shift}, type);
     mb.op(kAdd, {x, y, mb.i32(act)}, {z});
     const ModelDesc& model = mb.build();
     Arena scratch(h.scratchMem.data(), h.scratchMem.size());
@@ -277,7 +352,8 @@ void runAdd(std::vector<uint32_t> da, std::vector<uint32_t> db, int act, uint32_
                     int v = refMbqm(sum, mo, so) + qo.zp;
                     expect[idx(po)] = uint8_t(std::min(hi, std::max(lo, v)));
                 }
-    Run r = execute(h, info, {a, b}, {no});
+    if (signedData) expect = toInt8(expect);
+    Run r = execute(h, info, {signedData ? toInt8(a) : a, signedData ? toInt8(b) : b}, {no});
     INFO(r.status.message);
     REQUIRE(r.status.ok());
     CHECK(r.outputs[0] == expect);
@@ -295,6 +371,13 @@ TEST_CASE("ADD bit-exact with broadcasting and activations") {
     hw.scratchpadBytes = 4 << 10;
     runAdd({3, 40, 50}, {40, 1}, 1, 35, hw);
     runAdd({2, 3000}, {1, 3000}, 0, 36, hw);
+}
+
+TEST_CASE("ADD with TENSOR_QUANT8_ASYMM_SIGNED equals uint8 shifted by 128") {
+    runAdd({2, 3, 4, 5}, {5}, 1, 64, {}, true);
+    runAdd({1, 3, 1, 5}, {2, 1, 4, 1}, 3, 65, {}, true);
+    runAdd({4, 1}, {4, 5}, 2, 66, {}, true);
+    runAdd({7}, {1}, 0, 67, {}, true);
 }
 
 TEST_CASE("multi-operation model: FC -> ADD through a temporary, per-op profile") {
@@ -361,13 +444,13 @@ TEST_CASE("supportedOperations is false for unsupported variants") {
     uint32_t a3 = mb.input({3}, q), a4 = mb.input({4}, q);
     uint32_t yAdd = mb.output({4}, q);
     mb.op(kAdd, {a3, a4, mb.i32(0)}, {yAdd});
-    // 7: per-channel filter
+    // 7: per-channel filter without its channel scales
     uint32_t fpc = mb.constant(11, {4, 3, 3, 2}, 0, 0, f.data(), f.size());
     mb.op(kConv, {x, fpc, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
     // 8: unknown dimension
     uint32_t xu = mb.input({1, 0, 5, 2}, q);
     mb.op(kConv, {xu, fo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
-    // 9: signed quant8 ADD
+    // 9: ADD of int8 inputs into a uint8 output (types must match)
     uint32_t s1 = mb.tensor(14, {4}, 0.5f, 0, 1);
     mb.op(kAdd, {s1, s1, mb.i32(0)}, {yAdd});
     // 10: padding as large as the filter
