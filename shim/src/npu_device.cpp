@@ -41,8 +41,11 @@ std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const 
 
 class NpuPreparedModel final : public hal::IPreparedModel {
 public:
-    NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel)
-        : connection_(std::move(connection)), handle_(handle), model_(std::move(ioModel)) {}
+    NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel,
+                     NpuCompileInfo compileInfo = {})
+        : connection_(std::move(connection)), handle_(handle), model_(std::move(ioModel)), compileInfo_(compileInfo) {}
+
+    const NpuCompileInfo& compileInfo() const { return compileInfo_; }
 
     ~NpuPreparedModel() override {
         proto::ReleaseModelRequest request;
@@ -159,6 +162,7 @@ private:
     std::shared_ptr<Connection> connection_;
     uint32_t handle_;
     hal::Model model_;  // the model's I/O description, for request validation
+    NpuCompileInfo compileInfo_;
 };
 
 class NpuDevice final : public hal::IDevice {
@@ -234,13 +238,20 @@ public:
         request.set_preference(static_cast<uint32_t>(preference));
         request.set_priority(static_cast<uint32_t>(priority));
         request.set_deadline_ns(budgetNs(deadline));
+        request.set_no_autotune(!connection_->options().autotune);
         proto::PrepareModelReply reply;
         NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
                                   waitFor(connection_->options().callTimeout, deadline), "prepareModel"));
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
+        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
+        if (compiled.tuningTrials > 0) {
+            proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles", compiled.tuningTrials,
+                        static_cast<unsigned long long>(compiled.greedyCycles),
+                        static_cast<unsigned long long>(compiled.tunedCycles));
+        }
 
         // The prepared model keeps the model for request validation (its I/O operands).
-        auto prepared = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model);
+        auto prepared = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model, compiled);
         if (cache != nullptr) {
             // Caching never fails the compilation (the VTS caching tests expect the prepared
             // model even when the files cannot be used); the caller's next load fails instead.
@@ -381,6 +392,12 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
     return npu->info();
+}
+
+Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {
+    auto* npu = dynamic_cast<NpuPreparedModel*>(&prepared);
+    if (npu == nullptr) return invalidArgument("queryCompileInfo: not a prepared model of the NPU shim");
+    return npu->compileInfo();
 }
 
 Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Transport> transport,

@@ -119,10 +119,21 @@ void execute(std::vector<uint8_t>& s, uint32_t handle, uint32_t inBytes, uint32_
     frame(s, proto::METHOD_EXECUTE, e);
 }
 
-}  // namespace
+// The handle the last PrepareModel / PrepareFromCache of `script` returns: handles depend on
+// the blob store's history (autotuning trials use slots too), so the seeds ask the firmware.
+uint32_t lastHandle(const std::vector<uint8_t>& script) {
+    uint32_t handle = 0;
+    runFirmwareSession(script.data(), script.size(), [&](const SessionReply& r) {
+        proto::PrepareModelReply reply;
+        if ((r.method == proto::METHOD_PREPARE_MODEL || r.method == proto::METHOD_PREPARE_FROM_CACHE) &&
+            reply.ParseFromString(r.payload)) {
+            handle = reply.model_handle();
+        }
+    });
+    return handle;
+}
 
-// The handle of the first model a fresh firmware prepares (blob store slot 0, generation 1).
-inline constexpr uint32_t kFirstHandle = 1u << 8;
+}  // namespace
 
 std::vector<std::vector<uint8_t>> seeds() {
     std::vector<std::vector<uint8_t>> all;
@@ -143,9 +154,10 @@ std::vector<std::vector<uint8_t>> seeds() {
         std::vector<uint8_t> s;
         hello(s);
         prepare(s, convModel(s, int8));
-        execute(s, kFirstHandle, 32, 27);
+        const uint32_t handle = lastHandle(s);
+        execute(s, handle, 32, 27);
         proto::FetchBlobRequest f;
-        f.set_model_handle(kFirstHandle);
+        f.set_model_handle(handle);
         f.set_model_blob_addr(kWindow + (1u << 16));
         f.set_model_blob_capacity(1u << 16);
         f.set_data_blob_addr(kWindow + (2u << 16));
@@ -163,7 +175,7 @@ std::vector<std::vector<uint8_t>> seeds() {
         c.set_data_blob_addr(f.data_blob_addr());
         c.set_data_blob_bytes(fetched.data_blob_bytes());
         frame(s, proto::METHOD_PREPARE_FROM_CACHE, c);
-        execute(s, kFirstHandle + 1, 32, 27);
+        execute(s, lastHandle(s), 32, 27);
         all.push_back(s);
     }
     {  // ADD, release, a second prepare reusing the slot
@@ -171,9 +183,10 @@ std::vector<std::vector<uint8_t>> seeds() {
         hello(s);
         proto::Model m = addModel(s);
         prepare(s, m);
-        execute(s, kFirstHandle, 6, 6);
+        const uint32_t handle = lastHandle(s);
+        execute(s, handle, 6, 6);
         proto::ReleaseModelRequest r;
-        r.set_model_handle(kFirstHandle);
+        r.set_model_handle(handle);
         frame(s, proto::METHOD_RELEASE_MODEL, r);
         prepare(s, m);
         all.push_back(s);

@@ -257,6 +257,18 @@ int cmdBenchCache(bool json, int iterations) {
     if (!saved) return fail("bench cache", saved.error().message);
 
     const double compileMs = medianMs(iterations, [&] { return device.prepareModel(tc.model).has_value(); });
+    // What the compile time buys: device cycles with the planner's tilings and with the tuned
+    // ones, and the compile time without autotuning (a second device, autotune off).
+    shim::NpuCompileInfo tuning;
+    if (auto prepared = device.prepareModel(tc.model)) {
+        if (auto info = shim::queryCompileInfo(**prepared)) tuning = *info;
+    }
+    DeviceChoice untunedChoice = choice;
+    untunedChoice.autotune = false;
+    auto untuned = openDevice(untunedChoice);
+    if (!untuned) return fail("bench cache", untuned.error().message);
+    const double compileUntunedMs =
+        medianMs(iterations, [&] { return untuned->device->prepareModel(tc.model).has_value(); });
     const double fromCacheMs = medianMs(iterations, [&] {
         return device.prepareModelFromCache(std::nullopt, {modelFd}, {dataFd}, token).has_value();
     });
@@ -288,6 +300,7 @@ int cmdBenchCache(bool json, int iterations) {
     });
     const double hashMbS = mb / (hashMs / 1e3), rawMbS = mb / (rawMs / 1e3);
     const double speedup = fromCacheMs > 0 ? compileMs / fromCacheMs : 0.0;
+    const double speedupUntuned = fromCacheMs > 0 ? compileUntunedMs / fromCacheMs : 0.0;
     if (json) {
         nlohmann::json j = {{"model", tc.name},
                             {"layers", tc.model.main.operations.size()},
@@ -295,6 +308,11 @@ int cmdBenchCache(bool json, int iterations) {
                             {"compile_ms", compileMs},
                             {"from_cache_ms", fromCacheMs},
                             {"speedup", speedup},
+                            {"compile_untuned_ms", compileUntunedMs},
+                            {"speedup_vs_untuned_compile", speedupUntuned},
+                            {"tuning_trials", tuning.tuningTrials},
+                            {"greedy_cycles", tuning.greedyCycles},
+                            {"tuned_cycles", tuning.tunedCycles},
                             {"hash_mb_s", hashMbS},
                             {"raw_blake2b_mb_s", rawMbS},
                             {"model_cache_bytes", modelImage->size()},
@@ -305,6 +323,9 @@ int cmdBenchCache(bool json, int iterations) {
         fmt::print("network: {} layers, {} bytes of constants\n", tc.model.main.operations.size(), weightBytes);
         fmt::print("  compile_ms         {:>9.3f}\n  from_cache_ms      {:>9.3f}\n  speedup            {:>9.1f} (target >= 20)\n",
                    compileMs, fromCacheMs, speedup);
+        fmt::print("  compile_untuned_ms {:>9.3f}  (no autotuning; speedup {:.1f})\n", compileUntunedMs, speedupUntuned);
+        fmt::print("  device cycles      {:>9} greedy -> {} tuned ({} trials)\n", tuning.greedyCycles, tuning.tunedCycles,
+                   tuning.tuningTrials);
         fmt::print("  hash_mb_s          {:>9.1f}\n  raw_blake2b_mb_s   {:>9.1f}  (ratio {:.2f}, target >= 0.9)\n", hashMbS,
                    rawMbS, hashMbS / rawMbS);
         fmt::print("  cache files        {} + {} bytes\n", modelImage->size(), dataImage->size());

@@ -17,6 +17,7 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
     shim::ShimOptions shimOptions;
     shimOptions.cacheDirectory = choice.cacheDir;
     shimOptions.cacheStateDirectory = choice.cacheStateDir;
+    shimOptions.autotune = choice.autotune;
     if (choice.transport == "loopback") {
         auto loop = fw::host::startLoopbackFirmware();
         if (!loop) {

@@ -16,6 +16,7 @@ struct DeviceChoice {
     std::string socketPath;              // unix: empty = the default path
     std::string cacheDir;                // driver-managed compilation cache (empty = none)
     std::string cacheStateDir;           // cache key secret and token map (empty = XDG state dir)
+    bool autotune = true;                // npu: let the firmware autotune tilings at prepare
 };
 
 struct OpenedDevice {

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
             ->capture_default_str();
         cmd->add_option("--socket", choice.socketPath, "unix transport: the daemon's socket (default: per-user runtime dir)");
         cmd->add_flag("--json", json, "print JSON instead of tables");
+        cmd->add_flag("--no-autotune{false}", choice.autotune,
+                      "npu: compile with the planner's tilings, no autotuning trials (docs/firmware.md)");
     };
 
     auto* info = app.add_subcommand("info", "Versions, capabilities and the hardware configuration");

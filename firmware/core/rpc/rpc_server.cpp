@@ -402,6 +402,9 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 rep->data_blob_bytes = info.dataBlobBytes;
                 rep->num_inputs = info.numInputs;
                 rep->num_outputs = info.numOutputs;
+                rep->tuning_trials = info.tuningTrials;
+                rep->greedy_cycles = info.greedyCycles;
+                rep->tuned_cycles = info.tunedCycles;
             }
             return sendReply(id, entry.method, npu_proto_PrepareModelReply_fields, rep);
         }

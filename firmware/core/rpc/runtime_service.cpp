@@ -1,4 +1,5 @@
 // Service over the firmware Runtime: translates wire structs to the runtime's API.
+#include <cinttypes>
 #include <cstdio>
 #include <cfloat>
 #include <cstring>
@@ -53,9 +54,9 @@ FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* suppo
     return runtime_.supportedOperations(model, supported);
 }
 
-FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest&, Arena& scratch,
+FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
                                       BlobInfo* info) {
-    return runtime_.prepare(model, scratch, info);
+    return runtime_.prepare(model, scratch, info, !request.no_autotune);
 }
 
 FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch, BlobInfo* info) {
@@ -93,7 +94,7 @@ FwStatus RuntimeService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_prot
     const uint64_t dataBytes = size - split;
     if (split > r.model_blob_capacity || dataBytes > r.data_blob_capacity) {
         return FwStatus::make(Code::kOutputInsufficientSize,
-                              "FetchBlob: model %u needs %llu + %llu bytes, the host offered %llu + %llu",
+                              "FetchBlob: model %" PRIu32 " needs %llu + %llu bytes, the host offered %llu + %llu",
                               r.model_handle, (unsigned long long)split, (unsigned long long)dataBytes,
                               (unsigned long long)r.model_blob_capacity, (unsigned long long)r.data_blob_capacity);
     }
@@ -119,11 +120,11 @@ FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, 
     return FwStatus::make(Code::kGeneralFailure, "AllocateBuffer: memory domains are not supported by this firmware");
 }
 FwStatus RuntimeService::releaseBuffer(uint32_t token) {
-    return FwStatus::make(Code::kInvalidArgument, "ReleaseBuffer: unknown buffer token %u (memory domains are not "
+    return FwStatus::make(Code::kInvalidArgument, "ReleaseBuffer: unknown buffer token %" PRIu32 " (memory domains are not "
                                                   "supported by this firmware)", token);
 }
 FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
-    return FwStatus::make(Code::kInvalidArgument, "BufferCopy: unknown buffer token %u (memory domains are not "
+    return FwStatus::make(Code::kInvalidArgument, "BufferCopy: unknown buffer token %" PRIu32 " (memory domains are not "
                                                   "supported by this firmware)", r.buffer_token);
 }
 

@@ -89,7 +89,8 @@ void emitPipeline(BlobWriter& w, uint32_t tiles, Load load, Compute compute, Sto
 
 class ModelCompiler {
 public:
-    ModelCompiler(const CompileTarget& t, const ModelDesc& m) : target_(t), model_(m) {}
+    ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
+        : target_(t), model_(m), tilings_(tilings) {}
 
     FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
 
@@ -108,6 +109,7 @@ private:
 
     const CompileTarget& target_;
     const ModelDesc& model_;
+    const MacTiling* tilings_;  // per operation, or null: the planner's choice (coutTile 0: too)
     OpPlan* plans_ = nullptr;
     TensorRef* refs_ = nullptr;      // per operand: IO and activation placement
     uint64_t* constOffset_ = nullptr;  // per operand: data offset + 1 once copied (per pass)
@@ -534,6 +536,13 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
     if (plans_ == nullptr) return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (plans)");
     for (uint32_t o = 0; o < model_.operationCount; ++o) {
         if (!(st = planOperation(target_, model_, o, &plans_[o])).ok()) return st;
+        if (tilings_ == nullptr || tilings_[o].coutTile == 0) continue;
+        MacTiling candidates[kMaxTilingCandidates];
+        const uint32_t n = tilingCandidates(target_, plans_[o], candidates);
+        bool known = false;
+        for (uint32_t i = 0; i < n; ++i) known = known || (candidates[i].coutTile == tilings_[o].coutTile && candidates[i].rowTile == tilings_[o].rowTile);
+        if (!known) return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 ": tiling %" PRIu32 "x%" PRIu32 " is not one of its candidates", o, tilings_[o].coutTile, tilings_[o].rowTile);
+        applyTiling(&plans_[o], tilings_[o]);
     }
     if (!(st = planMemory(scratch)).ok()) return st;
 
@@ -595,9 +604,18 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
 }  // namespace
 
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size) {
-    ModelCompiler compiler(target, model);
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings) {
+    ModelCompiler compiler(target, model, tilings);
     return compiler.run(scratch, image, size);
+}
+
+FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,
+                               MacTiling* out, uint32_t* count) {
+    OpPlan plan;
+    FwStatus st = planOperation(target, model, opIndex, &plan);
+    if (!st.ok()) return st;
+    *count = tilingCandidates(target, plan, out);
+    return FwStatus::okStatus();
 }
 
 }  // namespace npu::fw

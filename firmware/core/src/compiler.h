@@ -22,8 +22,23 @@ struct CompileTarget {
 // the operation, the operand and the rule it breaks.
 FwStatus checkOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex);
 
-// Compiles the whole model into a blob image allocated from `scratch`.
+// Output-stationary tiles of a GEMM-like op (FC and CONV): weights of `coutTile` channels stay
+// in the scratchpad while `rowTile` rows (FC batch rows, CONV output rows) stream through.
+struct MacTiling {
+    uint32_t coutTile = 0;
+    uint32_t rowTile = 0;
+};
+inline constexpr uint32_t kMaxTilingCandidates = 6;
+
+// Compiles the whole model into a blob image allocated from `scratch`. `tilings` (optional, one
+// per operation): the tiling of each CONV_2D / FULLY_CONNECTED, one of its candidates; an entry
+// with coutTile 0, or no array, keeps the planner's greedy choice.
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size);
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings = nullptr);
+
+// The tilings operation `opIndex` can be compiled with (at most kMaxTilingCandidates, the greedy
+// choice first; none for operations without a tiling).
+FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,
+                               MacTiling* out, uint32_t* count);
 
 }  // namespace npu::fw

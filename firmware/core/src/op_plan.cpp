@@ -162,6 +162,36 @@ uint32_t chooseCoutTile(const CompileTarget& t, uint64_t k, uint32_t cout) {
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// The most rows (CONV_2D output rows, FULLY_CONNECTED batch rows) a tile of `coutTile` output
+// channels can stream with double-buffered input and output tiles beside the weights, within the
+// accumulator's half and the per-command MAC cap; 0 if not even one fits. (plan: shapes set.)
+uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTile) {
+    const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
+    if (coutTile == 0) return 0;
+    if (plan.type == hal::kOpConv2d) {
+        const ConvPlan& p = plan.conv;
+        const uint64_t k = uint64_t{p.kh} * p.kw * p.cin;
+        const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
+        const uint64_t weights = alignUp(uint64_t{coutTile} * (k + 4), 64);
+        if (weights > t.scratchpadBytes) return 0;
+        const uint64_t free = t.scratchpadBytes - weights;
+        for (uint32_t m = p.outH; m > 0; --m) {
+            const uint64_t inRows = std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH);
+            const uint64_t inBytes = alignUp(inRows * p.inW * p.cin, 64), outBytes = alignUp(uint64_t{m} * p.outW * coutTile, 64);
+            const uint64_t accEntries = uint64_t{m} * p.outW * coutTile;
+            if (2 * (inBytes + outBytes) <= free && accEntries <= accHalf && accEntries * k <= kMaxMacsPerCommand) return m;
+        }
+        return 0;
+    }
+    const FcPlan& p = plan.fc;
+    const uint64_t weights = alignUp(uint64_t{coutTile} * (p.inputSize + 4), 64);
+    if (weights > t.scratchpadBytes) return 0;
+    const uint64_t free = t.scratchpadBytes - weights;
+    const uint64_t m = std::min<uint64_t>({free / (2 * (alignUp(p.inputSize, 64) + alignUp(coutTile, 64))), accHalf / coutTile,
+                                           p.batch, kMaxMacsPerCommand / (uint64_t{coutTile} * p.inputSize)});
+    return static_cast<uint32_t>(m);
+}
+
 FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     ConvPlan& p = plan->conv;
@@ -277,18 +307,10 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     const CompileTarget& t = c.target;
     uint32_t cT = chooseCoutTile(t, k, p.cout);
     if (cT == 0) return c.fail("filter of %llu taps per output channel does not fit the scratchpad", static_cast<unsigned long long>(k));
-    const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
     uint32_t m = 0;
     // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits.
     for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (k + 4), 64);
-        for (m = p.outH; m > 0; --m) {
-            const uint64_t inRows = std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH);
-            const uint64_t inBytes = alignUp(inRows * p.inW * p.cin, 64), outBytes = alignUp(uint64_t{m} * p.outW * cT, 64);
-            const uint64_t accEntries = uint64_t{m} * p.outW * cT;
-            if (2 * (inBytes + outBytes) <= free && accEntries <= accHalf && accEntries * k <= kMaxMacsPerCommand) break;
-        }
-        if (m > 0) break;
+        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
     }
     if (m == 0) return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
     p.tiling = {cT, m};
@@ -345,13 +367,9 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     const CompileTarget& t = c.target;
     uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
     if (cT == 0) return c.fail("input_size %" PRIu32 " does not fit the scratchpad", p.inputSize);
-    const uint64_t accHalf = t.accumulatorBytes / 4 / 2;
     uint64_t m = 0;
     for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        const uint64_t free = t.scratchpadBytes - alignUp(uint64_t{cT} * (p.inputSize + 4), 64);
-        m = free / (2 * (alignUp(p.inputSize, 64) + alignUp(cT, 64)));
-        m = std::min<uint64_t>({m, accHalf / cT, p.batch, kMaxMacsPerCommand / (uint64_t{cT} * p.inputSize)});
-        if (m > 0) break;
+        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
     }
     if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
     p.tiling = {cT, static_cast<uint32_t>(m)};
@@ -493,6 +511,38 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpAdd: return planAdd(c, plan);
         default: return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 ": operation type %" PRIu32 " is not supported by the NPU", opIndex, c.op.type);
     }
+}
+
+uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTiling* out) {
+    if (plan.type != hal::kOpConv2d && plan.type != hal::kOpFullyConnected) return 0;
+    const MacTiling greedy = plan.type == hal::kOpConv2d ? plan.conv.tiling : plan.fc.tiling;
+    const uint32_t cout = plan.type == hal::kOpConv2d ? plan.conv.cout : plan.fc.units;
+    uint32_t n = 0;
+    auto add = [&](uint32_t cT, uint32_t m) {
+        if (n == kMaxTilingCandidates || cT == 0 || m == 0 || m > maxRowTile(target, plan, cT)) return;
+        for (uint32_t i = 0; i < n; ++i) {
+            if (out[i].coutTile == cT && out[i].rowTile == m) return;
+        }
+        out[n++] = {cT, m};
+    };
+    add(greedy.coutTile, greedy.rowTile);
+    // Narrower channel tiles (more rows fit beside their weights), then shorter row tiles (a
+    // shorter pipeline fill, more tiles to overlap): the trade-offs the greedy choice ignores.
+    const uint32_t minWidth = std::min(greedy.coutTile, target.arrayCols);
+    for (uint32_t cT : {greedy.coutTile, (greedy.coutTile + 1) / 2, (greedy.coutTile + 3) / 4}) {
+        if (cT < minWidth) continue;
+        cT = std::min(cT, cout);
+        const uint32_t rows = maxRowTile(target, plan, cT);
+        add(cT, rows);
+        add(cT, (rows + 1) / 2);
+        add(cT, (rows + 3) / 4);
+    }
+    return n;
+}
+
+void applyTiling(OpPlan* plan, const MacTiling& tiling) {
+    if (plan->type == hal::kOpConv2d) plan->conv.tiling = tiling;
+    if (plan->type == hal::kOpFullyConnected) plan->fc.tiling = tiling;
 }
 
 bool channelMultiplier(const OpPlan& plan, uint32_t channel, QuantizedMultiplier* out) {

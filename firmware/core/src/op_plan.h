@@ -26,13 +26,6 @@ inline constexpr uint32_t kOpAdd = 0, kOpConv2d = 3, kOpFullyConnected = 9;
 
 const char* operationName(uint32_t type);
 
-// Output-stationary tiles of a GEMM-like op (FC and CONV): weights of `coutTile` channels stay
-// in the scratchpad while `rowTile` rows (FC batch rows, CONV output rows) stream through.
-struct MacTiling {
-    uint32_t coutTile = 0;
-    uint32_t rowTile = 0;
-};
-
 struct ConvPlan {
     uint32_t input = 0, filter = 0, bias = 0, output = 0;
     uint32_t batch = 0, inH = 0, inW = 0, cin = 0, kh = 0, kw = 0, cout = 0, outH = 0, outW = 0;
@@ -71,6 +64,12 @@ struct OpPlan {
     const float* channelScales = nullptr;
     float inputScale = 0.0f, outputScale = 0.0f;
 };
+
+// The tilings a CONV_2D or FULLY_CONNECTED plan can run with, at most kMaxTilingCandidates, the
+// planner's greedy choice first; 0 for other operations. All give bit-identical results; they
+// differ only in cycles (the runtime's autotuner measures them, docs/firmware.md).
+uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTiling* out);
+void applyTiling(OpPlan* plan, const MacTiling& tiling);
 
 // The requantization multiplier of output channel `channel` of a per-channel CONV_2D.
 bool channelMultiplier(const OpPlan& plan, uint32_t channel, QuantizedMultiplier* out);

@@ -1,6 +1,7 @@
 #include <cinttypes>
 #include "npu/fw/runtime.h"
 
+#include <cstring>
 #include <new>
 
 #include "blob_store.h"
@@ -116,15 +117,126 @@ FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported) {
     return FwStatus::okStatus();
 }
 
-FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info) {
+FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (info == nullptr) return FwStatus::make(Code::kInvalidArgument, "prepare: no BlobInfo");
+    MacTiling* tilings = nullptr;
+    TuningOutcome tuning;
+    if (impl_->config.autotune && allowAutotune) {
+        FwStatus st = tune(model, scratch, &tilings, &tuning);
+        if (!st.ok()) return st;
+    }
     const uint8_t* image = nullptr;
     uint64_t size = 0;
-    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size);
+    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings);
     if (!st.ok()) return st;
     // The compiler's output goes through the same validation as a blob from a cache file.
-    return loadBlob(image, size, info);
+    if (!(st = loadBlob(image, size, info)).ok()) return st;
+    info->tuningTrials = tuning.trials;
+    info->greedyCycles = tuning.greedyCycles;
+    info->tunedCycles = tuning.tunedCycles;
+    return FwStatus::okStatus();
+}
+
+// Runs the model once per tiling candidate index k (operation o uses its candidate
+// min(k, count_o - 1)) on scratch inputs in firmware DRAM, and keeps, per operation, the tiling
+// of the run in which that operation took the fewest cycles. Operations run one after another
+// with a fence between them, so one operation's tiling does not change another's cycles.
+FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome) {
+    Impl& s = *impl_;
+    const CompileTarget target = s.target();
+    const uint32_t ops = model.operationCount;
+    if (ops == 0 || ops > kMaxOperations || model.operations == nullptr) return FwStatus::okStatus();  // the compiler reports it
+    MacTiling* best = scratch.allocateArray<MacTiling>(ops);
+    MacTiling* trial = scratch.allocateArray<MacTiling>(ops);
+    MacTiling* candidates = scratch.allocateArray<MacTiling>(size_t{ops} * kMaxTilingCandidates);
+    uint32_t* counts = scratch.allocateArray<uint32_t>(ops);
+    uint64_t* bestCycles = scratch.allocateArray<uint64_t>(ops);
+    uint64_t* greedyCycles = scratch.allocateArray<uint64_t>(ops);
+    ExecResult* result = scratch.allocateArray<ExecResult>(1);
+    IoArg* io = scratch.allocateArray<IoArg>(kMaxIo * 2);
+    if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr || bestCycles == nullptr || greedyCycles == nullptr ||
+        result == nullptr || io == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (autotuning tables)");
+    }
+    uint32_t rounds = 0;
+    for (uint32_t o = 0; o < ops; ++o) {
+        FwStatus st = modelTilingCandidates(target, model, o, candidates + size_t{o} * kMaxTilingCandidates, &counts[o]);
+        if (!st.ok()) return st;  // the same message the compiler would give
+        rounds = counts[o] > rounds ? counts[o] : rounds;
+        best[o] = {};
+        bestCycles[o] = greedyCycles[o] = UINT64_MAX;
+    }
+    if (rounds <= 1 || model.inputCount > kMaxIo || model.outputCount > kMaxIo) return FwStatus::okStatus();
+
+    // Scratch inputs and outputs in firmware DRAM (zeros: cycles do not depend on values).
+    uint64_t ioBytes = 0;
+    const uint32_t numIo = model.inputCount + model.outputCount;
+    for (uint32_t i = 0; i < numIo; ++i) {
+        const uint32_t index = i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
+        if (index >= model.operandCount) return FwStatus::okStatus();  // the compiler reports it
+        ioBytes += (tensorElements(model.operands[index]) + 63) / 64 * 64;
+    }
+    uint64_t block = 0;
+    if (ioBytes == 0 || ioBytes > UINT32_MAX || !s.dram.allocate(ioBytes, &block)) return FwStatus::okStatus();  // no room: keep the greedy tilings
+    std::memset(s.platform.dram() + block, 0, ioBytes);
+    uint64_t at = block;
+    for (uint32_t i = 0; i < numIo; ++i) {
+        const uint32_t index = i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
+        io[i] = IoArg{};
+        io[i].addr = at;
+        io[i].length = static_cast<uint32_t>(tensorElements(model.operands[index]));
+        at += (uint64_t{io[i].length} + 63) / 64 * 64;
+    }
+
+    const uint64_t start = s.platform.nowUs();
+    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs};
+    FwStatus status = FwStatus::okStatus();
+    for (uint32_t k = 0; k < rounds; ++k) {
+        if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
+        for (uint32_t o = 0; o < ops; ++o) {
+            trial[o] = counts[o] == 0 ? MacTiling{} : candidates[size_t{o} * kMaxTilingCandidates + (k < counts[o] ? k : counts[o] - 1)];
+        }
+        const size_t mark = scratch.mark();
+        const uint8_t* image = nullptr;
+        uint64_t size = 0;
+        uint32_t handle = 0;
+        FwStatus st = compileModel(target, model, scratch, &image, &size, trial);
+        if (st.ok()) st = s.store.load(s.platform, s.dram, image, size, s.limits(), &handle);
+        scratch.release(mark);
+        if (!st.ok()) {
+            if (k == 0) status = st;  // the greedy compile itself fails: report it
+            break;
+        }
+        st = executeBlob(ctx, *s.store.find(handle), io, model.inputCount, io + model.inputCount, model.outputCount, result);
+        s.store.release(handle, s.dram);
+        if (!st.ok()) break;  // keep what the earlier rounds measured
+        ++outcome->trials;
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < result->profileCount && i < ops; ++i) {
+            const uint32_t o = result->profile[i].operationIndex;
+            total += result->profile[i].cycles;
+            if (o < ops && k == 0) greedyCycles[o] = result->profile[i].cycles;
+            if (o < ops && counts[o] > k && result->profile[i].cycles < bestCycles[o]) {
+                bestCycles[o] = result->profile[i].cycles;
+                best[o] = trial[o];
+            }
+        }
+        if (k == 0) outcome->greedyCycles = total;
+    }
+    s.dram.free(block);
+    if (!status.ok()) return status;
+    if (outcome->trials > 1) {
+        // The greedy run's total, less what each tuned operation saved.
+        outcome->tunedCycles = outcome->greedyCycles;
+        for (uint32_t o = 0; o < ops; ++o) {
+            if (counts[o] > 0 && bestCycles[o] < greedyCycles[o] && greedyCycles[o] != UINT64_MAX) {
+                outcome->tunedCycles -= greedyCycles[o] - bestCycles[o];
+            }
+        }
+        *tilings = best;
+    }
+    return FwStatus::okStatus();
 }
 
 FwStatus Runtime::loadBlob(const uint8_t* bytes, uint64_t size, BlobInfo* info) {

@@ -63,8 +63,8 @@ struct Harness {
     Runtime runtime;
     uint64_t windowNext = kFirmware;
 
-    explicit Harness(npu::sim::HwConfig hw = {})
-        : platform(hw, dram.data(), kDram), runtime(platform, arena, RuntimeConfig{kFirmware, 1000}) {}
+    explicit Harness(npu::sim::HwConfig hw = {}, bool autotune = true)
+        : platform(hw, dram.data(), kDram), runtime(platform, arena, RuntimeConfig{kFirmware, 1000, autotune}) {}
 
     uint64_t stage(const void* data, size_t n) {
         uint64_t a = windowNext;

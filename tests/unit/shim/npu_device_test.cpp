@@ -16,6 +16,7 @@
 #include "npu/framework/cts_loader.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/protocol/transport.h"
+#include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 
 extern char** environ;
@@ -201,6 +202,37 @@ TEST_CASE("loopback: a quantized CONV_2D runs with device timing and a per-opera
     REQUIRE(untimed.has_value());
     CHECK(untimed->timing.timeOnDeviceUs == hal::kNoTiming);
     CHECK(untimed->timing.timeInDriverUs == hal::kNoTiming);
+}
+
+TEST_CASE("loopback: prepareModel autotunes unless told not to, and reports it", "[shim]") {
+    auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");  // 2 output rows: two row tilings to try
+    for (bool autotune : {true, false}) {
+        shim::ShimOptions options;
+        options.autotune = autotune;
+        auto l = openLoopback(options);
+        auto prepared = l.device->prepareModel(tc.model);
+        REQUIRE(prepared.has_value());
+        auto info = shim::queryCompileInfo(**prepared);
+        REQUIRE(info.has_value());
+        if (autotune) {
+            CHECK(info->tuningTrials == 2);
+            CHECK(info->greedyCycles > 0);
+            CHECK(info->tunedCycles <= info->greedyCycles);
+            auto request = framework::makeRequest(tc);
+            REQUIRE(request.has_value());
+            auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+            REQUIRE(r.has_value());
+            CHECK(r->deviceCycles == info->tunedCycles);
+        } else {
+            CHECK(info->tuningTrials == 0);
+            CHECK(info->tunedCycles == 0);
+        }
+        CHECK(runVector(*l.device, tc) == "pass");
+    }
+    ref::ReferenceDevice reference;
+    auto other = reference.prepareModel(tc.model);
+    REQUIRE(other.has_value());
+    CHECK_FALSE(shim::queryCompileInfo(**other).has_value());
 }
 
 TEST_CASE("unix: the shim starts npu-fwd, runs a model and stops the daemon", "[shim]") {

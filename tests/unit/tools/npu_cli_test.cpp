@@ -75,6 +75,22 @@ TEST_CASE("npu run on the NPU matches the expected outputs of a quantized vector
     CHECK_THAT(r.output, Catch::Contains("cycles"));
 }
 
+TEST_CASE("npu run --no-autotune still matches", "[cli]") {
+    auto r = npu("run " + kV10 + " --name conv_quant8 --no-autotune");
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("match"));
+}
+
+TEST_CASE("npu bench cache --json prints every figure, the tuned compile and the untuned one", "[cli][caching]") {
+    auto r = npu("bench cache --json --iterations 3");
+    REQUIRE(r.exitCode == 0);
+    for (const char* key : {"\"compile_ms\"", "\"from_cache_ms\"", "\"speedup\"", "\"hash_mb_s\"", "\"raw_blake2b_mb_s\"",
+                            "\"compile_untuned_ms\"", "\"greedy_cycles\"", "\"tuned_cycles\"", "\"tuning_trials\"",
+                            "\"model_cache_bytes\"", "\"data_cache_bytes\""}) {
+        CHECK_THAT(r.output, Catch::Contains(key));
+    }
+}
+
 TEST_CASE("npu run on the reference matches too", "[cli]") {
     auto r = npu("run " + kV10 + " --name conv_quant8 --device reference");
     CHECK(r.exitCode == 0);

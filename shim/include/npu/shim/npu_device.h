@@ -33,6 +33,9 @@ struct ShimOptions {
     // The driver-managed cache for callers that pass no cache files (nnCache): compilations
     // keyed by model checksum, preference and device. Empty = off.
     std::string cacheDirectory;
+    // Let the firmware autotune tilings at prepareModel (docs/firmware.md): slower compiles,
+    // fewer device cycles. Off: the planner's tilings.
+    bool autotune = true;
 };
 
 // Performs the version handshake over `transport` and maps the device-memory window.
@@ -78,5 +81,15 @@ struct NpuInfo {
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
 Result<NpuInfo> queryNpuInfo(hal::IDevice& device);
+
+// What the firmware reported when it compiled a prepared model (all 0 for one loaded from a
+// cache, which is never re-tuned).
+struct NpuCompileInfo {
+    uint32_t tuningTrials = 0;  // trial executions run by the autotuner
+    uint64_t greedyCycles = 0;  // device cycles with the planner's tilings
+    uint64_t tunedCycles = 0;   // device cycles with the tilings chosen
+};
+// INVALID_ARGUMENT when `prepared` is not a prepared model of this shim.
+Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
 
 }  // namespace npu::shim

@@ -112,6 +112,12 @@ struct BlobInfo {
     uint64_t dataBlobBytes = 0;   // transformed constants (the data cache)
     uint32_t numInputs = 0;
     uint32_t numOutputs = 0;
+    // Autotuning at prepare (RuntimeConfig::autotune): trial executions run, device cycles of the
+    // planner's greedy tilings and of the chosen ones (0 when no trial ran: nothing to choose,
+    // tuning off, or a blob loaded from a cache).
+    uint32_t tuningTrials = 0;
+    uint64_t greedyCycles = 0;
+    uint64_t tunedCycles = 0;
 };
 
 struct HardwareInfo {
@@ -133,7 +139,15 @@ struct RuntimeConfig {
     // [firmwareDramBytes, dramSize) is the host window.
     uint64_t firmwareDramBytes = 0;
     uint32_t irqTimeoutUs = 5'000'000;
+    // Autotuning: prepare() runs the model on the NPU once per tiling candidate (at most
+    // kMaxTilingCandidates runs, within tuneBudgetUs of device-clock time measured by nowUs) and
+    // compiles each CONV_2D / FULLY_CONNECTED with the tiling that took the fewest cycles.
+    // Results are bit-identical whatever the tiling; only time changes. docs/firmware.md.
+    bool autotune = true;
+    uint32_t tuneBudgetUs = 2'000'000;
 };
+
+struct MacTiling;  // compiler internals (core/src/compiler.h)
 
 class Runtime {
 public:
@@ -146,8 +160,9 @@ public:
     // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types).
     FwStatus supportedOperations(const ModelDesc& model, bool* supported);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
-    // temporaries and is released by the caller afterwards.
-    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info);
+    // temporaries and is released by the caller afterwards. Autotunes when the config and
+    // `allowAutotune` both allow it.
+    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true);
     FwStatus release(uint32_t handle);
     FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount,
                      const IoArg* outputs, uint32_t outputCount, ExecResult* result);
@@ -168,6 +183,11 @@ public:
 
 private:
     struct Impl;
+    struct TuningOutcome {
+        uint32_t trials = 0;
+        uint64_t greedyCycles = 0, tunedCycles = 0;
+    };
+    FwStatus tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome);
     Impl* impl_;  // lives in the arena
 };
 
