@@ -1,6 +1,7 @@
 // Reading the CTS JSON Lines files into hal::Model + inputs + expected outputs.
 #include "npu/framework/cts_loader.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -424,9 +425,14 @@ Result<TestCase> findTestCase(const std::string& path, const std::string& name) 
     }
 }
 
+// $NPU_CTS_DIR, else the vendored vectors of the source tree this was built from (a developer's
+// build), else the copy an installed package put under its data directory.
 std::string ctsDataDir() {
     const char* env = std::getenv("NPU_CTS_DIR");
     if (env != nullptr && *env != '\0') return env;
+#ifdef NPU_CTS_DIR_INSTALLED
+    if (access(NPU_CTS_DIR_DEFAULT, R_OK) != 0) return NPU_CTS_DIR_INSTALLED;
+#endif
     return NPU_CTS_DIR_DEFAULT;
 }
 

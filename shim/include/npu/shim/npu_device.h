@@ -47,7 +47,8 @@ Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Tra
 struct DaemonOptions {
     std::string socketPath;  // empty: $XDG_RUNTIME_DIR/npu-fwd.sock, else /tmp/npu-fwd-$UID.sock
     // Start npu-fwd when nothing listens on socketPath. The daemon binary is taken from
-    // $NPU_FWD, else the build tree's copy, else npu-fwd on PATH.
+    // $NPU_FWD, else beside the running program, else where the build tree puts it
+    // relative to the program (build/tools, build/tests), else npu-fwd on PATH.
     bool spawnIfAbsent = true;
     std::string daemonPath;  // overrides the search above
     std::chrono::milliseconds startTimeout{5000};
