@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <zlib.h>
 
@@ -283,4 +284,25 @@ TEST_CASE("makeRequest places inputs and outputs in one pool and readOutputs rea
     std::memcpy(pr->pool->data() + outLoc.offset, tc.expectedOutputs[0].data(), 8);
     auto outputs = framework::readOutputs(*pr);
     CHECK(outputs == tc.expectedOutputs);
+}
+
+TEST_CASE("the example vector of docs/vector-format.md parses, with every documented field", "[framework]") {
+    std::ifstream doc("docs/vector-format.md");  // tests run from the source root
+    REQUIRE(doc.good());
+    const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+    const size_t begin = text.find("```json\n");
+    REQUIRE(begin != std::string::npos);
+    const size_t end = text.find("```", begin + 8);
+    REQUIRE(end != std::string::npos);
+    std::string line = text.substr(begin + 8, end - begin - 8);
+    for (char& c : line) c = (c == '\n') ? ' ' : c;  // the doc wraps the one line for reading
+
+    auto tc = framework::parseCtsLine(line, "docs/vector-format.md");
+    REQUIRE(tc);
+    CHECK(tc->name == "my_add_quant8");
+    REQUIRE(tc->inputs.size() == 1);
+    CHECK(tc->inputs[0] == std::vector<uint8_t>{10, 20, 30, 40});
+    REQUIRE(tc->expectedOutputs.size() == 1);
+    CHECK(tc->expectedOutputs[0] == std::vector<uint8_t>{11, 22, 33, 44});
+    CHECK(tc->model.main.operations.size() == 1);
 }
