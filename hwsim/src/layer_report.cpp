@@ -1,6 +1,7 @@
 // Writers of the layer simulator's outputs: per-layer CSV, Chrome/Perfetto trace, JSON summary.
 // Every number is printed with a fixed format so the same run gives the same bytes.
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -18,13 +19,6 @@ std::string fixed(double v, int digits = 6) {
 }
 
 double perCycle(uint64_t bytes, uint64_t cycles) { return cycles ? double(bytes) / double(cycles) : 0.0; }
-
-// Trace timestamps are microseconds; three decimals resolve 1 ns (one cycle at 1 GHz).
-std::string micros(uint64_t cycles, const HwConfig& c) {
-    return fixed(double(cycles) / double(c.clockMhz), 3);
-}
-
-std::string escaped(const std::string& s) { return nlohmann::json(s).dump(); }
 
 }  // namespace
 
@@ -63,42 +57,64 @@ std::string csvRow(const LayerReport& r, const HwConfig& c) {
     return s;
 }
 
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Trace timestamps are microseconds rounded to 1 ns (one cycle at 1 GHz), so the same run gives
+// the same bytes.
+double micros(uint64_t cycles, const HwConfig& c) {
+    return std::round(double(cycles) / double(c.clockMhz) * 1000.0) / 1000.0;
+}
+
+double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+Json metadata(const char* name, int tid, Json args) {
+    return Json{{"name", name}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+Json span(const std::string& name, const std::string& cat, int tid, uint64_t start, uint64_t cycles,
+          Json args, const HwConfig& c) {
+    return Json{{"name", name}, {"cat", cat},  {"ph", "X"},
+                {"pid", 1},     {"tid", tid},  {"ts", micros(start, c)},
+                {"dur", micros(cycles, c)},    {"args", std::move(args)}};
+}
+
+Json counter(const char* name, uint64_t time, Json args, const HwConfig& c) {
+    return Json{{"name", name}, {"ph", "C"}, {"pid", 1}, {"ts", micros(time, c)}, {"args", std::move(args)}};
+}
+
+}  // namespace
+
 std::string traceJson(const std::vector<LayerReport>& layers, const HwConfig& c) {
     // Trace Event Format: pid 1 is the NPU; tid 1..4 one thread (track) per unit, tid 5 the
     // layer spans; counters ("ph":"C") become counter tracks in Perfetto.
-    std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-    out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"NPU (hwsim)\"}}";
+    Json events = Json::array();
+    events.push_back(metadata("process_name", 0, {{"name", "NPU (hwsim)"}}));
     for (size_t u = 0; u < kUnitCount; ++u) {
-        out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(u + 1) +
-               ",\"args\":{\"name\":\"" + unitName(static_cast<Unit>(u)) + "\"}}";
-        out += ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" +
-               std::to_string(u + 1) + ",\"args\":{\"sort_index\":" + std::to_string(u + 1) + "}}";
+        const int tid = static_cast<int>(u) + 1;
+        events.push_back(metadata("thread_name", tid, {{"name", unitName(static_cast<Unit>(u))}}));
+        events.push_back(metadata("thread_sort_index", tid, {{"sort_index", tid}}));
     }
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":5,\"args\":{\"name\":\"layers\"}}";
+    events.push_back(metadata("thread_name", 5, {{"name", "layers"}}));
     uint64_t base = 0;
     for (const LayerReport& r : layers) {
-        out += ",\n{\"name\":" + escaped(r.name) + ",\"cat\":\"layer\",\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":" +
-               micros(base, c) + ",\"dur\":" + micros(r.cycles, c) + ",\"args\":{\"cycles\":" +
-               std::to_string(r.cycles) + ",\"macs\":" + std::to_string(r.macs) + "}}";
+        events.push_back(span(r.name, "layer", 5, base, r.cycles, {{"cycles", r.cycles}, {"macs", r.macs}}, c));
         for (const TraceEvent& e : r.events) {
-            out += ",\n{\"name\":" + escaped(e.name) + ",\"cat\":\"" + unitName(e.unit) +
-                   "\",\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(static_cast<int>(e.unit) + 1) +
-                   ",\"ts\":" + micros(base + e.start, c) + ",\"dur\":" + micros(e.duration, c) +
-                   ",\"args\":{\"start_cycle\":" + std::to_string(base + e.start) +
-                   ",\"cycles\":" + std::to_string(e.duration) + "}}";
+            events.push_back(span(e.name, unitName(e.unit), static_cast<int>(e.unit) + 1, base + e.start,
+                                  e.duration, {{"start_cycle", base + e.start}, {"cycles", e.duration}}, c));
         }
         for (const TraceCounter& k : r.counters) {
-            const std::string ts = micros(base + k.time, c);
-            out += ",\n{\"name\":\"dram_bandwidth\",\"ph\":\"C\",\"pid\":1,\"ts\":" + ts +
-                   ",\"args\":{\"read_bytes_per_cycle\":" + fixed(k.dramReadBytesPerCycle, 3) +
-                   ",\"write_bytes_per_cycle\":" + fixed(k.dramWriteBytesPerCycle, 3) + "}}";
-            out += ",\n{\"name\":\"scratchpad_occupancy\",\"ph\":\"C\",\"pid\":1,\"ts\":" + ts +
-                   ",\"args\":{\"bytes\":" + std::to_string(k.scratchpadBytesInUse) + "}}";
+            events.push_back(counter("dram_bandwidth", base + k.time,
+                                     {{"read_bytes_per_cycle", rounded(k.dramReadBytesPerCycle)},
+                                      {"write_bytes_per_cycle", rounded(k.dramWriteBytesPerCycle)}},
+                                     c));
+            events.push_back(
+                counter("scratchpad_occupancy", base + k.time, {{"bytes", k.scratchpadBytesInUse}}, c));
         }
         base += r.cycles;
     }
-    out += "\n]}\n";
-    return out;
+    return Json{{"displayTimeUnit", "ns"}, {"traceEvents", std::move(events)}}.dump() + "\n";
 }
 
 std::string summaryJson(const std::vector<LayerReport>& layers, const HwConfig& c, bool compat) {
