@@ -14,9 +14,7 @@
 #include "npu/hwsim/config.h"
 #include "npu/hwsim/device.h"
 
-#ifdef NPU_HAVE_XNNPACK
 #include <xnnpack.h>
-#endif
 
 namespace npu::tools {
 
@@ -38,8 +36,6 @@ double peakRssMiB() {
     getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
-
-#ifdef NPU_HAVE_XNNPACK
 
 std::string xnnError(const char* call, xnn_status st, size_t layer) {
     return fmt::format("xnnpack: {} failed with status {} at layer {}", call, static_cast<int>(st), layer);
@@ -71,21 +67,10 @@ std::vector<int32_t> biasOf(const wl::Layer& l, const uint8_t* dram) {
     return b;
 }
 
-#endif
-
 }  // namespace
-
-bool haveXnnpack() {
-#ifdef NPU_HAVE_XNNPACK
-    return true;
-#else
-    return false;
-#endif
-}
 
 sim::Result<void> runXnnpackBaseline(const wl::Workload& w, const std::vector<uint8_t>& dram,
                                      std::vector<std::vector<int8_t>>& outputs, double* hostMs) {
-#ifdef NPU_HAVE_XNNPACK
     if (xnn_status st = xnn_initialize(nullptr); st != xnn_status_success) {
         return std::unexpected(xnnError("xnn_initialize", st, 0));
     }
@@ -130,13 +115,6 @@ sim::Result<void> runXnnpackBaseline(const wl::Workload& w, const std::vector<ui
     cleanup();
     *hostMs = ms;
     return {};
-#else
-    (void)w;
-    (void)dram;
-    (void)outputs;
-    (void)hostMs;
-    return std::unexpected("npu was built without XNNPACK (install libxnnpack-dev and reconfigure)");
-#endif
 }
 
 BenchSimCli::BenchSimCli(CLI::App& bench) {

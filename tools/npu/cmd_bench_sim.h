@@ -31,10 +31,9 @@ private:
 // The XNNPACK baseline: every layer of `w` with XNNPACK's qs8 convolution (NULL threadpool),
 // reading each layer's input from `dram` and writing its output to outputs[i]. `hostMs` is the
 // time of the setup + run calls (operator creation, i.e. weight packing, excluded). Fails with
-// XNNPACK's status and the layer, or when XNNPACK is not built in.
+// XNNPACK's status and the layer.
 sim::Result<void> runXnnpackBaseline(const sim::workload::Workload& w, const std::vector<uint8_t>& dram,
                                      std::vector<std::vector<int8_t>>& outputs, double* hostMs);
-bool haveXnnpack();
 
 // XNNPACK requantizes in fp32 (round to nearest even) where the NPU and reference/ use TFLite's
 // fixed-point multiplier (double rounding, ties away from zero): outputs may differ by 1.
