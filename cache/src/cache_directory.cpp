@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sodium.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <set>
@@ -20,6 +21,22 @@ void putLe(crypto_generichash_state& st, uint64_t v, int bytes) {
     uint8_t le[8];
     for (int i = 0; i < bytes; ++i) le[i] = static_cast<uint8_t>(v >> (8 * i));
     ::crypto_generichash_update(&st, le, static_cast<size_t>(bytes));
+}
+
+// A public fingerprint of the key (BLAKE2b keyed by it over a fixed text): tells "written under
+// another key" from "modified" without revealing the key.
+std::vector<uint8_t> keyId(const CacheKey& key) {
+    static constexpr char kDomain[] = "npu-stack cache key id v1";
+    std::vector<uint8_t> id(16);
+    ::crypto_generichash(id.data(), id.size(), reinterpret_cast<const uint8_t*>(kDomain), sizeof kDomain,
+                         key.bytes().data(), key.bytes().size());
+    return id;
+}
+
+bool isRegularOrLink(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return true;  // gone or unreadable: let removeFile report it
+    return S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
 }
 
 }  // namespace
@@ -76,6 +93,9 @@ Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key
     auto map = NPU_CACHE_TRY(TokenMap::open(std::move(mapOptions)));
     std::unique_ptr<CacheDirectory> dir(
         new CacheDirectory(key, std::move(options), std::move(root), std::move(map)));
+    auto recorded =
+        NPU_CACHE_TRY(detail::readFileIfExists(dir->root_ + "/" + std::string(kKeyIdFileName), 64));
+    dir->foreignKey_ = recorded.has_value() && *recorded != keyId(key);
     {
         auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(dir->lockPath_, dir->options_.lockTimeout));
         NPU_CACHE_TRY(dir->removeOrphans());
@@ -105,6 +125,7 @@ Result<void> CacheDirectory::put(const CompilationKey& compilation, std::span<co
     }
     const Token token = entryToken(compilation);
     auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    NPU_CACHE_TRY(adoptKey());
     // The document's order: hash the internal buffers, record the hash, then write the files. A
     // crash in between leaves files that do not match the record: a miss, never a bad load.
     const ByteSpan model[] = {modelCache};
@@ -170,6 +191,21 @@ Result<void> CacheDirectory::enforceLimits(const Token& keep) {
     return {};
 }
 
+Result<void> CacheDirectory::adoptKey() {
+    const std::string path = root_ + "/" + std::string(kKeyIdFileName);
+    auto recorded = NPU_CACHE_TRY(detail::readFileIfExists(path, 64));
+    const std::vector<uint8_t> ours = keyId(key_);
+    if (recorded && *recorded == ours) return {};
+    if (recorded) {
+        // Entries written under another key can never validate under ours: drop them all.
+        NPU_CACHE_TRY(map_->clear());
+        NPU_CACHE_TRY(removeOrphans());
+    }
+    NPU_CACHE_TRY(detail::writeFileAtomically(path, ours));
+    foreignKey_ = false;
+    return {};
+}
+
 Result<void> CacheDirectory::removeOrphans() {
     // Files of entries the map evicted or dropped, and temp files of interrupted writes.
     auto entries = NPU_CACHE_TRY(map_->entries());
@@ -185,7 +221,12 @@ Result<void> CacheDirectory::removeOrphans() {
     errno = 0;
     while (dirent* de = ::readdir(d)) {
         const std::string name = de->d_name;
-        if (name != "." && name != ".." && !keep.contains(name)) orphans.push_back(name);
+        // Only files are ours to remove; a stray folder someone put here is left alone (and must
+        // not make the whole cache unusable).
+        if (name != "." && name != ".." && !keep.contains(name) &&
+            isRegularOrLink(entriesDir_ + "/" + name)) {
+            orphans.push_back(name);
+        }
     }
     const int readErr = errno;
     ::closedir(d);
@@ -215,7 +256,12 @@ Result<VerifyReport> CacheDirectory::verify(bool removeBad) {
         } else {
             const ByteSpan model[] = {content->modelCache};
             const ByteSpan data[] = {content->dataCache};
-            if (!hashesEqual(hashCacheBuffers(key_, model, data), e.hash)) {
+            if (!hashesEqual(hashCacheBuffers(key_, model, data), e.hash) && foreignKey_) {
+                reason =
+                    "written under another cache key (another state directory's secret, or another "
+                    "driver or firmware version): not usable with this one, not tampered with; "
+                    "recompiling replaces it";
+            } else if (!hashesEqual(hashCacheBuffers(key_, model, data), e.hash)) {
                 reason = "content does not match the recorded hash (model " +
                          std::to_string(content->modelCache.size()) + " bytes, data " +
                          std::to_string(content->dataCache.size()) + " bytes; recorded " +

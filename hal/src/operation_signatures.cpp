@@ -184,8 +184,11 @@ std::vector<SignatureRow> buildTable() {
     t.row(Op::BATCH_TO_SPACE_ND, kFQ, {T, kTensorInt, B}, {T}).inputCounts({2, 3});
     t.row(Op::SPACE_TO_BATCH_ND, kFQ, {T, kTensorInt, kTensorInt, B}, {T}).inputCounts({3, 4});
     t.row(Op::RESHAPE, kFQ, {T, kTensorInt}, {T}).upToRank4();
-    t.row(Op::SQUEEZE, kFQ, {T, kTensorInt}, {T}).inputCounts({1, 2});
-    t.row(Op::TRANSPOSE, kFQ, {T, kTensorInt}, {T}).inputCounts({1, 2});
+    // The second input of SQUEEZE and TRANSPOSE is optional as a value (NO_VALUE), not as an
+    // input: both always have 2 inputs (VTS removeOperationInputTest removes it and expects a
+    // rejection).
+    t.row(Op::SQUEEZE, kFQ, {T, kTensorInt}, {T});
+    t.row(Op::TRANSPOSE, kFQ, {T, kTensorInt}, {T});
     t.row(Op::STRIDED_SLICE, kFQ, {T, kTensorInt, kTensorInt, kTensorInt, I, I, I}, {T});
     t.row(Op::PAD, kFQ, {T, kTensorInt}, {T}).upToRank4();
     t.row(Op::PAD_V2, kFQ, {T, kTensorInt, kElem}, {T}).upToRank4();

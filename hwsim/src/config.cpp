@@ -1,9 +1,13 @@
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
 #include "npu/hwsim/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace npu::sim {
 
@@ -167,11 +171,43 @@ Result<HwConfig> parseHwConfig(std::string_view text, std::string_view where) {
 }
 
 Result<HwConfig> loadHwConfig(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::unexpected(path + ": cannot open the hardware config file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parseHwConfig(text.str(), path);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read, and
+    // at most kMaxHwConfigBytes of them, so /dev/zero or a FIFO is refused instead of hanging.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return std::unexpected(path + ": cannot open the hardware config file: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return std::unexpected(path +
+                               ": the hardware config must be a regular file (this is a FIFO, a device "
+                               "or a directory)");
+    }
+    if (static_cast<uint64_t>(st.st_size) > kMaxHwConfigBytes) {
+        ::close(fd);
+        return std::unexpected(path + ": the hardware config file is " + std::to_string(st.st_size) +
+                               " bytes; the limit is " + std::to_string(kMaxHwConfigBytes) + " bytes");
+    }
+    std::string text(kMaxHwConfigBytes + 1, '\0');
+    size_t have = 0;
+    while (have < text.size()) {
+        const ssize_t n = ::read(fd, text.data() + have, text.size() - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int err = errno;
+            ::close(fd);
+            return std::unexpected(path + ": cannot read the hardware config file: " + std::strerror(err));
+        }
+        if (n == 0) break;
+        have += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    if (have > kMaxHwConfigBytes) {  // the file grew after fstat
+        return std::unexpected(path + ": the hardware config file is larger than the limit of " +
+                               std::to_string(kMaxHwConfigBytes) + " bytes");
+    }
+    text.resize(have);
+    return parseHwConfig(text, path);
 }
 
 std::string toJson(const HwConfig& c) {

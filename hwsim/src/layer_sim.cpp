@@ -241,6 +241,16 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
     const uint64_t rows = c.arrayRows, cols = c.arrayCols, pes = rows * cols;
     const isa::Dataflow df = c.dataflow;
     const ArrayMapping a = mapGemm(df, rows, cols, dims.m, dims.n, dims.k);
+    // The simulation keeps a few words per fold (and a trace event per fold): bound the folds so
+    // memory and time stay bounded whatever dimensions a user asks for.
+    const uint64_t maxFolds = opt.trace ? kMaxTracedFolds : kMaxFolds;
+    if (a.folds() > maxFolds) {
+        return std::unexpected("layer " + layer.name + ": " + std::to_string(a.folds()) + " folds on a " +
+                               std::to_string(rows) + "x" + std::to_string(cols) + " " + dataflowName(df) +
+                               " array exceed the simulator's limit of " + std::to_string(maxFolds) +
+                               " folds" + (opt.trace ? " with a trace" : "") +
+                               "; use smaller dimensions or a larger array");
+    }
 
     LayerReport r;
     r.name = layer.name;

@@ -5,11 +5,14 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -190,7 +193,61 @@ Result<std::unique_ptr<Transport>> adoptUnixSocket(UniqueFd socket, std::string 
     return std::unique_ptr<Transport>(new UnixTransport(std::move(socket), std::move(*wake), std::move(description)));
 }
 
-Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, std::chrono::milliseconds timeout) {
+Result<void> checkUnixPeer(int socketFd, const PeerPolicy& policy, const std::string& where) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(socketFd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        return fail(Error::Kind::kIo, where + ": " + errnoText("getsockopt(SO_PEERCRED)", errno));
+    }
+    if (cred.uid == ::geteuid()) return {};
+    if (policy.allowedGroup && cred.gid == *policy.allowedGroup) return {};
+    std::string allowed = "uid " + std::to_string(::geteuid());
+    if (policy.allowedGroup) allowed += " or gid " + std::to_string(*policy.allowedGroup);
+    return fail(Error::Kind::kIo, where + ": the peer (pid " + std::to_string(cred.pid) + ", uid " +
+                                      std::to_string(cred.uid) + ", gid " + std::to_string(cred.gid) +
+                                      ") is not allowed; only " + allowed + " may be on the other end");
+}
+
+Result<std::string> privateSocketDirectory() {
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    const std::string dir = runtime != nullptr && *runtime != '\0'
+                                ? std::string(runtime) + "/npu"
+                                : "/tmp/npu-" + std::to_string(::geteuid());
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+        return fail(Error::Kind::kIo,
+                    "cannot create the socket directory " + dir + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) {
+        return fail(Error::Kind::kIo, "socket directory " + dir + ": " + std::strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return fail(Error::Kind::kInvalidArgument,
+                    "socket directory " + dir + " is not a directory (a symlink or a file?); remove it");
+    }
+    if (st.st_uid != ::geteuid()) {
+        return fail(Error::Kind::kInvalidArgument, "socket directory " + dir + " is owned by uid " +
+                                                       std::to_string(st.st_uid) + ", not by us (uid " +
+                                                       std::to_string(::geteuid()) + "); refusing to use it");
+    }
+    if ((st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return fail(Error::Kind::kInvalidArgument,
+                    "socket directory " + dir + " has mode " + mode +
+                        "; it must not be group or world accessible (chmod 700 " + dir + ")");
+    }
+    return dir;
+}
+
+Result<std::string> defaultUnixSocketPath() {
+    auto dir = privateSocketDirectory();
+    if (!dir) return std::unexpected(dir.error());
+    return *dir + "/npu-fwd.sock";
+}
+
+Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath,
+                                               std::chrono::milliseconds timeout, const PeerPolicy& policy) {
     auto addr = makeAddress(socketPath);
     if (!addr) return std::unexpected(addr.error());
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -198,6 +255,8 @@ Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, st
         UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (!fd) return fail(Error::Kind::kIo, errnoText("socket(AF_UNIX)", errno));
         if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) == 0) {
+            auto peer = checkUnixPeer(fd.get(), policy, "unix:" + socketPath);
+            if (!peer) return std::unexpected(peer.error());
             return adoptUnixSocket(std::move(fd), "unix:" + socketPath);
         }
         int err = errno;
@@ -213,16 +272,68 @@ Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, st
     }
 }
 
-UnixListener::UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path)
-    : fd_(std::move(fd)), wakeFd_(std::move(wakeFd)), path_(std::move(path)) {}
+UnixListener::UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path, PeerPolicy policy)
+    : fd_(std::move(fd)), wakeFd_(std::move(wakeFd)), path_(std::move(path)), policy_(policy) {
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+        boundDev_ = st.st_dev;
+        boundIno_ = st.st_ino;
+    }
+}
 
 UnixListener::~UnixListener() {
     shutdown();
     fd_.reset();
-    ::unlink(path_.c_str());
+    // Unlink only the socket we bound: if the path now names anything else (another server's
+    // socket, a file someone put there), it is not ours to remove.
+    struct stat st {};
+    if (boundIno_ != 0 && ::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_dev == boundDev_ && st.st_ino == boundIno_) {
+        ::unlink(path_.c_str());
+    }
 }
 
-Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& socketPath) {
+namespace {
+
+const char* fileKind(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a fifo";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a socket";
+}
+
+// bind() found something at `path`: it may be replaced only if it is a stale socket of ours.
+Result<void> removeStaleSocket(const std::string& path, const sockaddr_un& addr) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return {};  // gone meanwhile: just bind again
+    if (!S_ISSOCK(st.st_mode)) {
+        return fail(Error::Kind::kInvalidArgument,
+                    "unix:" + path + " exists and is " + fileKind(st.st_mode) +
+                        ", not a socket; refusing to replace it (choose another --socket)");
+    }
+    if (st.st_uid != ::geteuid()) {
+        return fail(Error::Kind::kInvalidArgument,
+                    "unix:" + path + " is a socket owned by uid " + std::to_string(st.st_uid) +
+                        ", not by us (uid " + std::to_string(::geteuid()) + "); refusing to replace it");
+    }
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+        return fail(Error::Kind::kIo, "unix:" + path + " is in use by a running server");
+    }
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return fail(Error::Kind::kIo,
+                    "cannot remove the stale socket unix:" + path + ": " + std::strerror(errno));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& socketPath,
+                                                           const PeerPolicy& policy) {
     auto addr = makeAddress(socketPath);
     if (!addr) return std::unexpected(addr.error());
     // Non-blocking: accept() after poll() must not hang if the client has gone meanwhile.
@@ -231,12 +342,8 @@ Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& so
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
         int err = errno;
         if (err != EADDRINUSE) return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(err));
-        // A socket file exists: replace it only if nobody is listening on it (a dead server's).
-        UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) == 0) {
-            return fail(Error::Kind::kIo, "unix:" + socketPath + " is in use by a running server");
-        }
-        ::unlink(socketPath.c_str());
+        auto removed = removeStaleSocket(socketPath, *addr);
+        if (!removed) return std::unexpected(removed.error());
         if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
             return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(errno));
         }
@@ -244,7 +351,8 @@ Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& so
     if (::listen(fd.get(), 16) != 0) return fail(Error::Kind::kIo, "listen unix:" + socketPath + ": " + std::strerror(errno));
     auto wake = makeEventFd();
     if (!wake) return std::unexpected(wake.error());
-    return std::unique_ptr<UnixListener>(new UnixListener(std::move(fd), std::move(*wake), socketPath));
+    return std::unique_ptr<UnixListener>(
+        new UnixListener(std::move(fd), std::move(*wake), socketPath, policy));
 }
 
 Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout) {
@@ -260,6 +368,9 @@ Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::millisecond
             return fail(Error::Kind::kTimeout, "accept on unix:" + path_ + ": client went away");
         }
         return fail(Error::Kind::kIo, "accept on unix:" + path_ + ": " + std::strerror(err));
+    }
+    if (auto peer = checkUnixPeer(client.get(), policy_, "accept on unix:" + path_); !peer) {
+        return std::unexpected(peer.error());  // closing `client` refuses it
     }
     return adoptUnixSocket(std::move(client), "unix:" + path_ + " (accepted)");
 }

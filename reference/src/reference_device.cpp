@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "npu/hal/validation.h"
 #include "prepared_model.h"
 #include "registry.h"
 
@@ -18,23 +19,15 @@ Result<hal::Capabilities> ReferenceDevice::getCapabilities() {
 }
 
 Result<std::vector<bool>> ReferenceDevice::getSupportedOperations(const hal::Model& model) {
+    // An invalid model is INVALID_ARGUMENT naming the operand or operation, never "unsupported":
+    // validate first, then ask what is supported.
+    if (auto valid = hal::validateModel(model); !valid) {
+        return invalidArgument("getSupportedOperations: " + valid.error().message);
+    }
     const auto& sg = model.main;
     std::vector<bool> supported;
     supported.reserve(sg.operations.size());
-    for (uint32_t i = 0; i < sg.operations.size(); ++i) {
-        const hal::Operation& op = sg.operations[i];
-        for (uint32_t idx : op.inputs) {
-            if (idx >= sg.operands.size()) {
-                return invalidArgument("operation " + std::to_string(i) + ": input operand " + std::to_string(idx) +
-                                       " out of range (" + std::to_string(sg.operands.size()) + " operands)");
-            }
-        }
-        for (uint32_t idx : op.outputs) {
-            if (idx >= sg.operands.size()) {
-                return invalidArgument("operation " + std::to_string(i) + ": output operand " + std::to_string(idx) +
-                                       " out of range (" + std::to_string(sg.operands.size()) + " operands)");
-            }
-        }
+    for (const hal::Operation& op : sg.operations) {
         supported.push_back(isOperationSupported(model, sg, op));  // IF/WHILE: their subgraphs too
     }
     return supported;

@@ -23,6 +23,7 @@ public:
     explicit DaemonProcess(pid_t pid) : pid_(pid) {}
     ~DaemonProcess();
     pid_t pid() const { return pid_; }
+    void forget() { pid_ = 0; }  // the process was reaped already
 
 private:
     pid_t pid_;

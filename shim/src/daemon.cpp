@@ -1,6 +1,8 @@
 // Connecting to the firmware daemon (npu-fwd) over a Unix socket, starting it when asked.
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "connection.h"
 #include "npu/protocol/transport.h"
@@ -44,24 +47,82 @@ std::string findDaemon(const DaemonOptions& options) {
     return "npu-fwd";  // from PATH
 }
 
+proto::PeerPolicy peerPolicy(const DaemonOptions& options) {
+    return proto::PeerPolicy{options.allowedPeerGroup};
+}
+
 std::string describeExit(int status) {
     if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
     return "stopped";
 }
 
+// Starts `binary` for `path` with stdin, stdout and stderr on /dev/null, so a daemon that
+// outlives this process never holds the caller's terminal or pipe (`npu ... | tail` ends).
+Result<pid_t> spawnDaemon(const std::string& binary, const std::string& path, const DaemonOptions& options) {
+    std::vector<std::string> args = {binary, "--socket", path, "--idle-exit",
+                                     std::to_string(options.idleExitSeconds)};
+    if (!options.hwConfigPath.empty()) args.insert(args.end(), {"--hw-config", options.hwConfigPath});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "cannot start the firmware daemon '" + binary + "': " + std::strerror(rc));
+    }
+    return pid;
+}
+
+// Waits for a daemon just started to listen; its exit or the start timeout is an error.
+Result<std::unique_ptr<proto::Transport>> awaitDaemon(DaemonProcess& daemon, const std::string& binary,
+                                                      const std::string& path, const DaemonOptions& options) {
+    const auto until = std::chrono::steady_clock::now() + options.startTimeout;
+    while (true) {
+        int status = 0;
+        if (waitpid(daemon.pid(), &status, WNOHANG) == daemon.pid()) {
+            daemon.forget();  // already reaped
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        "the firmware daemon '" + binary + "' " + describeExit(status) +
+                            " before listening on " + path + " (run npu-fwd --socket " + path +
+                            " to see why)");
+        }
+        auto transport = proto::connectUnix(path, std::chrono::milliseconds(100), peerPolicy(options));
+        if (transport) return std::move(*transport);
+        if (transport.error().kind != proto::Error::Kind::kTimeout) {
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, transport.error().message);
+        }
+        if (std::chrono::steady_clock::now() >= until) {
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        "the firmware daemon '" + binary + "' did not listen on " + path + " within " +
+                            std::to_string(options.startTimeout.count()) + " ms");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 }  // namespace
 
 std::string defaultSocketPath() {
-    if (const char* dir = std::getenv("XDG_RUNTIME_DIR"); dir != nullptr && *dir != '\0') {
-        return std::string(dir) + "/npu-fwd.sock";
-    }
-    return "/tmp/npu-fwd-" + std::to_string(getuid()) + ".sock";
+    auto path = proto::defaultUnixSocketPath();
+    return path ? *path : std::string();
 }
 
 Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& options) {
-    const std::string path = options.socketPath.empty() ? defaultSocketPath() : options.socketPath;
-    auto transport = proto::connectUnix(path, std::chrono::milliseconds(200));
+    std::string path = options.socketPath;
+    if (path.empty()) {
+        auto fallback = proto::defaultUnixSocketPath();
+        if (!fallback) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, fallback.error().message);
+        path = *fallback;
+    }
+    auto transport = proto::connectUnix(path, std::chrono::milliseconds(200), peerPolicy(options));
     std::unique_ptr<DaemonProcess> daemon;
     if (transport && !options.hwConfigPath.empty()) {
         return invalidArgument(
@@ -70,43 +131,25 @@ Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& opti
             "--hw-config " +
             options.hwConfigPath);
     }
+    if (!transport && transport.error().kind != proto::Error::Kind::kTimeout) {
+        // Not "nobody listens" but something wrong with who listens (another user's daemon).
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, transport.error().message);
+    }
     if (!transport) {
         if (!options.spawnIfAbsent) {
             return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
                         "no firmware daemon listens on " + path + " (" + transport.error().message +
                             "); start one with: npu-fwd --socket " + path);
         }
+        // Say it here: the daemon would refuse the path too, but its stderr goes to /dev/null.
+        if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+            return invalidArgument("socket path " + path +
+                                   " exists and is not a socket; refusing to start a daemon there (it would "
+                                   "replace the file): choose another --socket");
+        }
         const std::string binary = findDaemon(options);
-        std::vector<std::string> args = {binary, "--socket", path};
-        if (!options.hwConfigPath.empty()) args.insert(args.end(), {"--hw-config", options.hwConfigPath});
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_t pid = 0;
-        int rc = posix_spawnp(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ);
-        if (rc != 0) {
-            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                        "cannot start the firmware daemon '" + binary + "': " + std::strerror(rc));
-        }
-        daemon = std::make_unique<DaemonProcess>(pid);
-        const auto until = std::chrono::steady_clock::now() + options.startTimeout;
-        while (true) {
-            int status = 0;
-            if (waitpid(pid, &status, WNOHANG) == pid) {
-                daemon.release();  // already reaped
-                return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "the firmware daemon '" + binary + "' " +
-                                                                      describeExit(status) +
-                                                                      " before listening on " + path);
-            }
-            transport = proto::connectUnix(path, std::chrono::milliseconds(100));
-            if (transport) break;
-            if (std::chrono::steady_clock::now() >= until) {
-                return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                            "the firmware daemon '" + binary + "' did not listen on " + path + " within " +
-                                std::to_string(options.startTimeout.count()) + " ms");
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+        daemon = std::make_unique<DaemonProcess>(NPU_TRY(spawnDaemon(binary, path, options)));
+        transport = NPU_TRY(awaitDaemon(*daemon, binary, path, options));
     }
     auto connection = NPU_TRY(Connection::open(std::move(*transport), options.shim));
     if (daemon) connection->adoptDaemon(std::move(daemon));

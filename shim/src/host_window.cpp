@@ -1,7 +1,11 @@
 #include "host_window.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace npu::shim {
@@ -11,8 +15,44 @@ HostWindow::HostWindow(std::unique_ptr<hal::Memory> memory, uint64_t base, uint6
     freeBlocks_[0] = size;
 }
 
+namespace {
+
+// The peer's DRAM fd must hold the whole window, and must not be able to shrink under our
+// mapping: a smaller file (or one shrunk later) would make every access past its end a SIGBUS.
+Status checkDramFd(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
+    struct stat st {};
+    if (fstat(dramFd, &st) != 0) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    std::string("the firmware's DRAM fd cannot be examined: ") + std::strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return fail(
+            hal::ErrorStatus::DEVICE_UNAVAILABLE,
+            "the firmware's DRAM fd is not a memory file (mode " + std::to_string(st.st_mode & S_IFMT) + ")");
+    }
+    const auto fileBytes = static_cast<uint64_t>(st.st_size);
+    if (windowBytes > HostWindow::kMaxWindowBytes || windowAddr > fileBytes ||
+        windowBytes > fileBytes - windowAddr) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "the firmware announced a host window at " + std::to_string(windowAddr) + " of " +
+                        std::to_string(windowBytes) + " bytes, but its DRAM fd holds " +
+                        std::to_string(fileBytes) + " bytes (the window must lie inside it and be at most " +
+                        std::to_string(HostWindow::kMaxWindowBytes) + " bytes)");
+    }
+    const int seals = fcntl(dramFd, F_GET_SEALS);
+    if (seals >= 0 && (seals & F_SEAL_SHRINK) == 0) {
+        return fail(
+            hal::ErrorStatus::DEVICE_UNAVAILABLE,
+            "the firmware's DRAM memfd is not sealed against shrinking (F_SEAL_SHRINK); refusing to map it");
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
     if (windowBytes == 0) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
+    NPU_TRY(checkDramFd(dramFd, windowAddr, windowBytes));
     auto memory = hal::Memory::mapFd(dramFd, windowAddr, windowBytes, PROT_READ | PROT_WRITE);
     if (!memory) {
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,

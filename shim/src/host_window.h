@@ -27,6 +27,9 @@ public:
     uint64_t size() const { return size_; }
     uint64_t bytesInUse() const;
 
+    // The largest window accepted from a peer (a bound on what a hostile reply makes us map).
+    static constexpr uint64_t kMaxWindowBytes = uint64_t{16} << 30;
+
 private:
     HostWindow(std::unique_ptr<hal::Memory> memory, uint64_t base, uint64_t size);
     static constexpr uint64_t kAlign = 64;

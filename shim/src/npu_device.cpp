@@ -241,7 +241,7 @@ public:
         request.set_no_autotune(!connection_->options().autotune);
         proto::PrepareModelReply reply;
         NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
-                                  waitFor(connection_->options().callTimeout, deadline), "prepareModel"));
+                                  waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"));
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
         const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
         if (compiled.tuningTrials > 0) {
@@ -366,7 +366,8 @@ private:
         request.set_deadline_ns(budgetNs(deadline));
         proto::PrepareModelReply reply;
         NPU_TRY(connection_->call(proto::METHOD_PREPARE_FROM_CACHE, request, reply,
-                                  waitFor(connection_->options().callTimeout, deadline), "prepareModelFromCache"));
+                                  waitFor(connection_->options().prepareTimeout, deadline),
+                                  "prepareModelFromCache"));
         if (reply.status().code() != 0) {
             // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
             // usable cache, compile again.

@@ -111,6 +111,13 @@ int cmdCache(const std::string& action, const std::string& dir, const std::strin
         }
         return action == "verify" && (*map)->recoveries() != 0 ? 1 : 0;
     }
+    if (action != "clear") {
+        // list and verify only read: a missing directory is an error, never created.
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) {
+            return fail("cache " + action, dir + ": no such cache directory (nothing to " + action + ")");
+        }
+    }
     auto fwVersion = firmwareVersion();
     if (!fwVersion)
         return fail("cache", "cannot start the firmware to learn its version (part of the cache key)");
@@ -142,6 +149,7 @@ int cmdCache(const std::string& action, const std::string& dir, const std::strin
             nlohmann::json bad = nlohmann::json::array();
             for (const auto& b : report->bad) bad.push_back({{"entry", b.name}, {"reason", b.reason}});
             j["verify"] = {{"good", report->good}, {"bad", bad}};
+            j["written_under_another_key"] = (*directory)->writtenUnderAnotherKey();
         }
         fmt::print("{}\n", j.dump(2));
     } else {
@@ -149,6 +157,12 @@ int cmdCache(const std::string& action, const std::string& dir, const std::strin
         std::vector<cache::TokenMapEntry> records;
         for (const auto& e : *entries) records.push_back(e.record);
         printEntries(records);
+        if ((*directory)->writtenUnderAnotherKey()) {
+            fmt::print(
+                "note: {} was written under another cache key (another --state-dir, or another driver "
+                "or firmware version); its entries are not usable with this one\n",
+                dir);
+        }
         if (report) {
             fmt::print("verify: {} good, {} bad\n", report->good, report->bad.size());
             for (const auto& b : report->bad) fmt::print("  {}: {}\n", b.name, b.reason);

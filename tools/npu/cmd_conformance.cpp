@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli_checks.h"
 #include "npu/framework/cts_loader.h"
 #include "runner.h"
 #include "worker_pool.h"
@@ -30,6 +31,9 @@ using Json = nlohmann::json;
 // tests check that a crash or a hang costs one vector and the run goes on.
 constexpr const char* kCrashHookEnv = "NPU_CONFORMANCE_TEST_CRASH";
 constexpr const char* kHangHookEnv = "NPU_CONFORMANCE_TEST_HANG";
+// "PID:NAME": the worker kills process PID (a firmware daemon) with SIGKILL before it runs the
+// vector NAME, so the tests can check that a lost daemon costs errors, not failures.
+constexpr const char* kKillHookEnv = "NPU_CONFORMANCE_TEST_KILL";
 
 enum class Verdict { kPassed, kFailed, kUnsupported, kError };
 
@@ -58,6 +62,7 @@ struct VectorResult {
     std::string message;
     std::optional<framework::Mismatch> mismatch;
     bool deviceUnavailable = false;  // the worker could not open the device: the run stops
+    bool deviceLost = false;         // the device went away during this vector: the worker reopens it
 };
 
 struct Counts {
@@ -109,6 +114,13 @@ std::string errorText(const Error& e) {
 // The CTS verdict of one vector on one device (docs/conformance.md, "npu conformance").
 VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
     auto outcome = runTestCase(device, tc);
+    if (!outcome && outcome.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE) {
+        // The device (a daemon killed, a connection lost) failed, not the vector: an error,
+        // never "failed", and never "passed" for a vector that expects a failure.
+        VectorResult lost{Verdict::kError, "device lost: " + errorText(outcome.error()), std::nullopt};
+        lost.deviceLost = true;
+        return lost;
+    }
     if (!outcome) {
         if (!tc.expectFailure) return {Verdict::kFailed, errorText(outcome.error()), std::nullopt};
         if (!isInfiniteLoop(tc)) return {Verdict::kPassed, "", std::nullopt};
@@ -141,7 +153,8 @@ Json mismatchJson(const framework::Mismatch& m) {
 std::string encode(const VectorResult& r) {
     Json j = {{"verdict", static_cast<int>(r.verdict)},
               {"message", r.message},
-              {"unavailable", r.deviceUnavailable}};
+              {"unavailable", r.deviceUnavailable},
+              {"lost", r.deviceLost}};
     if (r.mismatch) j["mismatch"] = mismatchJson(*r.mismatch);
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -156,6 +169,7 @@ VectorResult decode(const std::string& payload) {
     r.verdict = v >= 0 && v <= 3 ? static_cast<Verdict>(v) : Verdict::kError;
     if (j["message"].is_string()) r.message = j["message"].get<std::string>();
     r.deviceUnavailable = j.value("unavailable", false);
+    r.deviceLost = j.value("lost", false);
     if (j.contains("mismatch") && j["mismatch"].is_object()) {
         const Json& m = j["mismatch"];
         framework::Mismatch mm;
@@ -291,8 +305,9 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->check(CLI::Range(1, 256));
     cmd_->add_option("--timeout", timeoutSeconds_,
                      "seconds one vector may take before its worker is killed (a hang)")
-        ->check(CLI::Range(0.1, 3600.0))
+        ->check(finiteNumberIn(0.1, 3600.0, " s"))
         ->capture_default_str();
+    addTimeoutOptions(cmd_, choice_);
     cmd_->add_flag("--progress", progress_, "show progress on stderr even when it is not a terminal");
 }
 
@@ -353,22 +368,46 @@ int ConformanceCli::execute() const {
         sharedDaemon = std::move(*opened);
         choice.hwConfigPath.clear();
     }
-    WorkerSetup setup = [&vectors, choice]() -> TaskFunction {
+    // A worker whose device is lost reopens it before its next vector, which starts a new daemon
+    // on unix; not with a shared daemon started here with a hardware config (a restart by a
+    // worker would silently run the default configuration): then the run stops.
+    const bool mayReopen = !sharedDaemon.has_value();
+    WorkerSetup setup = [&vectors, choice, mayReopen]() -> TaskFunction {
         auto opened = std::make_shared<Result<OpenedDevice>>(openDevice(choice));
+        auto lost = std::make_shared<std::string>();
         const char* crashOn = std::getenv(kCrashHookEnv);
         const char* hangOn = std::getenv(kHangHookEnv);
+        const char* killOn = std::getenv(kKillHookEnv);
         const std::string crashName = crashOn ? crashOn : "", hangName = hangOn ? hangOn : "";
-        return [&vectors, opened, crashName, hangName](size_t i) {
+        const std::string killSpec = killOn ? killOn : "";
+        return [&vectors, opened, lost, choice, mayReopen, crashName, hangName, killSpec](size_t i) {
             const framework::TestCase& tc = vectors[i].testCase;
             if (!crashName.empty() && tc.name == crashName) ::raise(SIGSEGV);
             if (!hangName.empty() && tc.name == hangName) {
                 while (true) ::pause();
             }
+            if (const auto colon = killSpec.find(':');
+                colon != std::string::npos && tc.name == killSpec.substr(colon + 1)) {
+                ::kill(static_cast<pid_t>(std::atol(killSpec.substr(0, colon).c_str())), SIGKILL);
+                ::usleep(100'000);
+            }
+            if (!lost->empty()) {
+                if (!mayReopen) {
+                    return encode({Verdict::kError,
+                                   "the firmware daemon was lost (" + *lost +
+                                       ") and is not restarted (it was started with --hw-config)",
+                                   std::nullopt, true});
+                }
+                *opened = openDevice(choice);
+                lost->clear();
+            }
             if (!*opened) {
                 return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()),
                                std::nullopt, true});
             }
-            return encode(judge(*(*opened)->device, tc));
+            VectorResult r = judge(*(*opened)->device, tc);
+            if (r.deviceLost) *lost = r.message;
+            return encode(r);
         };
     };
 
@@ -378,6 +417,7 @@ int ConformanceCli::execute() const {
     Progress progress(progress_ || ::isatty(STDERR_FILENO) == 1, vectors.size());
     const auto start = std::chrono::steady_clock::now();
     std::string unavailable;
+    size_t devicesLost = 0;
     auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
         VectorResult r = report.kind == TaskReport::Kind::kDone
                              ? decode(report.payload)
@@ -386,6 +426,7 @@ int ConformanceCli::execute() const {
             unavailable = r.message;
             return false;  // every other vector would fail the same way
         }
+        if (r.deviceLost) ++devicesLost;
         rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
         total.add(r.verdict);
         results[report.task] = std::move(r);
@@ -395,8 +436,19 @@ int ConformanceCli::execute() const {
     progress.finish(total);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!unavailable.empty()) {
-        fmt::print(stderr, "npu conformance: {}: {}\n", deviceLabel(choice_), unavailable);
+        fmt::print(
+            stderr,
+            "npu conformance: {}: {} (stopped after {} of {} vectors: {} passed, {} failed, {} errors)\n",
+            deviceLabel(choice_), unavailable, total.total(), vectors.size(), total.passed, total.failed,
+            total.errors);
         return 1;
+    }
+    if (devicesLost > 0) {
+        fmt::print(
+            stderr,
+            "npu conformance: the device was lost {} time(s) (a daemon killed or a connection dropped); "
+            "those vectors count as errors and the worker reconnected (restarting the daemon)\n",
+            devicesLost);
     }
     if (!status) {
         fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message,
@@ -413,6 +465,7 @@ int ConformanceCli::execute() const {
         j["failed"] = total.failed;
         j["unsupported"] = total.unsupported;
         j["errors"] = total.errors;
+        j["devices_lost"] = devicesLost;
         j["seconds"] = seconds;
         j["jobs"] = options.workers;
         Json ops = Json::array();

@@ -128,7 +128,9 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
             return 0;
         }
         printError("run", outcome.error());
-        return 1;
+        // An invalid model is bad input (2) whichever validator (the loader's, the HAL's, the
+        // device's) rejects it.
+        return outcome.error().status == hal::ErrorStatus::INVALID_ARGUMENT ? 2 : 1;
     }
     if (!outcome->supported) {
         std::string ops;
@@ -140,6 +142,10 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         }
         fmt::print(stderr, "npu run: {} does not support operation(s) {} of '{}'\n", deviceLabel(choice), ops,
                    name);
+        // The device's own reason: preparing the model anyway makes its compiler say what it
+        // cannot do (the planner's message names the operation and the cause).
+        auto why = opened->device->prepareModel(found->model);
+        if (!why) fmt::print(stderr, "npu run: why: {}\n", why.error().message);
         return 3;
     }
     if (found->expectFailure) {

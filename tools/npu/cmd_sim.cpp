@@ -7,12 +7,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.h"
 #include "npu/hwsim/config.h"
 #include "npu/hwsim/layer_sim.h"
 
 namespace npu::tools {
 
 namespace {
+
+// A dimension beyond this is refused on the command line (the simulator's own limit is higher,
+// but so large a layer runs into the fold limit anyway; docs/reliability.md).
+constexpr uint64_t kMaxDim = uint64_t{1} << 24;
 
 bool writeFile(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);
@@ -57,9 +62,9 @@ SimCli::SimCli(CLI::App& app) {
                               "Simulate one layer on the NPU model: cycles, stalls, utilization, traffic");
     sim_->require_subcommand(1);
     gemm_ = sim_->add_subcommand("gemm", "GEMM: M output rows, N output columns, K reduction");
-    gemm_->add_option("M", gemmDims_[0], "output rows")->required()->check(CLI::PositiveNumber);
-    gemm_->add_option("N", gemmDims_[1], "output columns")->required()->check(CLI::PositiveNumber);
-    gemm_->add_option("K", gemmDims_[2], "reduction length")->required()->check(CLI::PositiveNumber);
+    gemm_->add_option("M", gemmDims_[0], "output rows")->required()->check(wholeNumberIn(1, kMaxDim));
+    gemm_->add_option("N", gemmDims_[1], "output columns")->required()->check(wholeNumberIn(1, kMaxDim));
+    gemm_->add_option("K", gemmDims_[2], "reduction length")->required()->check(wholeNumberIn(1, kMaxDim));
     addCommon(gemm_, array_, dataflow_, hwConfig_, scalesimCompat_, json_, csvFile_, traceFile_,
               summaryFile_);
     conv_ =
@@ -69,7 +74,7 @@ SimCli::SimCli(CLI::App& app) {
                           "kernel height",     "kernel width", "filters (output channels)",
                           "stride (both axes)"};
     for (int i = 0; i < 7; ++i) {
-        conv_->add_option(names[i], convDims_[i], help[i])->required()->check(CLI::PositiveNumber);
+        conv_->add_option(names[i], convDims_[i], help[i])->required()->check(wholeNumberIn(1, kMaxDim));
     }
     addCommon(conv_, array_, dataflow_, hwConfig_, scalesimCompat_, json_, csvFile_, traceFile_,
               summaryFile_);

@@ -1,5 +1,8 @@
 #include "device_factory.h"
 
+#include <chrono>
+#include <cmath>
+
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 
@@ -28,6 +31,12 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
     shimOptions.cacheDirectory = choice.cacheDir;
     shimOptions.cacheStateDirectory = choice.cacheStateDir;
     shimOptions.autotune = choice.autotune;
+    auto applyTimeout = [](double seconds, std::chrono::milliseconds& into) {
+        if (seconds > 0) into = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
+    };
+    applyTimeout(choice.callTimeoutSeconds, shimOptions.callTimeout);
+    applyTimeout(choice.prepareTimeoutSeconds, shimOptions.prepareTimeout);
+    applyTimeout(choice.executeTimeoutSeconds, shimOptions.executeTimeout);
     // Checked here for every transport, so a bad file is named before any daemon starts.
     const fw::host::FirmwareHostConfig fwConfig = NPU_TRY(firmwareConfig(choice.hwConfigPath));
     if (choice.transport == "loopback") {

@@ -19,6 +19,10 @@ struct DeviceChoice {
     bool autotune = true;                // npu: let the firmware autotune tilings at prepare
     std::string hwConfigPath;            // npu: the simulated NPU's config (docs/hw-config.md); on unix
                                          // it is given to a daemon the shim starts
+    // npu: call timeouts per class in seconds (0 = the shim's default; docs/reliability.md).
+    double callTimeoutSeconds = 0;
+    double prepareTimeoutSeconds = 0;
+    double executeTimeoutSeconds = 0;
 };
 
 struct OpenedDevice {

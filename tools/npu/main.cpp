@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli_checks.h"
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
 #include "cmd_sim.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
             ->check(CLI::ExistingFile);
         cmd->add_flag("--no-autotune{false}", choice.autotune,
                       "npu: compile with the planner's tilings, no autotuning trials (docs/firmware.md)");
+        npu::tools::addTimeoutOptions(cmd, choice);
     };
 
     auto* info = app.add_subcommand("info", "Versions, capabilities and the hardware configuration");
@@ -96,6 +98,20 @@ int main(int argc, char** argv) {
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
 
+    // CLI11 reads an unknown word as a stray argument and says only "A subcommand is required".
+    if (argc > 1 && argv[1][0] != '-') {
+        std::string names;
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+            known = known || sub->check_name(argv[1]);
+            names += (names.empty() ? "" : ", ") + sub->get_name();
+        }
+        if (!known) {
+            std::fprintf(stderr, "npu: unknown command '%s' (commands: %s); see npu --help\n", argv[1],
+                         names.c_str());
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -183,3 +183,55 @@ TEST_CASE("remove, clear, persistence and a driver update") {
     CHECK(filesIn(updated->root() + "/entries") == 0);
     CHECK_FALSE(updated->get(compilation(kChecksumA)).value());
 }
+
+TEST_CASE(
+    "a directory written under another key (another state dir's secret) is reported as such, not as "
+    "tampering") {
+    TempDir dir;
+    CacheDirectoryOptions o;
+    o.root = dir / "cache";
+    {
+        auto cache = CacheDirectory::open(key(), o).value();
+        REQUIRE(cache->put(compilation(kChecksumA), blob(100, 1), blob(50, 2)));
+        CHECK_FALSE(cache->writtenUnderAnotherKey());
+    }
+    const CacheKey other = CacheKey::derive(test::fixedSecret(9), "drv-1", "fw-1").value();
+    auto foreign = CacheDirectory::open(other, o).value();
+    CHECK(foreign->writtenUnderAnotherKey());
+    auto report = foreign->verify(false).value();
+    REQUIRE(report.bad.size() == 1);
+    CHECK_THAT(report.bad[0].reason, Catch::Contains("another cache key") && Catch::Contains("not tampered"));
+
+    // A modified file under our own key is still reported as modified content.
+    auto own = CacheDirectory::open(key(), o).value();
+    CHECK_FALSE(own->writtenUnderAnotherKey());
+    {
+        std::ofstream f(
+            own->root() + "/entries/" + toHex(CacheDirectory::entryToken(compilation(kChecksumA))) + ".model",
+            std::ios::binary | std::ios::trunc);
+        f << "tampered";
+    }
+    auto tampered = own->verify(false).value();
+    REQUIRE(tampered.bad.size() == 1);
+    CHECK_THAT(tampered.bad[0].reason, Catch::Contains("does not match the recorded hash"));
+
+    // Storing under the other key takes the directory over: the old entries go, the new one hits.
+    REQUIRE(foreign->put(compilation(kChecksumB), blob(10, 3), blob(10, 4)));
+    CHECK_FALSE(foreign->writtenUnderAnotherKey());
+    CHECK(foreign->get(compilation(kChecksumB)).value().has_value());
+    CHECK(foreign->list().value().size() == 1);
+}
+
+TEST_CASE("a stray folder in the cache directory does not disable caching") {
+    TempDir dir;
+    CacheDirectoryOptions o;
+    o.root = dir / "cache";
+    std::filesystem::create_directories(o.root + "/entries/stray-folder/inner");
+    std::filesystem::create_directories(o.root + "/another-stray");
+    auto cache = CacheDirectory::open(key(), o);
+    REQUIRE(cache);
+    REQUIRE((*cache)->put(compilation(kChecksumA), blob(100, 1), blob(50, 2)));
+    CHECK((*cache)->get(compilation(kChecksumA)).value().has_value());
+    CHECK((*cache)->clear());
+    CHECK(std::filesystem::is_directory(o.root + "/entries/stray-folder"));
+}

@@ -109,6 +109,72 @@ TEST_CASE("every operation rejects a wrong output type", "[signatures]") {
     }
 }
 
+namespace {
+
+// VTS ValidateModel's removeOperationInputSkip: the removals that leave a valid model because
+// the input was an optional trailing parameter (layout, axis, align_corners...). Every other
+// removal must be rejected.
+bool vtsRemovalStaysValid(OperationType type, size_t count, size_t input) {
+    switch (type) {
+        case OperationType::CONCATENATION:
+            return count > 2 && input != count - 1;
+        case OperationType::DEPTHWISE_CONV_2D:
+            return (count == 12 && input == 11) || (count == 9 && input == 8);
+        case OperationType::CONV_2D:
+        case OperationType::AVERAGE_POOL_2D:
+        case OperationType::MAX_POOL_2D:
+        case OperationType::L2_POOL_2D:
+            return (count == 11 && input == 10) || (count == 8 && input == 7);
+        case OperationType::RESIZE_BILINEAR:
+            return count >= 4 && input >= 3;
+        case OperationType::RESIZE_NEAREST_NEIGHBOR:
+            return count >= 5 && input >= 3;
+        case OperationType::SPACE_TO_DEPTH:
+        case OperationType::DEPTH_TO_SPACE:
+        case OperationType::BATCH_TO_SPACE_ND:
+            return count == 3 && input == 2;
+        case OperationType::SPACE_TO_BATCH_ND:
+            return count == 4 && input == 3;
+        case OperationType::L2_NORMALIZATION:
+            return count == 2 && input == 1;
+        case OperationType::LOCAL_RESPONSE_NORMALIZATION:
+            return count == 6 && input == 5;
+        case OperationType::SOFTMAX:
+            return count == 3 && input == 2;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("removing any input is rejected unless VTS says the input was optional", "[signatures]") {
+    // E.g. SQUEEZE and TRANSPOSE always have 2 inputs: their second may be omitted (NO_VALUE),
+    // never removed.
+    for (const auto& row : signatureTable()) {
+        const ConcreteSignature full = exampleSignature(row);
+        std::vector<uint32_t> counts = row.inputCounts;
+        if (counts.empty()) counts = {static_cast<uint32_t>(full.inputs.size())};
+        for (uint32_t count : counts) {
+            if (count > full.inputs.size()) continue;
+            for (size_t input = 0; input < count; ++input) {
+                if (vtsRemovalStaysValid(row.type, count, input)) continue;
+                std::vector<OperandType> inputs(full.inputs.begin(), full.inputs.begin() + count);
+                inputs.erase(inputs.begin() + static_cast<std::ptrdiff_t>(input));
+                INFO(rowName(row) << " with " << count << " inputs, input " << input << " removed");
+                CHECK_FALSE(validateModel(singleOperationModel(row.type, inputs, full.outputs)).has_value());
+            }
+        }
+    }
+}
+
+TEST_CASE("SQUEEZE with its second input removed is rejected naming the operation and the count",
+          "[signatures]") {
+    auto r = validateModel(singleOperationModel(OperationType::SQUEEZE, {OperandType::TENSOR_FLOAT32},
+                                                {OperandType::TENSOR_FLOAT32}));
+    requireInvalid(r, {"operation 0 (SQUEEZE)", "1 input"});
+}
+
 TEST_CASE("per-version variants", "[signatures]") {
     const auto F = OperandType::TENSOR_FLOAT32;
     const auto I = OperandType::INT32;

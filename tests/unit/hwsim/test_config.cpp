@@ -1,5 +1,11 @@
 // The hardware configuration: defaults, JSON loading, validation messages.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "npu/hwsim/config.h"
 #include "npu/hwsim/device.h"
@@ -83,4 +89,41 @@ TEST_CASE("Device::create rejects an invalid config; the constructor stays safe"
     auto ok = Device::create(HwConfig{}, dram.data(), dram.size());
     REQUIRE(ok.has_value());
     CHECK((*ok)->configError().empty());
+}
+
+TEST_CASE(
+    "loadHwConfig refuses a FIFO, a device and an oversized file without hanging or reading without bound") {
+    char dirTemplate[] = "/tmp/npu-hwcfg-XXXXXX";
+    REQUIRE(::mkdtemp(dirTemplate) != nullptr);
+    const std::string dir = dirTemplate;
+    const std::string fifo = dir + "/fifo.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto r = loadHwConfig(fifo);  // a blocking open would wait here for a writer forever
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error(), Catch::Contains("regular file"));
+
+    auto zero = loadHwConfig("/dev/zero");
+    REQUIRE_FALSE(zero.has_value());
+    CHECK_THAT(zero.error(), Catch::Contains("regular file"));
+
+    const std::string big = dir + "/big.json";
+    FILE* f = std::fopen(big.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::string pad(kMaxHwConfigBytes + 1, ' ');
+    std::fputs(("{\"array_rows\": 16}" + pad).c_str(), f);
+    std::fclose(f);
+    auto large = loadHwConfig(big);
+    REQUIRE_FALSE(large.has_value());
+    CHECK_THAT(large.error(), Catch::Contains(std::to_string(kMaxHwConfigBytes)));
+
+    const std::string good = dir + "/good.json";
+    f = std::fopen(good.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("{\"array_rows\": 16}", f);
+    std::fclose(f);
+    auto ok = loadHwConfig(good);
+    REQUIRE(ok.has_value());
+    CHECK(ok->arrayRows == 16);
+    for (const auto& p : {fifo, big, good}) std::remove(p.c_str());
+    ::rmdir(dir.c_str());
 }

@@ -1,14 +1,20 @@
 // Transports: loopback and unix, bytes and fds both ways, timeouts, shutdown and peer death.
-#include <catch2/catch.hpp>
+#include "npu/protocol/transport.h"
 
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
-
-#include "npu/protocol/transport.h"
 
 using namespace npu::proto;
 using namespace std::chrono_literals;
@@ -187,4 +193,167 @@ TEST_CASE("unix: listener shutdown wakes accept") {
     t.join();
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().kind == Error::Kind::kDisconnected);
+}
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char t[] = "/tmp/npu-sock-test-XXXXXX";
+        REQUIRE(::mkdtemp(t) != nullptr);
+        path = t;
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Binds a socket at `path` and closes it without unlinking: what a killed server leaves.
+void makeStaleSocket(const std::string& path) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("unix: listen refuses a regular file or a fifo at the path and never removes it") {
+    TempDir dir;
+    const std::string file = dir.path + "/precious.txt";
+    { std::ofstream(file) << "keep me"; }
+    auto l = UnixListener::listen(file);
+    REQUIRE_FALSE(l.has_value());
+    CHECK(l.error().kind == Error::Kind::kInvalidArgument);
+    CHECK_THAT(l.error().message, Catch::Contains("regular file") && Catch::Contains("not a socket"));
+    CHECK(slurp(file) == "keep me");
+
+    const std::string fifo = dir.path + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto f = UnixListener::listen(fifo);
+    REQUIRE_FALSE(f.has_value());
+    CHECK_THAT(f.error().message, Catch::Contains("fifo"));
+    struct stat st {};
+    REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("unix: a listener unlinks only its own socket at exit; a stale socket of ours is replaced") {
+    TempDir dir;
+    const std::string path = dir.path + "/s.sock";
+    makeStaleSocket(path);
+    auto l = UnixListener::listen(path);  // the stale socket is ours and dead: replaced
+    REQUIRE(l.has_value());
+    // Someone replaces the socket file while we run: at exit it is not ours to remove.
+    REQUIRE(::unlink(path.c_str()) == 0);
+    { std::ofstream(path) << "not yours"; }
+    l->reset();
+    CHECK(slurp(path) == "not yours");
+
+    const std::string own = dir.path + "/own.sock";
+    auto l2 = UnixListener::listen(own);
+    REQUIRE(l2.has_value());
+    l2->reset();
+    CHECK_FALSE(std::filesystem::exists(own));
+}
+
+TEST_CASE("unix: a socket owned by another user is refused and kept") {
+    if (::geteuid() != 0) {
+        WARN("needs root to chown a socket to another user; checked only as root");
+        return;
+    }
+    TempDir dir;
+    const std::string path = dir.path + "/other.sock";
+    makeStaleSocket(path);
+    REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+    auto l = UnixListener::listen(path);
+    REQUIRE_FALSE(l.has_value());
+    CHECK_THAT(l.error().message, Catch::Contains("owned by uid 65534"));
+    CHECK(std::filesystem::exists(path));
+}
+
+namespace {
+
+// Forks a client that drops to uid/gid 65534 and connects to `path`; its exit status says
+// whether its connectUnix was refused (1), accepted (0) or failed otherwise (2).
+pid_t connectAsNobody(const std::string& path, const PeerPolicy& policy) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+        auto c = connectUnix(path, 2000ms, policy);
+        if (c) ::_exit(0);
+        ::_exit(c.error().message.find("is not allowed") != std::string::npos ? 1 : 2);
+    }
+    return pid;
+}
+
+int exitCodeOf(pid_t pid) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("unix: SO_PEERCRED: a peer of another uid is refused on both sides unless its group is allowed") {
+    if (::geteuid() != 0) {
+        WARN("needs root to run a client as another uid; checked only as root");
+        return;
+    }
+    TempDir dir;
+    REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+    const std::string path = dir.path + "/peer.sock";
+    {
+        auto l = UnixListener::listen(path);
+        REQUIRE(l.has_value());
+        REQUIRE(::chmod(path.c_str(), 0777) == 0);
+        pid_t child = connectAsNobody(path, PeerPolicy{});
+        auto a = (*l)->accept(3000ms);
+        REQUIRE_FALSE(a.has_value());
+        CHECK_THAT(a.error().message, Catch::Contains("uid 65534") && Catch::Contains("is not allowed"));
+        CHECK(exitCodeOf(child) == 1);  // the client refused a server of uid 0 too
+    }
+    {
+        auto l = UnixListener::listen(path, PeerPolicy{65534});
+        REQUIRE(l.has_value());
+        REQUIRE(::chmod(path.c_str(), 0777) == 0);
+        pid_t child = connectAsNobody(path, PeerPolicy{0});
+        auto a = (*l)->accept(3000ms);
+        CHECK(a.has_value());
+        CHECK(exitCodeOf(child) == 0);
+    }
+}
+
+TEST_CASE("unix: the default socket lives in a private 0700 directory that must be ours") {
+    TempDir dir;
+    const char* old = std::getenv("XDG_RUNTIME_DIR");
+    const std::string saved = old ? old : "";
+    ::setenv("XDG_RUNTIME_DIR", dir.path.c_str(), 1);
+    auto path = defaultUnixSocketPath();
+    REQUIRE(path.has_value());
+    CHECK(*path == dir.path + "/npu/npu-fwd.sock");
+    struct stat st {};
+    REQUIRE(::stat((dir.path + "/npu").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+
+    REQUIRE(::chmod((dir.path + "/npu").c_str(), 0755) == 0);
+    auto open = privateSocketDirectory();
+    REQUIRE_FALSE(open.has_value());
+    CHECK_THAT(open.error().message, Catch::Contains("mode 0755"));
+
+    REQUIRE(::rmdir((dir.path + "/npu").c_str()) == 0);
+    REQUIRE(::symlink("/tmp", (dir.path + "/npu").c_str()) == 0);
+    auto link = privateSocketDirectory();
+    REQUIRE_FALSE(link.has_value());
+    CHECK_THAT(link.error().message, Catch::Contains("not a directory"));
+    if (old) {
+        ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+    } else {
+        ::unsetenv("XDG_RUNTIME_DIR");
+    }
 }

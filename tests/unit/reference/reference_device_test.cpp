@@ -82,25 +82,33 @@ TEST_CASE("quantized ADD rescales both inputs and applies the fused activation",
     CHECK(framework::readOutputs(request)[0] == std::vector<uint8_t>{47, 53});
 }
 
-TEST_CASE("an operation the reference does not implement is reported unsupported and not prepared", "[reference]") {
+TEST_CASE("an OEM operation is invalid for the reference, as for the NPU, and not prepared", "[reference]") {
     ref::ReferenceDevice device;
     auto tc = findVector("V1_0.jsonl.gz", "add");
-    // OEM_OPERATION is vendor-defined; the reference never implements it.
+    // OEM_OPERATION is vendor-defined; no device of this driver accepts it (hal/validation.cpp).
     tc.model.main.operations[0].type = hal::OperationType::OEM_OPERATION;
     auto supported = device.getSupportedOperations(tc.model);
-    REQUIRE(supported.has_value());
-    CHECK(*supported == std::vector<bool>{false});
+    REQUIRE_FALSE(supported.has_value());
+    CHECK(supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    CHECK_THAT(supported.error().message, Catch::Contains("operation 0"));
     auto prepared = device.prepareModel(tc.model);
     REQUIRE_FALSE(prepared.has_value());
     CHECK_THAT(prepared.error().message, Catch::Contains("operation 0"));
-    // A type it does not implement for ADD: TENSOR_QUANT16_SYMM.
-    tc.model.main.operations[0].type = hal::OperationType::ADD;
+}
+
+TEST_CASE("getSupportedOperations validates first: an invalid model is INVALID_ARGUMENT, not unsupported",
+          "[reference]") {
+    ref::ReferenceDevice device;
+    auto tc = findVector("V1_0.jsonl.gz", "add");
+    // ADD has no TENSOR_BOOL8 signature in the HAL: an invalid model, not an unsupported one (the
+    // reference used to answer {false}).
     for (auto& o : tc.model.main.operands) {
-        if (o.type == hal::OperandType::TENSOR_FLOAT32) o.type = hal::OperandType::TENSOR_QUANT16_SYMM;
+        if (o.type == hal::OperandType::TENSOR_FLOAT32) o.type = hal::OperandType::TENSOR_BOOL8;
     }
-    supported = device.getSupportedOperations(tc.model);
-    REQUIRE(supported.has_value());
-    CHECK(*supported == std::vector<bool>{false});
+    auto supported = device.getSupportedOperations(tc.model);
+    REQUIRE_FALSE(supported.has_value());
+    CHECK(supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    CHECK_THAT(supported.error().message, Catch::Contains("operation 0 (ADD)"));
 }
 
 TEST_CASE("invalid models are rejected with a message, never a crash", "[reference]") {
@@ -108,7 +116,9 @@ TEST_CASE("invalid models are rejected with a message, never a crash", "[referen
     auto tc = findVector("V1_0.jsonl.gz", "conv_float");
     SECTION("operand index out of range") {
         tc.model.main.operations[0].inputs[0] = 999;
-        CHECK_FALSE(device.getSupportedOperations(tc.model).has_value());
+        auto s = device.getSupportedOperations(tc.model);
+        REQUIRE_FALSE(s.has_value());
+        CHECK(s.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
         auto p = device.prepareModel(tc.model);
         REQUIRE_FALSE(p.has_value());
         CHECK(p.error().status == hal::ErrorStatus::INVALID_ARGUMENT);

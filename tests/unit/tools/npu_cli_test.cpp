@@ -1,12 +1,21 @@
 // The npu command line as a user meets it: exit codes and messages for good and bad input.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -210,4 +219,293 @@ TEST_CASE("--hw-config selects the simulated NPU for every command; a bad file e
             CHECK_THAT(r.output, Catch::Contains("array_rows"));
         }
     }
+}
+
+// ---- Hostile and careless input (issue 14): every refusal is clear, nothing is lost ----------
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char t[] = "/tmp/npu-cli-rel-XXXXXX";
+        REQUIRE(::mkdtemp(t) != nullptr);
+        path = t;
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeFile(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
+
+Run shell(const std::string& script) {
+    Run r;
+    FILE* p = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    int status = pclose(p);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+// The pid of the process listening on a unix socket (SO_PEERCRED), or -1.
+pid_t listenerPid(const std::string& socketPath) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socketPath.c_str(), sizeof(addr.sun_path) - 1);
+    pid_t pid = -1;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        ucred cred{};
+        socklen_t len = sizeof(cred);
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) pid = cred.pid;
+    }
+    ::close(fd);
+    return pid;
+}
+
+// Stops a daemon left listening on `socketPath` by a test (they end on their own after their
+// idle timeout; this keeps the test from leaving one behind for those seconds).
+void stopDaemonAt(const std::string& socketPath) {
+    const pid_t pid = listenerPid(socketPath);
+    if (pid > 0) ::kill(pid, SIGTERM);
+}
+
+// Starts npu-fwd as a child of the test; returns its pid once it listens.
+pid_t startDaemon(const std::vector<std::string>& args, const std::string& socketPath) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+        std::vector<char*> argv{const_cast<char*>(NPU_FWD_TEST_PATH)};
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(NPU_FWD_TEST_PATH, argv.data());
+        ::_exit(127);
+    }
+    for (int i = 0; i < 500 && listenerPid(socketPath) != pid; ++i) ::usleep(10'000);
+    return pid;
+}
+
+int reap(pid_t pid) {
+    int status = 0;
+    for (int i = 0; i < 500; ++i) {
+        if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        ::usleep(10'000);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -2;
+}
+
+}  // namespace
+
+TEST_CASE("--socket on a regular file or a fifo is refused and the file is kept", "[cli][reliability]") {
+    TempDir dir;
+    const std::string file = dir.path + "/notes.txt";
+    writeFile(file, "precious");
+    const std::string fifo = dir.path + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const std::string& path : {file, fifo}) {
+        // The daemon itself, and the daemon the shim starts for `npu info --transport unix`.
+        auto d = shell(std::string("timeout 20 ") + NPU_FWD_TEST_PATH + " --socket " + path);
+        INFO(d.output);
+        CHECK(d.exitCode == 1);
+        CHECK_THAT(d.output, Catch::Contains("not a socket") && Catch::Contains("refusing to replace"));
+        auto r = npu("info --transport unix --socket " + path);
+        INFO(r.output);
+        CHECK(r.exitCode != 0);
+        CHECK_THAT(r.output, Catch::Contains("not a socket"));
+    }
+    CHECK(slurp(file) == "precious");
+    struct stat st {};
+    REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("npu-fwd --max-clients 1 tells the extra client the limit", "[cli][reliability]") {
+    TempDir dir;
+    const std::string socket = dir.path + "/fwd.sock";
+    const pid_t daemon = startDaemon({"--socket", socket, "--max-clients", "1", "--idle-exit", "30"}, socket);
+    ::usleep(500'000);  // startDaemon's probe connection has come and gone
+    // Hold the one place with a raw connection (the daemon serves it as a client).
+    int holder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+    REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    ::usleep(300'000);  // accepted and counted
+    auto r = npu("info --transport unix --socket " + socket);
+    INFO(r.output);
+    CHECK(r.exitCode != 0);
+    CHECK_THAT(r.output, Catch::Contains("at most 1 client"));
+    CHECK_THAT(r.output, !Catch::Contains("Broken pipe"));
+    ::close(holder);
+    ::kill(daemon, SIGTERM);
+    CHECK(reap(daemon) == 0);
+}
+
+TEST_CASE("a daemon started by npu conformance does not hold the caller's output: | tail ends",
+          "[cli][reliability]") {
+    TempDir dir;
+    const std::string socket = dir.path + "/conf.sock";
+    const std::string out = dir.path + "/out.txt";
+    // Without the fix the daemon a worker starts keeps the pipe to tail open, and tail never ends.
+    auto r =
+        shell("( " + std::string(NPU_CLI_PATH) + " conformance " + kV10 +
+              " --filter conv_quant8 --transport unix -j1 --socket " + socket + " 2>&1 | tail -n 2 > " + out +
+              " ) >/dev/null 2>&1 & p=$!; i=0; while kill -0 $p 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; "
+              "i=$((i+1)); done; if kill -0 $p 2>/dev/null; then echo HUNG; else echo ENDED; fi");
+    stopDaemonAt(socket);
+    INFO(r.output << slurp(out));
+    CHECK_THAT(r.output, Catch::Contains("ENDED"));
+    CHECK_THAT(slurp(out), Catch::Contains("1 passed"));
+}
+
+TEST_CASE("a daemon killed during npu conformance costs errors, not failures, and is restarted",
+          "[cli][reliability]") {
+    TempDir dir;
+    const std::string socket = dir.path + "/kill.sock";
+    const pid_t daemon = startDaemon({"--socket", socket, "--idle-exit", "30"}, socket);
+    REQUIRE(listenerPid(socket) == daemon);
+    auto r =
+        shell("NPU_CONFORMANCE_TEST_KILL=" + std::to_string(daemon) +
+              ":conv_quant8_all_inputs_as_internal timeout 300 " + NPU_CLI_PATH + " conformance " + kV10 +
+              " --filter conv_quant8 --filter conv_quant8_all_inputs_as_internal --filter conv_quant8_large"
+              " --transport unix -j1 --json --socket " +
+              socket);
+    reap(daemon);
+    stopDaemonAt(socket);  // the daemon the worker restarted
+    INFO(r.output);
+    CHECK(r.exitCode == 1);
+    CHECK_THAT(r.output, Catch::Contains("\"errors\": 1"));
+    CHECK_THAT(r.output, Catch::Contains("\"failed\": 0"));
+    CHECK_THAT(r.output, Catch::Contains("\"passed\": 2"));
+    CHECK_THAT(r.output, Catch::Contains("\"devices_lost\": 1"));
+    CHECK_THAT(r.output, Catch::Contains("device lost"));
+}
+
+TEST_CASE("sizes from the user are bounded with a message naming the limit", "[cli][reliability]") {
+    auto huge = shell(std::string("timeout 60 ") + NPU_CLI_PATH + " sim gemm 1048576 1048576 1048576");
+    INFO(huge.output);
+    CHECK(huge.exitCode == 2);
+    CHECK_THAT(huge.output, Catch::Contains("limit of 2097152 folds"));
+    auto zero = npu("sim gemm 0 4 4");
+    CHECK(zero.exitCode == 2);
+    CHECK_THAT(zero.output, Catch::Contains("from 1 to 16777216"));
+    CHECK_THAT(zero.output, !Catch::Contains("1797693"));  // no 309-digit bound
+    auto over = npu("sim gemm 99999999999999999999999 4 4");
+    CHECK(over.exitCode == 2);
+    CHECK_THAT(over.output, Catch::Contains("out of range"));
+
+    TempDir dir;
+    const std::string fifo = dir.path + "/hw.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+        auto r = shell(std::string("timeout 30 ") + NPU_CLI_PATH + " sim gemm 4 4 4 --hw-config " + path);
+        INFO(path << ": " << r.output);
+        CHECK(r.exitCode == 2);
+        CHECK_THAT(r.output, Catch::Contains("regular file"));
+    }
+}
+
+TEST_CASE("timeouts: nan, inf and negative values are refused; the per-class flags exist",
+          "[cli][reliability]") {
+    for (const char* bad : {"nan", "inf", "-1", "0"}) {
+        auto r = npu(std::string("conformance ") + kV10 + " --filter conv_quant8 --timeout " + bad);
+        INFO(bad << ": " << r.output);
+        CHECK(r.exitCode == 2);
+        CHECK_THAT(r.output, Catch::Contains("--timeout"));
+    }
+    auto nanPrepare = npu("run " + kV10 + " --name conv_quant8 --prepare-timeout nan");
+    CHECK(nanPrepare.exitCode == 2);
+    CHECK_THAT(nanPrepare.output, Catch::Contains("not a finite number"));
+    // A peer that accepts but never answers: the handshake (a control call) ends after
+    // --call-timeout, naming it.
+    TempDir dir;
+    const std::string socket = dir.path + "/mute.sock";
+    int mute = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+    REQUIRE(::bind(mute, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::listen(mute, 4) == 0);
+    auto tight = npu("info --transport unix --socket " + socket + " --call-timeout 0.2");
+    ::close(mute);
+    INFO(tight.output);
+    CHECK(tight.exitCode == 1);
+    CHECK_THAT(tight.output, Catch::Contains("HELLO") && Catch::Contains("within 200 ms"));
+    auto roomy = npu("run " + kV10 +
+                     " --name conv_quant8 --prepare-timeout 300 --call-timeout 10 --execute-timeout 60");
+    CHECK(roomy.exitCode == 0);
+}
+
+TEST_CASE("npu frobnicate names the unknown command", "[cli][reliability]") {
+    auto r = npu("frobnicate");
+    CHECK(r.exitCode == 2);
+    CHECK_THAT(r.output, Catch::Contains("unknown command 'frobnicate'") && Catch::Contains("conformance"));
+}
+
+TEST_CASE("npu cache verify on a missing directory fails and does not create it", "[cli][reliability]") {
+    TempDir dir;
+    const std::string missing = dir.path + "/no-such-cache";
+    auto r = npu("cache verify " + missing + " --state-dir " + dir.path + "/state");
+    INFO(r.output);
+    CHECK(r.exitCode == 1);
+    CHECK_THAT(r.output, Catch::Contains("no such cache directory"));
+    CHECK_FALSE(std::filesystem::exists(missing));
+}
+
+TEST_CASE("npu cache verify says 'another key' for a cache written under another state dir",
+          "[cli][reliability]") {
+    TempDir dir;
+    const std::string cache = dir.path + "/compilations";
+    auto run = npu("run " + kV10 + " --name conv_quant8 --cache-dir " + cache + " --cache-state-dir " +
+                   dir.path + "/a");
+    REQUIRE(run.exitCode == 0);
+    auto other = npu("cache verify " + cache + " --state-dir " + dir.path + "/b");
+    INFO(other.output);
+    CHECK(other.exitCode == 1);
+    CHECK_THAT(other.output, Catch::Contains("another cache key"));
+    CHECK_THAT(other.output, !Catch::Contains("does not match the recorded hash"));
+}
+
+TEST_CASE("an invalid model exits 2 on every device, whichever validator rejects it", "[cli][reliability]") {
+    TempDir dir;
+    const std::string file = dir.path + "/squeeze.jsonl";
+    // SQUEEZE with its second input removed (not omitted): the loader reads it, the HAL rejects it.
+    writeFile(
+        file,
+        R"({"name":"squeeze_removed","hal":"V1_1","spec":"squeeze","source":"hand-written",)"
+              R"("expect_failure":false,"is_relaxed":false,"multinomial_tolerance":0.0,"min_supported_version":"V1_1",)"
+        R"("main":{"operands":[{"type":"TENSOR_FLOAT32","dims":[4,1,1,2],"scale":0.0,"zero_point":0,)"
+        R"("lifetime":"SUBGRAPH_INPUT","channel_quant":null,"is_ignored":false,"number_of_consumers":1,)"
+        R"("data":"MzOzPzMzE0DNzExAMzODQM3MrECamclAZmbmQJqZAUE="},{"type":"TENSOR_FLOAT32","dims":[4,2],)"
+        R"("scale":0.0,"zero_point":0,"lifetime":"SUBGRAPH_OUTPUT","channel_quant":null,"is_ignored":false,)"
+        R"("number_of_consumers":0,"data":"MzOzPzMzE0DNzExAMzODQM3MrECamclAZmbmQJqZAUE="}],)"
+        R"("operations":[{"type":"SQUEEZE","inputs":[0],"outputs":[1]}],"input_indexes":[0],"output_indexes":[1]},)"
+        R"("referenced":[]})"
+        "\n");
+    for (const char* device : {"npu", "reference"}) {
+        auto r = npu("run " + file + " --name squeeze_removed --device " + device);
+        INFO(device << ": " << r.output);
+        CHECK(r.exitCode == 2);
+        CHECK_THAT(r.output, Catch::Contains("INVALID_ARGUMENT") && Catch::Contains("operation 0 (SQUEEZE)"));
+    }
+}
+
+TEST_CASE("npu run of an unsupported operation says why", "[cli][reliability]") {
+    auto r = npu("run " + kV10 + " --name floor --device npu");
+    INFO(r.output);
+    CHECK(r.exitCode == 3);
+    CHECK_THAT(r.output, Catch::Contains("why:") && Catch::Contains("FLOOR"));
 }

@@ -78,7 +78,11 @@ public:
     // Every entry, most recently used first.
     Result<std::vector<DirectoryEntry>> list();
     // Re-hashes every entry's files and checks them against the map; removeBad removes failures.
+    // Entries of a directory written under another key (another state directory's secret) are
+    // reported as such, not as modified content.
     Result<VerifyReport> verify(bool removeBad);
+    // True when the directory's entries were written under another key than ours.
+    bool writtenUnderAnotherKey() const { return foreignKey_; }
     // Removes every entry.
     Result<void> clear();
 
@@ -93,6 +97,9 @@ private:
     Result<std::optional<CachedCompilation>> readEntry(const Token& token);
     Result<void> enforceLimits(const Token& keep);
     Result<void> removeOrphans();
+    Result<void> adoptKey();
+
+    static constexpr std::string_view kKeyIdFileName = "key-id";
 
     CacheKey key_;
     CacheDirectoryOptions options_;
@@ -100,6 +107,7 @@ private:
     std::string entriesDir_;
     std::string lockPath_;
     std::unique_ptr<TokenMap> map_;
+    bool foreignKey_ = false;  // the key-id file names another key
 };
 
 }  // namespace npu::cache

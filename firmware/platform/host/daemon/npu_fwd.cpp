@@ -1,10 +1,13 @@
 // npu-fwd: the firmware daemon. It serves simulated NPUs (firmware runtime + hwsim) over a
 // Unix socket. Each client connection gets its own NPU instance (its own device DRAM, passed to
 // the client as a memfd with SCM_RIGHTS at the handshake), served on a thread of its own, so
-// several test processes can share one daemon; at most --max-clients at once, a further client
-// is refused (its connection is closed at once, which its shim reports as DEVICE_UNAVAILABLE).
+// several test processes can share one daemon; at most --max-clients at once. A further client
+// gets an error reply to its handshake naming the limit (RESOURCE_EXHAUSTED_TRANSIENT), then its
+// connection is closed. Only peers of our own uid (or of --allow-group GID) are served
+// (SO_PEERCRED); the default socket lives in a private 0700 directory (docs/reliability.md).
 //
 //   npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS] [--max-clients N] [--hw-config FILE]
+//           [--allow-group GID]
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,11 +19,15 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "npu.pb.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/hwsim/config.h"
+#include "npu/protocol/frame.h"
 
 namespace {
 
@@ -29,11 +36,42 @@ void onSignal(int) {
     gStop.store(true);
 }
 
-std::string defaultSocketPath() {
-    if (const char* dir = std::getenv("XDG_RUNTIME_DIR"); dir != nullptr && *dir != '\0') {
-        return std::string(dir) + "/npu-fwd.sock";
+std::string defaultSocketText() {
+    auto path = npu::proto::defaultUnixSocketPath();
+    return path ? *path : "none: " + path.error().message;
+}
+
+// Tells a client over the limit why it is refused: its handshake (the first frame) gets an
+// ERROR reply with the same call id, then the connection closes. Bounded: 1 s for the frame.
+void refuseClient(npu::proto::Transport& transport, const std::string& why) {
+    using namespace npu::proto;
+    std::vector<uint8_t> in(kFrameHeaderSize);
+    size_t have = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (have < kFrameHeaderSize && std::chrono::steady_clock::now() < until) {
+        auto n = transport.read(std::span<uint8_t>(in.data() + have, kFrameHeaderSize - have), nullptr,
+                                std::chrono::milliseconds(200));
+        if (!n) {
+            if (n.error().kind == Error::Kind::kTimeout) continue;
+            return;
+        }
+        have += *n;
     }
-    return "/tmp/npu-fwd-" + std::to_string(getuid()) + ".sock";
+    FrameHeader request;
+    if (have < kFrameHeaderSize || !parseFrameHeader(in.data(), &request)) return;
+    ErrorReply reply;
+    reply.mutable_status()->set_code(7);  // RESOURCE_EXHAUSTED_TRANSIENT: retry when a client leaves
+    reply.mutable_status()->set_message(why);
+    const std::string payload = reply.SerializeAsString();
+    FrameHeader h;
+    h.type = kMethodError;
+    h.flags = kFlagResponse | kFlagError;
+    h.callId = request.callId;
+    h.length = static_cast<uint32_t>(payload.size());
+    std::vector<uint8_t> frame(kFrameHeaderSize + payload.size());
+    std::memcpy(frame.data() + kFrameHeaderSize, payload.data(), payload.size());
+    encodeFrameHeader(h, frame.data() + kFrameHeaderSize, frame.data());
+    (void)transport.write(frame);
 }
 
 int usage(const char* msg) {
@@ -45,15 +83,17 @@ int usage(const char* msg) {
         "  --once              exit after the first client disconnects\n"
         "  --idle-exit SECONDS exit when no client has been connected for SECONDS (0 = never)\n"
         "  --max-clients N     clients served at once, each with its own NPU (default 8)\n"
-        "  --hw-config FILE    the simulated NPU's hardware config JSON (docs/hw-config.md)\n",
-        msg, defaultSocketPath().c_str());
+        "  --hw-config FILE    the simulated NPU's hardware config JSON (docs/hw-config.md)\n"
+        "  --allow-group GID   also serve peers whose gid is GID (default: our own uid only)\n",
+        msg, defaultSocketText().c_str());
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string socketPath = defaultSocketPath();
+    std::string socketPath;
+    npu::proto::PeerPolicy peerPolicy;
     bool once = false;
     long idleExit = 0;
     long maxClients = 8;
@@ -78,6 +118,12 @@ int main(int argc, char** argv) {
             auto hw = npu::sim::loadHwConfig(argv[++i]);
             if (!hw) return usage(("--hw-config: " + hw.error()).c_str());
             firmwareConfig.hw = *hw;
+        } else if (arg == "--allow-group" && i + 1 < argc) {
+            char* end = nullptr;
+            const long gid = std::strtol(argv[++i], &end, 10);
+            if (end == nullptr || *end != '\0' || gid < 0 || gid > 0xFFFFFFFEL)
+                return usage("--allow-group takes a numeric group id from 0 to 4294967294");
+            peerPolicy.allowedGroup = static_cast<uint32_t>(gid);
         } else if (arg == "--help" || arg == "-h") {
             usage("the firmware daemon");
             return 0;
@@ -92,7 +138,15 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    auto listener = npu::proto::UnixListener::listen(socketPath);
+    if (socketPath.empty()) {
+        auto path = npu::proto::defaultUnixSocketPath();
+        if (!path) {
+            std::fprintf(stderr, "npu-fwd: %s\n", path.error().message.c_str());
+            return 1;
+        }
+        socketPath = *path;
+    }
+    auto listener = npu::proto::UnixListener::listen(socketPath, peerPolicy);
     if (!listener) {
         std::fprintf(stderr, "npu-fwd: cannot listen on %s: %s\n", socketPath.c_str(),
                      listener.error().message.c_str());
@@ -108,6 +162,7 @@ int main(int argc, char** argv) {
     struct Session {
         std::thread thread;
         std::atomic<bool> done{false};
+        bool serving = true;  // false: a refused client being told why
     };
     std::list<Session> sessions;
     auto reap = [&] {
@@ -120,43 +175,61 @@ int main(int argc, char** argv) {
             }
         }
     };
+    auto serving = [&] {
+        long n = 0;
+        for (const auto& s : sessions) n += s.serving ? 1 : 0;
+        return n;
+    };
     long idleMs = 0;
     bool servedOne = false;
     while (!gStop.load()) {
         reap();
-        if (once && servedOne && sessions.empty()) break;
+        if (once && servedOne && serving() == 0) break;
         auto transport = (*listener)->accept(std::chrono::milliseconds(200));
         if (!transport) {
-            if (transport.error().kind != npu::proto::Error::Kind::kTimeout) {
-                std::fprintf(stderr, "npu-fwd: accept failed: %s\n", transport.error().message.c_str());
-                break;
+            const auto kind = transport.error().kind;
+            if (kind == npu::proto::Error::Kind::kDisconnected) break;
+            if (kind != npu::proto::Error::Kind::kTimeout) {
+                // A refused peer (SO_PEERCRED) or a client gone before accept: log, keep serving.
+                std::fprintf(stderr, "npu-fwd: %s\n", transport.error().message.c_str());
+                continue;
             }
-            idleMs = sessions.empty() ? idleMs + 200 : 0;
+            idleMs = serving() == 0 ? idleMs + 200 : 0;
             if (idleExit > 0 && idleMs >= idleExit * 1000) break;
             continue;
         }
         idleMs = 0;
-        if (static_cast<long>(sessions.size()) >= maxClients || (once && servedOne)) {
-            std::fprintf(stderr, "npu-fwd: refusing a client: %zu of %ld clients connected\n",
-                         sessions.size(), maxClients);
-            continue;  // the transport closes here: the client sees the connection lost
-        }
-        servedOne = true;
+        std::shared_ptr<npu::proto::Transport> t(std::move(*transport));
+        const long connected = serving();
         Session& session = sessions.emplace_back();
-        session.thread = std::thread(
-            [&session, &firmwareConfig, t = std::shared_ptr<npu::proto::Transport>(std::move(*transport))] {
-                auto firmware = npu::fw::host::FirmwareHost::create(firmwareConfig);
-                if (firmware) {
-                    (*firmware)->serve(*t, &gStop);
-                } else {
-                    std::fprintf(stderr, "npu-fwd: cannot start a firmware for a client: %s\n",
-                                 firmware.error().message.c_str());
-                }
+        if (connected >= maxClients || (once && servedOne)) {
+            const std::string why =
+                once && servedOne
+                    ? "npu-fwd --once has served its client and takes no other"
+                    : "npu-fwd serves at most " + std::to_string(maxClients) +
+                          " client(s) at once (--max-clients " + std::to_string(maxClients) + ") and " +
+                          std::to_string(connected) + " are connected; try again when one disconnects";
+            std::fprintf(stderr, "npu-fwd: refusing a client: %s\n", why.c_str());
+            session.serving = false;
+            session.thread = std::thread([&session, t, why] {
+                refuseClient(*t, why);
                 session.done.store(true);
             });
+            continue;
+        }
+        servedOne = true;
+        session.thread = std::thread([&session, &firmwareConfig, t] {
+            auto firmware = npu::fw::host::FirmwareHost::create(firmwareConfig);
+            if (firmware) {
+                (*firmware)->serve(*t, &gStop);
+            } else {
+                std::fprintf(stderr, "npu-fwd: cannot start a firmware for a client: %s\n",
+                             firmware.error().message.c_str());
+            }
+            session.done.store(true);
+        });
     }
     gStop.store(true);  // ends every session's serve loop within its poll interval
     for (auto& s : sessions) s.thread.join();
-    unlink(socketPath.c_str());
-    return 0;
+    return 0;  // the listener unlinks its own socket (and nothing else) when destroyed
 }

@@ -2,6 +2,7 @@
 // portable Runtime and RpcServer, and a loop that moves bytes between a transport and the server.
 #include "npu/fw/platform/host/firmware_host.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -76,10 +77,14 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     }
     auto impl = std::make_unique<Impl>();
     impl->config = config;
-    impl->dramFd = memfd_create("npu-device-dram", MFD_CLOEXEC);
+    impl->dramFd = memfd_create("npu-device-dram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (impl->dramFd < 0) return proto::fail(Kind::kIo, std::string("memfd_create(device DRAM): ") + std::strerror(errno));
     if (ftruncate(impl->dramFd, static_cast<off_t>(config.dramBytes)) != 0) {
         return proto::fail(Kind::kIo, "ftruncate(device DRAM, " + std::to_string(config.dramBytes) + "): " + std::strerror(errno));
+    }
+    // Clients get this fd: sealed so none can shrink it under the firmware's mapping (SIGBUS).
+    if (fcntl(impl->dramFd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        return proto::fail(Kind::kIo, std::string("sealing the device DRAM memfd: ") + std::strerror(errno));
     }
     void* p = mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, impl->dramFd, 0);
     if (p == MAP_FAILED) return proto::fail(Kind::kIo, std::string("mmap(device DRAM): ") + std::strerror(errno));

@@ -65,7 +65,10 @@ inline bool isValid(const HwConfig& c) { return validate(c).has_value(); }
 // Parses a JSON object; absent keys keep their defaults, unknown keys are errors (a typo must not
 // silently run the defaults). `where` names the source in messages (a file name).
 Result<HwConfig> parseHwConfig(std::string_view json, std::string_view where = "hw-config");
-// Reads and parses a JSON file.
+// The largest hardware config file read (a real one is well under 4 KiB).
+inline constexpr uint64_t kMaxHwConfigBytes = 1u << 20;
+// Reads and parses a JSON file: a regular file of at most kMaxHwConfigBytes (a FIFO, a device
+// such as /dev/zero or a larger file is refused with a message, never read without bound).
 Result<HwConfig> loadHwConfig(const std::string& path);
 // The configuration as JSON (every key, the form parseHwConfig reads).
 std::string toJson(const HwConfig& c);

@@ -95,8 +95,13 @@ struct LayerReport {
     double dramBandwidth() const { return cycles ? double(dramBytes()) / double(cycles) : 0.0; }
 };
 
-// Rejects a layer the model cannot run (a zero dimension, a kernel larger than its input) with a
-// message naming the field.
+// The most array folds one simulated layer may take (a few words of memory each), and with a
+// trace (an event each): larger layers are refused with a message naming the limit.
+inline constexpr uint64_t kMaxFolds = uint64_t{1} << 21;
+inline constexpr uint64_t kMaxTracedFolds = uint64_t{1} << 15;
+
+// Rejects a layer the model cannot run (a zero dimension, a kernel larger than its input, more
+// than kMaxFolds folds) with a message naming the field or the limit.
 Result<LayerReport> simulateLayer(const HwConfig& config, const LayerSpec& layer,
                                   const SimOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -77,17 +78,41 @@ public:
 // bytes already queued for it are consumed.
 std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> makeLoopbackPair();
 
-// AF_UNIX SOCK_STREAM client. Retries until the listener exists or `timeout` passes.
-Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath, std::chrono::milliseconds timeout);
+// Who may be on the other end of a unix socket (checked with SO_PEERCRED on both sides): a
+// process of our own effective uid, or, when `allowedGroup` is set, one whose gid is that group.
+struct PeerPolicy {
+    std::optional<uint32_t> allowedGroup;
+};
+
+// Checks the peer of a connected unix socket against `policy`; a refusal is a kIo error naming
+// the peer's uid, gid and pid.
+Result<void> checkUnixPeer(int socketFd, const PeerPolicy& policy, const std::string& where);
+
+// The per-user private directory for sockets: $XDG_RUNTIME_DIR/npu, else /tmp/npu-<uid>. Created
+// with mode 0700 when missing; refused (kInvalidArgument, naming path, owner and mode) when it is
+// not a directory, is a symlink, is owned by another user or is group/world accessible.
+Result<std::string> privateSocketDirectory();
+// privateSocketDirectory() + "/npu-fwd.sock".
+Result<std::string> defaultUnixSocketPath();
+
+// AF_UNIX SOCK_STREAM client. Retries until the listener exists or `timeout` passes. The
+// listener must pass `policy` (a socket served by another user is refused).
+Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath,
+                                               std::chrono::milliseconds timeout,
+                                               const PeerPolicy& policy = {});
 
 // Wraps a connected AF_UNIX stream socket (e.g. one end of socketpair()); takes ownership.
 Result<std::unique_ptr<Transport>> adoptUnixSocket(UniqueFd socket, std::string description);
 
 class UnixListener {
 public:
-    // Binds and listens at `socketPath`, replacing a stale socket file left by a dead server.
-    static Result<std::unique_ptr<UnixListener>> listen(const std::string& socketPath);
-    ~UnixListener();  // closes and unlinks the socket path
+    // Binds and listens at `socketPath`. An existing file there is replaced only when it is a
+    // socket of our own uid that nobody listens on (a dead server's); anything else (a regular
+    // file, a fifo, a device, another user's socket, a live server's) is refused and left alone.
+    // Clients that fail `policy` are refused at accept().
+    static Result<std::unique_ptr<UnixListener>> listen(const std::string& socketPath,
+                                                        const PeerPolicy& policy = {});
+    ~UnixListener();  // closes the socket and unlinks the path if it is still the socket we bound
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
 
@@ -97,10 +122,12 @@ public:
     const std::string& path() const { return path_; }
 
 private:
-    UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path);
+    UnixListener(UniqueFd fd, UniqueFd wakeFd, std::string path, PeerPolicy policy);
     UniqueFd fd_;
     UniqueFd wakeFd_;  // eventfd that shutdown() signals
     std::string path_;
+    PeerPolicy policy_;
+    uint64_t boundDev_ = 0, boundIno_ = 0;  // the socket file we created (unlinked only if unchanged)
 };
 
 }  // namespace npu::proto

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "npu/hal/device.h"
@@ -21,8 +22,13 @@ inline constexpr uint32_t kProtocolMajor = 1;
 inline constexpr uint32_t kProtocolMinor = 0;
 inline constexpr const char* kShimVersion = "0.1.0";
 
+// Call timeouts per call class (docs/reliability.md). A HAL deadline, when given, shortens them.
 struct ShimOptions {
-    std::chrono::milliseconds callTimeout{5000};      // control calls (hello, prepare, ...)
+    // Control calls: hello, capabilities, supported operations, release, fetch of a blob.
+    std::chrono::milliseconds callTimeout{5000};
+    // prepareModel and prepareModelFromCache: compiling (and autotuning) a large model takes
+    // seconds; the firmware sends no progress yet, so this class is long.
+    std::chrono::milliseconds prepareTimeout{120000};
     std::chrono::milliseconds executeTimeout{30000};  // one execution without a deadline
     // The protocol major version this shim announces. Only tests change it, to check that a
     // firmware of another major version is refused.
@@ -45,7 +51,14 @@ Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Tra
                                                       const ShimOptions& options = {});
 
 struct DaemonOptions {
-    std::string socketPath;  // empty: $XDG_RUNTIME_DIR/npu-fwd.sock, else /tmp/npu-fwd-$UID.sock
+    // Empty: proto::defaultUnixSocketPath(), in the private 0700 directory $XDG_RUNTIME_DIR/npu,
+    // else /tmp/npu-$UID.
+    std::string socketPath;
+    // Who may serve us (SO_PEERCRED): a daemon of our own uid, or of this group when set.
+    std::optional<uint32_t> allowedPeerGroup;
+    // A daemon the shim starts exits after this many seconds without a client, so one left
+    // behind by a process that died (or _exit'ed) does not run forever.
+    int idleExitSeconds = 10;
     // Start npu-fwd when nothing listens on socketPath. The daemon binary is taken from
     // $NPU_FWD, else beside the running program, else where the build tree puts it
     // relative to the program (build/tools, build/tests), else npu-fwd on PATH.
