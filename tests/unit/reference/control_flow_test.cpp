@@ -361,20 +361,22 @@ TEST_CASE("bad control flow is rejected at preparation", "[reference][control_fl
         REQUIRE_FALSE(prepared.has_value());
         CHECK(prepared.error().message.find("referenced subgraph 1") != std::string::npos);
     }
-    SECTION("an unsupported operation inside a branch makes the IF unsupported") {
+    // Both models are invalid (hal::validateModel): the reference validates before it answers
+    // getSupportedOperations, so they are INVALID_ARGUMENT, not "unsupported" (issue 14).
+    SECTION("an OEM operation inside a branch makes the model invalid") {
         auto model = ifModel();
         model.referenced[0].operations[0].type = OperationType::OEM_OPERATION;
         auto supported = device.getSupportedOperations(model);
-        REQUIRE(supported.has_value());
-        CHECK(*supported == std::vector<bool>{false});
+        REQUIRE_FALSE(supported.has_value());
+        CHECK(supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
         CHECK_FALSE(device.prepareModel(model).has_value());
     }
-    SECTION("an IF condition that is not TENSOR_BOOL8 is not claimed") {
+    SECTION("an IF condition that is not TENSOR_BOOL8 makes the model invalid") {
         auto model = ifModel();
         model.main.operands[model.main.operations[0].inputs[0]].type = OperandType::TENSOR_INT32;
         auto supported = device.getSupportedOperations(model);
-        REQUIRE(supported.has_value());
-        CHECK(*supported == std::vector<bool>{false});
+        REQUIRE_FALSE(supported.has_value());
+        CHECK(supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
         CHECK_FALSE(device.prepareModel(model).has_value());
     }
 }

@@ -62,7 +62,8 @@ std::map<std::string, std::string> vendoredLines(const std::string& file) {
 }
 
 // Five vectors: two pass, an expect_failure one the reference must reject (a pass), a wrong
-// expected output (a failure), an OEM operation no device claims (unsupported).
+// expected output (a failure), an OEM operation, which this driver's HAL validation rejects on
+// every device (INVALID_ARGUMENT: a failure, not "unsupported", since issue 14).
 std::string writeSmallFile() {
     const std::string path = "/tmp/npu-conformance-test-" + std::to_string(getpid()) + ".jsonl";
     auto v10 = vendoredLines("V1_0.jsonl.gz");
@@ -95,13 +96,16 @@ TEST_CASE("npu conformance --json counts passed, failed and unsupported vectors"
     const std::string path = writeSmallFile();
     auto r = npu("conformance --device reference --json " + path);
     INFO(r.out);
-    CHECK(r.exitCode == 1);  // one failure
+    CHECK(r.exitCode == 1);  // two failures
     Json j = Json::parse(r.out);
     CHECK(j["passed"] == 3);
-    CHECK(j["failed"] == 1);
-    CHECK(j["unsupported"] == 1);
+    CHECK(j["failed"] == 2);
+    CHECK(j["unsupported"] == 0);
     CHECK(j["errors"] == 0);
-    REQUIRE(j["failures"].size() == 1);
+    REQUIRE(j["failures"].size() == 2);
+    CHECK(j["failures"][1]["name"] == "conv_quant8_as_oem_operation");
+    CHECK_THAT(j["failures"][1]["message"].get<std::string>(),
+               Catch::Contains("INVALID_ARGUMENT") && Catch::Contains("operation 0"));
     CHECK(j["failures"][0]["name"] == "conv_quant8_wrong_expectation");
     CHECK(j["failures"][0]["line"] == 5);
     CHECK(j["failures"][0]["mismatch"]["output"] == 0);
@@ -171,8 +175,8 @@ TEST_CASE("npu conformance reports a crashing or hanging worker as an error and 
     Json j = Json::parse(r.out);
     CHECK(j["errors"] == 2);
     CHECK(j["passed"] == 1);  // the expect_failure vector, run by a replacement worker
-    CHECK(j["failed"] == 1);
-    CHECK(j["unsupported"] == 1);
+    CHECK(j["failed"] == 2);  // the wrong expectation and the OEM operation
+    CHECK(j["unsupported"] == 0);
     std::map<std::string, std::string> messages;
     for (const auto& f : j["failures"]) messages[f["name"]] = f["message"];
     CHECK_THAT(messages["conv_quant8"], Catch::Contains("crash (signal 11"));

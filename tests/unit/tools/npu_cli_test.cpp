@@ -362,7 +362,8 @@ TEST_CASE("a daemon started by npu conformance does not hold the caller's output
     // Without the fix the daemon a worker starts keeps the pipe to tail open, and tail never ends.
     auto r =
         shell("( " + std::string(NPU_CLI_PATH) + " conformance " + kV10 +
-              " --filter conv_quant8 --transport unix -j1 --socket " + socket + " 2>&1 | tail -n 2 > " + out +
+              " --filter conv_quant8 --transport unix -j1 --call-timeout 60 --socket " + socket +
+              " 2>&1 | tail -n 2 > " + out +
               " ) >/dev/null 2>&1 & p=$!; i=0; while kill -0 $p 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; "
               "i=$((i+1)); done; if kill -0 $p 2>/dev/null; then echo HUNG; else echo ENDED; fi");
     stopDaemonAt(socket);
@@ -381,7 +382,7 @@ TEST_CASE("a daemon killed during npu conformance costs errors, not failures, an
         shell("NPU_CONFORMANCE_TEST_KILL=" + std::to_string(daemon) +
               ":conv_quant8_all_inputs_as_internal timeout 300 " + NPU_CLI_PATH + " conformance " + kV10 +
               " --filter conv_quant8 --filter conv_quant8_all_inputs_as_internal --filter conv_quant8_large"
-              " --transport unix -j1 --json --socket " +
+              " --transport unix -j1 --json --call-timeout 60 --socket " +
               socket);
     reap(daemon);
     stopDaemonAt(socket);  // the daemon the worker restarted
