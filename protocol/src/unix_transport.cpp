@@ -355,6 +355,36 @@ Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& so
         new UnixListener(std::move(fd), std::move(*wake), socketPath, policy));
 }
 
+Result<std::unique_ptr<UnixListener>> UnixListener::adopt(int fd, const PeerPolicy& policy) {
+    const std::string what = "inherited socket fd " + std::to_string(fd);
+    sockaddr_un addr{};
+    socklen_t addrLen = sizeof(addr);
+    int type = 0, listening = 0;
+    socklen_t len = sizeof(int);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addrLen) != 0) {
+        return fail(Error::Kind::kInvalidArgument,
+                    what + " is not a listening Unix stream socket (" + errnoText("getsockname", errno) + ")");
+    }
+    if (addr.sun_family != AF_UNIX ||
+        ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) {
+        return fail(Error::Kind::kInvalidArgument, what + " is not a listening Unix stream socket");
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        return fail(Error::Kind::kIo, what + ": " + errnoText("fcntl", errno));
+    }
+    auto wake = makeEventFd();
+    if (!wake) return std::unexpected(wake.error());
+    const size_t pathLen = addrLen > offsetof(sockaddr_un, sun_path)
+                               ? strnlen(addr.sun_path, addrLen - offsetof(sockaddr_un, sun_path))
+                               : 0;
+    const std::string path = pathLen > 0 && addr.sun_path[0] != '\0' ? std::string(addr.sun_path, pathLen) : what;
+    auto listener = std::unique_ptr<UnixListener>(new UnixListener(UniqueFd(fd), std::move(*wake), path, policy));
+    listener->boundDev_ = listener->boundIno_ = 0;  // not ours to unlink
+    return listener;
+}
+
 Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout) {
     int perr = 0;
     int r = pollWithWake(fd_.get(), POLLIN, wakeFd_.get(), timeout, &perr);

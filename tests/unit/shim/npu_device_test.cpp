@@ -1,6 +1,9 @@
 // The NPU HAL device end to end: shim -> transport -> firmware -> simulator, over both
 // transports: the handshake, version mismatch, dead daemon, and the conformance vectors.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +249,66 @@ TEST_CASE("unix: the shim starts npu-fwd, runs a model and stops the daemon", "[
         CHECK(runVector(**device, tc) == "pass");
     }
     std::filesystem::remove(options.socketPath);
+}
+
+TEST_CASE("unix: a socket-activated npu-fwd serves the socket it is handed and leaves its file", "[shim]") {
+    // What systemd does for npu-fwd.socket: bind and listen, then start the daemon with the
+    // socket as fd 3 and LISTEN_PID / LISTEN_FDS set (sd_listen_fds(3)).
+    const std::string own = tempSocket("activated");
+    int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(sock >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", own.c_str());
+    REQUIRE(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(sock, 4) == 0);
+
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::dup2(sock, 3);
+        if (sock != 3) ::close(sock);
+        const std::string me = std::to_string(getpid());
+        setenv("LISTEN_PID", me.c_str(), 1);
+        setenv("LISTEN_FDS", "1", 1);
+        execl(NPU_FWD_TEST_PATH, NPU_FWD_TEST_PATH, "--once", "--idle-exit", "20", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    ::close(sock);
+    {
+        shim::DaemonOptions options;
+        options.socketPath = own;
+        options.spawnIfAbsent = false;
+        auto device = shim::connectNpuDaemon(options);
+        REQUIRE(device.has_value());
+        CHECK(runVector(**device, findVector("V1_0.jsonl.gz", "conv_quant8")) == "pass");
+    }
+    int status = 0;
+    for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(10ms);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        FAIL("npu-fwd --once did not exit after its client left");
+    }
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(std::filesystem::exists(own));  // systemd's socket file is not the daemon's to unlink
+    std::filesystem::remove(own);
+}
+
+TEST_CASE("unix: a listener refuses to adopt an fd that is not a listening Unix socket", "[shim]") {
+    const int file = ::open("/dev/null", O_RDONLY);
+    REQUIRE(file >= 0);
+    auto notSocket = proto::UnixListener::adopt(file);
+    REQUIRE_FALSE(notSocket.has_value());
+    CHECK(notSocket.error().message.find("not a listening") != std::string::npos);
+    ::close(file);
+    const int unbound = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(unbound >= 0);
+    auto notListening = proto::UnixListener::adopt(unbound);
+    REQUIRE_FALSE(notListening.has_value());
+    CHECK(notListening.error().message.find("not a listening") != std::string::npos);
+    ::close(unbound);
 }
 
 TEST_CASE("unix: no daemon and no permission to start one gives DEVICE_UNAVAILABLE", "[shim]") {

@@ -36,6 +36,26 @@ void onSignal(int) {
     gStop.store(true);
 }
 
+// systemd socket activation (sd_listen_fds(3) without libsystemd): the listening socket handed
+// in as fd 3 when LISTEN_PID is this process and LISTEN_FDS is 1; -1 when not socket-activated.
+// The variables are cleared so that nothing this process starts mistakes them for its own.
+int socketActivationFd() {
+    const char* pid = std::getenv("LISTEN_PID");
+    const char* fds = std::getenv("LISTEN_FDS");
+    if (pid == nullptr || fds == nullptr) return -1;
+    const bool ours = std::strtol(pid, nullptr, 10) == static_cast<long>(getpid());
+    const long count = std::strtol(fds, nullptr, 10);
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (!ours) return -1;
+    if (count != 1) {
+        std::fprintf(stderr, "npu-fwd: socket activation passed %ld sockets; expected exactly 1\n", count);
+        return -2;
+    }
+    return 3;  // SD_LISTEN_FDS_START
+}
+
 std::string defaultSocketText() {
     auto path = npu::proto::defaultUnixSocketPath();
     return path ? *path : "none: " + path.error().message;
@@ -138,7 +158,9 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    if (socketPath.empty()) {
+    const int activated = socketActivationFd();
+    if (activated == -2) return 1;
+    if (activated < 0 && socketPath.empty()) {
         auto path = npu::proto::defaultUnixSocketPath();
         if (!path) {
             std::fprintf(stderr, "npu-fwd: %s\n", path.error().message.c_str());
@@ -146,7 +168,13 @@ int main(int argc, char** argv) {
         }
         socketPath = *path;
     }
-    auto listener = npu::proto::UnixListener::listen(socketPath, peerPolicy);
+    if (activated >= 0 && !socketPath.empty()) {
+        std::fprintf(stderr, "npu-fwd: socket-activated: serving the socket systemd passed, not --socket %s\n",
+                     socketPath.c_str());
+    }
+    auto listener = activated >= 0 ? npu::proto::UnixListener::adopt(activated, peerPolicy)
+                                   : npu::proto::UnixListener::listen(socketPath, peerPolicy);
+    if (listener && activated >= 0) socketPath = (*listener)->path();
     if (!listener) {
         std::fprintf(stderr, "npu-fwd: cannot listen on %s: %s\n", socketPath.c_str(),
                      listener.error().message.c_str());

@@ -112,6 +112,10 @@ public:
     // Clients that fail `policy` are refused at accept().
     static Result<std::unique_ptr<UnixListener>> listen(const std::string& socketPath,
                                                         const PeerPolicy& policy = {});
+    // Takes over a socket that is already bound and listening (systemd socket activation hands
+    // one in as fd 3). Refused unless `fd` is a listening AF_UNIX stream socket. The socket's
+    // file belongs to whoever bound it: it is never unlinked.
+    static Result<std::unique_ptr<UnixListener>> adopt(int fd, const PeerPolicy& policy = {});
     ~UnixListener();  // closes the socket and unlinks the path if it is still the socket we bound
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
