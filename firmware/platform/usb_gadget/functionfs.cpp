@@ -233,7 +233,7 @@ void FunctionFs::ep0Loop() {
     }
 }
 
-// OPEN_SESSION: the serving loop ends the current session and starts a fresh one; the status
+// OPEN_SESSION / OPEN_ECHO: the serving loop ends the current session and starts a fresh one; the status
 // stage is acknowledged only then, so the host's first frame meets a ready device. Any other
 // request is stalled.
 void FunctionFs::handleSetup(const uint8_t* raw) {
@@ -242,11 +242,13 @@ void FunctionFs::handleSetup(const uint8_t* raw) {
     const bool vendorInterface = (setup.bRequestType & USB_TYPE_MASK) == USB_TYPE_VENDOR &&
                                  (setup.bRequestType & USB_RECIP_MASK) == USB_RECIP_INTERFACE;
     const bool in = (setup.bRequestType & USB_DIR_IN) != 0;
-    bool ok = vendorInterface && !in && setup.bRequest == proto::kNpuUsbRequestOpenSession &&
-              le16toh(setup.wLength) == 0;
+    const bool open =
+        setup.bRequest == proto::kNpuUsbRequestOpenSession || setup.bRequest == proto::kNpuUsbRequestOpenEcho;
+    bool ok = vendorInterface && !in && open && le16toh(setup.wLength) == 0;
     if (ok) {
         std::unique_lock lock(state_.mutex);
         const uint64_t request = ++state_.openRequests;
+        state_.echoRequested = setup.bRequest == proto::kNpuUsbRequestOpenEcho;
         state_.changed.notify_all();
         ok =
             state_.changed.wait_for(lock, kOpenSessionWait, [&] { return state_.openedRequests >= request; });

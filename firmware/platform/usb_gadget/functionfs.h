@@ -53,6 +53,7 @@ struct GadgetState {
     bool enabled = false;         // the host configured us (ENABLE) and has not disabled us since
     uint64_t openRequests = 0;    // OPEN_SESSION requests received
     uint64_t openedRequests = 0;  // ... for which a fresh session is ready
+    bool echoRequested = false;   // the last request was OPEN_ECHO (bench: raw bulk echo)
     uint64_t sessions = 0;        // sessions started
 };
 

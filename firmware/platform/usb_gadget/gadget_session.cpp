@@ -107,4 +107,21 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
 
+void GadgetSession::echo() {
+    AioEndpoint& out = ffs_.bulkOut();
+    std::string why;
+    while (!ended(&why)) {
+        if (!out.pending()) {
+            if (auto r = out.submit(readBuffer_.data(), readBuffer_.size(), false); !r) break;
+        }
+        auto n = out.wait(kReadSlice);
+        if (!n) {
+            if (n.error().kind == Error::Kind::kTimeout) continue;
+            break;
+        }
+        std::lock_guard lock(writeMutex_);
+        if (!writeLocked(readBuffer_.data(), *n)) break;
+    }
+}
+
 }  // namespace npu::fw::usb

@@ -30,6 +30,9 @@ public:
     std::string describe() const override { return "usb gadget session " + std::to_string(number_); }
     bool sharesMemory() const override { return false; }
 
+    // The bench's raw floor: echoes every bulk OUT transfer on bulk IN until the session ends.
+    void echo();
+
 private:
     bool ended(std::string* why);
     proto::Result<void> writeLocked(const uint8_t* data, size_t length);

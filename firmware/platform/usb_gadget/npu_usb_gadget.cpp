@@ -83,9 +83,11 @@ int serveSessions(fw::host::FirmwareHost& firmware, fw::usb::FunctionFs& ffs,
         if (request == 0) break;
         window.reset();
         uint64_t number;
+        bool echo;
         {
             std::lock_guard lock(state.mutex);
             number = ++state.sessions;
+            echo = state.echoRequested;
         }
         fw::usb::GadgetSession session(ffs, window, request, number);
         {
@@ -93,14 +95,19 @@ int serveSessions(fw::host::FirmwareHost& firmware, fw::usb::FunctionFs& ffs,
             state.openedRequests = request;
             state.changed.notify_all();
         }
-        std::fprintf(stderr, "npu-usb-gadget: session %llu opened\n",
-                     static_cast<unsigned long long>(number));
+        std::fprintf(stderr, "npu-usb-gadget: session %llu opened%s\n",
+                     static_cast<unsigned long long>(number), echo ? " (raw echo)" : "");
+        if (echo) {
+            session.echo();
+            continue;
+        }
         announceSession(ffs.eventIn(), eventFrame, number);
         firmware.serve(session, &gStop);
-        std::fprintf(stderr, "npu-usb-gadget: session %llu ended (window: %llu bytes in, %llu out)\n",
-                     static_cast<unsigned long long>(number),
-                     static_cast<unsigned long long>(window.bytesWritten()),
-                     static_cast<unsigned long long>(window.bytesRead()));
+        std::fprintf(
+            stderr,
+            "npu-usb-gadget: session %llu ended (host window so far: %llu bytes written, %llu read)\n",
+            static_cast<unsigned long long>(number), static_cast<unsigned long long>(window.bytesWritten()),
+            static_cast<unsigned long long>(window.bytesRead()));
     }
     ffs.eventIn().cancel();
     return 0;

@@ -28,6 +28,10 @@ inline constexpr uint8_t kNpuUsbInterfaceProtocol = 0x01;  // frames of docs/pro
 // serving (the firmware resets, queued bytes are dropped) and start a fresh one. The device
 // acknowledges the status stage only when the new session is ready for frames.
 inline constexpr uint8_t kNpuUsbRequestOpenSession = 0x01;
+// Vendor control request (host -> interface, no data): like OPEN_SESSION, but the session echoes
+// every bulk OUT transfer back on bulk IN, unframed: the raw USB floor `npu bench rpc` compares
+// the RPC figures with.
+inline constexpr uint8_t kNpuUsbRequestOpenEcho = 0x02;
 // DeviceEvent.kind values.
 inline constexpr uint32_t kNpuUsbEventSessionOpened = 1;
 
