@@ -1,19 +1,17 @@
-// The USB transport (docs/usb.md): libusb-1.0 asynchronous bulk transfers. One event thread per
-// transport runs libusb's event loop; transfer callbacks hand data and completions to callers
-// through a mutex and a condition variable, so every wait of a caller has a timeout of its own.
-// A reply transfer is always pending on the bulk IN endpoint (replies never wait for a reader)
-// and another on the event endpoint.
+// The USB transport (docs/usb.md): libusb-1.0 asynchronous bulk transfers. There is no event
+// thread: a caller waiting for its transfer runs libusb's event handling itself (libusb lets
+// several threads do so; one handles, the others wait for their completion flag), so a reply
+// wakes its reader directly, with no thread hop. Every wait has its own deadline. A read is
+// always pending on the bulk IN endpoint (replies never wait for a reader) and another on the
+// event endpoint.
 #include "npu/protocol/usb_transport.h"
 
 #include <libusb.h>
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
-#include <thread>
 
 #include "npu.pb.h"
 #include "npu/protocol/frame.h"
@@ -60,7 +58,10 @@ private:
     Result<void> claim(libusb_device* device, const UsbDeviceId& id, const UsbOptions& options);
     Result<void> openSession(std::chrono::milliseconds timeout);
     Result<void> start();
-    void eventLoop();
+    // Handles libusb events on this thread until *flag is set, the transport breaks or
+    // `deadline` passes (false then).
+    bool pump(const int* flag, Clock::time_point deadline);
+    void cancelAll();
     Result<void> submit(TransferSlot& slot, uint8_t endpoint, size_t length, libusb_transfer_cb_fn callback,
                         uint32_t flags);
     static void LIBUSB_CALL onIn(libusb_transfer* transfer);
@@ -68,7 +69,6 @@ private:
     static void LIBUSB_CALL onOut(libusb_transfer* transfer);
     void failLocked(Error::Kind kind, std::string reason);
     void handleEventFrame(const uint8_t* data, size_t length);
-    void cancelAndWait(TransferSlot& slot, std::unique_lock<std::mutex>& lock);
 
     libusb_context* context_ = nullptr;
     libusb_device_handle* handle_ = nullptr;
@@ -78,18 +78,16 @@ private:
     std::chrono::milliseconds writeTimeout_{10000};
 
     mutable std::mutex mutex_;
-    std::condition_variable changed_;
-    std::deque<uint8_t> received_;
+    std::vector<uint8_t> received_;  // reply bytes not yet read, from receivedPos_ on
+    size_t receivedPos_ = 0;
     TransferSlot in_, event_, out_;
+    int inArrived_ = 0;  // completion flags for pump(), set by the callbacks
+    int outDone_ = 0;
     int outStatus_ = LIBUSB_TRANSFER_COMPLETED;
     size_t outActual_ = 0;
     bool broken_ = false;  // the device vanished or the transport was shut down
     Error brokenError_;
     UsbTransportStats stats_;
-    std::vector<uint8_t> eventBytes_;
-
-    std::atomic<bool> stopEvents_{false};
-    std::thread eventThread_;
 };
 
 std::string usbError(const char* what, int code) {
@@ -97,10 +95,17 @@ std::string usbError(const char* what, int code) {
            libusb_strerror(static_cast<libusb_error>(code)) + ")";
 }
 
+// A vanished device shows as NO_DEVICE, or as a plain transfer error when its URBs are killed
+// before libusb notices the removal (the gadget unbound): either way the link is gone.
 Error::Kind kindOfStatus(int status) {
-    return status == LIBUSB_TRANSFER_NO_DEVICE || status == LIBUSB_TRANSFER_CANCELLED
-               ? Error::Kind::kDisconnected
-               : Error::Kind::kIo;
+    switch (status) {
+        case LIBUSB_TRANSFER_NO_DEVICE:
+        case LIBUSB_TRANSFER_CANCELLED:
+        case LIBUSB_TRANSFER_ERROR:
+            return Error::Kind::kDisconnected;
+        default:
+            return Error::Kind::kIo;
+    }
 }
 
 const char* transferStatusName(int status) {
@@ -126,13 +131,7 @@ const char* transferStatusName(int status) {
 
 UsbTransport::~UsbTransport() {
     shutdown();
-    {
-        std::unique_lock lock(mutex_);
-        for (TransferSlot* s : {&in_, &event_, &out_}) cancelAndWait(*s, lock);
-    }
-    stopEvents_.store(true);
-    if (context_ != nullptr) libusb_interrupt_event_handler(context_);
-    if (eventThread_.joinable()) eventThread_.join();
+    cancelAll();
     for (TransferSlot* s : {&in_, &event_, &out_}) {
         // A slot still busy here means libusb never completed it: leak it rather than free
         // memory the kernel may still write.
@@ -143,23 +142,59 @@ UsbTransport::~UsbTransport() {
     if (context_ != nullptr) libusb_exit(context_);
 }
 
-void UsbTransport::cancelAndWait(TransferSlot& slot, std::unique_lock<std::mutex>& lock) {
-    if (!slot.busy) return;
-    libusb_cancel_transfer(slot.transfer);
-    changed_.wait_for(lock, kCancelWait, [&] { return !slot.busy; });
+// Cancels every transfer in flight and handles events until libusb has given them all back
+// (bounded: a transfer never completed is leaked by the destructor, never freed under the kernel).
+void UsbTransport::cancelAll() {
+    if (context_ == nullptr) return;
+    auto anyBusy = [&] {
+        std::lock_guard lock(mutex_);
+        return in_.busy || event_.busy || out_.busy;
+    };
+    {
+        std::lock_guard lock(mutex_);
+        for (TransferSlot* s : {&in_, &event_, &out_}) {
+            if (s->busy) libusb_cancel_transfer(s->transfer);
+        }
+    }
+    const auto deadline = Clock::now() + kCancelWait;
+    while (anyBusy() && Clock::now() < deadline) {
+        timeval tv{0, 20'000};
+        libusb_handle_events_timeout_completed(context_, &tv, nullptr);
+    }
 }
 
 void UsbTransport::shutdown() {
-    std::lock_guard lock(mutex_);
-    if (broken_) return;
-    failLocked(Error::Kind::kDisconnected, "shut down");
+    {
+        std::lock_guard lock(mutex_);
+        if (broken_) return;
+        failLocked(Error::Kind::kDisconnected, "shut down");
+    }
+    if (context_ != nullptr) libusb_interrupt_event_handler(context_);  // wakes a pumping thread
 }
 
 void UsbTransport::failLocked(Error::Kind kind, std::string reason) {
     if (broken_) return;
     broken_ = true;
     brokenError_ = Error{kind, description_ + ": " + reason};
-    changed_.notify_all();
+}
+
+bool UsbTransport::pump(const int* flag, Clock::time_point deadline) {
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (*flag != 0 || broken_) return true;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+        if (left.count() <= 0) return false;
+        const int64_t us = std::min<int64_t>(left.count(), 100'000);
+        timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+        const int r = libusb_handle_events_timeout_completed(context_, &tv, const_cast<int*>(flag));
+        if (r != 0 && r != LIBUSB_ERROR_INTERRUPTED && r != LIBUSB_ERROR_TIMEOUT) {
+            std::lock_guard lock(mutex_);
+            failLocked(Error::Kind::kIo, usbError("libusb event handling", r));
+            return true;
+        }
+    }
 }
 
 Result<void> UsbTransport::submit(TransferSlot& slot, uint8_t endpoint, size_t length,
@@ -190,6 +225,7 @@ void LIBUSB_CALL UsbTransport::onIn(libusb_transfer* transfer) {
     if (transfer->status == LIBUSB_TRANSFER_COMPLETED) {
         self->received_.insert(self->received_.end(), transfer->buffer,
                                transfer->buffer + transfer->actual_length);
+        self->inArrived_ = 1;
         self->stats_.bytesIn += static_cast<uint64_t>(transfer->actual_length);
         if (!self->broken_) {
             if (auto r = self->submit(*slot, self->endpoints_.bulkIn, slot->buffer.size(), &onIn, 0); !r) {
@@ -199,8 +235,8 @@ void LIBUSB_CALL UsbTransport::onIn(libusb_transfer* transfer) {
     } else {
         self->failLocked(kindOfStatus(transfer->status),
                          std::string("bulk IN: ") + transferStatusName(transfer->status));
+        self->inArrived_ = 1;
     }
-    self->changed_.notify_all();
 }
 
 void LIBUSB_CALL UsbTransport::onEvent(libusb_transfer* transfer) {
@@ -214,7 +250,6 @@ void LIBUSB_CALL UsbTransport::onEvent(libusb_transfer* transfer) {
             (void)self->submit(*slot, self->endpoints_.eventIn, slot->buffer.size(), &onEvent, 0);
     }
     // Errors surface on the bulk IN endpoint; the event endpoint only stops listening.
-    self->changed_.notify_all();
 }
 
 void LIBUSB_CALL UsbTransport::onOut(libusb_transfer* transfer) {
@@ -227,7 +262,7 @@ void LIBUSB_CALL UsbTransport::onOut(libusb_transfer* transfer) {
     if (transfer->status == LIBUSB_TRANSFER_NO_DEVICE) {
         self->failLocked(Error::Kind::kDisconnected, "bulk OUT: device gone (unplugged)");
     }
-    self->changed_.notify_all();
+    self->outDone_ = 1;
 }
 
 // One event transfer carries whole frames (the device writes each as one transfer).
@@ -257,17 +292,26 @@ Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const
     std::unique_lock lock(mutex_);
     if (broken_) return std::unexpected(brokenError_);
     out_.buffer.assign(bytes.begin(), bytes.end());
+    outDone_ = 0;
     // A transfer that is a multiple of the packet size ends with a zero-length packet, so the
     // device's read completes at the frame's end instead of waiting for more.
     if (auto r = submit(out_, endpoints_.bulkOut, bytes.size(), &onOut, LIBUSB_TRANSFER_ADD_ZERO_PACKET); !r)
         return r;
-    const bool done = changed_.wait_for(lock, writeTimeout_, [&] { return !out_.busy; });
+    lock.unlock();
+    const bool done = pump(&outDone_, Clock::now() + writeTimeout_) && outDone_ != 0;
     if (!done) {
-        cancelAndWait(out_, lock);
+        lock.lock();
+        const bool busy = out_.busy;
+        if (busy) libusb_cancel_transfer(out_.transfer);
+        lock.unlock();
+        if (busy) pump(&outDone_, Clock::now() + kCancelWait);
+        lock.lock();
+        if (broken_) return std::unexpected(brokenError_);
         return fail(Error::Kind::kTimeout, description_ + ": the device did not take " +
                                                std::to_string(bytes.size()) + " bytes on bulk OUT within " +
                                                std::to_string(writeTimeout_.count()) + " ms");
     }
+    lock.lock();
     if (outStatus_ != LIBUSB_TRANSFER_COMPLETED) {
         if (broken_) return std::unexpected(brokenError_);
         return fail(kindOfStatus(outStatus_), description_ + ": bulk OUT: " + transferStatusName(outStatus_));
@@ -283,28 +327,25 @@ Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const
 Result<size_t> UsbTransport::read(std::span<uint8_t> buffer, std::vector<UniqueFd>*,
                                   std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return !received_.empty() || broken_; });
-    if (!received_.empty()) {
-        const size_t n = std::min(buffer.size(), received_.size());
-        std::copy_n(received_.begin(), n, buffer.begin());
-        received_.erase(received_.begin(), received_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (receivedPos_ == received_.size() && !broken_) {
+        inArrived_ = 0;
+        lock.unlock();
+        pump(&inArrived_, Clock::now() + timeout);
+        lock.lock();
+    }
+    if (receivedPos_ < received_.size()) {
+        const size_t n = std::min(buffer.size(), received_.size() - receivedPos_);
+        std::memcpy(buffer.data(), received_.data() + receivedPos_, n);
+        receivedPos_ += n;
+        if (receivedPos_ == received_.size()) {
+            received_.clear();
+            receivedPos_ = 0;
+        }
         return n;
     }
     if (broken_) return std::unexpected(brokenError_);
     return fail(Error::Kind::kTimeout,
                 description_ + ": no data within " + std::to_string(timeout.count()) + " ms");
-}
-
-void UsbTransport::eventLoop() {
-    while (!stopEvents_.load()) {
-        timeval tv{0, 100'000};
-        const int r = libusb_handle_events_timeout_completed(context_, &tv, nullptr);
-        if (r != 0 && r != LIBUSB_ERROR_INTERRUPTED && r != LIBUSB_ERROR_TIMEOUT) {
-            std::lock_guard lock(mutex_);
-            failLocked(Error::Kind::kIo, usbError("libusb event loop", r));
-            return;
-        }
-    }
 }
 
 Result<void> UsbTransport::claim(libusb_device* device, const UsbDeviceId& id, const UsbOptions& options) {
@@ -360,7 +401,6 @@ Result<void> UsbTransport::start() {
         if (auto r = submit(in_, endpoints_.bulkIn, in_.buffer.size(), &onIn, 0); !r) return r;
         if (auto r = submit(event_, endpoints_.eventIn, event_.buffer.size(), &onEvent, 0); !r) return r;
     }
-    eventThread_ = std::thread([this] { eventLoop(); });
     return {};
 }
 
