@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <thread>
@@ -348,4 +349,18 @@ TEST_CASE("unplugging mid-call gives DEVICE_UNAVAILABLE within the timeout; a re
     auto reconnected = openUsbDevice();
     auto caps = reconnected->getCapabilities();
     CHECK(caps.has_value());
+}
+
+TEST_CASE("npu info --transport usb lists the device, its endpoints and its firmware", "[usb]") {
+    const std::string out = usbtest::runCapture({NPU_CLI_PATH, "info", "--transport", "usb", "--json"});
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    REQUIRE_FALSE(j.is_discarded());
+    REQUIRE(j.contains("usb_devices"));
+    REQUIRE(j["usb_devices"].size() == 1);
+    const auto& d = j["usb_devices"][0];
+    CHECK(d["id"] == usbtest::env("NPU_USB_DEVICE"));
+    CHECK(d["max_packet"] == 512);
+    CHECK(d["bulk_out"] != d["bulk_in"]);
+    CHECK(d["firmware"]["version"] == j["firmware"]["version"]);
+    CHECK(j["driver"]["transport"] == "usb");
 }

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace usbtest {
 
@@ -15,5 +16,7 @@ inline std::string env(const char* name) {
 }
 
 std::string selfPath();
+// Runs argv (bounded: killed after 60 s) and returns its standard output.
+std::string runCapture(const std::vector<std::string>& argv);
 
 }  // namespace usbtest

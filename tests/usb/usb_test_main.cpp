@@ -17,6 +17,19 @@ std::string usbtest::selfPath() {
     return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
 }
 
+std::string usbtest::runCapture(const std::vector<std::string>& argv) {
+    std::string command = "timeout -k 2 60";
+    for (const std::string& a : argv) command += " '" + a + "'";
+    std::string out;
+    if (FILE* p = popen(command.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+    }
+    return out;
+}
+
 namespace {
 
 int busyProbe() {
