@@ -95,8 +95,9 @@ Status Connection::pullWindow(uint64_t addr, uint64_t bytes, const char* what) {
         NPU_TRY(call(proto::METHOD_WINDOW_READ, request, reply, options_.callTimeout, what));
         NPU_TRY(checkStatus(reply.status(), what));
         if (reply.data().size() != n) {
-            return generalFailure(std::string(what) + ": window read at " + std::to_string(addr + done) + " returned " +
-                                  std::to_string(reply.data().size()) + " of " + std::to_string(n) + " bytes");
+            return generalFailure(std::string(what) + ": window read at " + std::to_string(addr + done) +
+                                  " returned " + std::to_string(reply.data().size()) + " of " +
+                                  std::to_string(n) + " bytes");
         }
         std::memcpy(window_->hostPointer(addr + done), reply.data().data(), n);
     }

@@ -23,7 +23,8 @@ Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowA
 }
 
 Result<std::unique_ptr<HostWindow>> HostWindow::local(uint64_t windowAddr, uint64_t windowBytes) {
-    if (windowBytes == 0) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
+    if (windowBytes == 0)
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
     auto memory = hal::Memory::create(windowBytes, "npu-host-window");
     if (!memory) {
         return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT,

@@ -131,7 +131,8 @@ public:
             if (outputBlock[i] < 0) continue;
             const auto& arg = request.outputs[i];
             auto& memory = std::get<std::shared_ptr<hal::Memory>>(request.pools[arg.location.poolIndex]);
-            NPU_TRY(connection_->pullWindow(blocks[outputBlock[i]].addr(), arg.location.length, "execute: fetch outputs"));
+            NPU_TRY(connection_->pullWindow(blocks[outputBlock[i]].addr(), arg.location.length,
+                                            "execute: fetch outputs"));
             std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(), arg.location.length);
         }
 
@@ -190,7 +191,8 @@ public:
         NPU_TRY(hal::validateModel(model));
         proto::GetSupportedOperationsRequest request;
         auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
-        NPU_TRY(connection_->pushWindow(staged.addr(), staged.bytes(), "getSupportedOperations: send constants"));
+        NPU_TRY(
+            connection_->pushWindow(staged.addr(), staged.bytes(), "getSupportedOperations: send constants"));
         proto::SupportedOperationsReply reply;
         NPU_TRY(connection_->call(proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,
                                   connection_->options().callTimeout, "getSupportedOperations"));
@@ -346,7 +348,8 @@ private:
         if (reply.model_blob_bytes() > modelBytes || reply.data_blob_bytes() > dataBytes) {
             return generalFailure("fetchBlob: the firmware wrote more than it announced");
         }
-        NPU_TRY(connection_->pullWindow(modelBlock.addr(), reply.model_blob_bytes(), "fetchBlob: model blob"));
+        NPU_TRY(
+            connection_->pullWindow(modelBlock.addr(), reply.model_blob_bytes(), "fetchBlob: model blob"));
         NPU_TRY(connection_->pullWindow(dataBlock.addr(), reply.data_blob_bytes(), "fetchBlob: data blob"));
         CacheImages images;
         images.model = encodeModelCache(model, {modelBlock.data(), reply.model_blob_bytes()});
