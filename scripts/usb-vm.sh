@@ -138,8 +138,11 @@ boot() {
     -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 npu_timeout=$limit" \
     -virtfs "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap,id=hostroot" \
-    -virtfs "local,path=$job,mount_tag=job,security_model=none,id=job" </dev/null
+    -virtfs "local,path=$job,mount_tag=job,security_model=none,id=job" </dev/null &
+  qemu_pid=$!
+  wait "$qemu_pid"
   local q=$?
+  qemu_pid=
   if [ ! -f "$job/status" ]; then
     log "the guest ended without a result (qemu status $q$([ $q = 124 ] && echo ', killed after the time limit'))"
     return 124
@@ -180,6 +183,8 @@ run_job() {
   prepare || cannot_run "cannot prepare the guest kernel and initramfs"
   job=$(mktemp -d /tmp/npu-usb-vm.XXXXXX) || exit 1
   trap 'rm -rf "$job"' EXIT
+  # Stopped from outside (meson's timeout, Ctrl-C): stop the guest too, then clean up.
+  trap '[ -n "${qemu_pid:-}" ] && kill "$qemu_pid" 2>/dev/null; exit 143' TERM INT
   {
     echo 'set -u'
     echo "cd $(printf %q "$PWD") 2>/dev/null || cd /"
