@@ -16,6 +16,8 @@ packages=(
   libxnnpack-dev libpthreadpool-dev
   # firmware cross build
   gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
+  # the USB test VM (scripts/usb-vm.sh, docs/usb.md)
+  qemu-system-x86 cpio xz-utils
 )
 
 sudo_cmd=()
@@ -50,3 +52,7 @@ fi
 # machine's configured Debian source through apt options (a private sources list and list
 # directory), never by editing the system's apt configuration.
 "$here/scripts/fetch-nanopb-source.sh"
+
+# The USB test VM's kernel and initramfs (Debian's kernel + busybox-static, downloaded and packed
+# once into ~/.cache/npu-stack/usb-vm). Without it the USB tests are skipped, not failed.
+"$here/scripts/usb-vm.sh" prepare || echo "setup: warning: the USB test VM could not be prepared; the usb tests will be skipped" >&2

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <thread>
 
 namespace npu::shim {
@@ -57,9 +58,56 @@ Status Connection::call(proto::Method method, const google::protobuf::Message& r
     }
 }
 
+namespace {
+// Window bytes per WINDOW_WRITE / WINDOW_READ: the firmware's largest payload less room for the
+// message's own fields.
+uint64_t windowChunkBytes(const proto::HelloReply& hello) {
+    constexpr uint64_t kFraming = 256;
+    const uint64_t max = hello.max_payload_bytes() > 2 * kFraming ? hello.max_payload_bytes() : 64 * 1024;
+    return max - kFraming;
+}
+}  // namespace
+
+Status Connection::pushWindow(uint64_t addr, uint64_t bytes, const char* what) {
+    if (windowShared_) return {};
+    const uint64_t chunk = windowChunkBytes(hello_);
+    for (uint64_t done = 0; done < bytes; done += chunk) {
+        const uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+        proto::WindowWriteRequest request;
+        request.set_addr(addr + done);
+        request.set_data(window_->hostPointer(addr + done), n);
+        proto::WindowWriteReply reply;
+        NPU_TRY(call(proto::METHOD_WINDOW_WRITE, request, reply, options_.callTimeout, what));
+        NPU_TRY(checkStatus(reply.status(), what));
+    }
+    return {};
+}
+
+Status Connection::pullWindow(uint64_t addr, uint64_t bytes, const char* what) {
+    if (windowShared_) return {};
+    const uint64_t chunk = windowChunkBytes(hello_);
+    for (uint64_t done = 0; done < bytes; done += chunk) {
+        const uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+        proto::WindowReadRequest request;
+        request.set_addr(addr + done);
+        request.set_length(static_cast<uint32_t>(n));
+        proto::WindowReadReply reply;
+        NPU_TRY(call(proto::METHOD_WINDOW_READ, request, reply, options_.callTimeout, what));
+        NPU_TRY(checkStatus(reply.status(), what));
+        if (reply.data().size() != n) {
+            return generalFailure(std::string(what) + ": window read at " + std::to_string(addr + done) +
+                                  " returned " + std::to_string(reply.data().size()) + " of " +
+                                  std::to_string(n) + " bytes");
+        }
+        std::memcpy(window_->hostPointer(addr + done), reply.data().data(), n);
+    }
+    return {};
+}
+
 Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Transport> transport,
                                                      const ShimOptions& options) {
     const std::string peer = transport->describe();
+    const bool shared = transport->sharesMemory();
     auto rpc = proto::RpcClient::create(std::move(transport));
     if (!rpc) {
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "cannot start the RPC client on " + peer + ": " + rpc.error().message);
@@ -87,6 +135,13 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
                     "firmware on " + peer + " speaks protocol " + std::to_string(c->hello_.major()) + "." +
                         std::to_string(c->hello_.minor()) + ", this driver speaks " +
                         std::to_string(options.protocolMajor) + "." + std::to_string(kProtocolMinor));
+    }
+    if (!shared) {  // USB: a local window whose bytes travel in WINDOW_WRITE / WINDOW_READ calls
+        auto window = HostWindow::local(c->hello_.host_window_addr(), c->hello_.host_window_bytes());
+        if (!window) return std::unexpected(window.error());
+        c->window_ = std::move(*window);
+        c->windowShared_ = false;
+        return c;
     }
     if (fds.empty()) {
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware on " + peer + " did not share its device memory");

@@ -40,6 +40,12 @@ public:
                 google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
 
     HostWindow& window() { return *window_; }
+    // Transports without shared memory (USB, docs/usb.md): the host window is local memory and
+    // these move [addr, addr + bytes) to / from the device's copy in chunked WINDOW_WRITE /
+    // WINDOW_READ calls. No-ops where the window is shared.
+    Status pushWindow(uint64_t addr, uint64_t bytes, const char* what);
+    Status pullWindow(uint64_t addr, uint64_t bytes, const char* what);
+    bool windowShared() const { return windowShared_; }
     const proto::HelloReply& hello() const { return hello_; }
     const ShimOptions& options() const { return options_; }
     void adoptDaemon(std::unique_ptr<DaemonProcess> daemon) { daemon_ = std::move(daemon); }
@@ -51,6 +57,7 @@ private:
     std::unique_ptr<proto::RpcClient> rpc_;
     std::unique_ptr<HostWindow> window_;
     proto::HelloReply hello_;
+    bool windowShared_ = true;
 };
 
 // The HAL device over an open connection (npu_device.cpp).

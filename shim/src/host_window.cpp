@@ -62,6 +62,17 @@ Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowA
     return std::unique_ptr<HostWindow>(new HostWindow(std::move(memory), windowAddr, windowBytes));
 }
 
+Result<std::unique_ptr<HostWindow>> HostWindow::local(uint64_t windowAddr, uint64_t windowBytes) {
+    if (windowBytes == 0)
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
+    auto memory = hal::Memory::create(windowBytes, "npu-host-window");
+    if (!memory) {
+        return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT,
+                    "cannot create a local host window of " + std::to_string(windowBytes) + " bytes");
+    }
+    return std::unique_ptr<HostWindow>(new HostWindow(std::move(memory), windowAddr, windowBytes));
+}
+
 Result<uint64_t> HostWindow::allocate(uint64_t bytes) {
     const uint64_t len = ((bytes == 0 ? 1 : bytes) + kAlign - 1) / kAlign * kAlign;
     std::lock_guard lock(mutex_);

@@ -17,6 +17,9 @@ class HostWindow {
 public:
     // dramFd: the device DRAM; [windowAddr, windowAddr + windowBytes) is ours.
     static Result<std::unique_ptr<HostWindow>> map(int dramFd, uint64_t windowAddr, uint64_t windowBytes);
+    // A window in this process's own memory (a sparse memfd) for transports that share nothing
+    // with the device (USB): its bytes travel with Connection::pushWindow / pullWindow.
+    static Result<std::unique_ptr<HostWindow>> local(uint64_t windowAddr, uint64_t windowBytes);
 
     // Returns a device address; RESOURCE_EXHAUSTED_TRANSIENT when the window is full.
     Result<uint64_t> allocate(uint64_t bytes);

@@ -110,8 +110,10 @@ public:
             NPU_TRY(stage(request.outputs[i], wire.add_outputs(), false, i));
             if (blocks.size() > before) outputBlock[i] = static_cast<int>(blocks.size() - 1);
         }
-        (void)firstOutputBlock;
 
+        for (size_t b = 0; b < firstOutputBlock; ++b) {
+            NPU_TRY(connection_->pushWindow(blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
+        }
         proto::ExecuteReply reply;
         NPU_TRY(connection_->call(proto::METHOD_EXECUTE, wire, reply,
                                   waitFor(connection_->options().executeTimeout, deadline), "execute"));
@@ -129,6 +131,8 @@ public:
             if (outputBlock[i] < 0) continue;
             const auto& arg = request.outputs[i];
             auto& memory = std::get<std::shared_ptr<hal::Memory>>(request.pools[arg.location.poolIndex]);
+            NPU_TRY(connection_->pullWindow(blocks[outputBlock[i]].addr(), arg.location.length,
+                                            "execute: fetch outputs"));
             std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(), arg.location.length);
         }
 
@@ -187,6 +191,8 @@ public:
         NPU_TRY(hal::validateModel(model));
         proto::GetSupportedOperationsRequest request;
         auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
+        NPU_TRY(
+            connection_->pushWindow(staged.addr(), staged.bytes(), "getSupportedOperations: send constants"));
         proto::SupportedOperationsReply reply;
         NPU_TRY(connection_->call(proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,
                                   connection_->options().callTimeout, "getSupportedOperations"));
@@ -235,6 +241,7 @@ public:
 
         proto::PrepareModelRequest request;
         auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
+        NPU_TRY(connection_->pushWindow(staged.addr(), staged.bytes(), "prepareModel: send constants"));
         request.set_preference(static_cast<uint32_t>(preference));
         request.set_priority(static_cast<uint32_t>(priority));
         request.set_deadline_ns(budgetNs(deadline));
@@ -341,6 +348,9 @@ private:
         if (reply.model_blob_bytes() > modelBytes || reply.data_blob_bytes() > dataBytes) {
             return generalFailure("fetchBlob: the firmware wrote more than it announced");
         }
+        NPU_TRY(
+            connection_->pullWindow(modelBlock.addr(), reply.model_blob_bytes(), "fetchBlob: model blob"));
+        NPU_TRY(connection_->pullWindow(dataBlock.addr(), reply.data_blob_bytes(), "fetchBlob: data blob"));
         CacheImages images;
         images.model = encodeModelCache(model, {modelBlock.data(), reply.model_blob_bytes()});
         images.data.assign(dataBlock.data(), dataBlock.data() + reply.data_blob_bytes());
@@ -358,6 +368,8 @@ private:
         WindowBlock dataBlock(&window, NPU_TRY(window.allocate(dataBytes)), dataBytes);
         if (modelBytes > 0) std::memcpy(modelBlock.data(), decoded.firmwareModelBlob.data(), modelBytes);
         if (dataBytes > 0) std::memcpy(dataBlock.data(), images.data.data(), dataBytes);
+        NPU_TRY(connection_->pushWindow(modelBlock.addr(), modelBytes, "prepareModelFromCache: model blob"));
+        NPU_TRY(connection_->pushWindow(dataBlock.addr(), dataBytes, "prepareModelFromCache: data blob"));
         proto::PrepareFromCacheRequest request;
         request.set_model_blob_addr(modelBlock.addr());
         request.set_model_blob_bytes(modelBytes);

@@ -288,9 +288,11 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
     cmd_->add_option("--transport", choice_.transport,
-                     "loopback (in-process firmware) or unix (npu-fwd daemon)")
-        ->check(CLI::IsMember({"loopback", "unix"}))
+                     "loopback (in-process firmware), unix (npu-fwd daemon) or usb (one worker: a USB "
+                     "device serves one host process)")
+        ->check(CLI::IsMember({"loopback", "unix", "usb"}))
         ->capture_default_str();
+    cmd_->add_option("--usb-device", choice_.usbDevice, "usb transport: VID:PID[:SERIAL] in hex");
     cmd_->add_option("--socket", choice_.socketPath,
                      "unix transport: the daemon's socket (default: per-user runtime dir)");
     cmd_->add_option(
@@ -348,6 +350,7 @@ int ConformanceCli::execute() const {
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     WorkerPoolOptions options;
     options.workers = jobs_ > 0 ? jobs_ : static_cast<int>(std::max(1L, cpus));
+    if (choice_.transport == "usb") options.workers = 1;  // a second process would find the device busy
     options.taskTimeout = std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds_ * 1000.0));
 
     DeviceChoice choice = choice_;

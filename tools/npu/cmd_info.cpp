@@ -4,12 +4,17 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cmd_info_usb.h"
 #include "commands.h"
 #include "npu/shim/npu_device.h"
 
 namespace npu::tools {
 
 int cmdInfo(const DeviceChoice& choice, bool json) {
+    // USB: first every NPU device on the bus, its descriptors and firmware (cmd_info_usb.cpp).
+    const nlohmann::json usbDevices =
+        choice.transport == "usb" ? usbDeviceList(choice.usbDevice) : nlohmann::json();
+    if (choice.transport == "usb" && !json) printUsbDeviceList(usbDevices);
     DeviceChoice npuChoice = choice;
     npuChoice.device = "npu";
     auto opened = openDevice(npuChoice);
@@ -35,6 +40,7 @@ int cmdInfo(const DeviceChoice& choice, bool json) {
         nlohmann::json j;
         j["driver"] = {
             {"version", device.getVersionString()}, {"type", "ACCELERATOR"}, {"transport", choice.transport}};
+        if (choice.transport == "usb") j["usb_devices"] = usbDevices;
         j["firmware"] = {{"version", info->firmwareVersion},
                          {"protocol", fmt::format("{}.{}", info->protocolMajor, info->protocolMinor)}};
         j["hardware"] = {{"id", info->hwId},

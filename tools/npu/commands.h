@@ -13,6 +13,10 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
            const std::string& dotFile = {});
 int cmdDemo(const DeviceChoice& choice, bool json);
 int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath);
+// npu bench rpc --transport usb (cmd_bench_usb.cpp): the RPC figures over USB next to a raw
+// libusb bulk echo of the same device.
+int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice);
+
 // npu cache list|verify|clear [DIR]: the token map in the state directory and, with DIR, the
 // driver-managed compilation cache there.
 int cmdCache(const std::string& action, const std::string& dir, const std::string& stateDir, bool json);

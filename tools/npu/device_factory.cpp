@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "npu/protocol/usb_transport.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 
@@ -57,8 +58,19 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
         opened.device = NPU_TRY(shim::connectNpuDaemon(options));
         return opened;
     }
+    if (choice.transport == "usb") {
+        auto id = proto::parseUsbDeviceId(choice.usbDevice);
+        if (!id) return invalidArgument("--usb-device: " + id.error().message);
+        auto transport = proto::openUsb(*id);
+        if (!transport) {
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        "cannot open the NPU over USB: " + transport.error().message);
+        }
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(*transport), shimOptions));
+        return opened;
+    }
     return invalidArgument("--transport: unknown transport '" + choice.transport +
-                           "' (expected loopback or unix)");
+                           "' (expected loopback, unix or usb)");
 }
 
 }  // namespace npu::tools

@@ -12,8 +12,9 @@ namespace npu::tools {
 
 struct DeviceChoice {
     std::string device = "npu";          // npu | reference
-    std::string transport = "loopback";  // loopback | unix
+    std::string transport = "loopback";  // loopback | unix | usb
     std::string socketPath;              // unix: empty = the default path
+    std::string usbDevice;               // usb: VID:PID[:SERIAL] (empty = the NPU's default ids)
     std::string cacheDir;                // driver-managed compilation cache (empty = none)
     std::string cacheStateDir;           // cache key secret and token map (empty = XDG state dir)
     bool autotune = true;                // npu: let the firmware autotune tilings at prepare

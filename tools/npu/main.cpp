@@ -23,9 +23,11 @@ int main(int argc, char** argv) {
                 ->capture_default_str();
         }
         cmd->add_option("--transport", choice.transport,
-                        "loopback (in-process firmware) or unix (npu-fwd daemon)")
-            ->check(CLI::IsMember({"loopback", "unix"}))
+                        "loopback (in-process firmware), unix (npu-fwd daemon) or usb (docs/usb.md)")
+            ->check(CLI::IsMember({"loopback", "unix", "usb"}))
             ->capture_default_str();
+        cmd->add_option("--usb-device", choice.usbDevice,
+                        "usb transport: VID:PID[:SERIAL] in hex (default 1209:0001, any serial)");
         cmd->add_option("--socket", choice.socketPath,
                         "unix transport: the daemon's socket (default: per-user runtime dir)");
         cmd->add_flag("--json", json, "print JSON instead of tables");
@@ -66,6 +68,13 @@ int main(int argc, char** argv) {
     benchRpc->add_option("--iterations", iterations, "round trips per figure")
         ->check(CLI::Range(10, 1000000))
         ->capture_default_str();
+    std::string benchTransport = "local";
+    benchRpc
+        ->add_option("--transport", benchTransport,
+                     "local (loopback and unix, the default) or usb (docs/usb.md: a device and its raw echo)")
+        ->check(CLI::IsMember({"local", "usb"}));
+    benchRpc->add_option("--usb-device", choice.usbDevice,
+                         "usb: VID:PID[:SERIAL] in hex (default 1209:0001)");
     std::string benchHwConfig;
     benchRpc->add_option("--hw-config", benchHwConfig, "the simulated NPU's config JSON (docs/hw-config.md)")
         ->check(CLI::ExistingFile);
@@ -121,6 +130,8 @@ int main(int argc, char** argv) {
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
     if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json, dotFile);
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
+    if (benchRpc->parsed() && benchTransport == "usb")
+        return npu::tools::cmdBenchRpcUsb(json, iterations, choice.usbDevice);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations, benchHwConfig);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations, benchHwConfig);
     if (benchSimCli.parsed()) return benchSimCli.run();

@@ -71,6 +71,9 @@ public:
     // Wakes blocked readers/writers; later calls fail kDisconnected.
     virtual void shutdown() = 0;
     virtual std::string describe() const = 0;
+    // False when the peer's device memory cannot be shared (USB): the host then keeps its own
+    // host window and moves its bytes with WINDOW_WRITE / WINDOW_READ calls (docs/usb.md).
+    virtual bool sharesMemory() const { return true; }
 };
 
 // In-process duplex channel (the firmware runs on a thread of the same process). fds are dup'ed.

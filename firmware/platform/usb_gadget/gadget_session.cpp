@@ -1,0 +1,127 @@
+// One host session over FunctionFS endpoints (see gadget_session.h).
+#include "gadget_session.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace npu::fw::usb {
+namespace {
+
+using proto::Error;
+
+constexpr size_t kReadBytes = 256 * 1024;                 // one bulk OUT read (completes on a short packet)
+constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
+constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
+
+}  // namespace
+
+GadgetSession::GadgetSession(FunctionFs& ffs, WindowService& window, uint64_t openRequest, uint64_t number)
+    : ffs_(ffs), window_(window), openRequest_(openRequest), number_(number), readBuffer_(kReadBytes) {}
+
+GadgetSession::~GadgetSession() {
+    // Give the endpoints back clean: the next session must not inherit a transfer of this one.
+    ffs_.bulkOut().cancel();
+    ffs_.bulkIn().cancel();
+}
+
+bool GadgetSession::ended(std::string* why) {
+    std::lock_guard lock(ffs_.state().mutex);
+    if (shut_) {
+        *why = "shut down";
+    } else if (!ffs_.state().enabled) {
+        *why = "the host disabled the interface (unplugged or unbound)";
+    } else if (ffs_.state().openRequests != openRequest_) {
+        *why = "the host opened a new session";
+    } else {
+        return false;
+    }
+    return true;
+}
+
+void GadgetSession::shutdown() {
+    std::lock_guard lock(ffs_.state().mutex);
+    shut_ = true;
+}
+
+proto::Result<void> GadgetSession::write(std::span<const uint8_t> bytes, std::span<const int>) {
+    std::lock_guard lock(writeMutex_);
+    return writeLocked(bytes.data(), bytes.size());
+}
+
+proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t length) {
+    if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
+    AioEndpoint& in = ffs_.bulkIn();
+    // The whole frame as one transfer; then a zero-length packet if it filled its last packet,
+    // so the host's read ends with the frame instead of waiting for more.
+    const bool zlp = length > 0 && length % ffs_.maxPacket() == 0;
+    for (int part = 0; part < (zlp ? 2 : 1); ++part) {
+        const size_t n = part == 0 ? length : 0;
+        if (auto r = in.submit(const_cast<uint8_t*>(data), n, true); !r) return r;
+        auto done = in.wait(kWriteTimeout);
+        if (!done) {
+            if (done.error().kind == Error::Kind::kTimeout) {
+                in.cancel();
+                return proto::fail(Error::Kind::kTimeout, describe() + ": the host did not read " +
+                                                              std::to_string(n) +
+                                                              " bytes on bulk IN within " +
+                                                              std::to_string(kWriteTimeout.count()) + " ms");
+            }
+            return std::unexpected(done.error());
+        }
+        if (*done != n) {
+            return proto::fail(Error::Kind::kIo, describe() + ": bulk IN took " + std::to_string(*done) +
+                                                     " of " + std::to_string(n) + " bytes");
+        }
+    }
+    return {};
+}
+
+size_t GadgetSession::take(std::span<uint8_t> buffer) {
+    const size_t n = std::min(buffer.size(), forward_.size() - forwardPos_);
+    std::memcpy(buffer.data(), forward_.data() + forwardPos_, n);
+    forwardPos_ += n;
+    if (forwardPos_ == forward_.size()) {
+        forward_.clear();
+        forwardPos_ = 0;
+    }
+    return n;
+}
+
+proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>*,
+                                          std::chrono::milliseconds timeout) {
+    if (forwardPos_ < forward_.size()) return take(buffer);
+    if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
+    AioEndpoint& out = ffs_.bulkOut();
+    if (!out.pending()) {
+        if (auto r = out.submit(readBuffer_.data(), readBuffer_.size(), false); !r)
+            return std::unexpected(r.error());
+    }
+    auto n = out.wait(std::min(timeout, kReadSlice));
+    if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
+    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
+        std::lock_guard lock(writeMutex_);
+        return writeLocked(frame, length).has_value();
+    };
+    window_.feed(readBuffer_.data(), *n, forward_, reply);
+    if (forwardPos_ < forward_.size()) return take(buffer);
+    return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
+}
+
+void GadgetSession::echo() {
+    AioEndpoint& out = ffs_.bulkOut();
+    std::string why;
+    while (!ended(&why)) {
+        if (!out.pending()) {
+            if (auto r = out.submit(readBuffer_.data(), readBuffer_.size(), false); !r) break;
+        }
+        auto n = out.wait(kReadSlice);
+        if (!n) {
+            if (n.error().kind == Error::Kind::kTimeout) continue;
+            break;
+        }
+        std::lock_guard lock(writeMutex_);
+        if (!writeLocked(readBuffer_.data(), *n)) break;
+    }
+}
+
+}  // namespace npu::fw::usb

@@ -1,0 +1,52 @@
+#pragma once
+// One host session of the USB device side, as a proto::Transport the firmware host serves: bytes
+// from bulk OUT (host-window frames served on the way, see window_service.h), frames to bulk IN
+// with a zero-length packet after a multiple of the packet size. The session ends when the host
+// opens a new one (OPEN_SESSION), disables the interface (unplug, unbind) or the program stops.
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "functionfs.h"
+#include "npu/protocol/transport.h"
+#include "window_service.h"
+
+namespace npu::fw::usb {
+
+class GadgetSession final : public proto::Transport {
+public:
+    // `openRequest`: the OPEN_SESSION this session answers.
+    GadgetSession(FunctionFs& ffs, WindowService& window, uint64_t openRequest, uint64_t number);
+    ~GadgetSession() override;
+
+    // fds are dropped: nothing can be shared over USB (the firmware offers its DRAM fd at the
+    // handshake on every transport; the host knows USB shares nothing).
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override;
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override;
+    void shutdown() override;
+    std::string describe() const override { return "usb gadget session " + std::to_string(number_); }
+    bool sharesMemory() const override { return false; }
+
+    // The bench's raw floor: echoes every bulk OUT transfer on bulk IN until the session ends.
+    void echo();
+
+private:
+    bool ended(std::string* why);
+    proto::Result<void> writeLocked(const uint8_t* data, size_t length);
+    size_t take(std::span<uint8_t> buffer);
+
+    FunctionFs& ffs_;
+    WindowService& window_;
+    const uint64_t openRequest_;
+    const uint64_t number_;
+    std::mutex writeMutex_;
+    bool shut_ = false;
+    std::vector<uint8_t> readBuffer_;
+    std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
+    size_t forwardPos_ = 0;
+};
+
+}  // namespace npu::fw::usb

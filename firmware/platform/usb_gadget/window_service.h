@@ -1,0 +1,48 @@
+#pragma once
+// The host window over USB (docs/usb.md): nothing is shared with the host, so the host moves the
+// bytes a call reads or writes with WINDOW_WRITE / WINDOW_READ frames. This service picks those
+// frames out of the byte stream from the host and serves them against device DRAM, the way a USB
+// controller's DMA engine would; every other byte (good frames, corrupt frames, garbage) passes
+// through unchanged to the firmware core, which validates and answers it as on any transport.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace npu::fw::usb {
+
+class WindowService {
+public:
+    // Sends one reply frame (header + payload) to the host; false if it could not.
+    using ReplySink = std::function<bool(const uint8_t* frame, size_t length)>;
+
+    WindowService(uint8_t* dram, uint64_t windowAddr, uint64_t windowBytes, uint32_t maxPayload);
+
+    // Consumes bytes from the host; appends the bytes meant for the firmware to `forward`.
+    void feed(const uint8_t* data, size_t length, std::vector<uint8_t>& forward, const ReplySink& reply);
+    // Drops a partial frame (a new session starts from a clean stream).
+    void reset();
+
+    uint64_t bytesWritten() const { return bytesWritten_; }
+    uint64_t bytesRead() const { return bytesRead_; }
+
+private:
+    // Moves what the stream's head allows to `forward` or serves it; false when more bytes are
+    // needed.
+    bool step(std::vector<uint8_t>& forward, const ReplySink& reply);
+    void serve(uint8_t method, uint64_t callId, const uint8_t* payload, uint32_t length,
+               const ReplySink& reply);
+    std::string checkRange(uint64_t addr, uint64_t length) const;
+
+    uint8_t* dram_;
+    uint64_t windowAddr_;
+    uint64_t windowBytes_;
+    uint32_t maxPayload_;
+    std::vector<uint8_t> pending_;
+    size_t passRemaining_ = 0;  // bytes of a frame for the firmware still to forward
+    uint64_t bytesWritten_ = 0;
+    uint64_t bytesRead_ = 0;
+};
+
+}  // namespace npu::fw::usb

@@ -1,0 +1,281 @@
+// npu bench rpc --transport usb: the RPC channel over USB (docs/usb.md) against a raw libusb bulk
+// echo of the same device, measured in the same run.
+// The raw echo and the RPC figures are measured alternately in three rounds, each keeping its
+// best (iterations / 3 round trips per latency figure and round).
+//   bare_usb_us     median round trip of 64 bytes: synchronous libusb bulk OUT, then bulk IN, the
+//                   device echoing (its OPEN_ECHO session)
+//   bare_usb_mb_s   one-way bulk rate of the same echo with 256 KiB transfers (the device's
+//                   read size): 2 x 256 KiB moved per round trip / its time
+//   ping_usb_us     median Ping through RpcClient over the usb transport
+//   exec_usb_us     median one-ADD execution through the shim (inputs and outputs travel as
+//                   WINDOW_WRITE / WINDOW_READ calls, so this is four round trips)
+//   usb_out_mb_s    host window -> device with WINDOW_WRITE calls of the largest chunk
+//   usb_in_mb_s     device -> host window with WINDOW_READ calls
+#include <fmt/format.h>
+#include <libusb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "model_builder.h"
+#include "npu.pb.h"
+#include "npu/framework/cts_loader.h"
+#include "npu/protocol/rpc_client.h"
+#include "npu/protocol/usb_transport.h"
+#include "npu/shim/npu_device.h"
+
+namespace npu::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr unsigned kTimeoutMs = 5000;
+constexpr size_t kEchoBytes = 256u << 10;  // npu-usb-gadget's bulk OUT read size
+
+double median(std::vector<double> v) {
+    if (v.empty()) return -1.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+}
+
+double medianUs(int iterations, const std::function<bool()>& once) {
+    for (int i = 0; i < std::min(iterations / 10, 50); ++i) once();
+    std::vector<double> us;
+    for (int i = 0; i < iterations; ++i) {
+        const auto t0 = Clock::now();
+        if (!once()) return -1.0;
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    return median(std::move(us));
+}
+
+double seconds(Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The raw floor: plain synchronous libusb on the device's echo session.
+struct BareFigures {
+    double us = -1, mbs = -1;
+    std::string error;
+};
+
+bool bulkExact(libusb_device_handle* h, uint8_t ep, uint8_t* data, int length) {
+    int done = 0;
+    return libusb_bulk_transfer(h, ep, data, length, &done, kTimeoutMs) == 0 && done == length;
+}
+
+// Reads exactly `length` bytes: the echo comes back in the device's read-sized pieces, each
+// ended by a short or zero-length packet.
+bool readAll(libusb_device_handle* h, uint8_t ep, uint8_t* data, int length) {
+    int got = 0;
+    const auto end = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
+    while (got < length && Clock::now() < end) {
+        int done = 0;
+        if (libusb_bulk_transfer(h, ep, data + got, length - got, &done, kTimeoutMs) != 0) return false;
+        got += done;
+    }
+    return got == length;
+}
+
+BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, int iterations) {
+    BareFigures f;
+    const auto type = static_cast<uint8_t>(static_cast<int>(LIBUSB_REQUEST_TYPE_VENDOR) |
+                                           static_cast<int>(LIBUSB_RECIPIENT_INTERFACE));  // OUT
+    if (libusb_control_transfer(h, type, proto::kNpuUsbRequestOpenEcho, 0, ep.interfaceNumber, nullptr, 0,
+                                kTimeoutMs) != 0) {
+        f.error = "the device refused OPEN_ECHO";
+        return f;
+    }
+    std::vector<uint8_t> small(64, 0x5a), big(kEchoBytes);
+    f.us = medianUs(iterations, [&] {
+        return bulkExact(h, ep.bulkOut, small.data(), 64) && readAll(h, ep.bulkIn, small.data(), 64);
+    });
+    // One echo unit at a time: the device echoes what one of its reads took (256 KiB) and waits
+    // for the host to read it, so a bigger unit would have both sides waiting on each other.
+    const int rounds = 32;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < rounds; ++i) {
+        // A multiple of 512: the device's read ends with its buffer, its echo with a ZLP.
+        if (!bulkExact(h, ep.bulkOut, big.data(), static_cast<int>(kEchoBytes)) ||
+            !readAll(h, ep.bulkIn, big.data(), static_cast<int>(kEchoBytes))) {
+            f.error = "bulk echo of 256 KiB failed (round " + std::to_string(i) + ")";
+            return f;
+        }
+    }
+    f.mbs = 2.0 * rounds * kEchoBytes / 1e6 / seconds(t0);
+    return f;
+}
+
+BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
+    BareFigures f;
+    auto devices = proto::listUsbDevices(id);
+    if (!devices || devices->empty() || !devices->front().error.empty()) {
+        f.error = "no device " + proto::formatUsbDeviceId(id);
+        return f;
+    }
+    const proto::UsbDeviceInfo& d = devices->front();
+    libusb_context* ctx = nullptr;
+    if (libusb_init(&ctx) != 0) {
+        f.error = "libusb_init failed";
+        return f;
+    }
+    libusb_device_handle* h = libusb_open_device_with_vid_pid(ctx, id.vendor, id.product);
+    if (h == nullptr || libusb_claim_interface(h, d.endpoints.interfaceNumber) != 0) {
+        f.error = "cannot open and claim " + proto::formatUsbDeviceId(id);
+    } else {
+        f = measureBare(h, d.endpoints, iterations);
+        libusb_release_interface(h, d.endpoints.interfaceNumber);
+    }
+    if (h != nullptr) libusb_close(h);
+    libusb_exit(ctx);
+    return f;
+}
+
+struct RpcFigures {
+    double pingUs = -1, outMbs = -1, inMbs = -1;
+};
+
+RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
+    RpcFigures f;
+    auto transport = proto::openUsb(id);
+    if (!transport) return f;
+    auto rpc = proto::RpcClient::create(std::move(*transport));
+    if (!rpc) return f;
+    proto::HelloRequest hello;
+    hello.set_major(shim::kProtocolMajor);
+    proto::HelloReply helloReply;
+    if (!(*rpc)->call(proto::METHOD_HELLO, hello, helloReply, std::chrono::milliseconds(kTimeoutMs)))
+        return f;
+    uint64_t nonce = 0;
+    f.pingUs = medianUs(iterations, [&] {
+        proto::PingRequest request;
+        request.set_nonce(++nonce);
+        proto::PingReply reply;
+        return (*rpc)
+            ->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(kTimeoutMs))
+            .has_value();
+    });
+    const uint32_t chunk = helloReply.max_payload_bytes() - 256;  // as the shim sends them
+    const int rounds = 16;
+    std::string data(chunk, '\x33');
+    auto t0 = Clock::now();
+    for (int i = 0; i < rounds; ++i) {
+        proto::WindowWriteRequest w;
+        w.set_addr(helloReply.host_window_addr());
+        w.set_data(data);
+        proto::WindowWriteReply reply;
+        if (!(*rpc)->call(proto::METHOD_WINDOW_WRITE, w, reply, std::chrono::milliseconds(kTimeoutMs)))
+            return f;
+    }
+    f.outMbs = double(rounds) * chunk / 1e6 / seconds(t0);
+    t0 = Clock::now();
+    for (int i = 0; i < rounds; ++i) {
+        proto::WindowReadRequest r;
+        r.set_addr(helloReply.host_window_addr());
+        r.set_length(chunk);
+        proto::WindowReadReply reply;
+        if (!(*rpc)->call(proto::METHOD_WINDOW_READ, r, reply, std::chrono::milliseconds(kTimeoutMs)))
+            return f;
+    }
+    f.inMbs = double(rounds) * chunk / 1e6 / seconds(t0);
+    return f;
+}
+
+double execUsb(const proto::UsbDeviceId& id, int iterations) {
+    auto transport = proto::openUsb(id);
+    if (!transport) return -1.0;
+    auto device = shim::createNpuDevice(std::move(*transport));
+    if (!device) return -1.0;
+    ModelBuilder b;
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    const uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
+    const uint32_t c = b.addInput(q8, {1, 64}, 0.5f, 128);
+    const uint32_t act = b.addInt32Scalar(0);
+    const uint32_t out = b.addOutput(q8, {1, 64}, 1.0f, 128);
+    b.addOperation(hal::OperationType::ADD, {a, c, act}, {out});
+    framework::TestCase tc;
+    tc.model = b.build();
+    tc.inputs = {std::vector<uint8_t>(64, 130), std::vector<uint8_t>(64, 140)};
+    tc.expectedOutputs = {std::vector<uint8_t>(64)};
+    tc.expectedOutputDims = {{1, 64}};
+    tc.outputIgnored = {false};
+    auto prepared = (*device)->prepareModel(tc.model);
+    auto request = framework::makeRequest(tc);
+    if (!prepared || !request) return -1.0;
+    return medianUs(iterations, [&] {
+        return (*prepared)
+            ->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
+            .has_value();
+    });
+}
+
+constexpr int kRounds = 3;
+
+// The better of two figures (-1 = not measured): the larger rate or the smaller time.
+double best(double a, double b, bool larger) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return larger ? std::max(a, b) : std::min(a, b);
+}
+
+}  // namespace
+
+int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
+    auto id = proto::parseUsbDeviceId(usbDevice);
+    if (!id) {
+        fmt::print(stderr, "npu bench rpc: --usb-device: {}\n", id.error().message);
+        return 2;
+    }
+    // The raw echo and the RPC figures alternate over three rounds and each keeps its best, so a
+    // change of load on the machine (the VM is emulated) does not favour whichever ran first.
+    BareFigures bare;
+    RpcFigures rpc;
+    const int perRound = std::max(10, iterations / kRounds);
+    for (int round = 0; round < kRounds; ++round) {
+        const BareFigures b = bareEcho(*id, perRound);
+        const RpcFigures r = measureRpc(*id, perRound);
+        if (!b.error.empty()) bare.error = b.error;
+        bare.us = best(bare.us, b.us, false);
+        bare.mbs = best(bare.mbs, b.mbs, true);
+        rpc.pingUs = best(rpc.pingUs, r.pingUs, false);
+        rpc.outMbs = best(rpc.outMbs, r.outMbs, true);
+        rpc.inMbs = best(rpc.inMbs, r.inMbs, true);
+    }
+    const double exec = execUsb(*id, iterations);
+    const std::pair<const char*, double> figures[] = {
+        {"ping_usb_us", rpc.pingUs},  {"exec_usb_us", exec},      {"bare_usb_us", bare.us},
+        {"usb_out_mb_s", rpc.outMbs}, {"usb_in_mb_s", rpc.inMbs}, {"bare_usb_mb_s", bare.mbs}};
+    const bool ok =
+        std::all_of(std::begin(figures), std::end(figures), [](const auto& f) { return f.second >= 0; });
+    if (json) {
+        nlohmann::json j;
+        for (const auto& [key, value] : figures)
+            j[key] = value < 0 ? nlohmann::json(nullptr) : nlohmann::json(value);
+        j["iterations"] = iterations;
+        j["device"] = proto::formatUsbDeviceId(*id);
+        j["ping_usb_over_bare"] = bare.us > 0 && rpc.pingUs > 0 ? rpc.pingUs / bare.us : 0.0;
+        j["usb_out_over_bare"] = bare.mbs > 0 && rpc.outMbs > 0 ? rpc.outMbs / bare.mbs : 0.0;
+        j["usb_in_over_bare"] = bare.mbs > 0 && rpc.inMbs > 0 ? rpc.inMbs / bare.mbs : 0.0;
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("USB device {}, {} iterations per latency figure\n", proto::formatUsbDeviceId(*id),
+                   iterations);
+        for (const auto& [key, value] : figures) fmt::print("  {:<14} {:>10.2f}\n", key, value);
+        if (bare.us > 0 && rpc.pingUs > 0) {
+            fmt::print("  ping_usb / bare_usb = {:.2f} (target <= 1.5)\n", rpc.pingUs / bare.us);
+        }
+        if (bare.mbs > 0 && rpc.outMbs > 0 && rpc.inMbs > 0) {
+            fmt::print("  usb_out / bare = {:.2f}, usb_in / bare = {:.2f} (target >= 0.8)\n",
+                       rpc.outMbs / bare.mbs, rpc.inMbs / bare.mbs);
+        }
+    }
+    if (!bare.error.empty()) fmt::print(stderr, "npu bench rpc: raw echo: {}\n", bare.error);
+    if (!ok) fmt::print(stderr, "npu bench rpc: some figures could not be measured (-1 / null)\n");
+    return ok ? 0 : 1;
+}
+
+}  // namespace npu::tools
