@@ -16,6 +16,8 @@ packages=(
   libxnnpack-dev libpthreadpool-dev
   # firmware cross build
   gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
+  # the firmware image on an emulated Cortex-M55 (qemu transport, docs/porting.md)
+  qemu-system-arm
 )
 
 sudo_cmd=()
