@@ -274,8 +274,8 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
     cmd_->add_option("--transport", choice_.transport,
-                     "loopback (in-process firmware) or unix (npu-fwd daemon)")
-        ->check(CLI::IsMember({"loopback", "unix"}))
+                     "loopback (in-process firmware), unix (npu-fwd daemon) or qemu (the firmware image on an emulated Cortex-M55)")
+        ->check(CLI::IsMember({"loopback", "unix", "qemu"}))
         ->capture_default_str();
     cmd_->add_option("--socket", choice_.socketPath,
                      "unix transport: the daemon's socket (default: per-user runtime dir)");

@@ -12,13 +12,13 @@ namespace npu::tools {
 
 struct DeviceChoice {
     std::string device = "npu";          // npu | reference
-    std::string transport = "loopback";  // loopback | unix
+    std::string transport = "loopback";  // loopback | unix | qemu
     std::string socketPath;              // unix: empty = the default path
     std::string cacheDir;                // driver-managed compilation cache (empty = none)
     std::string cacheStateDir;           // cache key secret and token map (empty = XDG state dir)
     bool autotune = true;                // npu: let the firmware autotune tilings at prepare
     std::string hwConfigPath;            // npu: the simulated NPU's config (docs/hw-config.md); on unix
-                                         // it is given to a daemon the shim starts
+                                         // it is given to a daemon the shim starts, on qemu to the NPU bridge
 };
 
 struct OpenedDevice {

@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
                 ->capture_default_str();
         }
         cmd->add_option("--transport", choice.transport,
-                        "loopback (in-process firmware) or unix (npu-fwd daemon)")
-            ->check(CLI::IsMember({"loopback", "unix"}))
+                        "loopback (in-process firmware), unix (npu-fwd daemon) or qemu (the firmware image on an emulated Cortex-M55)")
+            ->check(CLI::IsMember({"loopback", "unix", "qemu"}))
             ->capture_default_str();
         cmd->add_option("--socket", choice.socketPath,
                         "unix transport: the daemon's socket (default: per-user runtime dir)");

@@ -42,6 +42,11 @@ void CmsdkUart::writeString(const char* text) {
 }
 
 void CmsdkUart::onRxInterrupt() {
+    rxInterrupts_ = rxInterrupts_ + 1;
+    drainRx();
+}
+
+void CmsdkUart::drainRx() {
     // Clear first, then drain: a byte that arrives after the drain raises the line again.
     reg(kIntStatus) = kIntRx | kIntRxOverrun;
     if ((reg(kState) & kStateRxOverrun) != 0) {
@@ -52,6 +57,7 @@ void CmsdkUart::onRxInterrupt() {
         const uint32_t head = head_;
         if (head - tail_ > mask_) {
             paused_ = true;
+            rxPauses_ = rxPauses_ + 1;
             reg(kCtrl) = reg(kCtrl) & ~kCtrlRxInterrupt;
             return;
         }
@@ -71,10 +77,10 @@ size_t CmsdkUart::read(uint8_t* out, size_t capacity) {
         // RX interrupt was off raised no interrupt, so look at RXFULL once more after enabling.
         __asm volatile("cpsid i" ::: "memory");
         paused_ = false;
-        onRxInterrupt();
+        drainRx();
         if (!paused_) {
             reg(kCtrl) = reg(kCtrl) | kCtrlRxInterrupt;
-            onRxInterrupt();
+            drainRx();
         }
         __asm volatile("cpsie i" ::: "memory");
     }

@@ -24,12 +24,15 @@ public:
     // Moves up to `capacity` received bytes into `out`; returns how many.
     size_t read(uint8_t* out, size_t capacity);
     bool readable() const { return head_ != tail_ || paused_; }
-    // Drains the data register into the ring; called from the RX interrupt handler (or polled).
+    // The RX interrupt handler: drains the data register into the ring.
     void onRxInterrupt();
 
     uint32_t overruns() const { return overruns_; }
+    uint32_t rxInterrupts() const { return rxInterrupts_; }
+    uint32_t rxPauses() const { return rxPauses_; }
 
 private:
+    void drainRx();
     volatile uint32_t& reg(uint32_t offset) const {
         return *reinterpret_cast<volatile uint32_t*>(base_ + offset);
     }
@@ -40,7 +43,9 @@ private:
     volatile uint32_t head_ = 0;      // next byte the interrupt writes
     volatile uint32_t tail_ = 0;      // next byte the consumer reads
     volatile uint32_t overruns_ = 0;  // the UART's own overruns (bytes lost before the interrupt ran)
-    volatile bool paused_ = false;    // ring full: RX interrupt off until read() makes room
+    volatile uint32_t rxInterrupts_ = 0;
+    volatile uint32_t rxPauses_ = 0;
+    volatile bool paused_ = false;  // ring full: RX interrupt off until read() makes room
 };
 
 }  // namespace npu::fw::qemu

@@ -18,6 +18,7 @@ public:
     }
     bool pending() const { return valid() && header_->head != header_->tail; }
     uint64_t resyncs() const { return resyncs_; }
+    uint64_t bytesConsumed() const { return consumed_; }
 
     // Hands every pending byte, in at most two contiguous runs, to consume(bytes, length), then
     // tells the host the space is free. Returns the number of bytes consumed.
@@ -41,6 +42,7 @@ public:
         if (first > 0) consume(data_ + (tail & kMask), first);
         if (available > first) consume(data_, available - first);
         tail += available;
+        consumed_ += available;
         __asm volatile("dmb" ::: "memory");  // done with the bytes before the host may reuse them
         header_->tail = tail;
         return available;
@@ -50,6 +52,7 @@ private:
     volatile proto::DdrRingHeader* header_;
     const uint8_t* data_;
     uint64_t resyncs_ = 0;
+    uint64_t consumed_ = 0;
 };
 
 }  // namespace npu::fw::qemu

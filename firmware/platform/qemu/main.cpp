@@ -65,8 +65,8 @@ const char* identity() {
     char buildId[20];
     formatBuildId(buildId, sizeof(buildId));
     std::snprintf(g_identity, sizeof(g_identity),
-                  "npu-fw 0.1.0 (qemu mps3-an547, Cortex-M55; build %s; flash %" PRIuPTR " B, ram %" PRIuPTR
-                  " B)",
+                  "npu-fw 0.1.0 on Cortex-M55 (qemu mps3-an547), build %s, image %" PRIuPTR
+                  " B flash + %" PRIuPTR " B RAM",
                   buildId[0] != '\0' ? buildId : "none", reinterpret_cast<uintptr_t>(__flash_used),
                   reinterpret_cast<uintptr_t>(__ram_used));
     return g_identity;
@@ -83,6 +83,30 @@ public:
 
 private:
     CmsdkUart& uart_;
+};
+
+// GetCounters entries of this platform: proof that the UART interrupts fire, the bridge's
+// round trips, and the firmware's DDR memory.
+class PlatformCounters final : public CounterSource {
+public:
+    PlatformCounters(const MailboxPlatform& platform, const DdrRingReader& ring, const Arena& ddr)
+        : platform_(platform), ring_(ring), ddr_(ddr) {}
+    void counters(npu_proto_CountersReply* reply) override {
+        appendCounter(reply, "qemu.uart0_rx_interrupts", g_uart0.rxInterrupts());
+        appendCounter(reply, "qemu.uart1_rx_interrupts", g_uart1.rxInterrupts());
+        appendCounter(reply, "qemu.uart_overruns", g_uart0.overruns() + g_uart1.overruns());
+        appendCounter(reply, "qemu.mailbox_round_trips", platform_.roundTrips());
+        appendCounter(reply, "qemu.mailbox_failures", platform_.failures());
+        appendCounter(reply, "qemu.ring_bytes", ring_.bytesConsumed());
+        appendCounter(reply, "qemu.ring_resyncs", ring_.resyncs());
+        appendCounter(reply, "qemu.ddr_arena_bytes", ddr_.capacity());
+        appendCounter(reply, "qemu.ddr_arena_used_bytes", ddr_.peak());
+    }
+
+private:
+    const MailboxPlatform& platform_;
+    const DdrRingReader& ring_;
+    const Arena& ddr_;
 };
 
 template <typename T, typename... Args>
@@ -134,7 +158,11 @@ T* construct(Arena& arena, Args&&... args) {
         diag("\r\n");
     }
 
+    DdrRingReader ring(reinterpret_cast<proto::DdrRingHeader*>(ddr + proto::kQemuRingHeaderOffset),
+                       ddr + proto::kQemuRingDataOffset);
+    static PlatformCounters counters(platform, ring, ddrArena);
     RpcServerConfig sc;
+    sc.platformCounters = &counters;
     sc.firmwareVersion = identity();
     const HardwareInfo hw = runtime->hardwareInfo();
     sc.hwId = hw.id;
@@ -150,8 +178,6 @@ T* construct(Arena& arena, Args&&... args) {
     if (server == nullptr || runtimeMemory == nullptr || serverMemory == nullptr || !server->ok()) {
         onFault("the DDR arena cannot hold the runtime and the RPC server");
     }
-    DdrRingReader ring(reinterpret_cast<proto::DdrRingHeader*>(ddr + proto::kQemuRingHeaderOffset),
-                       ddr + proto::kQemuRingDataOffset);
     if (!ring.valid()) diag("no request ring in DDR (the host sets it up before boot); waiting for it\r\n");
     diag("serving RPC: requests from the DDR ring, replies on UART0\r\n");
     serve(*server, ring);

@@ -5,12 +5,14 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "npu.pb.h"
@@ -73,6 +75,25 @@ TEST_CASE("the firmware image boots under QEMU and answers Hello and Ping over t
     struct stat st {};
     REQUIRE(fstat(b.fds[0].get(), &st) == 0);
     CHECK(st.st_size == (2ll << 30));
+
+    CHECK(b.hello.firmware_version().find(" B flash + ") != std::string::npos);
+
+    // GetCounters: the firmware's own memory (arena high-water marks) and proof that both UART
+    // receive interrupts (NVIC 33 and 35) fired: the firmware receives only through them.
+    GetCountersRequest getCounters;
+    CountersReply counters;
+    REQUIRE(b.client->call(METHOD_GET_COUNTERS, getCounters, counters, 5s).has_value());
+    std::map<std::string, uint64_t> c;
+    for (const auto& counter : counters.counters()) c[counter.name()] = counter.value();
+    CHECK(c["rpc.arena_peak_bytes"] > 0);
+    CHECK(c["rpc.arena_peak_bytes"] <= c["rpc.arena_bytes"]);
+    CHECK(c["runtime.arena_peak_bytes"] > 0);
+    CHECK(c["runtime.arena_peak_bytes"] <= c["runtime.arena_bytes"]);
+    CHECK(c["qemu.uart0_rx_interrupts"] > 0);
+    CHECK(c["qemu.uart1_rx_interrupts"] > 0);
+    CHECK(c["qemu.mailbox_round_trips"] > 0);
+    CHECK(c["qemu.mailbox_failures"] == 0);
+    CHECK(c["qemu.ring_bytes"] > 0);
 
     for (uint64_t nonce : {1ull, 0xDEADBEEFCAFEull}) {
         PingRequest ping;
@@ -154,6 +175,14 @@ TEST_CASE("QEMU killed mid-call fails the call as disconnected promptly, naming 
     Booted b = bootAndHello();
     // Freeze the emulator so the call is surely pending, then kill it.
     REQUIRE(kill(b.processes.qemuPid, SIGSTOP) == 0);
+    bool stopped = false;  // kill() only queues the stop: wait until the kernel reports it
+    for (int i = 0; i < 500 && !stopped; ++i) {
+        int status = 0;
+        stopped = waitpid(b.processes.qemuPid, &status, WUNTRACED | WNOHANG) == b.processes.qemuPid &&
+                  WIFSTOPPED(status);
+        if (!stopped) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(stopped);
     auto pending = std::async(std::launch::async, [&] {
         PingRequest ping;
         PingReply pong;
