@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     int iterations = 2000;
     auto* benchRpc = bench->add_subcommand(
         "rpc",
-        "Round-trip latency: Ping and a one-operation execution over loopback and unix, and a bare socket");
+        "Round-trip latency: Ping and a one-operation execution over loopback, unix and qemu, and a bare socket");
     benchRpc->add_flag("--json", json, "print JSON");
     benchRpc->add_option("--iterations", iterations, "round trips per figure")
         ->check(CLI::Range(10, 1000000))
