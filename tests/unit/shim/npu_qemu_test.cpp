@@ -137,3 +137,38 @@ TEST_CASE("qemu: the emulator killed mid-call gives DEVICE_UNAVAILABLE within th
     REQUIRE_FALSE(again.has_value());
     CHECK(again.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
 }
+
+TEST_CASE("qemu: an image speaking another protocol major version is refused with both versions",
+          "[shim][qemu]") {
+    if (auto paths = proto::resolveQemuPaths({}); !paths) {
+        std::printf("SKIP: %s\n", paths.error().message.c_str());
+        std::exit(77);
+    }
+    auto transport = proto::startQemu({});
+    REQUIRE(transport.has_value());
+    shim::ShimOptions options;
+    options.protocolMajor = shim::kProtocolMajor + 1;  // as if the image were built for major 1
+    auto device = shim::createNpuDevice(std::move(*transport), options);
+    REQUIRE_FALSE(device.has_value());
+    INFO(device.error().message);
+    CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(device.error().message, Catch::Contains("qemu mps3-an547"));
+    CHECK_THAT(device.error().message, Catch::Contains("2.") && Catch::Contains("1."));
+}
+
+TEST_CASE("qemu: a missing firmware image or emulator is refused, naming it", "[shim][qemu]") {
+    if (auto paths = proto::resolveQemuPaths({}); !paths) {
+        std::printf("SKIP: %s\n", paths.error().message.c_str());
+        std::exit(77);
+    }
+    proto::QemuOptions options;
+    options.imagePath = "/nonexistent/npu-fw.elf";
+    auto transport = proto::startQemu(options);
+    REQUIRE_FALSE(transport.has_value());
+    CHECK_THAT(transport.error().message, Catch::Contains("/nonexistent/npu-fw.elf"));
+    options = {};
+    options.qemuBinary = "no-such-qemu-system-arm";
+    transport = proto::startQemu(options);
+    REQUIRE_FALSE(transport.has_value());
+    CHECK_THAT(transport.error().message, Catch::Contains("no-such-qemu-system-arm"));
+}
