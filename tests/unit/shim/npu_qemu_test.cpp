@@ -27,11 +27,15 @@ struct QemuDevice {
     proto::QemuProcesses processes;
 };
 
-QemuDevice openQemu(const shim::ShimOptions& options = {}) {
+void skipUnlessQemuRuns() {
     if (auto paths = proto::resolveQemuPaths({}); !paths) {
         std::printf("SKIP: %s\n", paths.error().message.c_str());
         std::exit(77);
     }
+}
+
+QemuDevice openQemu(const shim::ShimOptions& options = {}) {
+    skipUnlessQemuRuns();
     auto transport = proto::startQemu({});
     REQUIRE(transport.has_value());
     QemuDevice q;
@@ -140,10 +144,7 @@ TEST_CASE("qemu: the emulator killed mid-call gives DEVICE_UNAVAILABLE within th
 
 TEST_CASE("qemu: an image speaking another protocol major version is refused with both versions",
           "[shim][qemu]") {
-    if (auto paths = proto::resolveQemuPaths({}); !paths) {
-        std::printf("SKIP: %s\n", paths.error().message.c_str());
-        std::exit(77);
-    }
+    skipUnlessQemuRuns();
     auto transport = proto::startQemu({});
     REQUIRE(transport.has_value());
     shim::ShimOptions options;
@@ -157,10 +158,7 @@ TEST_CASE("qemu: an image speaking another protocol major version is refused wit
 }
 
 TEST_CASE("qemu: a missing firmware image or emulator is refused, naming it", "[shim][qemu]") {
-    if (auto paths = proto::resolveQemuPaths({}); !paths) {
-        std::printf("SKIP: %s\n", paths.error().message.c_str());
-        std::exit(77);
-    }
+    skipUnlessQemuRuns();
     proto::QemuOptions options;
     options.imagePath = "/nonexistent/npu-fw.elf";
     auto transport = proto::startQemu(options);
