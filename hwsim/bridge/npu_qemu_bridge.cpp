@@ -117,7 +117,7 @@ int serveDoorbells(int conn, npu::sim::MailboxServer& server) {
         }
         for (ssize_t i = 0; i < n; ++i) {
             const uint8_t ack = server.serve(bells[i]);
-            if (write(conn, &ack, 1) != 1) return 0;  // QEMU gone while we answered
+            if (send(conn, &ack, 1, MSG_NOSIGNAL) != 1) return 0;  // QEMU gone while we answered
         }
     }
 }

@@ -115,6 +115,15 @@ T* construct(Arena& arena, Args&&... args) {
     return p == nullptr ? nullptr : new (p) T(static_cast<Args&&>(args)...);
 }
 
+// An arena of `bytes` carved out of the DDR arena; halts if DDR cannot hold it (a build error:
+// the sizes are constants of this image).
+Arena& carveArena(Arena& ddr, size_t bytes) {
+    void* memory = ddr.allocate(bytes, 64);
+    Arena* arena = memory == nullptr ? nullptr : construct<Arena>(ddr, memory, bytes);
+    if (arena == nullptr) onFault("the DDR arena is too small for the firmware's arenas");
+    return *arena;
+}
+
 // Requests arrive through the DDR ring, announced by doorbell bytes on UART0 (whose value
 // does not matter: the ring's head says how much there is).
 [[noreturn]] void serve(RpcServer& server, DdrRingReader& ring) {
@@ -147,11 +156,11 @@ T* construct(Arena& arena, Args&&... args) {
     Arena ddrArena(ddr + kArenaOffset, kArenaBytes);
     MailboxPlatform platform(g_uart1, mailbox, ddr, kDeviceDramBytes, kMailboxAckTimeoutUs);
 
-    void* runtimeMemory = ddrArena.allocate(kRuntimeArenaBytes, 64);
-    auto* runtimeArena = construct<Arena>(ddrArena, runtimeMemory, kRuntimeArenaBytes);
+    Arena& runtimeArena = carveArena(ddrArena, kRuntimeArenaBytes);
     RuntimeConfig rc;
     rc.firmwareDramBytes = kFirmwareDramBytes;
-    auto* runtime = construct<Runtime>(ddrArena, platform, *runtimeArena, rc);
+    auto* runtime = construct<Runtime>(ddrArena, platform, runtimeArena, rc);
+    if (runtime == nullptr) onFault("the DDR arena cannot hold the runtime");
     if (FwStatus s = runtime->init(); !s.ok()) {
         diag("runtime init failed: ");
         diag(s.message);
@@ -171,13 +180,10 @@ T* construct(Arena& arena, Args&&... args) {
     sc.hostWindowAddr = kFirmwareDramBytes;
     sc.hostWindowBytes = kDeviceDramBytes - kFirmwareDramBytes;
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
-    void* serverMemory = ddrArena.allocate(serverBytes, 64);
-    auto* serverArena = construct<Arena>(ddrArena, serverMemory, serverBytes);
+    Arena& serverArena = carveArena(ddrArena, serverBytes);
     static UartFrameSink sink(g_uart0);
-    auto* server = construct<RpcServer>(ddrArena, *runtime, platform, *serverArena, sink, sc);
-    if (server == nullptr || runtimeMemory == nullptr || serverMemory == nullptr || !server->ok()) {
-        onFault("the DDR arena cannot hold the runtime and the RPC server");
-    }
+    auto* server = construct<RpcServer>(ddrArena, *runtime, platform, serverArena, sink, sc);
+    if (server == nullptr || !server->ok()) onFault("the DDR arena cannot hold the RPC server");
     if (!ring.valid()) diag("no request ring in DDR (the host sets it up before boot); waiting for it\r\n");
     diag("serving RPC: requests from the DDR ring, replies on UART0\r\n");
     serve(*server, ring);

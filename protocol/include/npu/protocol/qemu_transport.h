@@ -36,7 +36,9 @@ struct QemuPaths {
 Result<QemuPaths> resolveQemuPaths(const QemuOptions& options);
 
 // Starts the bridge and QEMU and connects to the firmware's UART0. The firmware then boots;
-// the first call (Hello) waits for it like any call waits for its reply.
+// the first call (Hello) waits for it like any call waits for its reply. Call it from a thread
+// that outlives the transport: the children get SIGKILL when the thread that started them
+// exits (PR_SET_PDEATHSIG), so that they never outlive a crashed host process.
 Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options);
 
 // The process ids of the emulator and the bridge behind a transport startQemu returned, for
