@@ -19,7 +19,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -58,16 +57,28 @@ std::string findOnPath(const std::string& name) {
     return {};
 }
 
-// The last `maxBytes` of a log file, on one line, for error messages.
-std::string tailOf(const std::string& path, size_t maxBytes = 400) {
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (text.size() > maxBytes) text = "..." + text.substr(text.size() - maxBytes);
+// The last `maxBytes` of a log file (read through an fd: the file is unlinked once QEMU runs),
+// on one line, for error messages.
+std::string tailOf(const UniqueFd& log, size_t maxBytes = 400) {
+    struct stat st {};
+    if (!log || fstat(log.get(), &st) != 0) return "(unavailable)";
+    const off_t size = st.st_size;
+    const off_t from = size > static_cast<off_t>(maxBytes) ? size - static_cast<off_t>(maxBytes) : 0;
+    std::string text(static_cast<size_t>(size - from), '\0');
+    const ssize_t n = pread(log.get(), text.data(), text.size(), from);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    if (from > 0) text = "..." + text;
     for (char& c : text) {
         if (c == '\n' || c == '\r') c = ' ';
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     return text.empty() ? "(empty)" : text;
+}
+
+// A log file the parent can read back and a child writes to (O_APPEND: the child's writes
+// always land at the end whatever the parent reads).
+UniqueFd openLog(const std::string& path) {
+    return UniqueFd(open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
 }
 
 std::string describeStatus(int status) {
@@ -124,11 +135,15 @@ public:
         std::swap(path_, o.path_);
         return *this;
     }
-    ~TempDir() {
+    ~TempDir() { remove(); }
+    // Once QEMU has connected and opened its files nothing needs the paths any more: removing
+    // them then leaves nothing behind even if this process ends without destructors.
+    void remove() {
         if (path_.empty()) return;
         for (const char* f : {"uart0", "uart1", "console.log", "qemu.log", "bridge.log"})
             unlink((path_ + "/" + f).c_str());
         rmdir(path_.c_str());
+        path_.clear();
     }
     std::string file(const char* name) const { return path_ + "/" + name; }
 
@@ -277,6 +292,7 @@ private:
     QemuPaths paths_;
     TempDir dir_;
     UniqueFd ddr_;
+    UniqueFd qemuLog_, bridgeLog_, consoleLog_;  // the children's output, read for error messages
     RingWriter ring_;
     std::string description_;
     std::unique_ptr<Transport> uart0_;
@@ -294,7 +310,7 @@ private:
 Result<void> QemuTransport::spawnBridge() {
     auto listenFd = listenUnix(dir_.file("uart1"));
     if (!listenFd) return std::unexpected(listenFd.error());
-    UniqueFd log(open(dir_.file("bridge.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    bridgeLog_ = openLog(dir_.file("bridge.log"));
     std::vector<std::string> argv = {paths_.bridgePath,
                                      "--ddr-fd",
                                      std::to_string(kChildDdrFd),
@@ -306,41 +322,27 @@ Result<void> QemuTransport::spawnBridge() {
         argv.push_back("--hw-config");
         argv.push_back(options_.hwConfigPath);
     }
-    auto pid = spawn(argv, {{ddr_.get(), kChildDdrFd}, {listenFd->get(), kChildListenFd}}, log.get());
+    auto pid = spawn(argv, {{ddr_.get(), kChildDdrFd}, {listenFd->get(), kChildListenFd}}, bridgeLog_.get());
     if (!pid) return std::unexpected(pid.error());
     bridgePid_ = *pid;
     return {};
 }
 
 Result<void> QemuTransport::spawnQemu() {
-    UniqueFd log(open(dir_.file("qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    qemuLog_ = openLog(dir_.file("qemu.log"));
+    consoleLog_ = openLog(dir_.file("console.log"));  // QEMU's file chardev opens the same file
     const std::string ddrObject = "memory-backend-file,id=ddr,size=" + std::to_string(kDdrBytes) +
                                   ",mem-path=/proc/self/fd/" + std::to_string(kChildDdrFd) + ",share=on";
-    const std::vector<std::string> argv = {paths_.qemuBinary,
-                                           "-M",
-                                           "mps3-an547,memory-backend=ddr",
-                                           "-m",
-                                           "2G",
-                                           "-object",
-                                           ddrObject,
-                                           "-nodefaults",
-                                           "-display",
-                                           "none",
-                                           "-kernel",
-                                           paths_.imagePath,
-                                           "-chardev",
-                                           "socket,id=uart0,path=" + dir_.file("uart0"),
-                                           "-serial",
-                                           "chardev:uart0",
-                                           "-chardev",
-                                           "socket,id=uart1,path=" + dir_.file("uart1"),
-                                           "-serial",
-                                           "chardev:uart1",
-                                           "-chardev",
-                                           "file,id=uart2,path=" + dir_.file("console.log"),
-                                           "-serial",
-                                           "chardev:uart2"};
-    auto pid = spawn(argv, {{ddr_.get(), kChildDdrFd}}, log.get());
+    const std::vector<std::string> argv = {
+        paths_.qemuBinary, "-M", "mps3-an547,memory-backend=ddr", "-m", "2G", "-object", ddrObject,
+        "-nodefaults", "-display", "none", "-kernel", paths_.imagePath,
+        // UART0 last: once the transport accepts it, QEMU has
+        // opened the others and their paths can go.
+        "-chardev", "socket,id=uart1,path=" + dir_.file("uart1"), "-chardev",
+        "file,id=uart2,path=" + dir_.file("console.log"), "-chardev",
+        "socket,id=uart0,path=" + dir_.file("uart0"), "-serial", "chardev:uart0", "-serial", "chardev:uart1",
+        "-serial", "chardev:uart2"};
+    auto pid = spawn(argv, {{ddr_.get(), kChildDdrFd}}, qemuLog_.get());
     if (!pid) return std::unexpected(pid.error());
     qemuPid_ = *pid;
     return {};
@@ -369,7 +371,9 @@ Result<void> QemuTransport::start() {
     if (!listener) return std::unexpected(listener.error());
     if (auto r = spawnBridge(); !r) return r;
     if (auto r = spawnQemu(); !r) return r;
-    return acceptUart0(**listener);
+    if (auto r = acceptUart0(**listener); !r) return r;
+    dir_.remove();
+    return {};
 }
 
 std::string QemuTransport::deadChild() {
@@ -389,21 +393,19 @@ std::string QemuTransport::deadChild() {
     }
     if (bridgeStatus_ >= 0) qemuGraceUsed_ = true;
     if (qemuStatus_ >= 0) {
-        return description_ + ": QEMU " + describeStatus(qemuStatus_) +
-               " (its output: " + tailOf(dir_.file("qemu.log")) +
-               "; firmware console: " + tailOf(dir_.file("console.log")) + ")";
+        return description_ + ": QEMU " + describeStatus(qemuStatus_) + " (its output: " + tailOf(qemuLog_) +
+               "; firmware console: " + tailOf(consoleLog_) + ")";
     }
     if (bridgeStatus_ >= 0) {
         return description_ + ": the NPU bridge " + describeStatus(bridgeStatus_) +
-               " (its output: " + tailOf(dir_.file("bridge.log")) + ")";
+               " (its output: " + tailOf(bridgeLog_) + ")";
     }
     return {};
 }
 
 std::string QemuTransport::childReport() {
-    return "QEMU output: " + tailOf(dir_.file("qemu.log")) +
-           "; bridge output: " + tailOf(dir_.file("bridge.log")) +
-           "; firmware console: " + tailOf(dir_.file("console.log"));
+    return "QEMU output: " + tailOf(qemuLog_) + "; bridge output: " + tailOf(bridgeLog_) +
+           "; firmware console: " + tailOf(consoleLog_);
 }
 
 void QemuTransport::killAndReap() {
