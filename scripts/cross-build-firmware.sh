@@ -12,13 +12,14 @@ case "$dir" in /*) ;; *) dir="$root/$dir" ;; esac
 copy="${2:-}"
 case "$copy" in /* | "") ;; *) copy="$(pwd)/$copy" ;; esac
 cd "$root"
+mkdir -p "$dir"
 if [ ! -f "$dir/build.ninja" ]; then
-  meson setup "$dir" -Dfirmware_only=true --cross-file firmware/cross/cortex-m55.ini >"$dir.setup.log" 2>&1 ||
-    { cat "$dir.setup.log" >&2; exit 1; }
+  meson setup "$dir" -Dfirmware_only=true --cross-file firmware/cross/cortex-m55.ini >"$dir/cross-setup.log" 2>&1 ||
+    { cat "$dir/cross-setup.log" >&2; exit 1; }
 fi
 image="$dir/firmware/platform/qemu/npu-fw-m55.elf"
-ninja -C "$dir" -j2 firmware/libnpu_firmware_core.a firmware/platform/qemu/npu-fw-m55.elf >"$dir.ninja.log" 2>&1 ||
-  { cat "$dir.ninja.log" >&2; exit 1; }
+ninja -C "$dir" -j2 firmware/libnpu_firmware_core.a firmware/platform/qemu/npu-fw-m55.elf >"$dir/cross-ninja.log" 2>&1 ||
+  { cat "$dir/cross-ninja.log" >&2; exit 1; }
 echo "firmware core for Cortex-M55: $dir/firmware/libnpu_firmware_core.a"
 # Flash = what the image loads into ITCM (vectors, code, read-only data, .data's image);
 # RAM = DTCM (.data, .bss, stack). The DDR arenas are counted at run time (GetCounters).
