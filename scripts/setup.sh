@@ -18,6 +18,8 @@ packages=(
   gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
   # the USB test VM (scripts/usb-vm.sh, docs/usb.md)
   qemu-system-x86 cpio xz-utils
+  # the firmware image on an emulated Cortex-M55 (qemu transport, docs/porting.md)
+  qemu-system-arm
 )
 
 sudo_cmd=()

@@ -1,4 +1,5 @@
-// npu bench rpc: round-trip latency of the RPC channel against a bare Unix socket.
+// npu bench rpc: round-trip latency of the RPC channel against a bare Unix socket, and over
+// the firmware image on QEMU.
 #include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/protocol/qemu_transport.h"
 #include "npu/protocol/rpc_client.h"
 #include "npu/protocol/transport.h"
 #include "npu/shim/npu_device.h"
@@ -130,6 +132,19 @@ std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
     return UnixFirmware{std::move(*fw), std::move(*client)};
 }
 
+// Over the emulated Cortex-M55 every round trip crosses QEMU's UART and the DDR ring, so it
+// takes milliseconds: a smaller sample keeps the benchmark short.
+constexpr int kMaxQemuIterations = 300;
+
+// Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails.
+void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec) {
+    proto::QemuOptions options;
+    options.hwConfigPath = hwConfigPath;
+    const int n = std::min(iterations, kMaxQemuIterations);
+    if (auto t = proto::startQemu(options)) *ping = pingUs(std::move(*t), n);
+    if (auto t = proto::startQemu(options)) *exec = execUs(std::move(*t), n);
+}
+
 }  // namespace
 
 int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
@@ -159,15 +174,26 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
     }
     figures[4] = bareSocketUs(iterations);
     std::filesystem::remove_all(dir);
+    // qemu: measured when qemu-system-arm, the image and the bridge are there; else null with
+    // the reason (not an error: the emulator is optional on a development machine).
+    double qemuFigures[2] = {-1, -1};
+    auto qemuPaths = proto::resolveQemuPaths({});
+    if (qemuPaths) measureQemu(hwConfigPath, iterations, &qemuFigures[0], &qemuFigures[1]);
+    const std::string qemuSkipped = qemuPaths ? "" : qemuPaths.error().message;
 
     static const char* kKeys[] = {"ping_loopback_us", "ping_unix_us", "exec_loopback_us", "exec_unix_us",
                                   "bare_socket_us"};
-    bool ok = std::all_of(std::begin(figures), std::end(figures), [](double f) { return f >= 0; });
+    static const char* kQemuKeys[] = {"ping_qemu_us", "exec_qemu_us"};
+    bool ok = std::all_of(std::begin(figures), std::end(figures), [](double f) { return f >= 0; }) &&
+              (!qemuPaths || (qemuFigures[0] >= 0 && qemuFigures[1] >= 0));
+    auto orNull = [](double f) { return f < 0 ? nlohmann::json(nullptr) : nlohmann::json(f); };
     if (json) {
         nlohmann::json j;
-        for (int i = 0; i < 5; ++i)
-            j[kKeys[i]] = figures[i] < 0 ? nlohmann::json(nullptr) : nlohmann::json(figures[i]);
+        for (int i = 0; i < 5; ++i) j[kKeys[i]] = orNull(figures[i]);
+        for (int i = 0; i < 2; ++i) j[kQemuKeys[i]] = orNull(qemuFigures[i]);
         j["iterations"] = iterations;
+        j["qemu_iterations"] = std::min(iterations, kMaxQemuIterations);
+        if (!qemuSkipped.empty()) j["qemu_skipped"] = qemuSkipped;
         j["ping_unix_over_bare"] = figures[4] > 0 && figures[1] > 0 ? figures[1] / figures[4] : 0.0;
         fmt::print("{}\n", j.dump(2));
     } else {
@@ -175,6 +201,13 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
         for (int i = 0; i < 5; ++i) fmt::print("  {:<18} {:>9.2f} us\n", kKeys[i], figures[i]);
         if (figures[4] > 0 && figures[1] > 0)
             fmt::print("  ping_unix / bare_socket = {:.2f} (target <= 2)\n", figures[1] / figures[4]);
+        if (qemuSkipped.empty()) {
+            fmt::print("over the emulated Cortex-M55, {} iterations\n",
+                       std::min(iterations, kMaxQemuIterations));
+            for (int i = 0; i < 2; ++i) fmt::print("  {:<18} {:>9.2f} us\n", kQemuKeys[i], qemuFigures[i]);
+        } else {
+            fmt::print("  qemu figures skipped: {}\n", qemuSkipped);
+        }
     }
     if (!ok) fmt::print(stderr, "npu bench rpc: some figures could not be measured (-1 / null)\n");
     return ok ? 0 : 1;

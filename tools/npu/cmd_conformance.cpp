@@ -288,9 +288,9 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
     cmd_->add_option("--transport", choice_.transport,
-                     "loopback (in-process firmware), unix (npu-fwd daemon) or usb (one worker: a USB "
-                     "device serves one host process)")
-        ->check(CLI::IsMember({"loopback", "unix", "usb"}))
+                     "loopback (in-process firmware), unix (npu-fwd daemon), usb (one worker: a USB "
+                     "device serves one host process) or qemu (the firmware image on an emulated Cortex-M55)")
+        ->check(CLI::IsMember({"loopback", "unix", "usb", "qemu"}))
         ->capture_default_str();
     cmd_->add_option("--usb-device", choice_.usbDevice, "usb transport: VID:PID[:SERIAL] in hex");
     cmd_->add_option("--socket", choice_.socketPath,

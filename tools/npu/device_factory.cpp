@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "npu/protocol/usb_transport.h"
+#include "npu/protocol/qemu_transport.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 
@@ -69,8 +70,19 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
         opened.device = NPU_TRY(shim::createNpuDevice(std::move(*transport), shimOptions));
         return opened;
     }
+    if (choice.transport == "qemu") {
+        proto::QemuOptions qemu;
+        qemu.hwConfigPath = choice.hwConfigPath;  // the bridge's simulated NPU
+        auto transport = proto::startQemu(qemu);
+        if (!transport) {
+            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        "cannot start the firmware under QEMU: " + transport.error().message);
+        }
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(*transport), shimOptions));
+        return opened;
+    }
     return invalidArgument("--transport: unknown transport '" + choice.transport +
-                           "' (expected loopback, unix or usb)");
+                           "' (expected loopback, unix, usb or qemu)");
 }
 
 }  // namespace npu::tools

@@ -12,14 +12,14 @@ namespace npu::tools {
 
 struct DeviceChoice {
     std::string device = "npu";          // npu | reference
-    std::string transport = "loopback";  // loopback | unix | usb
+    std::string transport = "loopback";  // loopback | unix | usb | qemu
     std::string socketPath;              // unix: empty = the default path
     std::string usbDevice;               // usb: VID:PID[:SERIAL] (empty = the NPU's default ids)
     std::string cacheDir;                // driver-managed compilation cache (empty = none)
     std::string cacheStateDir;           // cache key secret and token map (empty = XDG state dir)
     bool autotune = true;                // npu: let the firmware autotune tilings at prepare
     std::string hwConfigPath;            // npu: the simulated NPU's config (docs/hw-config.md); on unix
-                                         // it is given to a daemon the shim starts
+                                         // it is given to a daemon the shim starts, on qemu to the NPU bridge
     // npu: call timeouts per class in seconds (0 = the shim's default; docs/reliability.md).
     double callTimeoutSeconds = 0;
     double prepareTimeoutSeconds = 0;

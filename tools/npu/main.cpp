@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
                 ->capture_default_str();
         }
         cmd->add_option("--transport", choice.transport,
-                        "loopback (in-process firmware), unix (npu-fwd daemon) or usb (docs/usb.md)")
-            ->check(CLI::IsMember({"loopback", "unix", "usb"}))
+                        "loopback (in-process firmware), unix (npu-fwd daemon), usb (docs/usb.md) or qemu "
+                        "(the firmware image on an emulated Cortex-M55)")
+            ->check(CLI::IsMember({"loopback", "unix", "usb", "qemu"}))
             ->capture_default_str();
         cmd->add_option("--usb-device", choice.usbDevice,
                         "usb transport: VID:PID[:SERIAL] in hex (default 1209:0001, any serial)");
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
     int iterations = 2000;
     auto* benchRpc = bench->add_subcommand(
         "rpc",
-        "Round-trip latency: Ping and a one-operation execution over loopback and unix, and a bare socket");
+        "Round-trip latency: Ping and a one-operation execution over loopback, unix and qemu, and a bare socket");
     benchRpc->add_flag("--json", json, "print JSON");
     benchRpc->add_option("--iterations", iterations, "round trips per figure")
         ->check(CLI::Range(10, 1000000))

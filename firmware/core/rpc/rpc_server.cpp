@@ -83,6 +83,14 @@ size_t RpcServer::memoryNeeded(const RpcServerConfig& c) {
            size_t(c.queueDepth) * sizeof(Entry);
 }
 
+bool appendCounter(npu_proto_CountersReply* reply, const char* name, uint64_t value) {
+    if (reply->counters_count >= sizeof(reply->counters) / sizeof(reply->counters[0])) return false;
+    npu_proto_Counter& c = reply->counters[reply->counters_count++];
+    std::snprintf(c.name, sizeof(c.name), "%s", name);
+    c.value = value;
+    return true;
+}
+
 RpcServer::RpcServer(Service& service, Arena& arena, FrameSink& sink, const RpcServerConfig& config)
     : service_(&service), arena_(arena), sink_(sink), config_(config) {
     init();
@@ -534,13 +542,11 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 uint64_t value;
             } mine[] = {{"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
                         {"rpc.bad_frames", stats_.badFrames},          {"rpc.garbage_bytes", stats_.garbageBytes},
-                        {"rpc.queue_full", stats_.queueFull},          {"rpc.cancelled", stats_.cancelled}};
-            for (const auto& c : mine) {
-                npu_proto_Counter& w = rep->counters[rep->counters_count++];
-                std::snprintf(w.name, sizeof(w.name), "%s", c.name);
-                w.value = c.value;
-            }
+                        {"rpc.queue_full", stats_.queueFull},          {"rpc.cancelled", stats_.cancelled},
+                        {"rpc.arena_bytes", arena_.capacity()},        {"rpc.arena_peak_bytes", arena_.peak()}};
+            for (const auto& c : mine) appendCounter(rep, c.name, c.value);
             service_->counters(rep);
+            if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
             return sendReply(id, entry.method, npu_proto_CountersReply_fields, rep);
         }
         default:

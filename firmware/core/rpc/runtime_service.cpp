@@ -131,10 +131,9 @@ FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
 FwStatus RuntimeService::reset() { return runtime_.reset(); }
 
 void RuntimeService::counters(npu_proto_CountersReply* reply) {
-    if (reply->counters_count >= sizeof(reply->counters) / sizeof(reply->counters[0])) return;
-    npu_proto_Counter& c = reply->counters[reply->counters_count++];
-    std::snprintf(c.name, sizeof(c.name), "runtime.loaded_models");
-    c.value = runtime_.loadedModels();
+    appendCounter(reply, "runtime.loaded_models", runtime_.loadedModels());
+    appendCounter(reply, "runtime.arena_bytes", runtime_.arenaBytes());
+    appendCounter(reply, "runtime.arena_peak_bytes", runtime_.arenaPeakBytes());
 }
 
 }  // namespace npu::fw

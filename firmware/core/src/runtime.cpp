@@ -294,6 +294,9 @@ bool Runtime::claimsOperandType(uint32_t type) {
     return false;
 }
 
+size_t Runtime::arenaBytes() const { return impl_ == nullptr ? 0 : impl_->arena.capacity(); }
+size_t Runtime::arenaPeakBytes() const { return impl_ == nullptr ? 0 : impl_->arena.peak(); }
+
 uint32_t Runtime::loadedModels() const {
     return impl_ != nullptr && impl_->initialized ? impl_->store.count() : 0;
 }

@@ -94,6 +94,18 @@ private:
     uint64_t startUs_;
 };
 
+// Appends one counter to a GetCounters reply; false (and nothing added) when the reply is full.
+bool appendCounter(npu_proto_CountersReply* reply, const char* name, uint64_t value);
+
+// Counters a platform adds to GetCounters (interrupts, bridge round trips, its own memory).
+class CounterSource {
+public:
+    virtual void counters(npu_proto_CountersReply* reply) = 0;
+
+protected:
+    ~CounterSource() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;  // largest reassembled request (MORE fragments)
@@ -108,6 +120,8 @@ struct RpcServerConfig {
     uint64_t deviceMemoryBytes = 0;
     uint64_t hostWindowAddr = 0;
     uint64_t hostWindowBytes = 0;
+
+    CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
 };
 
 struct RpcServerStats {

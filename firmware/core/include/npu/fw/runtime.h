@@ -178,6 +178,9 @@ public:
     FwStatus retain(uint32_t handle);
 
     uint32_t loadedModels() const;
+    // The runtime arena's size and high-water mark (the firmware's own memory, GetCounters).
+    size_t arenaBytes() const;
+    size_t arenaPeakBytes() const;
     // True iff some operation the compiler claims accepts operands of this HAL OperandType.
     static bool claimsOperandType(uint32_t type);
 

@@ -1,0 +1,27 @@
+#pragma once
+// The firmware image's board layer: entry point, fault report, time base, diagnostics console.
+
+#include <cstdint>
+
+namespace npu::fw::qemu {
+
+// Called by Reset_Handler once memory and the C++ runtime are set up; never returns.
+[[noreturn]] void firmwareMain();
+// Reports `what` on the diagnostics UART (with the exception number) and halts.
+[[noreturn]] void onFault(const char* what);
+
+// SysTick time base: a 1 kHz tick plus the counter's current value.
+void startSysTick();
+uint64_t uptimeUs();
+
+// Masks interrupts, sleeps until one is pending unless `ready()` already holds, unmasks (the
+// pending interrupt then runs). Checking under the mask closes the race with a wake-up that
+// arrives between the check and the WFI.
+template <typename Ready>
+void sleepUnless(Ready ready) {
+    __asm volatile("cpsid i" ::: "memory");
+    if (!ready()) __asm volatile("dsb\n wfi" ::: "memory");
+    __asm volatile("cpsie i\n isb" ::: "memory");
+}
+
+}  // namespace npu::fw::qemu

@@ -1,0 +1,33 @@
+#pragma once
+// The parts of the MPS3 AN547 (Corstone-300, Cortex-M55) that the firmware image touches, as
+// QEMU's mps3-an547 models them. docs/porting.md explains each choice.
+
+#include <cstdint>
+
+#include "hwsim/isa/reg_mailbox.h"
+#include "irq_numbers.h"
+#include "npu/protocol/ddr_ring.h"
+
+namespace npu::fw::qemu {
+
+// ---- DDR (0x60000000, 2 GiB, shared with the host as a memory-backend-file) ------------------
+// Offsets from the start of DDR, which is also the start of the file the host maps.
+inline constexpr uintptr_t kDdrBase = 0x60000000u;
+inline constexpr uint64_t kDeviceDramBytes = isa::kQemuDeviceDramBytes;  // NPU device DRAM at DDR offset 0
+inline constexpr uint64_t kFirmwareDramBytes = 128ull << 20;  // its firmware part; the rest: host window
+inline constexpr uint64_t kMailboxOffset = isa::kQemuMailboxOffset;
+inline constexpr uint32_t kArenaOffset = 257u << 20;  // the firmware's arenas
+static_assert(kMailboxOffset + sizeof(isa::RegMailbox) <= kArenaOffset);
+inline constexpr uint32_t kArenaBytes = 255u << 20;  // up to 512 MiB
+
+// ---- CMSDK APB UARTs (secure aliases) ---------------------------------------------------------
+inline constexpr uintptr_t kUart0Base = 0x59303000u;  // RPC: replies out, ring doorbells in
+inline constexpr uintptr_t kUart1Base = 0x59304000u;  // register-mailbox doorbell
+inline constexpr uintptr_t kUart2Base = 0x59305000u;  // diagnostics (boot banner, faults)
+inline constexpr uint32_t kUart0RxIrq = NPU_AN547_UART0_RX_IRQ;
+inline constexpr uint32_t kUart1RxIrq = NPU_AN547_UART1_RX_IRQ;
+
+// The core clock (QEMU's mps3-an547 SYSCLK), which SysTick counts with CLKSOURCE = processor.
+inline constexpr uint32_t kCoreClockHz = 32'000'000;
+
+}  // namespace npu::fw::qemu

@@ -1,0 +1,52 @@
+#pragma once
+// The qemu transport: the firmware image runs on an emulated Cortex-M55 (QEMU's mps3-an547)
+// and a host bridge (npu-qemu-bridge, hwsim) serves it the simulated NPU's registers. This
+// transport starts both, owns them (each in its own process group, killed with the transport
+// or when this process dies) and carries the RPC byte stream:
+//   host -> firmware: through a byte ring in the emulated DDR, one doorbell byte on UART0
+//                     per write (npu/protocol/ddr_ring.h);
+//   firmware -> host: UART0 itself (a chardev socket).
+// The emulated DDR is a memfd (QEMU's memory-backend-file); the transport attaches it to the
+// first bytes it reads (the Hello reply's), as the firmware on the host platforms attaches its
+// device-DRAM memfd to that reply, so the shim maps its host window in the same way.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "npu/protocol/transport.h"
+
+namespace npu::proto {
+
+struct QemuOptions {
+    std::string qemuBinary;    // empty: $NPU_QEMU, else qemu-system-arm on PATH
+    std::string imagePath;     // empty: $NPU_QEMU_IMAGE, else the build tree's firmware image
+    std::string bridgePath;    // empty: $NPU_QEMU_BRIDGE, else the build tree's npu-qemu-bridge
+    std::string hwConfigPath;  // the simulated NPU's config (the bridge's --hw-config); empty = defaults
+    std::chrono::milliseconds startTimeout{10'000};  // QEMU and the bridge connect within this
+    std::chrono::milliseconds writeTimeout{10'000};  // a full request ring that stays full this long fails
+};
+
+// What startQemu would run (resolved paths), or why it cannot: the check behind a test's skip.
+struct QemuPaths {
+    std::string qemuBinary;
+    std::string imagePath;
+    std::string bridgePath;
+};
+Result<QemuPaths> resolveQemuPaths(const QemuOptions& options);
+
+// Starts the bridge and QEMU and connects to the firmware's UART0. The firmware then boots;
+// the first call (Hello) waits for it like any call waits for its reply. Call it from a thread
+// that outlives the transport: the children get SIGKILL when the thread that started them
+// exits (PR_SET_PDEATHSIG), so that they never outlive a crashed host process.
+Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options);
+
+// The process ids of the emulator and the bridge behind a transport startQemu returned, for
+// tests that kill one mid-call; {-1, -1} for any other transport.
+struct QemuProcesses {
+    int qemuPid = -1;
+    int bridgePid = -1;
+};
+QemuProcesses qemuProcesses(const Transport& transport);
+
+}  // namespace npu::proto

@@ -1,0 +1,220 @@
+// The qemu transport against the real firmware image on QEMU's mps3-an547 and the real NPU
+// bridge: boot and handshake, a corrupt request, QEMU or the bridge killed mid-call.
+// Skipped (exit 77, with the reason) when qemu-system-arm, the image or the bridge is missing.
+#include "npu/protocol/qemu_transport.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "npu.pb.h"
+#include "npu/protocol/frame.h"
+#include "npu/protocol/rpc_client.h"
+
+using namespace npu::proto;
+using namespace std::chrono_literals;
+
+namespace {
+
+void skipUnlessQemuRuns() {
+    auto paths = resolveQemuPaths({});
+    if (!paths) {
+        std::printf("SKIP: %s\n", paths.error().message.c_str());
+        std::exit(77);
+    }
+}
+
+struct Booted {
+    std::unique_ptr<RpcClient> client;
+    QemuProcesses processes;
+    HelloReply hello;
+    std::vector<UniqueFd> fds;
+};
+
+Booted bootAndHello() {
+    skipUnlessQemuRuns();
+    auto transport = startQemu({});
+    REQUIRE(transport.has_value());
+    Booted b;
+    b.processes = qemuProcesses(**transport);
+    auto client = RpcClient::create(std::move(*transport));
+    REQUIRE(client.has_value());
+    b.client = std::move(*client);
+    HelloRequest hello;
+    hello.set_major(1);
+    hello.set_host_version("qemu transport test");
+    auto r = b.client->call(METHOD_HELLO, hello, b.hello, 10s, {}, &b.fds);
+    INFO((r ? std::string("ok") : r.error().message));
+    REQUIRE(r.has_value());
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("the firmware image boots under QEMU and answers Hello and Ping over the qemu transport",
+          "[qemu]") {
+    Booted b = bootAndHello();
+    CHECK(b.hello.status().code() == 0);
+    CHECK(b.hello.major() == 1);
+    CHECK(b.hello.firmware_version().find("Cortex-M55") != std::string::npos);
+    CHECK(b.hello.firmware_version().find("build ") != std::string::npos);
+    CHECK(b.hello.hw_id() == 0x4E505531u);  // the simulated NPU's ID register, read through the bridge
+    CHECK(b.hello.device_memory_bytes() == (256ull << 20));
+    CHECK(b.hello.host_window_addr() == (128ull << 20));
+    CHECK(b.hello.host_window_bytes() == (128ull << 20));
+    // The emulated DDR arrives with the Hello reply, as the device-DRAM memfd does on unix.
+    REQUIRE(b.fds.size() == 1);
+    struct stat st {};
+    REQUIRE(fstat(b.fds[0].get(), &st) == 0);
+    CHECK(st.st_size == (2ll << 30));
+
+    CHECK(b.hello.firmware_version().find(" B flash + ") != std::string::npos);
+
+    // GetCounters: the firmware's own memory (arena high-water marks) and proof that both UART
+    // receive interrupts (NVIC 33 and 35) fired: the firmware receives only through them.
+    GetCountersRequest getCounters;
+    CountersReply counters;
+    REQUIRE(b.client->call(METHOD_GET_COUNTERS, getCounters, counters, 5s).has_value());
+    std::map<std::string, uint64_t> c;
+    for (const auto& counter : counters.counters()) c[counter.name()] = counter.value();
+    CHECK(c["rpc.arena_peak_bytes"] > 0);
+    CHECK(c["rpc.arena_peak_bytes"] <= c["rpc.arena_bytes"]);
+    CHECK(c["runtime.arena_peak_bytes"] > 0);
+    CHECK(c["runtime.arena_peak_bytes"] <= c["runtime.arena_bytes"]);
+    CHECK(c["qemu.uart0_rx_interrupts"] > 0);
+    CHECK(c["qemu.uart1_rx_interrupts"] > 0);
+    CHECK(c["qemu.mailbox_round_trips"] > 0);
+    CHECK(c["qemu.mailbox_failures"] == 0);
+    CHECK(c["qemu.ring_bytes"] > 0);
+
+    for (uint64_t nonce : {1ull, 0xDEADBEEFCAFEull}) {
+        PingRequest ping;
+        ping.set_nonce(nonce);
+        PingReply pong;
+        auto r = b.client->call(METHOD_PING, ping, pong, 5s);
+        REQUIRE(r.has_value());
+        CHECK(pong.nonce() == nonce);
+        CHECK(pong.uptime_us() > 0);
+    }
+}
+
+namespace {
+
+std::vector<uint8_t> pingFrame(uint64_t callId, uint64_t nonce) {
+    PingRequest ping;
+    ping.set_nonce(nonce);
+    const std::string payload = ping.SerializeAsString();
+    std::vector<uint8_t> frame(kFrameHeaderSize + payload.size());
+    std::memcpy(frame.data() + kFrameHeaderSize, payload.data(), payload.size());
+    FrameHeader h;
+    h.type = METHOD_PING;
+    h.callId = callId;
+    h.length = static_cast<uint32_t>(payload.size());
+    encodeFrameHeader(h, frame.data() + kFrameHeaderSize, frame.data());
+    return frame;
+}
+
+struct Collected final : FrameListener {
+    std::vector<std::pair<FrameHeader, std::string>> frames;
+    int bad = 0;
+    void onFrameEvent(const FrameEvent& e) override {
+        if (e.kind != FrameEventKind::kFrame) {
+            ++bad;
+            return;
+        }
+        frames.emplace_back(e.header, std::string(reinterpret_cast<const char*>(e.payload), e.header.length));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a corrupt request frame gets an error reply from the firmware on QEMU and the channel goes on",
+          "[qemu]") {
+    skipUnlessQemuRuns();
+    auto transport = startQemu({});
+    REQUIRE(transport.has_value());
+    std::vector<uint8_t> bad = pingFrame(41, 5);
+    bad.back() ^= 0x40;  // the payload no longer matches the CRC
+    REQUIRE((*transport)->write(bad).has_value());
+    REQUIRE((*transport)->write(pingFrame(42, 6)).has_value());
+
+    std::vector<uint8_t> buffer(FrameDecoder::bufferSizeFor(4096));
+    FrameDecoder decoder(buffer.data(), buffer.size(), 4096);
+    Collected got;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got.frames.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+        uint8_t chunk[256];
+        auto n = (*transport)->read(chunk, nullptr, 500ms);
+        if (n)
+            decoder.feed(chunk, *n, got);
+        else
+            REQUIRE(n.error().kind == Error::Kind::kTimeout);
+    }
+    REQUIRE(got.frames.size() == 2);
+    CHECK(got.bad == 0);
+    CHECK(got.frames[0].first.callId == 41);
+    CHECK((got.frames[0].first.flags & kFlagError) != 0);
+    ErrorReply error;
+    REQUIRE(error.ParseFromString(got.frames[0].second));
+    CHECK(error.status().message().find("CRC32C") != std::string::npos);
+    CHECK(got.frames[1].first.callId == 42);
+    PingReply pong;
+    REQUIRE(pong.ParseFromString(got.frames[1].second));
+    CHECK(pong.nonce() == 6);
+}
+
+TEST_CASE("QEMU killed mid-call fails the call as disconnected promptly, naming QEMU's exit", "[qemu]") {
+    Booted b = bootAndHello();
+    // Freeze the emulator so the call is surely pending, then kill it.
+    REQUIRE(kill(b.processes.qemuPid, SIGSTOP) == 0);
+    bool stopped = false;  // kill() only queues the stop: wait until the kernel reports it
+    for (int i = 0; i < 500 && !stopped; ++i) {
+        int status = 0;
+        stopped = waitpid(b.processes.qemuPid, &status, WUNTRACED | WNOHANG) == b.processes.qemuPid &&
+                  WIFSTOPPED(status);
+        if (!stopped) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(stopped);
+    auto pending = std::async(std::launch::async, [&] {
+        PingRequest ping;
+        PingReply pong;
+        return b.client->call(METHOD_PING, ping, pong, 30s);
+    });
+    std::this_thread::sleep_for(300ms);
+    const auto killedAt = std::chrono::steady_clock::now();
+    REQUIRE(kill(b.processes.qemuPid, SIGKILL) == 0);
+    REQUIRE(pending.wait_for(5s) == std::future_status::ready);
+    const auto took = std::chrono::steady_clock::now() - killedAt;
+    auto r = pending.get();
+    REQUIRE_FALSE(r.has_value());
+    INFO(r.error().message);
+    CHECK(r.error().kind == Error::Kind::kDisconnected);
+    CHECK(r.error().message.find("QEMU killed by signal") != std::string::npos);
+    CHECK(took < 5s);
+}
+
+TEST_CASE("the NPU bridge killed mid-session makes the next call fail as disconnected", "[qemu]") {
+    Booted b = bootAndHello();
+    REQUIRE(kill(b.processes.bridgePid, SIGKILL) == 0);
+    // A Ping needs no NPU register, so one may still pass while the kill is being delivered;
+    // within a few calls the transport must notice the dead bridge.
+    Result<void> r;
+    for (int i = 0; i < 50 && r.has_value(); ++i) {
+        PingRequest ping;
+        PingReply pong;
+        r = b.client->call(METHOD_PING, ping, pong, 10s);
+        if (r.has_value()) std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE_FALSE(r.has_value());
+    INFO(r.error().message);
+    CHECK(r.error().kind == Error::Kind::kDisconnected);
+    CHECK(r.error().message.find("NPU bridge killed by signal") != std::string::npos);
+}

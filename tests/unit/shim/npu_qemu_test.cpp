@@ -1,0 +1,172 @@
+// The NPU HAL device over the qemu transport: the firmware image on an emulated Cortex-M55,
+// the simulated NPU behind the register bridge. Results and simulated cycles must equal the
+// in-process firmware's (loopback), and a dead emulator must give DEVICE_UNAVAILABLE, not a hang.
+// Skipped (exit 77, with the reason) when qemu-system-arm, the image or the bridge is missing.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "npu/framework/cts_loader.h"
+#include "npu/fw/platform/host/firmware_host.h"
+#include "npu/protocol/qemu_transport.h"
+#include "npu/shim/npu_device.h"
+
+namespace {
+
+using namespace npu;
+using namespace std::chrono_literals;
+
+struct QemuDevice {
+    std::shared_ptr<hal::IDevice> device;
+    proto::QemuProcesses processes;
+};
+
+void skipUnlessQemuRuns() {
+    if (auto paths = proto::resolveQemuPaths({}); !paths) {
+        std::printf("SKIP: %s\n", paths.error().message.c_str());
+        std::exit(77);
+    }
+}
+
+QemuDevice openQemu(const shim::ShimOptions& options = {}) {
+    skipUnlessQemuRuns();
+    auto transport = proto::startQemu({});
+    REQUIRE(transport.has_value());
+    QemuDevice q;
+    q.processes = proto::qemuProcesses(**transport);
+    auto device = shim::createNpuDevice(std::move(*transport), options);
+    INFO((device ? std::string("ok") : device.error().message));
+    REQUIRE(device.has_value());
+    q.device = *device;
+    return q;
+}
+
+struct Outcome {
+    std::vector<std::vector<uint8_t>> outputs;
+    uint64_t cycles = 0;
+    std::vector<uint64_t> operationCycles;
+    uint32_t tuningTrials = 0;
+};
+
+Outcome runOnce(hal::IDevice& device, const framework::TestCase& tc) {
+    auto supported = device.getSupportedOperations(tc.model);
+    REQUIRE(supported.has_value());
+    for (bool s : *supported) REQUIRE(s);
+    auto prepared = device.prepareModel(tc.model);
+    INFO((prepared ? std::string("ok") : prepared.error().message));
+    REQUIRE(prepared.has_value());
+    auto request = framework::makeRequest(tc);
+    REQUIRE(request.has_value());
+    auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt,
+                                               std::nullopt);
+    INFO((r ? std::string("ok") : r.error().message));
+    REQUIRE(r.has_value());
+    Outcome o;
+    o.outputs = framework::readOutputs(*request);
+    CHECK_FALSE(framework::compareOutputs(tc, o.outputs, r->outputShapes).has_value());
+    o.cycles = r->deviceCycles;
+    for (const auto& p : r->profile) o.operationCycles.push_back(p.cycles);
+    auto info = shim::queryCompileInfo(**prepared);
+    REQUIRE(info.has_value());
+    o.tuningTrials = info->tuningTrials;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("qemu: CONV_2D and FULLY_CONNECTED vectors give loopback's bytes and simulated cycles",
+          "[shim][qemu]") {
+    QemuDevice q = openQemu();
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
+    REQUIRE(loopback.has_value());
+    for (const char* name :
+         {"conv_quant8", "conv_quant8_large", "conv_quant8_all_inputs_as_internal", "fully_connected_quant8",
+          "fully_connected_quant8_2", "fully_connected_quant8_large"}) {
+        INFO(name);
+        auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", name);
+        REQUIRE(tc.has_value());
+        const Outcome onQemu = runOnce(*q.device, *tc);
+        const Outcome onLoopback = runOnce(**loopback, *tc);
+        CHECK(onQemu.outputs == onLoopback.outputs);
+        CHECK(onQemu.cycles > 0);
+        CHECK(onQemu.cycles == onLoopback.cycles);
+        CHECK(onQemu.operationCycles == onLoopback.operationCycles);
+        CHECK(onQemu.tuningTrials == onLoopback.tuningTrials);
+    }
+}
+
+TEST_CASE("qemu: the emulator killed mid-call gives DEVICE_UNAVAILABLE within the timeout", "[shim][qemu]") {
+    shim::ShimOptions options;
+    options.executeTimeout = 20s;
+    QemuDevice q = openQemu(options);
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "conv_quant8");
+    REQUIRE(tc.has_value());
+    auto prepared = q.device->prepareModel(tc->model);
+    REQUIRE(prepared.has_value());
+    auto request = framework::makeRequest(*tc);
+    REQUIRE(request.has_value());
+    // Freeze the emulator so the call is certainly in flight (wait until the kernel says it
+    // stopped), then kill it.
+    REQUIRE(kill(q.processes.qemuPid, SIGSTOP) == 0);
+    bool stopped = false;
+    for (int i = 0; i < 500 && !stopped; ++i) {
+        int status = 0;
+        stopped = waitpid(q.processes.qemuPid, &status, WUNTRACED | WNOHANG) == q.processes.qemuPid &&
+                  WIFSTOPPED(status);
+        if (!stopped) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(stopped);
+    auto call = std::async(std::launch::async, [&] {
+        return (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                 std::nullopt);
+    });
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(kill(q.processes.qemuPid, SIGKILL) == 0);
+    // Bounds the test only: the call must end by itself well before its 20 s timeout.
+    REQUIRE(call.wait_for(15s) == std::future_status::ready);
+    auto result = call.get();
+    REQUIRE_FALSE(result.has_value());
+    INFO(result.error().message);
+    CHECK(result.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK(result.error().message.find("QEMU") != std::string::npos);
+    auto again = q.device->getCapabilities();
+    REQUIRE_FALSE(again.has_value());
+    CHECK(again.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+}
+
+TEST_CASE("qemu: an image speaking another protocol major version is refused with both versions",
+          "[shim][qemu]") {
+    skipUnlessQemuRuns();
+    auto transport = proto::startQemu({});
+    REQUIRE(transport.has_value());
+    shim::ShimOptions options;
+    options.protocolMajor = shim::kProtocolMajor + 1;  // as if the image were built for major 1
+    auto device = shim::createNpuDevice(std::move(*transport), options);
+    REQUIRE_FALSE(device.has_value());
+    INFO(device.error().message);
+    CHECK(device.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(device.error().message, Catch::Contains("qemu mps3-an547"));
+    CHECK_THAT(device.error().message, Catch::Contains("2.") && Catch::Contains("1."));
+}
+
+TEST_CASE("qemu: a missing firmware image or emulator is refused, naming it", "[shim][qemu]") {
+    skipUnlessQemuRuns();
+    proto::QemuOptions options;
+    options.imagePath = "/nonexistent/npu-fw.elf";
+    auto transport = proto::startQemu(options);
+    REQUIRE_FALSE(transport.has_value());
+    CHECK_THAT(transport.error().message, Catch::Contains("/nonexistent/npu-fw.elf"));
+    options = {};
+    options.qemuBinary = "no-such-qemu-system-arm";
+    transport = proto::startQemu(options);
+    REQUIRE_FALSE(transport.has_value());
+    CHECK_THAT(transport.error().message, Catch::Contains("no-such-qemu-system-arm"));
+}

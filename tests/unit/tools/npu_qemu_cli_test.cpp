@@ -1,0 +1,96 @@
+// The npu command line over --transport qemu (the firmware image on an emulated Cortex-M55):
+// the demo network bit-identical to loopback with the same cycles, info naming the image, and a
+// CTS subset of every operation type the NPU claims passing. Skipped (exit 77, with the reason)
+// when qemu-system-arm, the image or the bridge is missing.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "npu/protocol/qemu_transport.h"
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    std::string output;
+};
+
+Run runNpu(const std::string& args, bool withStderr = true) {
+    if (auto paths = npu::proto::resolveQemuPaths({}); !paths) {
+        std::printf("SKIP: %s\n", paths.error().message.c_str());
+        std::exit(77);
+    }
+    const std::string cmd = std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
+    Run r;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    const int status = pclose(p);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+nlohmann::json npuJson(const std::string& args) {
+    auto r = runNpu(args, false);
+    INFO(args << ": " << r.output);
+    REQUIRE(r.exitCode == 0);
+    auto j = nlohmann::json::parse(r.output, nullptr, false);
+    REQUIRE_FALSE(j.is_discarded());
+    return j;
+}
+
+}  // namespace
+
+TEST_CASE("npu demo --transport qemu gives loopback's outputs and cycles", "[cli][qemu]") {
+    const auto qemu = npuJson("demo --transport qemu --json");
+    const auto loopback = npuJson("demo --transport loopback --json");
+    CHECK(qemu["device"] == "npu (qemu)");
+    CHECK(qemu["match"] == true);
+    CHECK(qemu["outputs"] == loopback["outputs"]);
+    CHECK(qemu["device_cycles"].get<uint64_t>() > 0);
+    CHECK(qemu["device_cycles"] == loopback["device_cycles"]);
+    CHECK(qemu["operations"] == loopback["operations"]);
+}
+
+TEST_CASE("npu info --transport qemu names the image's core, build id and footprint", "[cli][qemu]") {
+    auto r = runNpu("info --transport qemu");
+    INFO(r.output);
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("Cortex-M55 (qemu mps3-an547)"));
+    CHECK_THAT(r.output, Catch::Contains(", build "));
+    CHECK_THAT(r.output, Catch::Contains(" B flash + "));
+    CHECK_THAT(r.output, Catch::Contains("transport qemu"));
+}
+
+TEST_CASE("npu conformance --transport qemu passes a vector of every operation type the NPU claims",
+          "[cli][qemu]") {
+    const auto j = npuJson(
+        "conformance --transport qemu --json -j 2 --filter conv_quant8 --filter conv_quant8_large "
+        "--filter depthwise_conv2d_quant8 --filter depthwise_conv2d_quant8_large --filter "
+        "fully_connected_quant8 "
+        "--filter fully_connected_quant8_2 --filter conv2d_quant8_signed_nhwc_quant8_signed "
+        "--filter conv2d_quant8_signed_nchw_quant8_signed --filter 'fully_connected_quant8_signed*'");
+    INFO(j.dump(1));
+    CHECK(j["failed"] == 0);
+    CHECK(j["errors"] == 0);
+    std::set<std::string> passed;
+    for (const auto& op : j["operations"]) {
+        if (op["passed"].get<int>() > 0)
+            passed.insert(op["operation"].get<std::string>() + " " + op["type"].get<std::string>());
+    }
+    for (const char* claimed :
+         {"CONV_2D TENSOR_QUANT8_ASYMM", "CONV_2D TENSOR_QUANT8_ASYMM_SIGNED",
+          "DEPTHWISE_CONV_2D TENSOR_QUANT8_ASYMM", "FULLY_CONNECTED TENSOR_QUANT8_ASYMM",
+          "FULLY_CONNECTED TENSOR_QUANT8_ASYMM_SIGNED"}) {
+        INFO(claimed);
+        CHECK(passed.count(claimed) == 1);
+    }
+}
