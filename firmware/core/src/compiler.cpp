@@ -682,6 +682,7 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
     const uint64_t outCap = align(uint64_t{m} * p.outW * p.channelTile, 64);
     const uint32_t inBuf[2] = {0, static_cast<uint32_t>(inCap)};
     const uint32_t outBuf[2] = {static_cast<uint32_t>(2 * inCap), static_cast<uint32_t>(2 * inCap + outCap)};
+    const uint32_t constant = static_cast<uint32_t>(2 * (inCap + outCap));  // clamp(0), see below
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
     struct Tile {
         uint32_t b, r0, rows, c0, ct, first, end, padTop;
@@ -696,9 +697,9 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
         x.rows = std::min(m, p.outH - x.r0);
         const int64_t y0 = int64_t{x.r0} * p.strideY - p.padTop;
         const int64_t y1 = int64_t{x.r0 + x.rows - 1} * p.strideY - p.padTop + p.kh;
-        x.first = static_cast<uint32_t>(std::max<int64_t>(0, y0));
-        x.end = static_cast<uint32_t>(std::min<int64_t>(p.inH, y1));
-        x.padTop = static_cast<uint32_t>(x.first - y0);
+        x.first = static_cast<uint32_t>(std::min<int64_t>(p.inH, std::max<int64_t>(0, y0)));
+        x.end = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(p.inH, y1)));
+        x.padTop = x.end > x.first ? static_cast<uint32_t>(x.first - y0) : 0;
         return x;
     };
     // NHWC: a box of pixels x channels; NCHW: transposed to HWC element by element (as CONV_2D).
@@ -729,16 +730,38 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
         }
         return d;
     };
+    // A tile whose windows all lie in the padding has no input row to load: its outputs are the
+    // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
+    // broadcast from one byte filled once.
+    const int32_t emptyValue = std::min(std::max(0, plan.vec.clampMin), plan.vec.clampMax);
+    isa::DmaBox fill;
+    fill.sramAddr = constant;
+    fill.innerBytes = 1;
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, static_cast<uint32_t>(emptyValue)));
     w.emit(isa::makeVecParams(plan.vec));
+    const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
     emitPipeline(
         w, p.batch * rowTiles * chanTiles,
         [&](uint32_t t) {
             const Tile x = tileOf(t);
+            if (x.end <= x.first) return;
             w.dma(Opcode::kDmaLoad, in,
                   box(x.b, x.c0, x.ct, x.first, x.end - x.first, p.inH, p.inW, inBuf[t % 2]));
         },
         [&](uint32_t t) {
             const Tile x = tileOf(t);
+            if (x.end <= x.first) {
+                isa::VecOpDesc v;
+                v.function = isa::VecFunction::kClamp;
+                v.rows = x.rows;
+                v.cols = p.outW * x.ct;
+                v.aAddr = constant;
+                v.aRowStride = v.aColStride = 0;
+                v.outAddr = outBuf[t % 2];
+                v.outRowStride = v.cols;
+                w.emit(isa::makeVecOp(v, flags));
+                return;
+            }
             isa::PoolDesc d;
             d.mode = p.average ? isa::pool::kModeAverage : isa::pool::kModeMax;
             d.ifmAddr = inBuf[t % 2];

@@ -637,25 +637,31 @@ bool poolTileFits(const CompileTarget& t, const PoolPlan& p, uint32_t rows, uint
     const uint64_t inBytes = alignUp(inRows * p.inW * channels, 64);
     const uint64_t outBytes = alignUp(uint64_t{rows} * p.outW * channels, 64);
     const uint64_t taps = uint64_t{rows} * p.outW * channels * p.kh * p.kw;
-    return 2 * (inBytes + outBytes) <= t.scratchpadBytes && taps <= kMaxMacsPerCommand;
+    return 2 * (inBytes + outBytes) + kPoolConstantBytes <= t.scratchpadBytes && taps <= kMaxMacsPerCommand;
 }
 
-// Every output position must see at least one input tap: a window wholly in the padding has no
-// defined maximum (the reference clamps INT32_MIN), and the row tiler never loads an empty window.
-FwStatus poolWindows(const Checker& c, const PoolPlan& p, uint32_t padRight, uint32_t padBottom) {
+// A window wholly in the padding: the reference's average is 0 and its maximum INT32_MIN, each
+// then clamped; POOL yields 0 then clamps, and the compiler fills tiles with no input row with
+// clamp(0). That is the reference's answer except for a MAX_POOL_2D whose clamp minimum is
+// negative (int8 without RELU), which is refused.
+FwStatus poolWindows(const Checker& c, const PoolPlan& p, int32_t clampMin, uint32_t padRight,
+                     uint32_t padBottom) {
     const uint64_t lastY = uint64_t{p.outH - 1} * p.strideY, lastX = uint64_t{p.outW - 1} * p.strideX;
-    if (p.padTop >= p.kh || p.padLeft >= p.kw || lastY >= uint64_t{p.inH} + p.padTop ||
-        lastX >= uint64_t{p.inW} + p.padLeft) {
+    const bool empty = p.padTop >= p.kh || p.padLeft >= p.kw || lastY >= uint64_t{p.inH} + p.padTop ||
+                       lastX >= uint64_t{p.inW} + p.padLeft;
+    if (empty && !p.average && clampMin < 0) {
         return c.fail("padding (left %" PRIu32 ", right %" PRIu32 ", top %" PRIu32 ", bottom %" PRIu32
-                      ") leaves a %" PRIu32 "x%" PRIu32 " window with no input element (not supported)",
-                      p.padLeft, padRight, p.padTop, padBottom, p.kw, p.kh);
+                      ") leaves a %" PRIu32 "x%" PRIu32
+                      " window with no input element, and the clamp minimum %" PRId32
+                      " is negative (the NPU's empty maximum is clamp(0), the reference's the clamp minimum)",
+                      p.padLeft, padRight, p.padTop, padBottom, p.kw, p.kh, clampMin);
     }
     return FwStatus::okStatus();
 }
 
 FwStatus poolTiling(const Checker& c, PoolPlan& p) {
     if (p.inH > kMax16 || p.inW > kMax16 || p.kh > kMax16 || p.kw > kMax16 || p.strideX > kMax16 ||
-        p.strideY > kMax16 || p.padLeft > kMax16 || p.outH > kMax16 || p.outW > kMax16)
+        p.strideY > kMax16 || p.padLeft > kMax16 || p.padTop > kMax16 || p.outH > kMax16 || p.outW > kMax16)
         return c.fail("a dimension, stride, filter size or padding exceeds the NPU's 16-bit tile fields");
     // The vector unit sums a window in 32 bits, as the reference does: at most 2^23 taps of 255.
     if (uint64_t{p.kh} * p.kw > (uint64_t{1} << 23))
@@ -745,7 +751,7 @@ FwStatus planPool(const Checker& c, OpPlan* plan) {
             return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
                           k, output.dims[k], expect[k]);
     }
-    if (!(st = poolWindows(c, p, padRight, padBottom)).ok()) return st;
+    if (!(st = poolWindows(c, p, plan->vec.clampMin, padRight, padBottom)).ok()) return st;
     return poolTiling(c, p);
 }
 

@@ -99,6 +99,9 @@ struct PoolPlan {
     uint32_t rowTile = 0, channelTile = 0;
 };
 
+// After the pooling tile buffers: the byte clamp(0) that fills tiles with no input row.
+inline constexpr uint32_t kPoolConstantBytes = 64;
+
 // RESHAPE / SQUEEZE, CONCATENATION and the table-mapped unary operations (RELU, RELU1, RELU6,
 // LOGISTIC, TANH, HARD_SWISH): part i is a [rows, partBytes[i]] box of operand parts[i], copied
 // or mapped byte by byte through a 256-entry table (map[i]) into the output rows (outRowBytes

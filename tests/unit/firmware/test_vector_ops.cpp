@@ -55,8 +55,10 @@ std::vector<uint8_t> refPool(const PoolCase& c, bool average, const std::vector<
                             best = std::max(best, v);
                             ++count;
                         }
-                    int v = best;
-                    if (average) v = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+                    int v = best;  // no tap: the reference's maximum is INT32_MIN, clamped to lo
+                    if (count == 0) v = average ? 0 : lo;
+                    if (average && count > 0)
+                        v = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
                     v = std::min(hi, std::max(lo, v));
                     const size_t o = c.nchw ? ((size_t(b) * c.c + ch) * oh + oy) * ow + ox
                                             : ((size_t(b) * oh + oy) * ow + ox) * c.c + ch;
@@ -331,17 +333,29 @@ TEST_CASE("pooling tiles rows and channels that do not divide the shape on a sma
     runPool({1, 10, 9, 70, 3, 3, 2, 2, true, 2, 0, 0, 0, 0, 0, true}, false, 303, false, hw);
 }
 
+TEST_CASE("pooling windows wholly in the padding give the reference's empty-window value") {
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 4 << 10;  // one-row tiles: whole tiles lie in the top / bottom padding
+    runPool({1, 4, 10, 100, 1, 2, 1, 1, false, 0, 2, 3, 2, 3, 0, false}, false, 1100, false, hw);
+    runPool({1, 4, 10, 100, 1, 2, 1, 1, false, 0, 2, 3, 2, 3, 0, false}, true, 1101, false, hw);
+    runPool({1, 4, 10, 100, 1, 2, 1, 1, false, 0, 2, 3, 2, 3, 0, false}, true, 1102, true, hw);
+    runPool({2, 5, 6, 3, 2, 1, 2, 3, false, 0, 1, 2, 3, 4, 1, true}, false, 1103, true,
+            hw);  // RELU: min >= 0
+    runPool({2, 5, 6, 3, 2, 1, 2, 3, false, 0, 1, 2, 3, 4, 0, false}, true, 1104, true);
+}
+
 TEST_CASE("pooling refusals name the operation and the limit") {
-    SECTION("a window wholly in the padding") {
+    SECTION("a window wholly in the padding of an int8 MAX_POOL_2D without activation") {
         Harness h;
         REQUIRE(h.runtime.init().ok());
         ModelBuilder mb(h);
-        const uint32_t x = mb.input({1, 4, 4, 2}, {0.5f, 10}), y = mb.output({1, 7, 4, 2}, {0.5f, 10});
+        const uint32_t x = mb.input({1, 4, 4, 2}, {0.5f, 10}, kI8),
+                       y = mb.output({1, 7, 4, 2}, {0.5f, 10}, kI8);
         mb.op(kMaxPool,
               {x, mb.i32(0), mb.i32(0), mb.i32(2), mb.i32(2), mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(2),
                mb.i32(0)},
               {y});
-        expectRefused(h, mb, "MAX_POOL_2D", "with no input element");
+        expectRefused(h, mb, "MAX_POOL_2D", "clamp minimum -128 is negative");
     }
     SECTION("output quantization differs from the input's") {
         Harness h;
