@@ -127,6 +127,7 @@ private:
     void emitAdd(BlobWriter& w, const OpPlan& plan);
     void emitPool(BlobWriter& w, const OpPlan& plan);
     void emitCopy(BlobWriter& w, const OpPlan& plan);
+    void emitPad(BlobWriter& w, const OpPlan& plan);
     void emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in, const OperandDesc& out,
                    uint32_t sramAddr);
 
@@ -673,6 +674,37 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
         });
 }
 
+// The DMA box of pooling rows [y, y + rows) of image b (h x wd pixels), channels [c0, c0 + ct),
+// at scratchpad `sram` as HWC: NHWC is a box of pixels x channels (one run per row when every
+// channel is taken); NCHW is transposed element by element (as CONV_2D).
+isa::DmaBox poolDmaBox(const PoolPlan& p, uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows,
+                       uint32_t h, uint32_t wd, uint32_t sram) {
+    isa::DmaBox d;
+    d.sramAddr = sram;
+    if (!p.nchw) {
+        d.dramOffset = ((uint64_t{b} * h + y) * wd) * p.channels + c0;
+        d.innerBytes = ct;
+        d.rows = rows * wd;
+        d.dramRowStride = p.channels;
+        d.sramRowStride = ct;
+        if (ct == p.channels) {
+            d.innerBytes = wd * ct;
+            d.rows = rows;
+            d.dramRowStride = d.sramRowStride = wd * ct;
+        }
+        return d;
+    }
+    d.dramOffset = (uint64_t{b} * p.channels + c0) * h * wd + uint64_t{y} * wd;
+    d.innerBytes = 1;
+    d.rows = rows * wd;
+    d.dramRowStride = 1;
+    d.sramRowStride = ct;
+    d.planes = ct;
+    d.dramPlaneStride = h * wd;
+    d.sramPlaneStride = 1;
+    return d;
+}
+
 void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
     const PoolPlan& p = plan.pool;
     const uint32_t m = p.rowTile, rowTiles = (p.outH + m - 1) / m;
@@ -702,38 +734,12 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
         x.padTop = x.end > x.first ? static_cast<uint32_t>(x.first - y0) : 0;
         return x;
     };
-    // NHWC: a box of pixels x channels; NCHW: transposed to HWC element by element (as CONV_2D).
     auto box = [&](uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows, uint32_t h, uint32_t wd,
-                   uint32_t sram) {
-        isa::DmaBox d;
-        d.sramAddr = sram;
-        if (!p.nchw) {
-            d.dramOffset = ((uint64_t{b} * h + y) * wd) * p.channels + c0;
-            d.innerBytes = ct;
-            d.rows = rows * wd;
-            d.dramRowStride = p.channels;
-            d.sramRowStride = ct;
-            if (ct == p.channels) {  // whole pixels: one contiguous run per row
-                d.innerBytes = wd * ct;
-                d.rows = rows;
-                d.dramRowStride = d.sramRowStride = wd * ct;
-            }
-        } else {
-            d.dramOffset = (uint64_t{b} * p.channels + c0) * h * wd + uint64_t{y} * wd;
-            d.innerBytes = 1;
-            d.rows = rows * wd;
-            d.dramRowStride = 1;
-            d.sramRowStride = ct;
-            d.planes = ct;
-            d.dramPlaneStride = h * wd;
-            d.sramPlaneStride = 1;
-        }
-        return d;
-    };
+                   uint32_t sram) { return poolDmaBox(p, b, c0, ct, y, rows, h, wd, sram); };
     // A tile whose windows all lie in the padding has no input row to load: its outputs are the
     // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
     // broadcast from one byte filled once.
-    const int32_t emptyValue = std::min(std::max(0, plan.vec.clampMin), plan.vec.clampMax);
+    const int32_t emptyValue = std::min(std::max<int32_t>(0, plan.vec.clampMin), plan.vec.clampMax);
     isa::DmaBox fill;
     fill.sramAddr = constant;
     fill.innerBytes = 1;
@@ -875,6 +881,56 @@ void ModelCompiler::emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in,
     w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, d);
 }
 
+// PAD / PAD_V2: the whole output is stored from a scratchpad buffer filled with the pad value,
+// then each [rows, bytes] slab of the input is copied into its box (store queue order keeps
+// the copies after the fill).
+void ModelCompiler::emitPad(BlobWriter& w, const OpPlan& plan) {
+    const PadPlan& p = plan.pad;
+    const uint32_t fillBytes = target_.scratchpadBytes / 4 / 64 * 64;
+    const uint32_t buffer = (target_.scratchpadBytes - fillBytes) / 2 / 64 * 64;
+    const uint32_t copyBuf[2] = {fillBytes, fillBytes + buffer};
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    const uint64_t total = uint64_t{p.out[0]} * p.out[1] * p.out[2] * p.out[3];
+    isa::DmaBox fill;
+    fill.innerBytes = static_cast<uint32_t>(std::min<uint64_t>(fillBytes, total));
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, p.value));
+    w.emit(isa::makePush(Queue::kLoad, Queue::kStore));
+    w.emit(isa::makePop(Queue::kLoad, Queue::kStore));
+    for (uint64_t offset = 0; offset < total; offset += fillBytes) {
+        isa::DmaBox box;
+        box.dramOffset = offset;
+        box.innerBytes = static_cast<uint32_t>(std::min<uint64_t>(fillBytes, total - offset));
+        w.dma(Opcode::kDmaStore, out, box);
+    }
+    // Slab (i0, i1) of the input: p.in[2] rows of p.in[3] bytes.
+    const CopyTiling tiling(p.in[2], p.in[3], buffer);
+    const uint32_t slabs = p.in[0] * p.in[1];
+    auto boxOf = [&](uint32_t t, bool store) {
+        const uint32_t slab = t / tiling.count(), k = t % tiling.count();
+        const uint32_t i0 = slab / p.in[1], i1 = slab % p.in[1];
+        const uint32_t r0 = k / tiling.colTiles * tiling.rowTile, c0 = k % tiling.colTiles * tiling.colTile;
+        isa::DmaBox d;
+        d.sramAddr = copyBuf[t % 2];
+        d.innerBytes = std::min(tiling.colTile, p.in[3] - c0);
+        d.rows = std::min(tiling.rowTile, p.in[2] - r0);
+        d.sramRowStride = d.innerBytes;
+        if (store) {
+            d.dramRowStride = p.out[3];
+            d.dramOffset =
+                ((uint64_t{i0 + p.before[0]} * p.out[1] + i1 + p.before[1]) * p.out[2] + r0 + p.before[2]) *
+                    p.out[3] +
+                p.before[3] + c0;
+        } else {
+            d.dramRowStride = p.in[3];
+            d.dramOffset = ((uint64_t{i0} * p.in[1] + i1) * p.in[2] + r0) * p.in[3] + c0;
+        }
+        return d;
+    };
+    emitCopyPipeline(
+        w, slabs * tiling.count(), [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, boxOf(t, false)); },
+        [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, true)); });
+}
+
 void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
     for (uint32_t i = 0; i < model_.operandCount; ++i) constOffset_[i] = 0;
     for (uint32_t o = 0; o < model_.operationCount; ++o) {
@@ -898,6 +954,10 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpAveragePool2d:
             case hal::kOpMaxPool2d:
                 emitPool(w, plan);
+                break;
+            case hal::kOpPad:
+            case hal::kOpPadV2:
+                emitPad(w, plan);
                 break;
             default:
                 if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))

@@ -944,6 +944,52 @@ FwStatus planConcat(const Checker& c, OpPlan* plan) {
     return FwStatus::okStatus();
 }
 
+// PAD (the pad value is the zero point) and PAD_V2 (an INT32 pad value, saturated to the type,
+// as the reference does).
+FwStatus planPad(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    PadPlan& p = plan->pad;
+    const bool v2 = op.type == hal::kOpPadV2;
+    if (op.inputCount != (v2 ? 3u : 2u))
+        return c.fail("has %" PRIu32 " inputs; %s takes %u", op.inputCount, operationName(op.type),
+                      v2 ? 3u : 2u);
+    FwStatus st = c.dataTensor(0, "input", 1, 4);
+    if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
+        return c.fail("output scale and zero point must equal the input's");
+    if (!(st = c.constantTensor(1, "paddings", hal::kTensorInt32, 2)).ok()) return st;
+    const OperandDesc& pads = c.in(1);
+    if (pads.dims[0] != input.rank || pads.dims[1] != 2)
+        return c.fail("paddings are [%" PRIu32 ", %" PRIu32 "], expected [%" PRIu32 ", 2]", pads.dims[0],
+                      pads.dims[1], input.rank);
+    int32_t value = input.zeroPoint;
+    if (v2 && !(st = c.scalar(2, hal::kInt32, &value)).ok()) return st;
+    const int32_t lo = plan->signedIn ? -128 : 0;
+    p.value = static_cast<uint8_t>(std::min(std::max(value, lo), lo + 255));
+    if (output.rank != input.rank)
+        return c.fail("output rank %" PRIu32 ", input rank %" PRIu32 "", output.rank, input.rank);
+    const uint8_t* data = constantData(c.target, pads);
+    const uint32_t shift = 4 - input.rank;
+    for (uint32_t k = 0; k < input.rank; ++k) {
+        const int32_t head = readI32(data, 2 * k), tail = readI32(data, 2 * k + 1);
+        if (head < 0 || tail < 0) return c.fail("paddings of dimension %" PRIu32 " are negative", k);
+        const uint64_t dim =
+            uint64_t{input.dims[k]} + static_cast<uint32_t>(head) + static_cast<uint32_t>(tail);
+        if (output.dims[k] != dim)
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the padding gives %llu", k,
+                          output.dims[k], static_cast<unsigned long long>(dim));
+        p.in[shift + k] = input.dims[k];
+        p.out[shift + k] = output.dims[k];
+        p.before[shift + k] = static_cast<uint32_t>(head);
+    }
+    p.input = op.inputs[0];
+    p.output = op.outputs[0];
+    return FwStatus::okStatus();
+}
+
 }  // namespace
 
 const char* operationName(uint32_t type) {
@@ -958,6 +1004,10 @@ const char* operationName(uint32_t type) {
             return "FULLY_CONNECTED";
         case hal::kOpSub:
             return "SUB";
+        case hal::kOpPad:
+            return "PAD";
+        case hal::kOpPadV2:
+            return "PAD_V2";
         case hal::kOpMul:
             return "MUL";
         case hal::kOpMaximum:
@@ -1055,6 +1105,9 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
             return planReshape(c, plan);
         case hal::kOpConcatenation:
             return planConcat(c, plan);
+        case hal::kOpPad:
+        case hal::kOpPadV2:
+            return planPad(c, plan);
         default:
             if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,

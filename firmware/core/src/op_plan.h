@@ -27,7 +27,7 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
                           kOpDepthwiseConv2d = 4, kOpFullyConnected = 9, kOpLogistic = 14, kOpMaxPool2d = 17,
                           kOpRelu = 19, kOpRelu1 = 20, kOpRelu6 = 21, kOpReshape = 22, kOpTanh = 28,
                           kOpSqueeze = 34, kOpSub = 36, kOpMul = 18, kOpMaximum = 65, kOpMinimum = 66,
-                          kOpHardSwish = 99;
+                          kOpPad = 32, kOpPadV2 = 69, kOpHardSwish = 99;
 // ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
 constexpr bool isBinaryOp(uint32_t type) {
     return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
@@ -116,6 +116,14 @@ struct CopyPlan {
     bool alias = false;  // set by the memory planner: the output names the input's bytes, no copy
 };
 
+// PAD / PAD_V2, as four dimensions (leading 1s): the output filled with `value`, then the input
+// copied into the box at `before`.
+struct PadPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t in[4] = {1, 1, 1, 1}, out[4] = {1, 1, 1, 1}, before[4] = {};
+    uint8_t value = 0;
+};
+
 struct OpPlan {
     uint32_t type = 0;
     ConvPlan conv;
@@ -123,6 +131,7 @@ struct OpPlan {
     AddPlan add;
     PoolPlan pool;
     CopyPlan copy;
+    PadPlan pad;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation

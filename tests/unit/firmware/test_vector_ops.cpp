@@ -565,3 +565,77 @@ TEST_CASE("RESHAPE and SQUEEZE between temporaries alias the buffer: no commands
     CHECK(r.result.profile[1].cycles > 0);
     CHECK(r.result.profile[4].cycles > 0);
 }
+
+namespace {
+
+constexpr uint32_t kPad = 32, kPadV2 = 69;
+
+// PAD (value: the zero point) or PAD_V2 (value: `v2Value`, saturated to the type).
+void runPad(std::vector<uint32_t> dims, std::vector<int32_t> pads, bool v2, int32_t v2Value, bool isSigned,
+            uint32_t seed, npu::sim::HwConfig hw = {}) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    const size_t rank = dims.size();
+    std::vector<uint32_t> outDims(rank);
+    for (size_t k = 0; k < rank; ++k) outDims[k] = dims[k] + uint32_t(pads[2 * k] + pads[2 * k + 1]);
+    size_t n = 1, total = 1;
+    for (size_t k = 0; k < rank; ++k) {
+        n *= dims[k];
+        total *= outDims[k];
+    }
+    auto in = randomBytes(rng, n);
+    const uint32_t type = isSigned ? kI8 : kU8;
+    const Quant q{0.3f, isSigned ? -20 : 77};
+    ModelBuilder mb(h);
+    const uint32_t x = mb.input(dims, q, type), y = mb.output(outDims, q, type);
+    std::vector<uint32_t> args = {
+        x, mb.constant(kInt32Tensor, {uint32_t(rank), 2}, 0, 0, pads.data(), pads.size() * 4)};
+    if (v2) args.push_back(mb.i32(v2Value));
+    mb.op(v2 ? kPadV2 : kPad, args, {y});
+    const BlobInfo info = prepareClaimed(h, mb.build());
+    const int lo = isSigned ? -128 : 0;
+    const uint8_t value = uint8_t(v2 ? std::min(std::max(v2Value, lo), lo + 255) : q.zp);
+    std::vector<uint8_t> expect(total, value);
+    for (size_t i = 0; i < n; ++i) {  // input index -> output index
+        size_t rest = i, o = 0, outStride = 1;
+        std::vector<size_t> idx(rank);
+        for (size_t k = rank; k-- > 0;) {
+            idx[k] = rest % dims[k];
+            rest /= dims[k];
+        }
+        for (size_t k = rank; k-- > 0;) {
+            o += (idx[k] + size_t(pads[2 * k])) * outStride;
+            outStride *= outDims[k];
+        }
+        expect[o] = in[i];
+    }
+    Run r = execute(h, info, {in}, {total});
+    INFO(r.status.message);
+    REQUIRE(r.status.ok());
+    CHECK(r.outputs[0] == expect);
+}
+
+}  // namespace
+
+TEST_CASE("PAD and PAD_V2 fill and place the input, uint8 and int8, larger than the scratchpad") {
+    runPad({1, 3, 4, 2}, {0, 0, 1, 2, 2, 1, 0, 0}, false, 0, false, 1200);
+    runPad({2, 3, 4, 2}, {1, 0, 0, 1, 1, 1, 1, 2}, true, 300, false, 1201);
+    runPad({5, 7}, {2, 3, 1, 0}, true, -7, true, 1202);
+    runPad({9}, {4, 5}, false, 0, true, 1203);
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 4 << 10;
+    runPad({1, 30, 40, 3}, {0, 0, 2, 2, 3, 3, 0, 0}, true, 128, false, 1204, hw);
+    runPad({2, 3, 5, 3000}, {0, 1, 1, 0, 0, 2, 5, 7}, false, 0, true, 1205, hw);
+}
+
+TEST_CASE("PAD refusals name the operation and the rule") {
+    Harness h;
+    REQUIRE(h.runtime.init().ok());
+    ModelBuilder mb(h);
+    const std::vector<int32_t> pads = {0, -1, 1, 1};
+    const uint32_t x = mb.input({2, 3}, {0.5f, 1});
+    mb.op(kPad, {x, mb.constant(kInt32Tensor, {2, 2}, 0, 0, pads.data(), 16)},
+          {mb.output({1, 5}, {0.5f, 1})});
+    expectRefused(h, mb, "PAD", "paddings of dimension 0 are negative");
+}
