@@ -89,6 +89,22 @@ void emitPipeline(BlobWriter& w, uint32_t tiles, Load load, Compute compute, Sto
     }
 }
 
+// Two-stage load -> store pipeline over `tiles` tiles in two buffers (copies with no compute):
+// load(t) may overwrite buffer t%2 once store(t-2) has drained it.
+template <typename Load, typename Store>
+void emitCopyPipeline(BlobWriter& w, uint32_t tiles, Load load, Store store) {
+    for (uint32_t t = 0; t < tiles; ++t) {
+        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kLoad));
+        load(t);
+        w.emit(isa::makePush(Queue::kLoad, Queue::kStore));
+        w.emit(isa::makePop(Queue::kLoad, Queue::kStore));
+        store(t);
+        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kLoad));
+    }
+}
+
+constexpr uint32_t kLutBytes = 256;
+
 class ModelCompiler {
 public:
     ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
@@ -99,6 +115,7 @@ public:
 private:
     FwStatus checkModel();
     FwStatus planMemory(Arena& scratch);
+    bool aliasesInput(uint32_t opIndex) const;
     void emitAll(BlobWriter& w, uint8_t* opTable);
     TensorRef ref(BlobWriter& w, uint32_t operand);
     template <typename LoadIn, typename Compute, typename StoreOut>
@@ -108,6 +125,11 @@ private:
     void emitConv(BlobWriter& w, const OpPlan& plan);
     void emitFc(BlobWriter& w, const OpPlan& plan);
     void emitAdd(BlobWriter& w, const OpPlan& plan);
+    void emitPool(BlobWriter& w, const OpPlan& plan);
+    void emitCopy(BlobWriter& w, const OpPlan& plan);
+    void emitPad(BlobWriter& w, const OpPlan& plan);
+    void emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in, const OperandDesc& out,
+                   uint32_t sramAddr);
 
     const CompileTarget& target_;
     const ModelDesc& model_;
@@ -170,11 +192,13 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
     uint32_t* lastUse = scratch.allocateArray<uint32_t>(m.operandCount);
     bool* defined = scratch.allocateArray<bool>(m.operandCount);
     uint32_t* live = scratch.allocateArray<uint32_t>(m.operandCount);
+    uint32_t* aliasRoot = scratch.allocateArray<uint32_t>(m.operandCount);  // whose bytes an operand uses
     if (refs_ == nullptr || constOffset_ == nullptr || lastUse == nullptr || defined == nullptr ||
-        live == nullptr) {
+        live == nullptr || aliasRoot == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
                               "compiler scratch exhausted (%" PRIu32 " operands)", m.operandCount);
     }
+    for (uint32_t i = 0; i < m.operandCount; ++i) aliasRoot[i] = i;
     for (uint32_t i = 0; i < m.inputCount; ++i) {
         refs_[m.inputIndexes[i]] = {kRegionIo, 0, false, i};
         defined[m.inputIndexes[i]] = true;
@@ -205,7 +229,13 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
                 Code::kInvalidArgument,
                 "operation %" PRIu32 " writes operand %" PRIu32 ", which already has a value", o, out);
         defined[out] = true;
-        if (m.operands[out].lifetime == hal::kTemporary) {
+        if (aliasesInput(o)) {  // RESHAPE / SQUEEZE of a temporary or input: the same bytes
+            const uint32_t root = aliasRoot[op.inputs[0]];
+            refs_[out] = refs_[op.inputs[0]];
+            aliasRoot[out] = root;
+            lastUse[root] = std::max(lastUse[root], lastUse[out]);  // keep the bytes while either is read
+            plans_[o].copy.alias = true;
+        } else if (m.operands[out].lifetime == hal::kTemporary) {
             const uint64_t bytes = align(tensorElements(m.operands[out]), 64);
             uint64_t offset = 0;
             bool moved = true;
@@ -239,6 +269,17 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
                                   i, m.outputIndexes[i]);
     }
     return FwStatus::okStatus();
+}
+
+// A RESHAPE or SQUEEZE whose output is a temporary and whose input is a temporary or a model
+// input needs no bytes moved: its output names the input's bytes (row-major either way).
+bool ModelCompiler::aliasesInput(uint32_t opIndex) const {
+    const OpPlan& plan = plans_[opIndex];
+    if (plan.type != hal::kOpReshape && plan.type != hal::kOpSqueeze) return false;
+    const uint32_t in = model_.operations[opIndex].inputs[0], out = model_.operations[opIndex].outputs[0];
+    const uint32_t inLifetime = model_.operands[in].lifetime;
+    return model_.operands[out].lifetime == hal::kTemporary &&
+           (inLifetime == hal::kTemporary || inLifetime == hal::kSubgraphInput);
 }
 
 TensorRef ModelCompiler::ref(BlobWriter& w, uint32_t operand) {
@@ -531,8 +572,12 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
 
 void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
     const AddPlan& p = plan.add;
-    const uint32_t buffer = target_.scratchpadBytes / 6 / 64 * 64;
+    const uint32_t buffer = binaryBufferBytes(target_);
+    const uint32_t tableA = 6 * buffer, tableB = tableA + kLutBytes;
     const TensorRef a = ref(w, p.a), b = ref(w, p.b), out = ref(w, p.output);
+    const OperandDesc& outDesc = model_.operands[p.output];
+    if (p.requantA) emitTable(w, ByteMap::kRequant, model_.operands[p.a], outDesc, tableA);
+    if (p.requantB) emitTable(w, ByteMap::kRequant, model_.operands[p.b], outDesc, tableB);
     const uint32_t rowTiles = (p.dims[2] + p.rowTile - 1) / p.rowTile;
     const uint32_t colTiles = (p.dims[3] + p.colTile - 1) / p.colTile;
     const uint32_t tiles = p.dims[0] * p.dims[1] * rowTiles * colTiles;
@@ -582,7 +627,39 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             d.bRowStride = p.strideB[2] != 0 ? (p.strideB[3] != 0 ? x.cols : 1) : 0;
             d.outAddr = (4 + t % 2) * buffer;
             d.outRowStride = x.cols;
-            w.emit(isa::makeAdd(d, plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u));
+            const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
+            if (plan.type == hal::kOpAdd || plan.type == hal::kOpSub) {
+                w.emit(isa::makeAdd(d, flags));
+                return;
+            }
+            // MAXIMUM / MINIMUM: inputs into the output's quantization first, in place.
+            auto mapInPlace = [&](const isa::DmaBox& box, uint32_t table) {
+                isa::VecOpDesc m;
+                m.function = isa::VecFunction::kLut;
+                m.rows = box.rows;
+                m.cols = box.innerBytes;
+                m.aAddr = m.outAddr = box.sramAddr;
+                m.aRowStride = m.outRowStride = box.innerBytes;
+                m.lutAddr = table;
+                w.emit(isa::makeVecOp(m, flags));
+            };
+            if (p.requantA) mapInPlace(inputBox(x, p.strideA, d.aAddr), tableA);
+            if (p.requantB) mapInPlace(inputBox(x, p.strideB, d.bAddr), tableB);
+            isa::VecOpDesc v;
+            v.function = plan.type == hal::kOpMul       ? isa::VecFunction::kMul
+                         : plan.type == hal::kOpMaximum ? isa::VecFunction::kMax
+                                                        : isa::VecFunction::kMin;
+            v.rows = d.rows;
+            v.cols = d.cols;
+            v.aAddr = d.aAddr;
+            v.aRowStride = d.aRowStride;
+            v.aColStride = d.aColStride;
+            v.bAddr = d.bAddr;
+            v.bRowStride = d.bRowStride;
+            v.bColStride = d.bColStride;
+            v.outAddr = d.outAddr;
+            v.outRowStride = d.outRowStride;
+            w.emit(isa::makeVecOp(v, flags));
         },
         [&](uint32_t t) {
             const Tile x = tileOf(t);
@@ -595,6 +672,263 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             box.sramRowStride = x.cols;
             w.dma(Opcode::kDmaStore, out, box);
         });
+}
+
+// The DMA box of pooling rows [y, y + rows) of image b (h x wd pixels), channels [c0, c0 + ct),
+// at scratchpad `sram` as HWC: NHWC is a box of pixels x channels (one run per row when every
+// channel is taken); NCHW is transposed element by element (as CONV_2D).
+isa::DmaBox poolDmaBox(const PoolPlan& p, uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows,
+                       uint32_t h, uint32_t wd, uint32_t sram) {
+    isa::DmaBox d;
+    d.sramAddr = sram;
+    if (!p.nchw) {
+        d.dramOffset = ((uint64_t{b} * h + y) * wd) * p.channels + c0;
+        d.innerBytes = ct;
+        d.rows = rows * wd;
+        d.dramRowStride = p.channels;
+        d.sramRowStride = ct;
+        if (ct == p.channels) {
+            d.innerBytes = wd * ct;
+            d.rows = rows;
+            d.dramRowStride = d.sramRowStride = wd * ct;
+        }
+        return d;
+    }
+    d.dramOffset = (uint64_t{b} * p.channels + c0) * h * wd + uint64_t{y} * wd;
+    d.innerBytes = 1;
+    d.rows = rows * wd;
+    d.dramRowStride = 1;
+    d.sramRowStride = ct;
+    d.planes = ct;
+    d.dramPlaneStride = h * wd;
+    d.sramPlaneStride = 1;
+    return d;
+}
+
+void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
+    const PoolPlan& p = plan.pool;
+    const uint32_t m = p.rowTile, rowTiles = (p.outH + m - 1) / m;
+    const uint32_t chanTiles = (p.channels + p.channelTile - 1) / p.channelTile;
+    const uint64_t inCap =
+        align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + p.kh, p.inH) * p.inW * p.channelTile, 64);
+    const uint64_t outCap = align(uint64_t{m} * p.outW * p.channelTile, 64);
+    const uint32_t inBuf[2] = {0, static_cast<uint32_t>(inCap)};
+    const uint32_t outBuf[2] = {static_cast<uint32_t>(2 * inCap), static_cast<uint32_t>(2 * inCap + outCap)};
+    const uint32_t constant = static_cast<uint32_t>(2 * (inCap + outCap));  // clamp(0), see below
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    struct Tile {
+        uint32_t b, r0, rows, c0, ct, first, end, padTop;
+    };
+    // Tile t: image, output rows, channels, and the input rows it needs clipped to the image.
+    auto tileOf = [&](uint32_t t) {
+        Tile x;
+        x.c0 = (t % chanTiles) * p.channelTile;
+        x.ct = std::min(p.channelTile, p.channels - x.c0);
+        x.r0 = (t / chanTiles % rowTiles) * m;
+        x.b = t / chanTiles / rowTiles;
+        x.rows = std::min(m, p.outH - x.r0);
+        const int64_t y0 = int64_t{x.r0} * p.strideY - p.padTop;
+        const int64_t y1 = int64_t{x.r0 + x.rows - 1} * p.strideY - p.padTop + p.kh;
+        x.first = static_cast<uint32_t>(std::min<int64_t>(p.inH, std::max<int64_t>(0, y0)));
+        x.end = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(p.inH, y1)));
+        x.padTop = x.end > x.first ? static_cast<uint32_t>(x.first - y0) : 0;
+        return x;
+    };
+    auto box = [&](uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows, uint32_t h, uint32_t wd,
+                   uint32_t sram) { return poolDmaBox(p, b, c0, ct, y, rows, h, wd, sram); };
+    // A tile whose windows all lie in the padding has no input row to load: its outputs are the
+    // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
+    // broadcast from one byte filled once.
+    const int32_t emptyValue = std::min(std::max<int32_t>(0, plan.vec.clampMin), plan.vec.clampMax);
+    isa::DmaBox fill;
+    fill.sramAddr = constant;
+    fill.innerBytes = 1;
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, static_cast<uint32_t>(emptyValue)));
+    w.emit(isa::makeVecParams(plan.vec));
+    const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
+    emitPipeline(
+        w, p.batch * rowTiles * chanTiles,
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            if (x.end <= x.first) return;
+            w.dma(Opcode::kDmaLoad, in,
+                  box(x.b, x.c0, x.ct, x.first, x.end - x.first, p.inH, p.inW, inBuf[t % 2]));
+        },
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            if (x.end <= x.first) {
+                isa::VecOpDesc v;
+                v.function = isa::VecFunction::kClamp;
+                v.rows = x.rows;
+                v.cols = p.outW * x.ct;
+                v.aAddr = constant;
+                v.aRowStride = v.aColStride = 0;
+                v.outAddr = outBuf[t % 2];
+                v.outRowStride = v.cols;
+                w.emit(isa::makeVecOp(v, flags));
+                return;
+            }
+            isa::PoolDesc d;
+            d.mode = p.average ? isa::pool::kModeAverage : isa::pool::kModeMax;
+            d.ifmAddr = inBuf[t % 2];
+            d.ifmH = x.end - x.first;
+            d.ifmW = p.inW;
+            d.ifmC = x.ct;
+            d.ifmRowStride = p.inW * x.ct;
+            d.kernelH = p.kh;
+            d.kernelW = p.kw;
+            d.strideY = p.strideY;
+            d.strideX = p.strideX;
+            d.padTop = x.padTop;
+            d.padLeft = p.padLeft;
+            d.ofmH = x.rows;
+            d.ofmW = p.outW;
+            d.outAddr = outBuf[t % 2];
+            w.emit(isa::makePool(d, plan.signedIn ? isa::pool::kFlagSigned : 0u));
+        },
+        [&](uint32_t t) {
+            const Tile x = tileOf(t);
+            w.dma(Opcode::kDmaStore, out, box(x.b, x.c0, x.ct, x.r0, x.rows, p.outH, p.outW, outBuf[t % 2]));
+        });
+}
+
+// A part of a CopyPlan in tiles of at most `buffer` bytes: whole rows where they fit, else
+// pieces of one row.
+struct CopyTiling {
+    uint32_t colTile = 0, rowTile = 0, colTiles = 0, rowTiles = 0;
+    CopyTiling(uint32_t rows, uint32_t bytes, uint32_t buffer)
+        : colTile(std::min(bytes, buffer)),
+          rowTile(std::min(rows, buffer / colTile)),
+          colTiles((bytes + colTile - 1) / colTile),
+          rowTiles((rows + rowTile - 1) / rowTile) {}
+    uint32_t count() const { return colTiles * rowTiles; }
+};
+
+// Copies or maps (VEC_OP LUT) each part into place. Scratchpad: the table, then two input and two
+// output buffers. A plain copy stores straight from the input buffer (load -> store pipeline, the
+// store queue handing buffers back to the load queue); a mapped part runs load -> LUT -> store.
+void ModelCompiler::emitCopy(BlobWriter& w, const OpPlan& plan) {
+    const CopyPlan& p = plan.copy;
+    const uint32_t buffer = (target_.scratchpadBytes - kLutBytes) / 4 / 64 * 64;
+    const uint32_t inBuf[2] = {kLutBytes, kLutBytes + buffer};
+    const uint32_t outBuf[2] = {kLutBytes + 2 * buffer, kLutBytes + 3 * buffer};
+    const TensorRef out = ref(w, p.output);
+    const OperandDesc& outDesc = model_.operands[p.output];
+    for (uint32_t i = 0; i < p.partCount; ++i) {
+        if (i > 0) w.emit(isa::makeFence());  // buffers (and the table) are reused by the next part
+        const TensorRef in = ref(w, p.parts[i]);
+        const CopyTiling tiling(p.rows, p.partBytes[i], buffer);
+        auto boxOf = [&](uint32_t t, uint32_t sram, bool store) {
+            const uint32_t r0 = t / tiling.colTiles * tiling.rowTile,
+                           c0 = t % tiling.colTiles * tiling.colTile;
+            isa::DmaBox d;
+            d.sramAddr = sram;
+            d.innerBytes = std::min(tiling.colTile, p.partBytes[i] - c0);
+            d.rows = std::min(tiling.rowTile, p.rows - r0);
+            d.sramRowStride = d.innerBytes;
+            d.dramRowStride = store ? p.outRowBytes : p.partBytes[i];
+            d.dramOffset = store ? uint64_t{r0} * p.outRowBytes + p.dstColumn[i] + c0
+                                 : uint64_t{r0} * p.partBytes[i] + c0;
+            return d;
+        };
+        if (p.map[i] == ByteMap::kCopy) {
+            emitCopyPipeline(
+                w, tiling.count(),
+                [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, boxOf(t, inBuf[t % 2], false)); },
+                [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, inBuf[t % 2], true)); });
+            continue;
+        }
+        emitTable(w, p.map[i], model_.operands[p.parts[i]], outDesc, 0);
+        isa::VecParams range;  // LUT ignores the clamp, but VEC_OP checks it fits the output type
+        range.clampMin = plan.signedOut ? -128 : 0;
+        range.clampMax = plan.signedOut ? 127 : 255;
+        w.emit(isa::makeVecParams(range));
+        emitPipeline(
+            w, tiling.count(),
+            [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, boxOf(t, inBuf[t % 2], false)); },
+            [&](uint32_t t) {
+                const isa::DmaBox d = boxOf(t, inBuf[t % 2], false);
+                isa::VecOpDesc v;
+                v.function = isa::VecFunction::kLut;
+                v.rows = d.rows;
+                v.cols = d.innerBytes;
+                v.aAddr = inBuf[t % 2];
+                v.aRowStride = d.innerBytes;
+                v.outAddr = outBuf[t % 2];
+                v.outRowStride = d.innerBytes;
+                v.lutAddr = 0;
+                const uint32_t s = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
+                w.emit(isa::makeVecOp(v, s));
+            },
+            [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, outBuf[t % 2], true)); });
+    }
+}
+
+// The 256-byte table of `map` from `in`'s quantization to `out`'s, computed now (byteMapTable)
+// into the blob's data and loaded to scratchpad `sramAddr` ahead of the operation's first tile.
+void ModelCompiler::emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in, const OperandDesc& out,
+                              uint32_t sramAddr) {
+    const uint64_t offset = w.reserveData(kLutBytes);
+    if (uint8_t* table = w.data(offset)) {
+        byteMapTable(map, {in.scale, in.zeroPoint, in.type == hal::kTensorQuant8AsymmSigned},
+                     {out.scale, out.zeroPoint, out.type == hal::kTensorQuant8AsymmSigned}, table);
+    }
+    isa::DmaBox d;
+    d.dramOffset = offset;
+    d.sramAddr = sramAddr;
+    d.innerBytes = kLutBytes;
+    d.dramRowStride = d.sramRowStride = kLutBytes;
+    w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, d);
+}
+
+// PAD / PAD_V2: the whole output is stored from a scratchpad buffer filled with the pad value,
+// then each [rows, bytes] slab of the input is copied into its box (store queue order keeps
+// the copies after the fill).
+void ModelCompiler::emitPad(BlobWriter& w, const OpPlan& plan) {
+    const PadPlan& p = plan.pad;
+    const uint32_t fillBytes = target_.scratchpadBytes / 4 / 64 * 64;
+    const uint32_t buffer = (target_.scratchpadBytes - fillBytes) / 2 / 64 * 64;
+    const uint32_t copyBuf[2] = {fillBytes, fillBytes + buffer};
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    const uint64_t total = uint64_t{p.out[0]} * p.out[1] * p.out[2] * p.out[3];
+    isa::DmaBox fill;
+    fill.innerBytes = static_cast<uint32_t>(std::min<uint64_t>(fillBytes, total));
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, p.value));
+    w.emit(isa::makePush(Queue::kLoad, Queue::kStore));
+    w.emit(isa::makePop(Queue::kLoad, Queue::kStore));
+    for (uint64_t offset = 0; offset < total; offset += fillBytes) {
+        isa::DmaBox box;
+        box.dramOffset = offset;
+        box.innerBytes = static_cast<uint32_t>(std::min<uint64_t>(fillBytes, total - offset));
+        w.dma(Opcode::kDmaStore, out, box);
+    }
+    // Slab (i0, i1) of the input: p.in[2] rows of p.in[3] bytes.
+    const CopyTiling tiling(p.in[2], p.in[3], buffer);
+    const uint32_t slabs = p.in[0] * p.in[1];
+    auto boxOf = [&](uint32_t t, bool store) {
+        const uint32_t slab = t / tiling.count(), k = t % tiling.count();
+        const uint32_t i0 = slab / p.in[1], i1 = slab % p.in[1];
+        const uint32_t r0 = k / tiling.colTiles * tiling.rowTile, c0 = k % tiling.colTiles * tiling.colTile;
+        isa::DmaBox d;
+        d.sramAddr = copyBuf[t % 2];
+        d.innerBytes = std::min(tiling.colTile, p.in[3] - c0);
+        d.rows = std::min(tiling.rowTile, p.in[2] - r0);
+        d.sramRowStride = d.innerBytes;
+        if (store) {
+            d.dramRowStride = p.out[3];
+            d.dramOffset =
+                ((uint64_t{i0 + p.before[0]} * p.out[1] + i1 + p.before[1]) * p.out[2] + r0 + p.before[2]) *
+                    p.out[3] +
+                p.before[3] + c0;
+        } else {
+            d.dramRowStride = p.in[3];
+            d.dramOffset = ((uint64_t{i0} * p.in[1] + i1) * p.in[2] + r0) * p.in[3] + c0;
+        }
+        return d;
+    };
+    emitCopyPipeline(
+        w, slabs * tiling.count(), [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, boxOf(t, false)); },
+        [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, true)); });
 }
 
 void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
@@ -611,9 +945,23 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
                 emitFc(w, plan);
                 break;
             case hal::kOpAdd:
+            case hal::kOpSub:
+            case hal::kOpMul:
+            case hal::kOpMaximum:
+            case hal::kOpMinimum:
                 emitAdd(w, plan);
                 break;
+            case hal::kOpAveragePool2d:
+            case hal::kOpMaxPool2d:
+                emitPool(w, plan);
+                break;
+            case hal::kOpPad:
+            case hal::kOpPadV2:
+                emitPad(w, plan);
+                break;
             default:
+                if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))
+                    emitCopy(w, plan);
                 break;
         }
         if (opTable != nullptr) {

@@ -500,17 +500,30 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     return FwStatus::okStatus();
 }
 
-FwStatus planAdd(const Checker& c, OpPlan* plan) {
+FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
+                      OpPlan* plan);
+
+// ADD, SUB, MUL (fused activation) and MAXIMUM, MINIMUM (none), with NNAPI broadcasting.
+FwStatus planBinary(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     AddPlan& p = plan->add;
-    if (op.inputCount != 3) return c.fail("has %" PRIu32 " inputs; ADD takes 3", op.inputCount);
+    const bool minMax = op.type == hal::kOpMaximum || op.type == hal::kOpMinimum;
+    const uint32_t inputs = minMax ? 2 : 3;
+    if (op.inputCount != inputs)
+        return c.fail("has %" PRIu32 " inputs; %s takes %" PRIu32 "", op.inputCount, operationName(op.type),
+                      inputs);
     FwStatus st = c.dataTensor(0, "input1", 1, 4);
     if (!st.ok() || !(st = c.dataTensor(1, "input2", 1, 4)).ok() || !(st = c.outputTensor(4)).ok()) return st;
     const OperandDesc& a = c.in(0);
     const OperandDesc& b = c.in(1);
     const OperandDesc& out = c.out(0);
     if (!(st = sameDataType(c, "input1, input2 and output", {&a, &b, &out}, plan)).ok()) return st;
-    if (!(st = c.activation(2, out, &plan->vec)).ok()) return st;
+    if (minMax) {
+        activationRange8(0, out.scale, out.zeroPoint, plan->signedOut, &plan->vec.clampMin,
+                         &plan->vec.clampMax);
+    } else if (!(st = c.activation(2, out, &plan->vec)).ok()) {
+        return st;
+    }
     p.a = op.inputs[0];
     p.b = op.inputs[1];
     p.output = op.outputs[0];
@@ -566,9 +579,33 @@ FwStatus planAdd(const Checker& c, OpPlan* plan) {
         p.strideA[i] = src == UINT32_MAX ? 0 : ca[src];
         p.strideB[i] = src == UINT32_MAX ? 0 : cb[src];
     }
-    const uint64_t buffer = c.target.scratchpadBytes / 6 / 64 * 64;
+    const uint64_t buffer = binaryBufferBytes(c.target);
     p.colTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[3], buffer));
     p.rowTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[2], buffer / p.colTile));
+    return binaryParams(c, a, b, out, plan);
+}
+
+// The vector unit's parameters of a binary operation, as the reference derives them.
+FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
+                      OpPlan* plan) {
+    const uint32_t type = c.op.type;
+    if (type == hal::kOpMaximum || type == hal::kOpMinimum) {
+        plan->add.requantA = a.scale != out.scale || a.zeroPoint != out.zeroPoint;
+        plan->add.requantB = b.scale != out.scale || b.zeroPoint != out.zeroPoint;
+        return FwStatus::okStatus();
+    }
+    plan->vec.in1Offset = -a.zeroPoint;
+    plan->vec.in2Offset = -b.zeroPoint;
+    plan->vec.outOffset = out.zeroPoint;
+    if (type == hal::kOpMul) {  // MBQM((a - zpA) * (b - zpB), scaleA * scaleB / scaleOut)
+        QuantizedMultiplier qm;
+        const double real = static_cast<double>(a.scale) * b.scale / out.scale;
+        if (!quantizeMultiplier(real, &qm))
+            return c.fail("requantization multiplier %g not representable", real);
+        plan->vec.outMult = qm.multiplier;
+        plan->vec.outShift = qm.shift;
+        return FwStatus::okStatus();
+    }
 
     // TFLite's add.cc Prepare for uint8: inputs rescaled to twice the larger scale with a
     // 20-bit headroom shift, then the sum rescaled to the output.
@@ -582,14 +619,374 @@ FwStatus planAdd(const Checker& c, OpPlan* plan) {
     }
     plan->vec.in1Mult = q1.multiplier;
     plan->vec.in1Shift = q1.shift;
-    plan->vec.in2Mult = q2.multiplier;
+    // SUB is ADD with the second input's multiplier negated (TFLite's and the reference's way).
+    plan->vec.in2Mult = type == hal::kOpSub ? -q2.multiplier : q2.multiplier;
     plan->vec.in2Shift = q2.shift;
     plan->vec.outMult = qo.multiplier;
     plan->vec.outShift = qo.shift;
-    plan->vec.in1Offset = -a.zeroPoint;
-    plan->vec.in2Offset = -b.zeroPoint;
-    plan->vec.outOffset = out.zeroPoint;
     plan->vec.leftShift = kAddLeftShift;
+    return FwStatus::okStatus();
+}
+
+// ---- Pooling ---------------------------------------------------------------------------------
+
+// The double-buffered pooling tiles: a tile of `rows` output rows and `channels` channels needs
+// its input rows (clipped to the image) and its output rows, twice each.
+bool poolTileFits(const CompileTarget& t, const PoolPlan& p, uint32_t rows, uint32_t channels) {
+    const uint64_t inRows = std::min<uint64_t>(uint64_t{rows - 1} * p.strideY + p.kh, p.inH);
+    const uint64_t inBytes = alignUp(inRows * p.inW * channels, 64);
+    const uint64_t outBytes = alignUp(uint64_t{rows} * p.outW * channels, 64);
+    const uint64_t taps = uint64_t{rows} * p.outW * channels * p.kh * p.kw;
+    return 2 * (inBytes + outBytes) + kPoolConstantBytes <= t.scratchpadBytes && taps <= kMaxMacsPerCommand;
+}
+
+// A window wholly in the padding: the reference's average is 0 and its maximum INT32_MIN, each
+// then clamped; POOL yields 0 then clamps, and the compiler fills tiles with no input row with
+// clamp(0). That is the reference's answer except for a MAX_POOL_2D whose clamp minimum is
+// negative (int8 without RELU), which is refused.
+FwStatus poolWindows(const Checker& c, const PoolPlan& p, int32_t clampMin, uint32_t padRight,
+                     uint32_t padBottom) {
+    const uint64_t lastY = uint64_t{p.outH - 1} * p.strideY, lastX = uint64_t{p.outW - 1} * p.strideX;
+    const bool empty = p.padTop >= p.kh || p.padLeft >= p.kw || lastY >= uint64_t{p.inH} + p.padTop ||
+                       lastX >= uint64_t{p.inW} + p.padLeft;
+    if (empty && !p.average && clampMin < 0) {
+        return c.fail("padding (left %" PRIu32 ", right %" PRIu32 ", top %" PRIu32 ", bottom %" PRIu32
+                      ") leaves a %" PRIu32 "x%" PRIu32
+                      " window with no input element, and the clamp minimum %" PRId32
+                      " is negative (the NPU's empty maximum is clamp(0), the reference's the clamp minimum)",
+                      p.padLeft, padRight, p.padTop, padBottom, p.kw, p.kh, clampMin);
+    }
+    return FwStatus::okStatus();
+}
+
+FwStatus poolTiling(const Checker& c, PoolPlan& p) {
+    if (p.inH > kMax16 || p.inW > kMax16 || p.kh > kMax16 || p.kw > kMax16 || p.strideX > kMax16 ||
+        p.strideY > kMax16 || p.padLeft > kMax16 || p.padTop > kMax16 || p.outH > kMax16 || p.outW > kMax16)
+        return c.fail("a dimension, stride, filter size or padding exceeds the NPU's 16-bit tile fields");
+    // The vector unit sums a window in 32 bits, as the reference does: at most 2^23 taps of 255.
+    if (uint64_t{p.kh} * p.kw > (uint64_t{1} << 23))
+        return c.fail("filter %" PRIu32 "x%" PRIu32 " has more than 2^23 taps (32-bit window sum)", p.kw,
+                      p.kh);
+    for (uint32_t ct = p.channels; ct > 0; ct = ct > 64 ? (ct + 1) / 2 : ct - 1) {
+        if (!poolTileFits(c.target, p, 1, ct)) continue;
+        uint32_t m = 1;
+        while (m < p.outH && poolTileFits(c.target, p, m + 1, ct)) ++m;
+        p.rowTile = m;
+        p.channelTile = ct;
+        return FwStatus::okStatus();
+    }
+    return c.fail("one output row (%" PRIu32 " wide, filter %" PRIu32 "x%" PRIu32
+                  ") of one channel does not fit the %" PRIu32 "-byte scratchpad",
+                  p.outW, p.kw, p.kh, c.target.scratchpadBytes);
+}
+
+// NNAPI calculateExplicitPadding for the SAME scheme (dilation 1).
+void samePadding(uint32_t in, uint32_t stride, uint32_t filter, uint32_t* head, uint32_t* tail) {
+    const int64_t out = (int64_t{in} + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((out - 1) * stride + filter - in, 0);
+    *head = static_cast<uint32_t>(total / 2);
+    *tail = static_cast<uint32_t>(total - total / 2);
+}
+
+FwStatus planPool(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    PoolPlan& p = plan->pool;
+    const bool explicitPad = op.inputCount >= 10;
+    const uint32_t base = explicitPad ? 5 : 2;
+    if (op.inputCount < 7 || op.inputCount > base + 6)
+        return c.fail("has %" PRIu32 " inputs; expected 7 or 8 (implicit padding), 10 or 11 (explicit)",
+                      op.inputCount);
+    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
+        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
+                      " (quantized pooling does not requantize)",
+                      output.scale, output.zeroPoint, input.scale, input.zeroPoint);
+    int32_t v[6] = {}, pads[4] = {}, scheme = 0, layout = 0;
+    for (uint32_t i = 0; i < 4; ++i) {  // strideW, strideH, filterW, filterH
+        if (!(st = c.scalar(base + i, hal::kInt32, &v[i])).ok()) return st;
+    }
+    if (explicitPad) {
+        for (uint32_t i = 0; i < 4 && st.ok(); ++i) st = c.scalar(1 + i, hal::kInt32, &pads[i]);
+    } else {
+        st = c.scalar(1, hal::kInt32, &scheme);
+    }
+    if (!st.ok() || !(st = c.activation(base + 4, output, &plan->vec)).ok()) return st;
+    if (op.inputCount > base + 5 && !(st = c.scalar(base + 5, hal::kBool, &layout)).ok()) return st;
+    if (!explicitPad && scheme != 1 && scheme != 2)
+        return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
+    if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1) return c.fail("strides and filter sizes must be >= 1");
+    if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0) return c.fail("negative explicit padding");
+    p.input = op.inputs[0];
+    p.output = op.outputs[0];
+    p.average = op.type == hal::kOpAveragePool2d;
+    p.nchw = layout != 0;
+    p.batch = input.dims[0];
+    p.inH = p.nchw ? input.dims[2] : input.dims[1];
+    p.inW = p.nchw ? input.dims[3] : input.dims[2];
+    p.channels = p.nchw ? input.dims[1] : input.dims[3];
+    p.strideX = static_cast<uint32_t>(v[0]);
+    p.strideY = static_cast<uint32_t>(v[1]);
+    p.kw = static_cast<uint32_t>(v[2]);
+    p.kh = static_cast<uint32_t>(v[3]);
+    uint32_t padRight = static_cast<uint32_t>(pads[1]), padBottom = static_cast<uint32_t>(pads[3]);
+    p.padLeft = static_cast<uint32_t>(pads[0]);
+    p.padTop = static_cast<uint32_t>(pads[2]);
+    if (scheme == 1) {
+        samePadding(p.inW, p.strideX, p.kw, &p.padLeft, &padRight);
+        samePadding(p.inH, p.strideY, p.kh, &p.padTop, &padBottom);
+    }
+    const uint64_t spanH = uint64_t{p.inH} + p.padTop + padBottom,
+                   spanW = uint64_t{p.inW} + p.padLeft + padRight;
+    if (spanH < p.kh || spanW < p.kw) return c.fail("the filter is larger than the padded input");
+    p.outH = static_cast<uint32_t>((spanH - p.kh) / p.strideY + 1);
+    p.outW = static_cast<uint32_t>((spanW - p.kw) / p.strideX + 1);
+    const uint32_t expect[4] = {p.batch, p.nchw ? p.channels : p.outH, p.nchw ? p.outH : p.outW,
+                                p.nchw ? p.outW : p.channels};
+    for (uint32_t k = 0; k < 4; ++k) {
+        if (output.dims[k] != expect[k])
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
+                          k, output.dims[k], expect[k]);
+    }
+    if (!(st = poolWindows(c, p, plan->vec.clampMin, padRight, padBottom)).ok()) return st;
+    return poolTiling(c, p);
+}
+
+// ---- Byte mapping and copies (RELU*, LOGISTIC, TANH, HARD_SWISH, RESHAPE, SQUEEZE, CONCATENATION)
+
+FwStatus sameShape(const Checker& c, const OperandDesc& input, const OperandDesc& output) {
+    bool same = input.rank == output.rank;
+    for (uint32_t k = 0; same && k < input.rank; ++k) same = input.dims[k] == output.dims[k];
+    if (!same)
+        return c.fail("output shape differs from the input shape (rank %" PRIu32 " vs %" PRIu32 ")",
+                      output.rank, input.rank);
+    return FwStatus::okStatus();
+}
+
+// One part covering the whole input, copied (lut kNone) or mapped through a table.
+void singlePart(const Checker& c, OpPlan* plan, ByteMap map) {
+    CopyPlan& p = plan->copy;
+    p.output = c.op.outputs[0];
+    p.rows = 1;
+    p.outRowBytes = static_cast<uint32_t>(tensorElements(c.in(0)));
+    p.partCount = 1;
+    p.parts[0] = c.op.inputs[0];
+    p.partBytes[0] = p.outRowBytes;
+    p.dstColumn[0] = 0;
+    p.map[0] = map;
+}
+
+FwStatus planLut(const Checker& c, OpPlan* plan) {
+    if (c.op.inputCount != 1) return c.fail("has %" PRIu32 " inputs, expected 1", c.op.inputCount);
+    FwStatus st = c.dataTensor(0, "input", 1, kMaxRank);
+    if (!st.ok() || !(st = c.outputTensor(kMaxRank)).ok()) return st;
+    if (!(st = sameDataType(c, "input and output", {&c.in(0), &c.out(0)}, plan)).ok()) return st;
+    if (!(st = sameShape(c, c.in(0), c.out(0))).ok()) return st;
+    singlePart(c, plan, byteMapOf(c.op.type));
+    return FwStatus::okStatus();
+}
+
+int32_t readI32(const uint8_t* p, uint32_t i) {
+    return static_cast<int32_t>(p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
+                                (uint32_t{p[4 * i + 3]} << 24));
+}
+
+// The reference's RESHAPE shape rule: at most one -1, inferred from the element count.
+FwStatus reshapedShape(const Checker& c, const OperandDesc& input, const uint8_t* shape, uint32_t count,
+                       uint32_t* dims, uint32_t* rank) {
+    if (count > kMaxRank)
+        return c.fail("shape has %" PRIu32 " dimensions (limit %" PRIu32 ")", count, kMaxRank);
+    const uint64_t total = tensorElements(input);
+    uint64_t known = 1;
+    uint32_t unknownAt = UINT32_MAX;
+    for (uint32_t i = 0; i < count; ++i) {
+        const int32_t d = readI32(shape, i);
+        if (d == -1 && unknownAt == UINT32_MAX) {
+            unknownAt = i;
+        } else if (d < 0) {
+            return c.fail("shape dimension %" PRIu32 " is %" PRId32 "", i, d);
+        } else {
+            dims[i] = static_cast<uint32_t>(d);
+            known *= static_cast<uint64_t>(d);
+        }
+    }
+    if (unknownAt != UINT32_MAX) {
+        if (known == 0 || total % known != 0) return c.fail("cannot infer the -1 dimension of the shape");
+        dims[unknownAt] = static_cast<uint32_t>(total / known);
+        known *= dims[unknownAt];
+    }
+    if (known != total)
+        return c.fail("shape has %llu elements, the input %llu", static_cast<unsigned long long>(known),
+                      static_cast<unsigned long long>(total));
+    *rank = count;
+    return FwStatus::okStatus();
+}
+
+// The reference's SQUEEZE rule: the named axes (each of size 1), or every axis of size 1.
+FwStatus squeezedShape(const Checker& c, const OperandDesc& input, const uint8_t* axes, uint32_t count,
+                       uint32_t* dims, uint32_t* rank) {
+    bool drop[kMaxRank] = {};
+    const int32_t r = static_cast<int32_t>(input.rank);
+    for (uint32_t k = 0; axes == nullptr && k < input.rank; ++k) drop[k] = input.dims[k] == 1;
+    for (uint32_t j = 0; axes != nullptr && j < count; ++j) {
+        int32_t a = readI32(axes, j);
+        if (a < -r || a >= r)
+            return c.fail("squeeze axis %" PRId32 " out of range for rank %" PRId32 "", a, r);
+        if (a < 0) a += r;
+        if (input.dims[a] != 1)
+            return c.fail("squeezed dimension %" PRId32 " has size %" PRIu32 "", a, input.dims[a]);
+        drop[a] = true;
+    }
+    *rank = 0;
+    for (uint32_t k = 0; k < input.rank; ++k) {
+        if (!drop[k]) dims[(*rank)++] = input.dims[k];
+    }
+    if (*rank == 0) dims[(*rank)++] = 1;  // NNAPI: squeezing every dimension gives [1]
+    return FwStatus::okStatus();
+}
+
+FwStatus planReshape(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    const bool squeeze = op.type == hal::kOpSqueeze;
+    if (op.inputCount < (squeeze ? 1u : 2u) || op.inputCount > 2)
+        return c.fail("has %" PRIu32 " inputs, expected %s", op.inputCount, squeeze ? "1 or 2" : "2");
+    FwStatus st = c.dataTensor(0, "input", 1, squeeze ? 4 : kMaxRank);
+    if (!st.ok() || !(st = c.outputTensor(kMaxRank)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (squeeze && (input.scale != output.scale || input.zeroPoint != output.zeroPoint))
+        return c.fail("output scale and zero point must equal the input's");
+    uint32_t dims[kMaxRank + 1] = {}, rank = 0;
+    const bool hasShape = op.inputCount == 2 && c.inputExists(1);
+    if (!squeeze && !hasShape) return c.fail("shape (input 1) has no value");
+    const uint8_t* values = nullptr;
+    uint32_t count = 0;
+    if (hasShape) {
+        const OperandDesc& s = c.in(1);
+        if (!(st = c.constantTensor(1, squeeze ? "axes" : "shape", hal::kTensorInt32, 1)).ok()) return st;
+        values = constantData(c.target, s);
+        count = s.dims[0];
+    }
+    if (squeeze) {
+        st = squeezedShape(c, input, values, count, dims, &rank);
+    } else {
+        st = reshapedShape(c, input, values, count, dims, &rank);
+    }
+    if (!st.ok()) return st;
+    bool same = rank == output.rank;
+    for (uint32_t k = 0; same && k < rank; ++k) same = dims[k] == output.dims[k];
+    if (!same)
+        return c.fail("output shape (rank %" PRIu32 ") is not the %s shape (rank %" PRIu32 ")", output.rank,
+                      squeeze ? "squeezed" : "requested", rank);
+    singlePart(c, plan, ByteMap::kCopy);
+    return FwStatus::okStatus();
+}
+
+// CONCATENATION: each input is a [outer, its axis extent x inner] box placed side by side in the
+// output rows; an input quantized differently from the output is requantized through a table.
+FwStatus planConcat(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    CopyPlan& p = plan->copy;
+    if (op.inputCount < 2)
+        return c.fail("has %" PRIu32 " inputs; needs at least one tensor and the axis", op.inputCount);
+    const uint32_t n = op.inputCount - 1;
+    if (n > kMaxCopyParts)
+        return c.fail("concatenates %" PRIu32 " tensors (NPU limit %" PRIu32 ")", n, kMaxCopyParts);
+    FwStatus st = c.outputTensor(4);
+    if (!st.ok()) return st;
+    const OperandDesc& output = c.out(0);
+    for (uint32_t i = 0; i < n; ++i) {
+        char role[24];
+        std::snprintf(role, sizeof(role), "input %" PRIu32, i);
+        if (!(st = c.dataTensor(i, role, 1, 4)).ok()) return st;
+        if (!(st = sameDataType(c, "inputs and output", {&c.in(i), &output}, plan)).ok()) return st;
+    }
+    int32_t axis = 0;
+    if (!(st = c.scalar(n, hal::kInt32, &axis)).ok()) return st;
+    const OperandDesc& first = c.in(0);
+    const int32_t rank = static_cast<int32_t>(first.rank);
+    if (axis < -rank || axis >= rank)
+        return c.fail("axis %" PRId32 " out of range for rank %" PRId32 "", axis, rank);
+    const uint32_t ax = static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+    uint64_t axisTotal = 0, outer = 1, inner = 1;
+    for (uint32_t k = 0; k < ax; ++k) outer *= first.dims[k];
+    for (uint32_t k = ax + 1; k < first.rank; ++k) inner *= first.dims[k];
+    for (uint32_t i = 0; i < n; ++i) {
+        const OperandDesc& d = c.in(i);
+        if (d.rank != first.rank)
+            return c.fail("input %" PRIu32 " has rank %" PRIu32 ", input 0 %" PRIu32 "", i, d.rank,
+                          first.rank);
+        for (uint32_t k = 0; k < d.rank; ++k) {
+            if (k != ax && d.dims[k] != first.dims[k])
+                return c.fail("input %" PRIu32 " dimension %" PRIu32 " is %" PRIu32 ", input 0 has %" PRIu32
+                              "",
+                              i, k, d.dims[k], first.dims[k]);
+        }
+        p.parts[i] = op.inputs[i];
+        p.partBytes[i] = static_cast<uint32_t>(uint64_t{d.dims[ax]} * inner);
+        p.dstColumn[i] = static_cast<uint32_t>(axisTotal * inner);
+        const bool same = d.scale == output.scale && d.zeroPoint == output.zeroPoint;
+        p.map[i] = same ? ByteMap::kCopy : ByteMap::kRequant;
+        axisTotal += d.dims[ax];
+    }
+    bool sameShape = output.rank == first.rank;
+    for (uint32_t k = 0; sameShape && k < output.rank; ++k)
+        sameShape = output.dims[k] == (k == ax ? axisTotal : first.dims[k]);
+    if (!sameShape) return c.fail("output shape is not the inputs' shape joined along axis %" PRIu32 "", ax);
+    p.output = op.outputs[0];
+    p.rows = static_cast<uint32_t>(outer);
+    p.outRowBytes = static_cast<uint32_t>(axisTotal * inner);
+    p.partCount = n;
+    return FwStatus::okStatus();
+}
+
+// PAD (the pad value is the zero point) and PAD_V2 (an INT32 pad value, saturated to the type,
+// as the reference does).
+FwStatus planPad(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    PadPlan& p = plan->pad;
+    const bool v2 = op.type == hal::kOpPadV2;
+    if (op.inputCount != (v2 ? 3u : 2u))
+        return c.fail("has %" PRIu32 " inputs; %s takes %u", op.inputCount, operationName(op.type),
+                      v2 ? 3u : 2u);
+    FwStatus st = c.dataTensor(0, "input", 1, 4);
+    if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
+        return c.fail("output scale and zero point must equal the input's");
+    if (!(st = c.constantTensor(1, "paddings", hal::kTensorInt32, 2)).ok()) return st;
+    const OperandDesc& pads = c.in(1);
+    if (pads.dims[0] != input.rank || pads.dims[1] != 2)
+        return c.fail("paddings are [%" PRIu32 ", %" PRIu32 "], expected [%" PRIu32 ", 2]", pads.dims[0],
+                      pads.dims[1], input.rank);
+    int32_t value = input.zeroPoint;
+    if (v2 && !(st = c.scalar(2, hal::kInt32, &value)).ok()) return st;
+    const int32_t lo = plan->signedIn ? -128 : 0;
+    p.value = static_cast<uint8_t>(std::min(std::max(value, lo), lo + 255));
+    if (output.rank != input.rank)
+        return c.fail("output rank %" PRIu32 ", input rank %" PRIu32 "", output.rank, input.rank);
+    const uint8_t* data = constantData(c.target, pads);
+    const uint32_t shift = 4 - input.rank;
+    for (uint32_t k = 0; k < input.rank; ++k) {
+        const int32_t head = readI32(data, 2 * k), tail = readI32(data, 2 * k + 1);
+        if (head < 0 || tail < 0) return c.fail("paddings of dimension %" PRIu32 " are negative", k);
+        const uint64_t dim =
+            uint64_t{input.dims[k]} + static_cast<uint32_t>(head) + static_cast<uint32_t>(tail);
+        if (output.dims[k] != dim)
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the padding gives %llu", k,
+                          output.dims[k], static_cast<unsigned long long>(dim));
+        p.in[shift + k] = input.dims[k];
+        p.out[shift + k] = output.dims[k];
+        p.before[shift + k] = static_cast<uint32_t>(head);
+    }
+    p.input = op.inputs[0];
+    p.output = op.outputs[0];
     return FwStatus::okStatus();
 }
 
@@ -605,8 +1002,61 @@ const char* operationName(uint32_t type) {
             return "DEPTHWISE_CONV_2D";
         case hal::kOpFullyConnected:
             return "FULLY_CONNECTED";
+        case hal::kOpSub:
+            return "SUB";
+        case hal::kOpPad:
+            return "PAD";
+        case hal::kOpPadV2:
+            return "PAD_V2";
+        case hal::kOpMul:
+            return "MUL";
+        case hal::kOpMaximum:
+            return "MAXIMUM";
+        case hal::kOpMinimum:
+            return "MINIMUM";
+        case hal::kOpAveragePool2d:
+            return "AVERAGE_POOL_2D";
+        case hal::kOpMaxPool2d:
+            return "MAX_POOL_2D";
+        case hal::kOpConcatenation:
+            return "CONCATENATION";
+        case hal::kOpLogistic:
+            return "LOGISTIC";
+        case hal::kOpRelu:
+            return "RELU";
+        case hal::kOpRelu1:
+            return "RELU1";
+        case hal::kOpRelu6:
+            return "RELU6";
+        case hal::kOpReshape:
+            return "RESHAPE";
+        case hal::kOpTanh:
+            return "TANH";
+        case hal::kOpSqueeze:
+            return "SQUEEZE";
+        case hal::kOpHardSwish:
+            return "HARD_SWISH";
         default:
             return "operation";
+    }
+}
+
+ByteMap byteMapOf(uint32_t operationType) {
+    switch (operationType) {
+        case hal::kOpLogistic:
+            return ByteMap::kLogistic;
+        case hal::kOpRelu:
+            return ByteMap::kRelu;
+        case hal::kOpRelu1:
+            return ByteMap::kRelu1;
+        case hal::kOpRelu6:
+            return ByteMap::kRelu6;
+        case hal::kOpTanh:
+            return ByteMap::kTanh;
+        case hal::kOpHardSwish:
+            return ByteMap::kHardSwish;
+        default:
+            return ByteMap::kCopy;
     }
 }
 
@@ -642,8 +1092,24 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpFullyConnected:
             return planFc(c, plan);
         case hal::kOpAdd:
-            return planAdd(c, plan);
+        case hal::kOpSub:
+        case hal::kOpMul:
+        case hal::kOpMaximum:
+        case hal::kOpMinimum:
+            return planBinary(c, plan);
+        case hal::kOpAveragePool2d:
+        case hal::kOpMaxPool2d:
+            return planPool(c, plan);
+        case hal::kOpReshape:
+        case hal::kOpSqueeze:
+            return planReshape(c, plan);
+        case hal::kOpConcatenation:
+            return planConcat(c, plan);
+        case hal::kOpPad:
+        case hal::kOpPadV2:
+            return planPad(c, plan);
         default:
+            if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,
                                   "operation %" PRIu32 ": operation type %" PRIu32
                                   " is not supported by the NPU",

@@ -23,14 +23,33 @@ constexpr bool isQuant8Data(uint32_t type) {
 }
 inline constexpr uint32_t kTemporary = 0, kSubgraphInput = 1, kSubgraphOutput = 2, kConstantCopy = 3,
                           kConstantReference = 4, kNoValue = 5;
-inline constexpr uint32_t kOpAdd = 0, kOpConv2d = 3, kOpDepthwiseConv2d = 4, kOpFullyConnected = 9;
+inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2, kOpConv2d = 3,
+                          kOpDepthwiseConv2d = 4, kOpFullyConnected = 9, kOpLogistic = 14, kOpMaxPool2d = 17,
+                          kOpRelu = 19, kOpRelu1 = 20, kOpRelu6 = 21, kOpReshape = 22, kOpTanh = 28,
+                          kOpSqueeze = 34, kOpSub = 36, kOpMul = 18, kOpMaximum = 65, kOpMinimum = 66,
+                          kOpPad = 32, kOpPadV2 = 69, kOpHardSwish = 99;
+// ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
+constexpr bool isBinaryOp(uint32_t type) {
+    return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
+}
 // CONV_2D or DEPTHWISE_CONV_2D: both planned into a ConvPlan.
 constexpr bool isConvOp(uint32_t type) {
     return type == kOpConv2d || type == kOpDepthwiseConv2d;
 }
+// Element-wise unary operations the vector unit runs as a 256-entry lookup table.
+constexpr bool isLutOp(uint32_t type) {
+    return type == kOpRelu || type == kOpRelu1 || type == kOpRelu6 || type == kOpLogistic ||
+           type == kOpTanh || type == kOpHardSwish;
+}
+// Operations that only move bytes (DMA work, no compute).
+constexpr bool isCopyOp(uint32_t type) {
+    return type == kOpReshape || type == kOpSqueeze || type == kOpConcatenation;
+}
 }  // namespace hal
 
 const char* operationName(uint32_t type);
+// The table function of a table-mapped unary operation (hal::isLutOp); kCopy for any other.
+ByteMap byteMapOf(uint32_t operationType);
 
 struct ConvPlan {
     uint32_t input = 0, filter = 0, bias = 0, output = 0;
@@ -59,6 +78,50 @@ struct AddPlan {
     uint32_t dims[4] = {1, 1, 1, 1};
     uint32_t strideA[4] = {}, strideB[4] = {};
     uint32_t rowTile = 0, colTile = 0;
+    // MAXIMUM / MINIMUM: an input quantized differently from the output is first mapped into the
+    // output's quantization through a table (requantization is monotone, so it commutes with
+    // max and min: the reference's float compare-then-requantize gives the same bytes).
+    bool requantA = false, requantB = false;
+};
+// The scratchpad of a binary operation: six tile buffers (two per input, two outputs) of this
+// many bytes, then two 256-byte tables.
+inline constexpr uint32_t kBinaryTableBytes = 512;
+inline uint32_t binaryBufferBytes(const CompileTarget& t) {
+    return (t.scratchpadBytes - kBinaryTableBytes) / 6 / 64 * 64;
+}
+
+// AVERAGE_POOL_2D / MAX_POOL_2D: output rows tiled like a convolution, channels tiled too.
+struct PoolPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t batch = 0, inH = 0, inW = 0, channels = 0, kh = 0, kw = 0, outH = 0, outW = 0;
+    uint32_t strideX = 1, strideY = 1, padLeft = 0, padTop = 0;
+    bool nchw = false, average = false;
+    uint32_t rowTile = 0, channelTile = 0;
+};
+
+// After the pooling tile buffers: the byte clamp(0) that fills tiles with no input row.
+inline constexpr uint32_t kPoolConstantBytes = 64;
+
+// RESHAPE / SQUEEZE, CONCATENATION and the table-mapped unary operations (RELU, RELU1, RELU6,
+// LOGISTIC, TANH, HARD_SWISH): part i is a [rows, partBytes[i]] box of operand parts[i], copied
+// or mapped byte by byte through a 256-entry table (map[i]) into the output rows (outRowBytes
+// wide) at column dstColumn[i].
+inline constexpr uint32_t kMaxCopyParts = 16;
+struct CopyPlan {
+    uint32_t output = 0, rows = 0, outRowBytes = 0, partCount = 0;
+    uint32_t parts[kMaxCopyParts] = {};
+    uint32_t partBytes[kMaxCopyParts] = {};
+    uint32_t dstColumn[kMaxCopyParts] = {};
+    ByteMap map[kMaxCopyParts] = {};
+    bool alias = false;  // set by the memory planner: the output names the input's bytes, no copy
+};
+
+// PAD / PAD_V2, as four dimensions (leading 1s): the output filled with `value`, then the input
+// copied into the box at `before`.
+struct PadPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t in[4] = {1, 1, 1, 1}, out[4] = {1, 1, 1, 1}, before[4] = {};
+    uint8_t value = 0;
 };
 
 struct OpPlan {
@@ -66,6 +129,9 @@ struct OpPlan {
     ConvPlan conv;
     FcPlan fc;
     AddPlan add;
+    PoolPlan pool;
+    CopyPlan copy;
+    PadPlan pad;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation

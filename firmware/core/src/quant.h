@@ -19,7 +19,24 @@ bool quantizeMultiplier(double real, QuantizedMultiplier* out);
 // TFLite CalculateActivationRangeQuantized for an 8-bit output: uint8 [0, 255] or, when
 // `signedOutput`, int8 [-128, 127]. fusedActivation: 0 NONE, 1 RELU, 2 RELU1, 3 RELU6. False for
 // other values.
-bool activationRange8(int32_t fusedActivation, float scale, int32_t zeroPoint, bool signedOutput, int32_t* min,
-                      int32_t* max);
+bool activationRange8(int32_t fusedActivation, float scale, int32_t zeroPoint, bool signedOutput,
+                      int32_t* min, int32_t* max);
+
+// Element-wise 8-bit functions the vector unit runs as a 256-entry table (VEC_OP LUT).
+enum class ByteMap : uint32_t { kCopy = 0, kRequant, kRelu, kRelu1, kRelu6, kLogistic, kTanh, kHardSwish };
+
+struct ByteQuant {
+    float scale = 0.0f;
+    int32_t zeroPoint = 0;
+    bool isSigned = false;  // int8 (TENSOR_QUANT8_ASYMM_SIGNED), else uint8
+};
+
+// table[b] = the output byte the CPU reference computes for input byte b: it dequantizes in
+// float (scale * (q - zeroPoint)), applies the function in float, and requantizes with
+// round-half-away and saturation (reference/src/operation_context.cpp loadReal / storeReal,
+// quant_utils.h quantizeValue). The same float operations in the same order give the same bits,
+// so the table is bit-exact with the reference by construction (given the same libm for
+// LOGISTIC's expf and TANH's tanhf: docs/firmware.md).
+void byteMapTable(ByteMap map, const ByteQuant& in, const ByteQuant& out, uint8_t* table);
 
 }  // namespace npu::fw

@@ -3,6 +3,7 @@
 // allocator for the host window, a small model builder, and TFLite-formula reference kernels
 // written independently of the firmware (straight from the published formulas).
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -32,24 +33,41 @@ inline int32_t refMbqm(int32_t x, int32_t m, int s) {
     return refRdbpot(refSrdhm(int32_t(uint32_t(x) << ls), m), rs);
 }
 inline void refQuantizeMultiplier(double d, int32_t* m, int* s) {
-    if (d == 0) { *m = 0; *s = 0; return; }
+    if (d == 0) {
+        *m = 0;
+        *s = 0;
+        return;
+    }
     double q = std::frexp(d, s);
     int64_t f = int64_t(std::round(q * (1ll << 31)));
-    if (f == (1ll << 31)) { f /= 2; ++*s; }
+    if (f == (1ll << 31)) {
+        f /= 2;
+        ++*s;
+    }
     *m = int32_t(f);
 }
 inline void refActRange(int act, float scale, int zp, int* lo, int* hi, bool isSigned = false) {
     auto q = [&](float f) { return zp + int(std::round(f / scale)); };
     const int qmin = isSigned ? -128 : 0, qmax = isSigned ? 127 : 255;
-    *lo = qmin; *hi = qmax;
+    *lo = qmin;
+    *hi = qmax;
     if (act == 1) *lo = std::max(qmin, q(0.f));
-    if (act == 2) { *lo = std::max(qmin, q(-1.f)); *hi = std::min(qmax, q(1.f)); }
-    if (act == 3) { *lo = std::max(qmin, q(0.f)); *hi = std::min(qmax, q(6.f)); }
+    if (act == 2) {
+        *lo = std::max(qmin, q(-1.f));
+        *hi = std::min(qmax, q(1.f));
+    }
+    if (act == 3) {
+        *lo = std::max(qmin, q(0.f));
+        *hi = std::min(qmax, q(6.f));
+    }
     *lo = std::min(std::max(*lo, qmin), qmax);
     *hi = std::min(std::max(*hi, qmin), qmax);
 }
 
-struct Quant { float scale; int zp; };
+struct Quant {
+    float scale;
+    int zp;
+};
 
 // ---- Harness -------------------------------------------------------------------------------
 struct Harness {
@@ -64,7 +82,8 @@ struct Harness {
     uint64_t windowNext = kFirmware;
 
     explicit Harness(npu::sim::HwConfig hw = {}, bool autotune = true)
-        : platform(hw, dram.data(), kDram), runtime(platform, arena, RuntimeConfig{kFirmware, 1000, autotune}) {}
+        : platform(hw, dram.data(), kDram),
+          runtime(platform, arena, RuntimeConfig{kFirmware, 1000, autotune}) {}
 
     uint64_t stage(const void* data, size_t n) {
         uint64_t a = windowNext;
@@ -113,15 +132,21 @@ struct ModelBuilder {
         outputs.push_back(i);
         return i;
     }
-    uint32_t temp(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) { return tensor(type, dims, q.scale, q.zp, 0); }
-    uint32_t constant(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, const void* data, size_t n) {
+    uint32_t temp(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
+        return tensor(type, dims, q.scale, q.zp, 0);
+    }
+    uint32_t constant(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, const void* data,
+                      size_t n) {
         uint32_t i = tensor(type, dims, scale, zp, 3);
         operands[i].dataAddr = h.stage(data, n);
         operands[i].dataLength = uint32_t(n);
         return i;
     }
     uint32_t i32(int32_t v) { return constant(1, {}, 0, 0, &v, 4); }
-    uint32_t boolean(bool v) { uint8_t b = v; return constant(6, {}, 0, 0, &b, 1); }
+    uint32_t boolean(bool v) {
+        uint8_t b = v;
+        return constant(6, {}, 0, 0, &b, 1);
+    }
     void op(uint32_t type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
         types.push_back(type);
         opInputs.push_back(in);
@@ -159,6 +184,52 @@ inline std::vector<uint8_t> randomBytes(std::mt19937& rng, size_t n) {
 inline std::vector<int32_t> randomBias(std::mt19937& rng, size_t n, int range) {
     std::vector<int32_t> v(n);
     for (auto& b : v) b = int32_t(rng() % (2 * range + 1)) - range;
+    return v;
+}
+
+// ---- Running a model -----------------------------------------------------------------------
+struct Run {
+    FwStatus status;
+    std::vector<std::vector<uint8_t>> outputs;
+    ExecResult result;
+};
+
+inline Run execute(Harness& h, const BlobInfo& info, const std::vector<std::vector<uint8_t>>& ins,
+                   const std::vector<size_t>& outSizes) {
+    std::vector<IoArg> in(ins.size()), out(outSizes.size());
+    for (size_t i = 0; i < ins.size(); ++i) {
+        in[i].addr = h.stage(ins[i].data(), ins[i].size());
+        in[i].length = uint32_t(ins[i].size());
+    }
+    for (size_t i = 0; i < outSizes.size(); ++i) {
+        out[i].addr = h.reserve(outSizes[i]);
+        out[i].length = uint32_t(outSizes[i]);
+    }
+    Run r;
+    r.status = h.runtime.execute(info.handle, in.data(), uint32_t(in.size()), out.data(),
+                                 uint32_t(out.size()), &r.result);
+    for (size_t i = 0; i < outSizes.size(); ++i) {
+        r.outputs.emplace_back(h.dram.begin() + out[i].addr, h.dram.begin() + out[i].addr + outSizes[i]);
+    }
+    return r;
+}
+
+// The model must be claimed and prepare; returns its blob.
+inline BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
+    bool supported = false;
+    REQUIRE(h.runtime.supportedOperations(model, &supported).ok());
+    REQUIRE(supported);
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    FwStatus st = h.runtime.prepare(model, scratch, &info);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    return info;
+}
+
+// HAL 1.3: the int8 twin of uint8 data is every byte shifted by -128.
+inline std::vector<uint8_t> toInt8(std::vector<uint8_t> v) {
+    for (auto& b : v) b ^= 0x80;
     return v;
 }
 

@@ -55,32 +55,6 @@ std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const st
     return out;
 }
 
-struct Run {
-    FwStatus status;
-    std::vector<std::vector<uint8_t>> outputs;
-    ExecResult result;
-};
-
-Run execute(Harness& h, const BlobInfo& info, const std::vector<std::vector<uint8_t>>& ins,
-            const std::vector<size_t>& outSizes) {
-    std::vector<IoArg> in(ins.size()), out(outSizes.size());
-    for (size_t i = 0; i < ins.size(); ++i) {
-        in[i].addr = h.stage(ins[i].data(), ins[i].size());
-        in[i].length = uint32_t(ins[i].size());
-    }
-    for (size_t i = 0; i < outSizes.size(); ++i) {
-        out[i].addr = h.reserve(outSizes[i]);
-        out[i].length = uint32_t(outSizes[i]);
-    }
-    Run r;
-    r.status = h.runtime.execute(info.handle, in.data(), uint32_t(in.size()), out.data(),
-                                 uint32_t(out.size()), &r.result);
-    for (size_t i = 0; i < outSizes.size(); ++i) {
-        r.outputs.emplace_back(h.dram.begin() + out[i].addr, h.dram.begin() + out[i].addr + outSizes[i]);
-    }
-    return r;
-}
-
 uint32_t outSize(uint32_t in, uint32_t k, uint32_t s, uint32_t d, uint32_t p0, uint32_t p1) {
     uint32_t eff = (k - 1) * d + 1;
     return (in + p0 + p1 - eff) / s + 1;
@@ -105,19 +79,6 @@ std::vector<uint32_t> convolutionArgs(ModelBuilder& mb, const ConvCase& c, std::
             args.insert(args.end(), {mb.i32(int(c.dx)), mb.i32(int(c.dy))});
     }
     return args;
-}
-
-// The model must be claimed and prepare; returns its blob.
-BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
-    bool supported = false;
-    REQUIRE(h.runtime.supportedOperations(model, &supported).ok());
-    REQUIRE(supported);
-    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
-    BlobInfo info;
-    FwStatus st = h.runtime.prepare(model, scratch, &info);
-    INFO(st.message);
-    REQUIRE(st.ok());
-    return info;
 }
 
 // TFLite's requantization multiplier and shift per filter scale (one, or one per output channel).
@@ -449,11 +410,6 @@ TEST_CASE("DEPTHWISE_CONV_2D tiles rows and channels on a small scratchpad") {
 namespace {
 
 // Flips uint8 bytes to the int8 bytes of the same real values (zero point minus 128).
-std::vector<uint8_t> toInt8(std::vector<uint8_t> v) {
-    for (auto& b : v) b ^= 0x80;
-    return v;
-}
-
 // signedData: the same case as TENSOR_QUANT8_ASYMM_SIGNED, every zero point and value shifted by
 // -128; the outputs must be the uint8 ones shifted likewise (the HAL 1.3 rule for signed ops).
 void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t seed, bool rank4Input,
