@@ -4,6 +4,7 @@
 
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
+#include "cmd_onnx.h"
 #include "cmd_sim.h"
 #include "commands.h"
 
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
 
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
+    npu::tools::OnnxCli onnxCli(app);
 
     try {
         app.parse(argc, argv);
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
     if (benchSimCli.parsed()) return benchSimCli.run();
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
+    if (onnxCli.parsed()) return onnxCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }
