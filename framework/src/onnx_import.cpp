@@ -5,6 +5,7 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <cmath>
 #include <exception>
@@ -439,6 +440,24 @@ Status checkModel(const onnx::ModelProto& model, const std::string& where) {
     return {};
 }
 
+// Models of opsets before kOnnxMinOpset go through libonnx's version converter first.
+// Returns the model's original default-domain opset (0 when it imports none).
+Result<int64_t> upgradeOldOpset(onnx::ModelProto& proto, const std::string& where) {
+    int64_t original = 0;
+    for (const auto& id : proto.opset_import()) {
+        if (id.domain().empty() || id.domain() == "ai.onnx") original = id.version();
+    }
+    if (original == 0 || original >= kOnnxMinOpset) return original;
+    try {
+        proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kOnnxMinOpset));
+    } catch (const std::exception& e) {
+        return fail(kOnnxUnsupported, where + ": opset " + std::to_string(original) + " is before " +
+                                          std::to_string(kOnnxMinOpset) +
+                                          " and the ONNX version converter cannot upgrade it: " + e.what());
+    }
+    return original;
+}
+
 }  // namespace
 
 Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const OnnxImportOptions& options,
@@ -450,11 +469,13 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
                                " bytes)");
     }
     NPU_TRY(checkModel(proto, where));
-    ModelPrep prep(proto, where);
     OnnxImportedModel out;
-    out.opset = NPU_TRY(prep.opset());
+    ModelPrep prep(proto, where);
+    // The user's inputs apply to the model as written, before any opset upgrade.
     NPU_TRY(prep.applyFixedInputs(options.fixedInputs));
     NPU_TRY(prep.applyInputShapes(options.inputShapes));
+    out.originalOpset = NPU_TRY(upgradeOldOpset(proto, where));
+    out.opset = NPU_TRY(prep.opset());
     out.foldedConstants = NPU_TRY(prep.foldConstantNodes());
     NPU_TRY(prep.inferShapes());
     out.foldedBatchNorms = prep.foldBatchNorms();

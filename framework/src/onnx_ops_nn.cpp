@@ -320,7 +320,8 @@ Status mapBatchNorm(NodeContext& ctx) {
     if (ctx.node().output_size() > 1) return ctx.unsupported("training outputs (running mean / variance)");
     if (ctx.attrInt("training_mode", 0) != 0) return ctx.unsupported("training_mode = 1");
     const auto in = NPU_TRY(ctx.dims(0));
-    if (in.size() < 2) return ctx.unsupported("input of rank < 2");
+    if (in.size() < 2 || in.size() > 4)
+        return ctx.unsupported("input of rank " + std::to_string(in.size()) + " (MUL and ADD take 1 to 4)");
     const HostTensor* p[4];
     const char* roles[4] = {"scale", "B", "mean", "var"};
     for (int k = 0; k < 4; ++k) p[k] = NPU_TRY(ctx.constant(size_t(k) + 1, roles[k]));

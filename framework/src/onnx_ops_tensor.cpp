@@ -49,7 +49,22 @@ Status mapDiv(NodeContext& ctx) {
 Status mapPow(NodeContext& ctx) {
     return mapBinary(ctx, OperationType::POW, false);
 }
+// A constant [C] slope that does not broadcast against NC... is the per-channel slope of
+// opsets before 7 (upgraded models keep it): given to PRELU as [C, 1, ...].
 Status mapPRelu(NodeContext& ctx) {
+    const auto x = NPU_TRY(ctx.dims(0));
+    const Value* slope = ctx.value(1);
+    if (slope != nullptr && slope->constant && slope->constant->dims.size() == 1 && x.size() >= 2 &&
+        slope->constant->dims[0] == x[1] && slope->constant->dims[0] != x.back() &&
+        slope->constant->dims[0] != 1) {
+        std::vector<uint32_t> dims(x.size() - 1, 1);
+        dims[0] = uint32_t(x[1]);
+        const uint32_t in = NPU_TRY(ctx.operand(0));
+        const uint32_t s = ctx.builder().tensorFloat(dims, slope->constant->asFloats());
+        const uint32_t out = NPU_TRY(ctx.output(0));
+        ctx.emit(OperationType::PRELU, {in, s}, {out});
+        return {};
+    }
     return mapBinary(ctx, OperationType::PRELU, false);
 }
 

@@ -129,6 +129,10 @@ OnnxCli::OnnxCli(CLI::App& app) {
         ->check(CLI::ExistingFile);
     run_->add_option("--input-shape", inputShapes_,
                      "NAME=1x3x224x224 for an input with dynamic dimensions; repeatable");
+    run_->add_option(
+        "--fix", fixed_,
+        "NAME=FILE.pb: fix graph input NAME to the tensor in FILE at import (it becomes a constant: scales, "
+        "weights, int64 shapes); repeatable");
     run_->add_option("--device", choice_.device, "reference (CPU) or npu")
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
@@ -163,6 +167,14 @@ int OnnxCli::runModel() const {
         auto shape = parseInputShape(text);
         if (!shape) return std::fprintf(stderr, "npu onnx run: %s\n", shape.error().message.c_str()), 2;
         options.inputShapes[shape->first] = shape->second;
+    }
+    for (const auto& text : fixed_) {
+        const size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return std::fprintf(stderr, "npu onnx run: --fix '%s': expected NAME=FILE\n", text.c_str()), 2;
+        auto t = framework::loadOnnxTensorFile(text.substr(eq + 1));
+        if (!t) return std::fprintf(stderr, "npu onnx run: %s\n", t.error().message.c_str()), 2;
+        options.fixedInputs[text.substr(0, eq)] = std::move(*t);
     }
     std::vector<framework::OnnxTensor> inputs;
     for (const auto& path : inputs_) {

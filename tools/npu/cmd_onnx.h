@@ -27,6 +27,7 @@ private:
     std::string model_;
     std::vector<std::string> inputs_;
     std::vector<std::string> inputShapes_;  // name=1x3x224x224
+    std::vector<std::string> fixed_;        // name=FILE.pb: an input's value fixed at import
     std::string dir_;
     std::vector<std::string> filters_;
     bool json_ = false;

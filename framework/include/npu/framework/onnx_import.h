@@ -1,6 +1,7 @@
 #pragma once
-// Import of ONNX models (opsets 9-17) into HAL models, through Debian's libonnx: its generated
-// protobuf classes, its checker and its shape inference (no hand-written schema). The graph keeps
+// Import of ONNX models (opsets 9-17; older ones are first upgraded to 9 by libonnx's version
+// converter) into HAL models, through Debian's libonnx: its generated protobuf classes, its
+// checker, version converter and shape inference (no hand-written schema). The graph keeps
 // ONNX's NCHW layout: the HAL operations that have a layout flag are given layout = NCHW.
 // No exceptions leave this module: libonnx's and protobuf's errors become npu::Error values.
 //
@@ -57,7 +58,8 @@ struct OnnxImportedModel {
     std::vector<std::string> inputNames;   // one per model.main.inputIndexes
     std::vector<std::string> outputNames;  // one per model.main.outputIndexes
     std::vector<OnnxNodeOrigin> origins;   // one per model.main.operations
-    int64_t opset = 0;                     // the default domain's opset
+    int64_t opset = 0;                     // the default domain's opset (after any upgrade)
+    int64_t originalOpset = 0;             // as in the file; < 9 is upgraded by libonnx's converter
     size_t onnxNodes = 0;                  // nodes left after constant folding
     size_t foldedConstants = 0;            // Constant nodes folded into initializers
     size_t foldedBatchNorms = 0;           // BatchNormalization nodes folded into a Conv
