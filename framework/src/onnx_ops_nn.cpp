@@ -106,32 +106,52 @@ Status mapConv(NodeContext& ctx) {
     return {};
 }
 
+// ONNX ConvTranspose weights [I, O, kh, kw] -> HAL [O, kh, kw, I]: re-laid out here when
+// constant, by a TRANSPOSE on the device otherwise.
+Result<uint32_t> transposedFilter(NodeContext& ctx, const std::vector<int64_t>& w) {
+    const int64_t inC = w[0], outC = w[1], kh = w[2], kw = w[3];
+    const Value* v = ctx.value(1);
+    if (v != nullptr && v->constant) {
+        std::vector<float> filter(v->constant->count());
+        for (int64_t i = 0; i < inC; ++i)
+            for (int64_t o = 0; o < outC; ++o)
+                for (int64_t y = 0; y < kh; ++y)
+                    for (int64_t x = 0; x < kw; ++x)
+                        filter[size_t(((o * kh + y) * kw + x) * inC + i)] =
+                            float(v->constant->values[size_t(((i * outC + o) * kh + y) * kw + x)]);
+        return ctx.builder().tensorFloat(toHalDims({outC, kh, kw, inC}), filter);
+    }
+    NPU_TRY(requireFloatInput(ctx, 1));
+    const uint32_t weights = NPU_TRY(ctx.operand(1));
+    const uint32_t filter = ctx.temporary({outC, kh, kw, inC});
+    ctx.emit(OperationType::TRANSPOSE, {weights, ctx.builder().tensorInt({1, 2, 3, 0})}, {filter});
+    return filter;
+}
+
 Status mapConvTranspose(NodeContext& ctx) {
     const auto in = NPU_TRY(ctx.dims(0));
-    const HostTensor* w = NPU_TRY(ctx.constant(1, "weights"));
-    if (w->dims.size() != 4) return ctx.unsupported("only 2-D transposed convolutions");
+    const auto w = NPU_TRY(ctx.dims(1));
+    if (w.size() != 4) return ctx.unsupported("only 2-D transposed convolutions");
     if (ctx.attrInt("group", 1) != 1) return ctx.unsupported("group != 1");
-    Window2d win = NPU_TRY(windowOf(ctx, in, {w->dims[2], w->dims[3]}));
+    // windowOf's SAME rule is the convolution's; ONNX's transposed rule (and its SAME_UPPER /
+    // SAME_LOWER split, which changed across ONNX releases) is not mapped.
+    if (const auto autoPad = ctx.attrString("auto_pad", "NOTSET");
+        autoPad != "NOTSET" && autoPad != "VALID") {
+        return ctx.unsupported("auto_pad " + autoPad);
+    }
+    Window2d win = NPU_TRY(windowOf(ctx, in, {w[2], w[3]}));
     if (win.dilH != 1 || win.dilW != 1) return ctx.unsupported("dilations != 1");
+    if (win.kh != w[2] || win.kw != w[3]) return ctx.unsupported("kernel_shape differs from the weights");
     const auto outDims = NPU_TRY(ctx.outputDims(0));
     // HAL: out = (in - 1) * stride + k - padBegin - padEnd. Derive padEnd from ONNX's output size
     // (output_padding, output_shape, auto_pad all end up there).
     win.padB = (in[2] - 1) * win.strideH + win.kh - win.padT - outDims[2];
     win.padR = (in[3] - 1) * win.strideW + win.kw - win.padL - outDims[3];
     if (win.padB < 0 || win.padR < 0) return ctx.unsupported("output_padding larger than the end padding");
-    const int64_t outC = w->dims[1], inC = w->dims[0];
-    // ONNX [I, O, kh, kw] -> HAL [O, kh, kw, I].
-    std::vector<float> filter(w->count());
-    for (int64_t i = 0; i < inC; ++i)
-        for (int64_t o = 0; o < outC; ++o)
-            for (int64_t y = 0; y < win.kh; ++y)
-                for (int64_t x = 0; x < win.kw; ++x)
-                    filter[((o * win.kh + y) * win.kw + x) * inC + i] =
-                        float(w->values[((i * outC + o) * win.kh + y) * win.kw + x]);
     auto& b = ctx.builder();
     const uint32_t x = NPU_TRY(ctx.operand(0));
-    const uint32_t f = b.tensorFloat(toHalDims({outC, win.kh, win.kw, inC}), filter);
-    const uint32_t bias = NPU_TRY(biasOperand(ctx, 2, outC));
+    const uint32_t f = NPU_TRY(transposedFilter(ctx, w));
+    const uint32_t bias = NPU_TRY(biasOperand(ctx, 2, w[1]));
     const uint32_t out = NPU_TRY(ctx.output(0));
     ctx.emit(OperationType::TRANSPOSE_CONV_2D,
              {x, f, bias, i32(b, win.padL), i32(b, win.padR), i32(b, win.padT), i32(b, win.padB),
