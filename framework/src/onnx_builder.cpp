@@ -148,7 +148,8 @@ Result<HostTensor> hostTensorFromProto(const onnx::TensorProto& proto, const std
     if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
         return fail(kOnnxUnsupported, where + ": external data is not supported");
     }
-    t.values.reserve(count);
+    // No reserve(count): the dims are not checked against the data yet, and a header claiming
+    // 2^31 elements must not allocate 16 GiB.
     if (proto.has_raw_data()) {
         NPU_TRY(appendRaw(t, proto.raw_data(), count, where));
     } else {
@@ -286,7 +287,22 @@ Result<uint32_t> NodeContext::rank(size_t i) const {
     return static_cast<uint32_t>(NPU_TRY(dims(i)).size());
 }
 
-Result<std::vector<int64_t>> NodeContext::outputDims(size_t i) const {
+Result<double> NodeContext::scalarConstant(size_t i, const char* role) const {
+    const HostTensor* t = NPU_TRY(constant(i, role));
+    if (t->count() != 1)
+        return unsupported(std::string(role) + " has " + std::to_string(t->count()) + " values, expected 1");
+    return t->values[0];
+}
+
+Result<std::vector<int64_t>> NodeContext::outputDims(size_t i, std::optional<size_t> rank) const {
+    if (rank) {
+        auto dims = NPU_TRY(outputDims(i));
+        if (dims.size() != *rank) {
+            return unsupported("output " + std::to_string(i) + " has rank " + std::to_string(dims.size()) +
+                               ", expected " + std::to_string(*rank));
+        }
+        return dims;
+    }
     if (i >= static_cast<size_t>(node_.output_size()))
         return unsupported("output " + std::to_string(i) + " is absent");
     auto it = builder_.values().find(node_.output(static_cast<int>(i)));

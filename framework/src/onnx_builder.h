@@ -83,7 +83,10 @@ public:
     // Input i's value; an error when it is not known at import.
     Result<const HostTensor*> constant(size_t i, const char* role) const;
     Result<std::vector<int64_t>> dims(size_t i) const;  // fully known shape of input i
-    Result<std::vector<int64_t>> outputDims(size_t i) const;
+    // Output i's inferred shape; with `rank`, an error unless it has that rank.
+    Result<std::vector<int64_t>> outputDims(size_t i, std::optional<size_t> rank = std::nullopt) const;
+    // The single value of constant input i (a scalar or one-element tensor).
+    Result<double> scalarConstant(size_t i, const char* role) const;
     Result<uint32_t> rank(size_t i) const;
 
     // Attributes (defaults when absent).

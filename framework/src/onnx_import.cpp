@@ -448,6 +448,24 @@ Result<int64_t> upgradeOldOpset(onnx::ModelProto& proto, const std::string& wher
         if (id.domain().empty() || id.domain() == "ai.onnx") original = id.version();
     }
     if (original == 0 || original >= kOnnxMinOpset) return original;
+    // libonnx 1.12's converter dereferences undefined node inputs and graph outputs (segfaults,
+    // found by fuzzing): refuse those here.
+    std::unordered_set<std::string> defined;
+    for (const auto& in : proto.graph().input()) defined.insert(in.name());
+    for (const auto& init : proto.graph().initializer()) defined.insert(init.name());
+    for (const auto& n : proto.graph().node()) {
+        for (const auto& in : n.input()) {
+            if (!in.empty() && defined.count(in) == 0) {
+                return invalidArgument(where + ": node '" + n.name() + "' (" + n.op_type() + ") reads '" +
+                                       in + "', which no input, initializer or earlier node defines");
+            }
+        }
+        for (const auto& out : n.output()) defined.insert(out);
+    }
+    for (const auto& out : proto.graph().output()) {
+        if (defined.count(out.name()) == 0)
+            return invalidArgument(where + ": graph output '" + out.name() + "' is defined by nothing");
+    }
     try {
         proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kOnnxMinOpset));
     } catch (const std::exception& e) {

@@ -142,7 +142,7 @@ Status mapConvTranspose(NodeContext& ctx) {
     Window2d win = NPU_TRY(windowOf(ctx, in, {w[2], w[3]}));
     if (win.dilH != 1 || win.dilW != 1) return ctx.unsupported("dilations != 1");
     if (win.kh != w[2] || win.kw != w[3]) return ctx.unsupported("kernel_shape differs from the weights");
-    const auto outDims = NPU_TRY(ctx.outputDims(0));
+    const auto outDims = NPU_TRY(ctx.outputDims(0, 4));
     // HAL: out = (in - 1) * stride + k - padBegin - padEnd. Derive padEnd from ONNX's output size
     // (output_padding, output_shape, auto_pad all end up there).
     win.padB = (in[2] - 1) * win.strideH + win.kh - win.padT - outDims[2];
@@ -291,7 +291,7 @@ Status mapPool(NodeContext& ctx, OperationType type) {
         (win.padT | win.padL | win.padB | win.padR) != 0) {
         return ctx.unsupported("count_include_pad = 1 with padding (AVERAGE_POOL_2D excludes padding)");
     }
-    const auto outDims = NPU_TRY(ctx.outputDims(0));
+    const auto outDims = NPU_TRY(ctx.outputDims(0, 4));
     win.padB += std::max<int64_t>(0, (outDims[2] - 1) * win.strideH + win.kh - (in[2] + win.padT + win.padB));
     win.padR += std::max<int64_t>(0, (outDims[3] - 1) * win.strideW + win.kw - (in[3] + win.padL + win.padR));
     if (win.padT >= win.kh || win.padB >= win.kh || win.padL >= win.kw || win.padR >= win.kw) {
@@ -368,7 +368,7 @@ Status mapBatchNorm(NodeContext& ctx) {
 // HAL's RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR compute exactly.
 Status mapResize(NodeContext& ctx) {
     const auto in = NPU_TRY(ctx.dims(0));
-    const auto out = NPU_TRY(ctx.outputDims(0));
+    const auto out = NPU_TRY(ctx.outputDims(0, 4));
     if (in.size() != 4 || out[0] != in[0] || out[1] != in[1])
         return ctx.unsupported("only 4-D NCHW resizes of H and W");
     const std::string mode = ctx.attrString("mode", "nearest");

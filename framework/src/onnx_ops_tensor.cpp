@@ -153,8 +153,8 @@ Status mapClip(NodeContext& ctx) {
         lo = ctx.attrFloat("min", -kInf);
         hi = ctx.attrFloat("max", kInf);
     } else {
-        if (ctx.hasInput(1)) lo = float(NPU_TRY(ctx.constant(1, "min"))->values.at(0));
-        if (ctx.hasInput(2)) hi = float(NPU_TRY(ctx.constant(2, "max"))->values.at(0));
+        if (ctx.hasInput(1)) lo = float(NPU_TRY(ctx.scalarConstant(1, "min")));
+        if (ctx.hasInput(2)) hi = float(NPU_TRY(ctx.scalarConstant(2, "max")));
     }
     if (lo > hi) return ctx.unsupported("min > max");
     const auto dims = NPU_TRY(ctx.dims(0));
@@ -276,7 +276,7 @@ Status mapPad(NodeContext& ctx) {
         value = ctx.attrFloat("value", 0.0f);
     } else {
         pads = NPU_TRY(ctx.constant(1, "pads"))->asInts();
-        if (ctx.hasInput(2)) value = float(NPU_TRY(ctx.constant(2, "constant_value"))->values.at(0));
+        if (ctx.hasInput(2)) value = float(NPU_TRY(ctx.scalarConstant(2, "constant_value")));
         if (ctx.hasInput(3)) return ctx.unsupported("the axes input");
     }
     if (pads.size() != 2 * rank)
@@ -354,7 +354,7 @@ Status mapSplit(NodeContext& ctx) {
     auto& b = ctx.builder();
     int64_t begin = 0;
     for (int i = 0; i < ctx.node().output_size(); ++i) {
-        const auto outDims = NPU_TRY(ctx.outputDims(size_t(i)));
+        const auto outDims = NPU_TRY(ctx.outputDims(size_t(i), in.size()));
         std::vector<int32_t> begins(rank, 0), sizes(in.begin(), in.end());
         begins[a] = int32_t(begin);
         sizes[a] = int32_t(outDims[a]);
