@@ -12,6 +12,8 @@ packages=(
   # libraries
   catch2 libprotobuf-dev protobuf-compiler libsodium-dev libusb-1.0-0-dev
   nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
+  # ONNX import (framework/, docs/onnx.md) and the ONNX backend node tests
+  libonnx-dev libonnx-testdata
   # optimized CPU baseline of npu bench sim (docs/simulator.md)
   libxnnpack-dev libpthreadpool-dev
   # firmware cross build

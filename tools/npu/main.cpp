@@ -5,6 +5,7 @@
 #include "cli_checks.h"
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
+#include "cmd_onnx.h"
 #include "cmd_sim.h"
 #include "commands.h"
 
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
 
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
+    npu::tools::OnnxCli onnxCli(app);
 
     // CLI11 reads an unknown word as a stray argument and says only "A subcommand is required".
     if (argc > 1 && argv[1][0] != '-') {
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
     if (benchSimCli.parsed()) return benchSimCli.run();
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
+    if (onnxCli.parsed()) return onnxCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }

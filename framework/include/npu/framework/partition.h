@@ -1,0 +1,54 @@
+#pragma once
+// Partitioning a HAL model across devices with CPU fallback: each operation goes to the first
+// device (in preference order, e.g. NPU then reference) whose getSupportedOperations claims it;
+// consecutive operations on one device form a partition, which becomes a HAL model of its own.
+// Tensors crossing a partition boundary travel through host memory in their HAL type (float32,
+// int32, quant8 with its scale and zero point), so a quant8 tensor leaves the NPU as quant8 and
+// the QUANTIZE / DEQUANTIZE operations of the model run wherever they are claimed.
+
+#include <string>
+#include <vector>
+
+#include "npu/hal/device.h"
+
+namespace npu::framework {
+
+struct PartitionDevice {
+    std::string name;  // "npu", "reference", ...
+    hal::IDevice* device = nullptr;
+};
+
+struct Partition {
+    size_t device = 0;                    // index into the devices given to planPartitions
+    std::vector<uint32_t> operations;     // indexes into the parent model's main operations
+    hal::Model model;                     // the partition as a model of its own
+    std::vector<uint32_t> parentInputs;   // per model.main.inputIndexes: the parent operand
+    std::vector<uint32_t> parentOutputs;  // per model.main.outputIndexes: the parent operand
+};
+
+struct PartitionPlan {
+    std::vector<Partition> partitions;           // in execution order
+    std::vector<size_t> deviceOfOperation;       // per parent operation
+    std::vector<std::string> reasonOfOperation;  // why it went there
+};
+
+// INVALID_ARGUMENT when an operation is claimed by no device (naming it), or a model with
+// referenced subgraphs would have to be split.
+Result<PartitionPlan> planPartitions(const hal::Model& model, const std::vector<PartitionDevice>& devices);
+
+struct PartitionTiming {
+    size_t partition = 0;
+    hal::ExecutionResult result;
+};
+
+// Runs the partitions in order. inputs: one byte buffer per parent model input, in its HAL type;
+// returns one per parent model output. Every tensor shape must be known (the importer's are).
+struct PartitionedRun {
+    std::vector<std::vector<uint8_t>> outputs;
+    std::vector<PartitionTiming> timings;
+};
+Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model& model,
+                                     const std::vector<PartitionDevice>& devices,
+                                     const std::vector<std::vector<uint8_t>>& inputs);
+
+}  // namespace npu::framework

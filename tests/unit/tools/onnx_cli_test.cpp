@@ -1,0 +1,91 @@
+// npu onnx run / npu onnx conformance, end to end through the command line.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    std::string output;
+};
+
+// stdout only (stderr appended when `withStderr`).
+Run npu(const std::string& args, bool withStderr = false) {
+    const std::string cmd = std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
+    Run r;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+    const int status = pclose(p);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+const std::string kNode = "/usr/share/libonnx-testdata/data/node/";
+
+}  // namespace
+
+TEST_CASE("npu onnx run prints a node test's outputs on the reference and on the NPU with fallback",
+          "[cli]") {
+    const std::string t = kNode + "test_relu/";
+    for (const char* device : {"reference", "npu"}) {
+        const Run r = npu("onnx run " + t + "model.onnx --input " + t +
+                          "test_data_set_0/input_0.pb --json --explain --device " + device);
+        REQUIRE(r.exitCode == 0);
+        const auto j = nlohmann::json::parse(r.output);
+        CHECK(j["outputs"][0]["dims"] == nlohmann::json::array({3, 4, 5}));
+        const auto& values = j["outputs"][0]["values"];
+        REQUIRE(values.size() == 60);
+        for (const auto& v : values) CHECK(v.get<double>() >= 0.0);
+        CHECK(j["placement"][0]["type"] == "RELU");
+        // A float RELU: the NPU takes quant8 only, so it runs on the reference either way.
+        CHECK(j["placement"][0]["device"] == "reference");
+    }
+}
+
+TEST_CASE("npu onnx run: a QLinearConv runs on the NPU with its parameters fixed at import", "[cli]") {
+    const std::string t = kNode + "test_qlinearconv/", s = t + "test_data_set_0/";
+    const char* fixed[] = {"x_scale",      "x_zero_point", "w",           "w_scale",
+                           "w_zero_point", "y_scale",      "y_zero_point"};
+    std::string args =
+        "onnx run " + t + "model.onnx --device npu --json --explain --input " + s + "input_0.pb";
+    for (int i = 0; i < 7; ++i)
+        args += std::string(" --fix ") + fixed[i] + "=" + s + "input_" + std::to_string(i + 1) + ".pb";
+    const Run r = npu(args);
+    REQUIRE(r.exitCode == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["operations_on_npu"] == 1);
+    CHECK(j["placement"][0]["device"] == "npu");
+    // The first outputs of the test's output_0.pb.
+    const std::vector<int> expected = {0, 81, 93, 230, 52, 87, 197, 240};
+    for (size_t i = 0; i < expected.size(); ++i)
+        CHECK(j["outputs"][0]["values"][i].get<int>() == expected[i]);
+}
+
+TEST_CASE("npu onnx: bad files exit 2, unmapped operators exit 3, both with the reason", "[cli]") {
+    Run r = npu("onnx run /etc/hostname", true);
+    CHECK(r.exitCode == 2);
+    CHECK(r.output.find("not a serialized onnx.ModelProto") != std::string::npos);
+    r = npu("onnx run " + kNode + "test_erf/model.onnx", true);
+    CHECK(r.exitCode == 3);
+    CHECK(r.output.find("(Erf): cannot map") != std::string::npos);
+    r = npu("onnx run " + kNode + "test_relu/model.onnx --input-shape x=3x0x5", true);
+    CHECK(r.exitCode == 2);
+}
+
+TEST_CASE("npu onnx conformance counts pass and unsupported", "[cli]") {
+    const Run r = npu("onnx conformance --filter test_relu --filter test_erf --json");
+    REQUIRE(r.exitCode == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["passed"] == 1);
+    CHECK(j["unsupported"] == 1);
+    CHECK(j["failed"] == 0);
+    CHECK(j["errors"] == 0);
+}
