@@ -489,10 +489,14 @@ Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options) {
     if (!paths) return std::unexpected(paths.error());
     auto dir = TempDir::create();
     if (!dir) return std::unexpected(dir.error());
-    UniqueFd ddr(memfd_create("npu-qemu-ddr", MFD_CLOEXEC));
+    UniqueFd ddr(memfd_create("npu-qemu-ddr", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!ddr) return fail(Error::Kind::kIo, errnoText("memfd_create(emulated DDR)"));
     if (ftruncate(ddr.get(), static_cast<off_t>(kDdrBytes)) != 0)
         return fail(Error::Kind::kIo, errnoText("ftruncate(emulated DDR)"));
+    // Sealed against resizing, as the host platforms seal their DRAM: the shim refuses to map a
+    // memory fd that could shrink under it (SIGBUS; docs/reliability.md).
+    if (fcntl(ddr.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+        return fail(Error::Kind::kIo, errnoText("fcntl(F_ADD_SEALS, emulated DDR)"));
     auto ring = RingWriter::map(ddr.get());
     if (!ring) return std::unexpected(ring.error());
     auto transport = std::make_unique<QemuTransport>(options, std::move(*paths), std::move(*dir),

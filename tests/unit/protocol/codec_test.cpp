@@ -38,7 +38,8 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(AllocateBufferRequest), NANOPB(AllocateBufferReply), NANOPB(ReleaseBufferRequest),
     NANOPB(ReleaseBufferReply), NANOPB(BufferCopyRequest), NANOPB(BufferCopyReply), NANOPB(PingRequest),
     NANOPB(PingReply), NANOPB(ResetRequest), NANOPB(ResetReply), NANOPB(Counter), NANOPB(GetCountersRequest),
-    NANOPB(CountersReply),
+    NANOPB(CountersReply), NANOPB(WindowWriteRequest), NANOPB(WindowWriteReply), NANOPB(WindowReadRequest),
+    NANOPB(WindowReadReply), NANOPB(DeviceEvent),
 };
 #undef NANOPB
 
@@ -165,6 +166,12 @@ bool decodeCallback(pb_istream_t* stream, const pb_field_t* field, void** arg) {
     Message* m = static_cast<Message*>(*arg);
     const FieldDescriptor* f = m->GetDescriptor()->FindFieldByNumber(field->tag);
     const Reflection* r = m->GetReflection();
+    if (f != nullptr && !f->is_repeated() && f->type() == FieldDescriptor::TYPE_BYTES) {
+        std::string bytes(stream->bytes_left, '\0');  // a singular bytes callback (WINDOW_WRITE data)
+        if (!pb_read(stream, reinterpret_cast<pb_byte_t*>(bytes.data()), bytes.size())) return false;
+        r->SetString(m, f, bytes);
+        return true;
+    }
     if (f == nullptr || !f->is_repeated()) return false;
     switch (f->cpp_type()) {
         case FieldDescriptor::CPPTYPE_UINT32: {
@@ -226,6 +233,12 @@ bool encodeCallback(pb_ostream_t* stream, const pb_field_t* field, void* const* 
     const Message& m = *static_cast<const EncodeArg*>(*arg)->message;
     const FieldDescriptor* f = m.GetDescriptor()->FindFieldByNumber(field->tag);
     const Reflection* r = m.GetReflection();
+    if (f != nullptr && !f->is_repeated() && f->type() == FieldDescriptor::TYPE_BYTES) {
+        if (!r->HasField(m, f)) return true;
+        const std::string bytes = r->GetString(m, f);
+        return pb_encode_tag_for_field(stream, field) &&
+               pb_encode_string(stream, reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
+    }
     if (f == nullptr || !f->is_repeated()) return false;
     for (int i = 0; i < r->FieldSize(m, f); ++i) {
         if (!pb_encode_tag_for_field(stream, field)) return false;
