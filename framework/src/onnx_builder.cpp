@@ -18,29 +18,6 @@ void appendValues(HostTensor& t, const std::string& raw, size_t count) {
     }
 }
 
-size_t onnxElementSize(int32_t type) {
-    using TP = onnx::TensorProto;
-    switch (type) {
-        case TP::FLOAT:
-        case TP::INT32:
-        case TP::UINT32:
-            return 4;
-        case TP::DOUBLE:
-        case TP::INT64:
-        case TP::UINT64:
-            return 8;
-        case TP::INT16:
-        case TP::UINT16:
-            return 2;
-        case TP::INT8:
-        case TP::UINT8:
-        case TP::BOOL:
-            return 1;
-        default:
-            return 0;
-    }
-}
-
 Status appendRaw(HostTensor& t, const std::string& raw, size_t count, const std::string& where) {
     using TP = onnx::TensorProto;
     const size_t size = onnxElementSize(t.elementType);
@@ -122,6 +99,29 @@ Status appendTyped(HostTensor& t, const onnx::TensorProto& p, size_t count, cons
 }
 
 }  // namespace
+
+size_t onnxElementSize(int32_t type) {
+    using TP = onnx::TensorProto;
+    switch (type) {
+        case TP::FLOAT:
+        case TP::INT32:
+        case TP::UINT32:
+            return 4;
+        case TP::DOUBLE:
+        case TP::INT64:
+        case TP::UINT64:
+            return 8;
+        case TP::INT16:
+        case TP::UINT16:
+            return 2;
+        case TP::INT8:
+        case TP::UINT8:
+        case TP::BOOL:
+            return 1;
+        default:
+            return 0;
+    }
+}
 
 std::vector<int64_t> HostTensor::asInts() const {
     std::vector<int64_t> out;

@@ -113,6 +113,9 @@ private:
     OnnxNodeOrigin origin_;
 };
 
+// Bytes per element of an ONNX tensor type the importer takes (0: a type it does not take).
+size_t onnxElementSize(int32_t type);
+
 using Mapper = Status (*)(NodeContext&);
 // The mapper of an ONNX operator of the default domain; nullptr when there is none.
 Mapper findMapper(const std::string& opType);
