@@ -20,7 +20,11 @@ step "copying the tree to $work/src"
 cp -r "$here/third_party" "$work/src/"
 
 # Same compiler flags as the main build (debian/rules), so ccache serves what it already compiled.
+# debhelper (compat 13) gives the build a HOME of its own, so ccache's directory is named here.
 export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=1
+if command -v ccache >/dev/null; then
+    CCACHE_DIR=$(ccache -k cache_dir) && export CCACHE_DIR
+fi
 step "dpkg-buildpackage -b -us -uc (log: $work/dpkg-buildpackage.log)"
 (cd "$work/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
     timeout 1800 dpkg-buildpackage -b -us -uc >"$work/dpkg-buildpackage.log" 2>&1) ||

@@ -8,7 +8,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
   # build
-  meson ninja-build g++ pkg-config python3 dpkg-dev
+  meson ninja-build g++ pkg-config python3 dpkg-dev ccache
+  # the Debian packages (scripts/check-install.sh, docs/install.md)
+  debhelper
   # libraries
   catch2 libprotobuf-dev protobuf-compiler libsodium-dev libusb-1.0-0-dev
   nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
