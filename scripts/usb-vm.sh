@@ -53,8 +53,25 @@ kernel_package() {
   apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
 }
 
+init_sum() { write_init | sha256sum | cut -d' ' -f1; }
+
+# Puts the current /init into a cached initramfs whose /init is older (no new download).
+refresh_init() {
+  local root="$cache/refresh"
+  rm -rf "$root" && mkdir -p "$root" || return 1
+  (cd "$root" && gzip -dc "$cache/initramfs.cpio.gz" | cpio -id 2>/dev/null) || return 1
+  write_init >"$root/init" && chmod +x "$root/init" || return 1
+  (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$cache/initramfs.cpio.gz.tmp") || return 1
+  mv "$cache/initramfs.cpio.gz.tmp" "$cache/initramfs.cpio.gz" && init_sum >"$cache/init.sum"
+  rm -rf "$root"
+  log "refreshed the guest's /init in $cache/initramfs.cpio.gz"
+}
+
 prepare() {
-  if [ -f "$cache/initramfs.cpio.gz" ] && [ -f "$cache/vmlinuz" ]; then return 0; fi
+  if [ -f "$cache/initramfs.cpio.gz" ] && [ -f "$cache/vmlinuz" ]; then
+    [ "$(cat "$cache/init.sum" 2>/dev/null)" = "$(init_sum)" ] && return 0
+    refresh_init && return 0
+  fi
   command -v dpkg-deb >/dev/null || cannot_run "dpkg-deb not found (Debian's dpkg is needed to unpack the kernel)"
   command -v cpio >/dev/null || cannot_run "cpio not found (scripts/setup.sh installs it)"
   local kpkg
@@ -88,6 +105,7 @@ prepare() {
   (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$cache/initramfs.cpio.gz.tmp") ||
     cannot_run "cannot pack the initramfs"
   mv "$cache/initramfs.cpio.gz.tmp" "$cache/initramfs.cpio.gz"
+  init_sum >"$cache/init.sum"
   cp "$work/kernel/boot/vmlinuz-$kver" "$cache/vmlinuz"
   echo "$kpkg" >"$cache/kernel-package"
   rm -rf "$work"
@@ -118,6 +136,12 @@ mount -t tmpfs tmp /host/tmp
 mount -t tmpfs run /host/run
 mkdir -p /host/tmp/job
 mount -t 9p -o $o job /host/tmp/job
+# A tree under /tmp or /run (a CI clone, say) is hidden by the tmpfs above: mount it again.
+project=$(sed -n 's/.*npu_project=\([^ ]*\).*/\1/p' /proc/cmdline)
+case "$project" in
+  /tmp/*|/run/*) mkdir -p "/host$project" && mount -t 9p -o $o,ro,cache=loose project "/host$project" ||
+                   echo "usb-vm guest: cannot mount the project tree $project" ;;
+esac
 limit=$(sed -n 's/.*npu_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 ip link set lo up 2>/dev/null
 chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
@@ -136,9 +160,10 @@ boot() {
   timeout -k 5 $((limit + 90)) qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
     -display none -monitor none -serial stdio -no-reboot \
     -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz" \
-    -append "console=ttyS0 quiet loglevel=3 panic=-1 npu_timeout=$limit" \
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 npu_timeout=$limit npu_project=$here" \
     -virtfs "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap,id=hostroot" \
-    -virtfs "local,path=$job,mount_tag=job,security_model=none,id=job" </dev/null &
+    -virtfs "local,path=$job,mount_tag=job,security_model=none,id=job" \
+    -virtfs "local,path=$here,mount_tag=project,readonly=on,security_model=none,multidevs=remap,id=project" </dev/null &
   qemu_pid=$!
   wait "$qemu_pid"
   local q=$?
