@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "rpc_timing.h"
 #include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
@@ -25,6 +26,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 // Median round trip in microseconds of `iterations` calls of `once` (after a warm-up).
 double medianUs(int iterations, const std::function<bool()>& once) {
     for (int i = 0; i < std::min(iterations / 10, 200); ++i) once();
@@ -37,19 +40,6 @@ double medianUs(int iterations, const std::function<bool()>& once) {
     }
     std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
     return us[us.size() / 2];
-}
-
-double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
-    auto rpc = proto::RpcClient::create(std::move(transport));
-    if (!rpc) return -1.0;
-    uint64_t nonce = 0;
-    return medianUs(iterations, [&] {
-        proto::PingRequest request;
-        request.set_nonce(++nonce);
-        proto::PingReply reply;
-        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
-        return r.has_value() && reply.nonce() == nonce;
-    });
 }
 
 // One quantized ADD of two 1x64 tensors, executed through the shim.
@@ -78,6 +68,22 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
             .has_value();
     });
 }
+
+namespace {
+
+double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+    auto rpc = proto::RpcClient::create(std::move(transport));
+    if (!rpc) return -1.0;
+    uint64_t nonce = 0;
+    return medianUs(iterations, [&] {
+        proto::PingRequest request;
+        request.set_nonce(++nonce);
+        proto::PingReply reply;
+        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
+        return r.has_value() && reply.nonce() == nonce;
+    });
+}
+
 
 // The floor: 32-byte messages echoed over a connected AF_UNIX stream socket by a second thread.
 double bareSocketUs(int iterations) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "rpc_timing.h"
 #include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
@@ -35,23 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr unsigned kTimeoutMs = 5000;
 constexpr size_t kEchoBytes = 256u << 10;  // npu-usb-gadget's bulk OUT read size
-
-double median(std::vector<double> v) {
-    if (v.empty()) return -1.0;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-}
-
-double medianUs(int iterations, const std::function<bool()>& once) {
-    for (int i = 0; i < std::min(iterations / 10, 50); ++i) once();
-    std::vector<double> us;
-    for (int i = 0; i < iterations; ++i) {
-        const auto t0 = Clock::now();
-        if (!once()) return -1.0;
-        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    }
-    return median(std::move(us));
-}
 
 double seconds(Clock::time_point since) {
     return std::chrono::duration<double>(Clock::now() - since).count();
@@ -188,29 +172,7 @@ RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
 double execUsb(const proto::UsbDeviceId& id, int iterations) {
     auto transport = proto::openUsb(id);
     if (!transport) return -1.0;
-    auto device = shim::createNpuDevice(std::move(*transport));
-    if (!device) return -1.0;
-    ModelBuilder b;
-    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
-    const uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
-    const uint32_t c = b.addInput(q8, {1, 64}, 0.5f, 128);
-    const uint32_t act = b.addInt32Scalar(0);
-    const uint32_t out = b.addOutput(q8, {1, 64}, 1.0f, 128);
-    b.addOperation(hal::OperationType::ADD, {a, c, act}, {out});
-    framework::TestCase tc;
-    tc.model = b.build();
-    tc.inputs = {std::vector<uint8_t>(64, 130), std::vector<uint8_t>(64, 140)};
-    tc.expectedOutputs = {std::vector<uint8_t>(64)};
-    tc.expectedOutputDims = {{1, 64}};
-    tc.outputIgnored = {false};
-    auto prepared = (*device)->prepareModel(tc.model);
-    auto request = framework::makeRequest(tc);
-    if (!prepared || !request) return -1.0;
-    return medianUs(iterations, [&] {
-        return (*prepared)
-            ->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
-            .has_value();
-    });
+    return execUs(std::move(*transport), iterations);
 }
 
 constexpr int kRounds = 3;

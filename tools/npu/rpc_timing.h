@@ -1,0 +1,18 @@
+#pragma once
+// Timing pieces shared by the RPC benchmarks (npu bench rpc over every transport).
+#include <functional>
+#include <memory>
+
+#include "npu/protocol/transport.h"
+
+namespace npu::tools {
+
+// Median round trip in microseconds of `iterations` calls of `once` (after a warm-up); -1 when
+// a call fails.
+double medianUs(int iterations, const std::function<bool()>& once);
+
+// Median time in microseconds of one quantized ADD of two 1x64 tensors executed through the shim
+// over `transport`; -1 when the device cannot be opened or the model does not run.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations);
+
+}  // namespace npu::tools
