@@ -9,6 +9,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
   # build
   meson ninja-build g++ pkg-config python3 dpkg-dev ccache
+  # the format check of the test command (scripts/check-format.sh)
+  clang-format
   # the Debian packages (scripts/check-install.sh, docs/install.md)
   debhelper
   # libraries

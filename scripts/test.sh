@@ -23,6 +23,14 @@ if ! ninja -C "$build" >"$build/ninja.log" 2>&1; then
 fi
 
 status=0
+# Every C and C++ source is formatted with the project's .clang-format (one counted case).
+format_result=passed
+if ! bash scripts/check-format.sh >"$build/check-format.log" 2>&1; then
+  cat "$build/check-format.log" >&2
+  format_result=failed
+  status=1
+fi
+
 # The firmware core must cross-compile for Cortex-M55 (arm-none-eabi, picolibc).
 cross_result=passed
 if ! bash scripts/cross-build-firmware.sh >"$build/cross-build.log" 2>&1; then
@@ -45,5 +53,5 @@ if ! bash scripts/check-install.sh "$build/install-check" >"$build/check-install
 fi
 
 python3 scripts/count_tests.py "$build/meson-logs/testlog.json" \
-  --extra "$cross_result" --extra "$install_result" || status=1
+  --extra "$cross_result" --extra "$install_result" --extra "$format_result" || status=1
 exit $status

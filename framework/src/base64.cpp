@@ -38,7 +38,8 @@ std::expected<std::vector<uint8_t>, std::string> decodeBase64(std::string_view t
             }
             v[k] = kDecode[static_cast<uint8_t>(c)];
         }
-        const uint32_t triple = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
+        const uint32_t triple =
+            (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
         out.push_back(static_cast<uint8_t>(triple >> 16));
         if (pad < 2) out.push_back(static_cast<uint8_t>(triple >> 8));
         if (pad < 1) out.push_back(static_cast<uint8_t>(triple));

@@ -1,8 +1,8 @@
 // The pass/fail rules of the NNAPI TestHarness (see docs/conformance.md).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "npu/framework/cts_loader.h"
@@ -17,7 +17,8 @@ struct Tolerance {
 bool usesFloat16(const TestCase& tc) {
     auto has = [](const hal::Subgraph& sg) {
         for (const auto& o : sg.operands) {
-            if (o.type == hal::OperandType::TENSOR_FLOAT16 || o.type == hal::OperandType::FLOAT16) return true;
+            if (o.type == hal::OperandType::TENSOR_FLOAT16 || o.type == hal::OperandType::FLOAT16)
+                return true;
         }
         return false;
     };
@@ -38,15 +39,27 @@ double load(const uint8_t* p) {
 double elementAt(hal::OperandType type, const uint8_t* p) {
     using hal::OperandType;
     switch (type) {
-        case OperandType::TENSOR_FLOAT32: case OperandType::FLOAT32: return load<float>(p);
-        case OperandType::TENSOR_FLOAT16: case OperandType::FLOAT16: return load<_Float16>(p);
-        case OperandType::TENSOR_INT32: case OperandType::INT32: return load<int32_t>(p);
-        case OperandType::UINT32: return load<uint32_t>(p);
-        case OperandType::TENSOR_QUANT16_SYMM: return load<int16_t>(p);
-        case OperandType::TENSOR_QUANT16_ASYMM: return load<uint16_t>(p);
-        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED: case OperandType::TENSOR_QUANT8_SYMM:
-        case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL: return load<int8_t>(p);
-        default: return load<uint8_t>(p);
+        case OperandType::TENSOR_FLOAT32:
+        case OperandType::FLOAT32:
+            return load<float>(p);
+        case OperandType::TENSOR_FLOAT16:
+        case OperandType::FLOAT16:
+            return load<_Float16>(p);
+        case OperandType::TENSOR_INT32:
+        case OperandType::INT32:
+            return load<int32_t>(p);
+        case OperandType::UINT32:
+            return load<uint32_t>(p);
+        case OperandType::TENSOR_QUANT16_SYMM:
+            return load<int16_t>(p);
+        case OperandType::TENSOR_QUANT16_ASYMM:
+            return load<uint16_t>(p);
+        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+        case OperandType::TENSOR_QUANT8_SYMM:
+        case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            return load<int8_t>(p);
+        default:
+            return load<uint8_t>(p);
     }
 }
 
@@ -54,15 +67,22 @@ Tolerance toleranceFor(const TestCase& tc, hal::OperandType type) {
     using hal::OperandType;
     constexpr double kFp32Ulp = 1.0 / (1 << 23), kFp16Ulp = 1.0 / (1 << 10);
     switch (type) {
-        case OperandType::TENSOR_FLOAT32: case OperandType::FLOAT32:
+        case OperandType::TENSOR_FLOAT32:
+        case OperandType::FLOAT32:
             if (tc.isRelaxed || usesFloat16(tc)) return {5 * kFp16Ulp, 5 * kFp16Ulp};
             return {1e-5, 5 * kFp32Ulp};
-        case OperandType::TENSOR_FLOAT16: case OperandType::FLOAT16: return {5 * kFp16Ulp, 5 * kFp16Ulp};
-        case OperandType::TENSOR_QUANT8_ASYMM: case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+        case OperandType::TENSOR_FLOAT16:
+        case OperandType::FLOAT16:
+            return {5 * kFp16Ulp, 5 * kFp16Ulp};
+        case OperandType::TENSOR_QUANT8_ASYMM:
+        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
         case OperandType::TENSOR_QUANT8_SYMM:
             return {tc.name.find("mobilenet") != std::string::npos ? 3.0 : 1.0, 0};
-        case OperandType::TENSOR_BOOL8: case OperandType::BOOL: return {0, 0};
-        default: return {1, 0};  // INT32, quant16
+        case OperandType::TENSOR_BOOL8:
+        case OperandType::BOOL:
+            return {0, 0};
+        default:
+            return {1, 0};  // INT32, quant16
     }
 }
 
@@ -76,12 +96,15 @@ std::string dimsToString(const std::vector<uint32_t>& dims) {
 // the tolerance of softmax(logits).
 std::optional<Mismatch> compareMultinomial(const TestCase& tc, const std::vector<uint8_t>& actual) {
     const auto& sg = tc.model.main;
-    if (sg.inputIndexes.empty() || tc.inputs.empty()) return Mismatch{0, 0, 0, 0, 0, "multinomial: model has no input"};
+    if (sg.inputIndexes.empty() || tc.inputs.empty())
+        return Mismatch{0, 0, 0, 0, 0, "multinomial: model has no input"};
     const auto& logitsOperand = sg.operands[sg.inputIndexes[0]];
-    if (logitsOperand.dimensions.size() != 2) return Mismatch{0, 0, 0, 0, 0, "multinomial: input 0 is not 2-D"};
+    if (logitsOperand.dimensions.size() != 2)
+        return Mismatch{0, 0, 0, 0, 0, "multinomial: input 0 is not 2-D"};
     const size_t batches = logitsOperand.dimensions[0], classes = logitsOperand.dimensions[1];
     const size_t elemIn = hal::elementSize(logitsOperand.type);
-    if (batches == 0 || tc.inputs[0].size() != batches * classes * elemIn || actual.size() % (4 * batches) != 0) {
+    if (batches == 0 || tc.inputs[0].size() != batches * classes * elemIn ||
+        actual.size() % (4 * batches) != 0) {
         return Mismatch{0, 0, 0, 0, 0, "multinomial: input or output size does not match the shapes"};
     }
     const size_t samples = actual.size() / 4 / batches;
@@ -98,7 +121,11 @@ std::optional<Mismatch> compareMultinomial(const TestCase& tc, const std::vector
             int32_t cls;
             std::memcpy(&cls, actual.data() + (b * samples + s) * 4, 4);
             if (cls < 0 || static_cast<size_t>(cls) >= classes) {
-                return Mismatch{0, b * samples + s, 0, double(cls), 0,
+                return Mismatch{0,
+                                b * samples + s,
+                                0,
+                                double(cls),
+                                0,
                                 "multinomial: batch " + std::to_string(b) + " sample " + std::to_string(s) +
                                     ": class " + std::to_string(cls) + " out of range"};
             }
@@ -106,7 +133,11 @@ std::optional<Mismatch> compareMultinomial(const TestCase& tc, const std::vector
         }
         for (size_t c = 0; c < classes; ++c) {
             if (std::fabs(freq[c] - prob[c]) > tc.multinomialTolerance) {
-                return Mismatch{0, b * classes + c, prob[c], freq[c], tc.multinomialTolerance,
+                return Mismatch{0,
+                                b * classes + c,
+                                prob[c],
+                                freq[c],
+                                tc.multinomialTolerance,
                                 "multinomial: batch " + std::to_string(b) + " class " + std::to_string(c) +
                                     ": frequency " + std::to_string(freq[c]) + " vs probability " +
                                     std::to_string(prob[c])};
@@ -118,16 +149,25 @@ std::optional<Mismatch> compareMultinomial(const TestCase& tc, const std::vector
 
 }  // namespace
 
-std::optional<Mismatch> compareOutputs(const TestCase& tc, const std::vector<std::vector<uint8_t>>& actualOutputs,
+std::optional<Mismatch> compareOutputs(const TestCase& tc,
+                                       const std::vector<std::vector<uint8_t>>& actualOutputs,
                                        const std::vector<hal::OutputShape>& actualShapes) {
     const auto& sg = tc.model.main;
     if (actualOutputs.size() != tc.expectedOutputs.size()) {
-        return Mismatch{0, 0, 0, 0, 0,
+        return Mismatch{0,
+                        0,
+                        0,
+                        0,
+                        0,
                         "got " + std::to_string(actualOutputs.size()) + " outputs, expected " +
                             std::to_string(tc.expectedOutputs.size())};
     }
     if (!actualShapes.empty() && actualShapes.size() != tc.expectedOutputs.size()) {
-        return Mismatch{0, 0, 0, 0, 0,
+        return Mismatch{0,
+                        0,
+                        0,
+                        0,
+                        0,
                         "got " + std::to_string(actualShapes.size()) + " output shapes, expected " +
                             std::to_string(tc.expectedOutputs.size())};
     }
@@ -142,16 +182,25 @@ std::optional<Mismatch> compareOutputs(const TestCase& tc, const std::vector<std
         }
         if (!actualShapes.empty() && i < tc.expectedOutputDims.size() &&
             actualShapes[i].dimensions != tc.expectedOutputDims[i]) {
-            return Mismatch{i, 0, 0, 0, 0,
-                            "output " + std::to_string(i) + ": dimensions " + dimsToString(actualShapes[i].dimensions) +
-                                ", expected " + dimsToString(tc.expectedOutputDims[i])};
+            return Mismatch{i,
+                            0,
+                            0,
+                            0,
+                            0,
+                            "output " + std::to_string(i) + ": dimensions " +
+                                dimsToString(actualShapes[i].dimensions) + ", expected " +
+                                dimsToString(tc.expectedOutputDims[i])};
         }
         const auto& expected = tc.expectedOutputs[i];
         const auto& actual = actualOutputs[i];
         if (actual.size() != expected.size()) {
-            return Mismatch{i, 0, 0, 0, 0,
-                            "output " + std::to_string(i) + ": " + std::to_string(actual.size()) + " bytes, expected " +
-                                std::to_string(expected.size())};
+            return Mismatch{i,
+                            0,
+                            0,
+                            0,
+                            0,
+                            "output " + std::to_string(i) + ": " + std::to_string(actual.size()) +
+                                " bytes, expected " + std::to_string(expected.size())};
         }
         const hal::OperandType type = i < sg.outputIndexes.size() && sg.outputIndexes[i] < sg.operands.size()
                                           ? sg.operands[sg.outputIndexes[i]].type
@@ -163,7 +212,11 @@ std::optional<Mismatch> compareOutputs(const TestCase& tc, const std::vector<std
             const double a = elementAt(type, actual.data() + e * size);
             const double limit = tol.atol + tol.rtol * std::fabs(x);
             if (!(std::fabs(a - x) <= limit)) {  // NaN fails
-                return Mismatch{i, e, x, a, limit,
+                return Mismatch{i,
+                                e,
+                                x,
+                                a,
+                                limit,
                                 "output " + std::to_string(i) + " element " + std::to_string(e) + ": got " +
                                     std::to_string(a) + ", expected " + std::to_string(x) + " (tolerance " +
                                     std::to_string(limit) + ")"};
@@ -180,13 +233,15 @@ Result<PreparedRequest> makeRequest(const TestCase& tc) {
     for (const auto& in : tc.inputs) total = align(total + in.size());
     for (const auto& out : tc.expectedOutputs) total = align(total + out.size());
     if (total > std::numeric_limits<uint32_t>::max()) {
-        return invalidArgument("makeRequest(" + tc.name + "): " + std::to_string(total) + " bytes exceed a 32-bit pool");
+        return invalidArgument("makeRequest(" + tc.name + "): " + std::to_string(total) +
+                               " bytes exceed a 32-bit pool");
     }
     PreparedRequest pr;
     pr.pool = hal::Memory::create(total, "cts-request");
     if (!pr.pool) {
-        return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
-                    "makeRequest(" + tc.name + "): cannot create a " + std::to_string(total) + "-byte request pool");
+        return fail(
+            hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
+            "makeRequest(" + tc.name + "): cannot create a " + std::to_string(total) + "-byte request pool");
     }
     size_t offset = 0;
     for (const auto& in : tc.inputs) {

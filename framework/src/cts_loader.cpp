@@ -49,8 +49,8 @@ private:
     Result<std::vector<uint32_t>> getIndexList(const json& obj, const std::string& context,
                                                const char* field) const;
     Result<hal::Subgraph> parseSubgraph(const json& sg, const std::string& context, bool isMain);
-    Result<hal::Operand> parseOperand(const json& op, const std::string& context, bool isMain,
-                                      uint32_t index, const hal::Subgraph& sg);
+    Result<hal::Operand> parseOperand(const json& op, const std::string& context, bool isMain, uint32_t index,
+                                      const hal::Subgraph& sg);
 
     const json& root_;
     std::string where_;
@@ -61,8 +61,7 @@ private:
     std::vector<bool> mainIgnored_;
 };
 
-Result<const json*> LineParser::member(const json& obj, const std::string& context,
-                                       const char* field) const {
+Result<const json*> LineParser::member(const json& obj, const std::string& context, const char* field) const {
     auto it = obj.find(field);
     if (it == obj.end()) return error(context, field, "missing");
     return &*it;
@@ -81,23 +80,24 @@ Result<bool> LineParser::getBool(const json& obj, const std::string& context, co
     return v->get<bool>();
 }
 
-Result<double> LineParser::getNumber(const json& obj, const std::string& context,
-                                     const char* field) const {
+Result<double> LineParser::getNumber(const json& obj, const std::string& context, const char* field) const {
     const json* v = NPU_TRY(member(obj, context, field));
     if (!v->is_number()) return error(context, field, "expected a number");
     return v->get<double>();
 }
 
-Result<int64_t> LineParser::getInt(const json& obj, const std::string& context, const char* field,
-                                   int64_t lo, int64_t hi) const {
+Result<int64_t> LineParser::getInt(const json& obj, const std::string& context, const char* field, int64_t lo,
+                                   int64_t hi) const {
     const json* v = NPU_TRY(member(obj, context, field));
     if (!v->is_number_integer()) return error(context, field, "expected an integer");
-    const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
-                          ? std::numeric_limits<int64_t>::max()
-                          : v->get<int64_t>();
+    const int64_t x =
+        v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
+            ? std::numeric_limits<int64_t>::max()
+            : v->get<int64_t>();
     if (x < lo || x > hi) {
         return error(context, field,
-                     "value " + std::to_string(x) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+                     "value " + std::to_string(x) + " outside [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]");
     }
     return x;
 }
@@ -109,7 +109,8 @@ Result<std::vector<uint32_t>> LineParser::getIndexList(const json& obj, const st
     std::vector<uint32_t> out;
     out.reserve(v->size());
     for (const auto& e : *v) {
-        if (!e.is_number_integer() || (e.is_number_integer() && !e.is_number_unsigned() && e.get<int64_t>() < 0) ||
+        if (!e.is_number_integer() ||
+            (e.is_number_integer() && !e.is_number_unsigned() && e.get<int64_t>() < 0) ||
             e.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
             return error(context, field, "expected an array of integers (in [0, 2^32-1])");
         }
@@ -135,8 +136,8 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
     operand.type = *type;
     operand.dimensions = NPU_TRY(getIndexList(op, ctx, "dims"));
     operand.scale = static_cast<float>(NPU_TRY(getNumber(op, ctx, "scale")));
-    operand.zeroPoint = static_cast<int32_t>(NPU_TRY(getInt(op, ctx, "zero_point", std::numeric_limits<int32_t>::min(),
-                                                            std::numeric_limits<int32_t>::max())));
+    operand.zeroPoint = static_cast<int32_t>(NPU_TRY(getInt(
+        op, ctx, "zero_point", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max())));
     const std::string lifetimeName = NPU_TRY(getString(op, ctx, "lifetime"));
     auto lifetime = hal::lifetimeFromString(lifetimeName);
     if (lifetimeName == "MODEL_INPUT") lifetime = hal::OperandLifeTime::SUBGRAPH_INPUT;
@@ -176,12 +177,14 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
         }
         if (operand.dimensions.empty() && !hal::isScalarType(operand.type)) known = false;
         if (known && count * elemSize != data->size()) {
-            return error(ctx, "data", std::to_string(data->size()) + " bytes, but dims and type need " +
-                                          std::to_string(count * elemSize));
+            return error(ctx, "data",
+                         std::to_string(data->size()) + " bytes, but dims and type need " +
+                             std::to_string(count * elemSize));
         }
         if (!known && data->size() % elemSize != 0) {
-            return error(ctx, "data", std::to_string(data->size()) + " bytes is not a multiple of the element size " +
-                                          std::to_string(elemSize));
+            return error(ctx, "data",
+                         std::to_string(data->size()) + " bytes is not a multiple of the element size " +
+                             std::to_string(elemSize));
         }
     }
 
@@ -197,10 +200,13 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
             if (data->size() != 4) return error(ctx, "data", "a SUBGRAPH operand needs a 4-byte index");
             uint32_t sub;
             std::memcpy(&sub, data->data(), 4);
-            const size_t nRef = root_.contains("referenced") && root_["referenced"].is_array() ? root_["referenced"].size() : 0;
+            const size_t nRef = root_.contains("referenced") && root_["referenced"].is_array()
+                                    ? root_["referenced"].size()
+                                    : 0;
             if (sub >= nRef) {
-                return error(ctx, "data", "subgraph index " + std::to_string(sub) + " but only " +
-                                              std::to_string(nRef) + " referenced subgraphs");
+                return error(ctx, "data",
+                             "subgraph index " + std::to_string(sub) + " but only " + std::to_string(nRef) +
+                                 " referenced subgraphs");
             }
             operand.location.offset = sub;  // HAL: a SUBGRAPH operand's offset is the subgraph index
             break;
@@ -226,8 +232,8 @@ Result<hal::Subgraph> LineParser::parseSubgraph(const json& sg, const std::strin
     const json* operands = NPU_TRY(member(sg, ctx, "operands"));
     if (!operands->is_array()) return error(ctx, "operands", "expected an array");
     for (size_t i = 0; i < operands->size(); ++i) {
-        out.operands.push_back(NPU_TRY(parseOperand((*operands)[i], prefix + "operand " + std::to_string(i), isMain,
-                                                    static_cast<uint32_t>(i), out)));
+        out.operands.push_back(NPU_TRY(parseOperand((*operands)[i], prefix + "operand " + std::to_string(i),
+                                                    isMain, static_cast<uint32_t>(i), out)));
     }
     const json* operations = NPU_TRY(member(sg, ctx, "operations"));
     if (!operations->is_array()) return error(ctx, "operations", "expected an array");
@@ -244,14 +250,16 @@ Result<hal::Subgraph> LineParser::parseSubgraph(const json& sg, const std::strin
         operation.outputs = NPU_TRY(getIndexList(o, octx, "outputs"));
         for (uint32_t idx : operation.inputs) {
             if (idx >= out.operands.size()) {
-                return error(octx, "inputs", "operand index " + std::to_string(idx) + " >= " +
-                                                 std::to_string(out.operands.size()) + " operands");
+                return error(octx, "inputs",
+                             "operand index " + std::to_string(idx) +
+                                 " >= " + std::to_string(out.operands.size()) + " operands");
             }
         }
         for (uint32_t idx : operation.outputs) {
             if (idx >= out.operands.size()) {
-                return error(octx, "outputs", "operand index " + std::to_string(idx) + " >= " +
-                                                  std::to_string(out.operands.size()) + " operands");
+                return error(octx, "outputs",
+                             "operand index " + std::to_string(idx) +
+                                 " >= " + std::to_string(out.operands.size()) + " operands");
             }
         }
         out.operations.push_back(std::move(operation));
@@ -260,14 +268,16 @@ Result<hal::Subgraph> LineParser::parseSubgraph(const json& sg, const std::strin
     out.outputIndexes = NPU_TRY(getIndexList(sg, ctx, "output_indexes"));
     for (uint32_t idx : out.inputIndexes) {
         if (idx >= out.operands.size()) {
-            return error(ctx, "input_indexes", "operand index " + std::to_string(idx) + " >= " +
-                                                   std::to_string(out.operands.size()) + " operands");
+            return error(ctx, "input_indexes",
+                         "operand index " + std::to_string(idx) +
+                             " >= " + std::to_string(out.operands.size()) + " operands");
         }
     }
     for (uint32_t idx : out.outputIndexes) {
         if (idx >= out.operands.size()) {
-            return error(ctx, "output_indexes", "operand index " + std::to_string(idx) + " >= " +
-                                                    std::to_string(out.operands.size()) + " operands");
+            return error(ctx, "output_indexes",
+                         "operand index " + std::to_string(idx) +
+                             " >= " + std::to_string(out.operands.size()) + " operands");
         }
     }
     return out;
@@ -296,8 +306,10 @@ Result<TestCase> LineParser::run() {
 
     if (!referencePool_.empty()) {
         std::shared_ptr<hal::Memory> pool = hal::Memory::create(referencePool_.size(), "cts-constants");
-        if (!pool) return generalFailure(where_ + ": cannot create a shared memory pool of " +
-                                         std::to_string(referencePool_.size()) + " bytes for CONSTANT_REFERENCE data");
+        if (!pool)
+            return generalFailure(where_ + ": cannot create a shared memory pool of " +
+                                  std::to_string(referencePool_.size()) +
+                                  " bytes for CONSTANT_REFERENCE data");
         std::memcpy(pool->data(), referencePool_.data(), referencePool_.size());
         tc_.model.pools.push_back(std::move(pool));
     }
@@ -374,16 +386,16 @@ Result<bool> CtsReader::readLine(std::string& line) {
         if (n < 0) {
             int code = 0;
             const char* msg = gzerror(static_cast<gzFile>(gz_), &code);
-            return invalidArgument(path_ + ":" + std::to_string(lineNumber_ + 1) + ": read error: " +
-                                   (msg != nullptr ? msg : "unknown"));
+            return invalidArgument(path_ + ":" + std::to_string(lineNumber_ + 1) +
+                                   ": read error: " + (msg != nullptr ? msg : "unknown"));
         }
         if (n == 0) {
             // gzread returns 0 at the end; a truncated gzip stream is reported by gzerror.
             int code = 0;
             const char* msg = gzerror(static_cast<gzFile>(gz_), &code);
             if (code != Z_OK && code != Z_STREAM_END) {
-                return invalidArgument(path_ + ":" + std::to_string(lineNumber_ + 1) + ": read error: " +
-                                       (msg != nullptr ? msg : "unknown"));
+                return invalidArgument(path_ + ":" + std::to_string(lineNumber_ + 1) +
+                                       ": read error: " + (msg != nullptr ? msg : "unknown"));
             }
             eof_ = true;
         }

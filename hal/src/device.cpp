@@ -4,9 +4,10 @@
 
 namespace npu::hal {
 
-Result<IPreparedModel::FencedResult> IPreparedModel::executeFenced(
-    const Request&, const std::vector<int>&, MeasureTiming, const Deadline&,
-    std::optional<std::chrono::nanoseconds>, std::optional<std::chrono::nanoseconds>) {
+Result<IPreparedModel::FencedResult> IPreparedModel::executeFenced(const Request&, const std::vector<int>&,
+                                                                   MeasureTiming, const Deadline&,
+                                                                   std::optional<std::chrono::nanoseconds>,
+                                                                   std::optional<std::chrono::nanoseconds>) {
     return generalFailure("executeFenced: not supported yet by this device");
 }
 
@@ -14,15 +15,15 @@ Result<std::shared_ptr<IBurst>> IPreparedModel::configureExecutionBurst() {
     return generalFailure("configureExecutionBurst: not supported yet by this device");
 }
 
-Result<std::shared_ptr<IPreparedModel>> IDevice::prepareModelFromCache(
-    const Deadline&, const std::vector<int>&, const std::vector<int>&, const CacheToken&) {
+Result<std::shared_ptr<IPreparedModel>> IDevice::prepareModelFromCache(const Deadline&,
+                                                                       const std::vector<int>&,
+                                                                       const std::vector<int>&,
+                                                                       const CacheToken&) {
     return generalFailure("prepareModelFromCache: this device does not support compilation caching yet");
 }
 
-Result<DeviceBuffer> IDevice::allocate(const BufferDesc&,
-                                       const std::vector<std::shared_ptr<IPreparedModel>>&,
-                                       const std::vector<BufferRole>&,
-                                       const std::vector<BufferRole>&) {
+Result<DeviceBuffer> IDevice::allocate(const BufferDesc&, const std::vector<std::shared_ptr<IPreparedModel>>&,
+                                       const std::vector<BufferRole>&, const std::vector<BufferRole>&) {
     return generalFailure("allocate: memory domains are not supported yet by this device");
 }
 

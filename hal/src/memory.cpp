@@ -10,9 +10,13 @@
 
 namespace npu::hal {
 
-Memory::Memory(int fd, uint8_t* data, size_t size, size_t offset, void* mapBase, size_t mapLen,
-               bool writable)
-    : fd_(fd), data_(data), size_(size), offset_(offset), mapBase_(mapBase), mapLen_(mapLen),
+Memory::Memory(int fd, uint8_t* data, size_t size, size_t offset, void* mapBase, size_t mapLen, bool writable)
+    : fd_(fd),
+      data_(data),
+      size_(size),
+      offset_(offset),
+      mapBase_(mapBase),
+      mapLen_(mapLen),
       writable_(writable) {}
 
 Memory::~Memory() {
@@ -48,8 +52,8 @@ std::unique_ptr<Memory> Memory::mapFd(int fd, size_t offset, size_t size, int pr
         close(own);
         return nullptr;
     }
-    return std::unique_ptr<Memory>(new Memory(own, static_cast<uint8_t*>(p) + (offset - base), size,
-                                              offset, p, len, (prot & PROT_WRITE) != 0));
+    return std::unique_ptr<Memory>(new Memory(own, static_cast<uint8_t*>(p) + (offset - base), size, offset,
+                                              p, len, (prot & PROT_WRITE) != 0));
 }
 
 }  // namespace npu::hal

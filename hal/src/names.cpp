@@ -1,10 +1,14 @@
 // Name tables for the HAL enums (generated once from types.h; keep in sync).
 #include <cstddef>
+
 #include "npu/hal/types.h"
 
 namespace npu::hal {
 namespace {
-struct OperandTypeName { OperandType value; std::string_view name; };
+struct OperandTypeName {
+    OperandType value;
+    std::string_view name;
+};
 constexpr OperandTypeName kOperandTypeNames[] = {
     {OperandType::FLOAT32, "FLOAT32"},
     {OperandType::INT32, "INT32"},
@@ -25,7 +29,10 @@ constexpr OperandTypeName kOperandTypeNames[] = {
     {OperandType::OEM, "OEM"},
     {OperandType::TENSOR_OEM_BYTE, "TENSOR_OEM_BYTE"},
 };
-struct OperationTypeName { OperationType value; std::string_view name; };
+struct OperationTypeName {
+    OperationType value;
+    std::string_view name;
+};
 constexpr OperationTypeName kOperationTypeNames[] = {
     {OperationType::ADD, "ADD"},
     {OperationType::AVERAGE_POOL_2D, "AVERAGE_POOL_2D"},
@@ -131,7 +138,10 @@ constexpr OperationTypeName kOperationTypeNames[] = {
     {OperationType::RANK, "RANK"},
     {OperationType::OEM_OPERATION, "OEM_OPERATION"},
 };
-struct OperandLifeTimeName { OperandLifeTime value; std::string_view name; };
+struct OperandLifeTimeName {
+    OperandLifeTime value;
+    std::string_view name;
+};
 constexpr OperandLifeTimeName kLifetimeNames[] = {
     {OperandLifeTime::TEMPORARY_VARIABLE, "TEMPORARY_VARIABLE"},
     {OperandLifeTime::SUBGRAPH_INPUT, "SUBGRAPH_INPUT"},
@@ -143,10 +153,11 @@ constexpr OperandLifeTimeName kLifetimeNames[] = {
 };
 }  // namespace
 
-#define NPU_NAME_LOOKUP(Enum, table)                                   \
-    std::string_view toString(Enum v) {                               \
-        for (const auto& e : table) if (e.value == v) return e.name;  \
-        return "UNKNOWN";                                             \
+#define NPU_NAME_LOOKUP(Enum, table)         \
+    std::string_view toString(Enum v) {      \
+        for (const auto& e : table)          \
+            if (e.value == v) return e.name; \
+        return "UNKNOWN";                    \
     }
 NPU_NAME_LOOKUP(OperandType, kOperandTypeNames)
 NPU_NAME_LOOKUP(OperationType, kOperationTypeNames)
@@ -156,38 +167,56 @@ NPU_NAME_LOOKUP(OperandLifeTime, kLifetimeNames)
 namespace {
 template <typename E, size_t N, typename T>
 std::optional<E> lookup(const T (&table)[N], std::string_view name) {
-    for (const auto& e : table) if (e.name == name) return e.value;
+    for (const auto& e : table)
+        if (e.name == name) return e.value;
     return std::nullopt;
 }
 }  // namespace
 
-std::optional<OperandType> operandTypeFromString(std::string_view n) { return lookup<OperandType>(kOperandTypeNames, n); }
-std::optional<OperationType> operationTypeFromString(std::string_view n) { return lookup<OperationType>(kOperationTypeNames, n); }
+std::optional<OperandType> operandTypeFromString(std::string_view n) {
+    return lookup<OperandType>(kOperandTypeNames, n);
+}
+std::optional<OperationType> operationTypeFromString(std::string_view n) {
+    return lookup<OperationType>(kOperationTypeNames, n);
+}
 std::optional<OperandLifeTime> lifetimeFromString(std::string_view n) {
-    if (n == "MODEL_INPUT") return OperandLifeTime::SUBGRAPH_INPUT;    // HAL 1.0-1.2 aliases
+    if (n == "MODEL_INPUT") return OperandLifeTime::SUBGRAPH_INPUT;  // HAL 1.0-1.2 aliases
     if (n == "MODEL_OUTPUT") return OperandLifeTime::SUBGRAPH_OUTPUT;
     return lookup<OperandLifeTime>(kLifetimeNames, n);
 }
 
 std::string_view toString(ErrorStatus s) {
     switch (s) {
-        case ErrorStatus::NONE: return "NONE";
-        case ErrorStatus::DEVICE_UNAVAILABLE: return "DEVICE_UNAVAILABLE";
-        case ErrorStatus::GENERAL_FAILURE: return "GENERAL_FAILURE";
-        case ErrorStatus::OUTPUT_INSUFFICIENT_SIZE: return "OUTPUT_INSUFFICIENT_SIZE";
-        case ErrorStatus::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-        case ErrorStatus::MISSED_DEADLINE_TRANSIENT: return "MISSED_DEADLINE_TRANSIENT";
-        case ErrorStatus::MISSED_DEADLINE_PERSISTENT: return "MISSED_DEADLINE_PERSISTENT";
-        case ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT: return "RESOURCE_EXHAUSTED_TRANSIENT";
-        case ErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT: return "RESOURCE_EXHAUSTED_PERSISTENT";
+        case ErrorStatus::NONE:
+            return "NONE";
+        case ErrorStatus::DEVICE_UNAVAILABLE:
+            return "DEVICE_UNAVAILABLE";
+        case ErrorStatus::GENERAL_FAILURE:
+            return "GENERAL_FAILURE";
+        case ErrorStatus::OUTPUT_INSUFFICIENT_SIZE:
+            return "OUTPUT_INSUFFICIENT_SIZE";
+        case ErrorStatus::INVALID_ARGUMENT:
+            return "INVALID_ARGUMENT";
+        case ErrorStatus::MISSED_DEADLINE_TRANSIENT:
+            return "MISSED_DEADLINE_TRANSIENT";
+        case ErrorStatus::MISSED_DEADLINE_PERSISTENT:
+            return "MISSED_DEADLINE_PERSISTENT";
+        case ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT:
+            return "RESOURCE_EXHAUSTED_TRANSIENT";
+        case ErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT:
+            return "RESOURCE_EXHAUSTED_PERSISTENT";
     }
     return "UNKNOWN";
 }
 
 bool isScalarType(OperandType t) {
     switch (t) {
-        case OperandType::FLOAT32: case OperandType::INT32: case OperandType::UINT32:
-        case OperandType::BOOL: case OperandType::FLOAT16: case OperandType::SUBGRAPH:
+        case OperandType::FLOAT32:
+        case OperandType::INT32:
+        case OperandType::UINT32:
+        case OperandType::BOOL:
+        case OperandType::FLOAT16:
+        case OperandType::SUBGRAPH:
         case OperandType::OEM:
             return true;
         default:
@@ -197,9 +226,12 @@ bool isScalarType(OperandType t) {
 
 bool isQuantizedType(OperandType t) {
     switch (t) {
-        case OperandType::TENSOR_QUANT8_ASYMM: case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
-        case OperandType::TENSOR_QUANT8_SYMM: case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        case OperandType::TENSOR_QUANT16_SYMM: case OperandType::TENSOR_QUANT16_ASYMM:
+        case OperandType::TENSOR_QUANT8_ASYMM:
+        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+        case OperandType::TENSOR_QUANT8_SYMM:
+        case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        case OperandType::TENSOR_QUANT16_SYMM:
+        case OperandType::TENSOR_QUANT16_ASYMM:
             return true;
         default:
             return false;
@@ -208,16 +240,25 @@ bool isQuantizedType(OperandType t) {
 
 size_t elementSize(OperandType t) {
     switch (t) {
-        case OperandType::FLOAT32: case OperandType::INT32: case OperandType::UINT32:
-        case OperandType::TENSOR_FLOAT32: case OperandType::TENSOR_INT32:
+        case OperandType::FLOAT32:
+        case OperandType::INT32:
+        case OperandType::UINT32:
+        case OperandType::TENSOR_FLOAT32:
+        case OperandType::TENSOR_INT32:
         case OperandType::SUBGRAPH:
             return 4;
-        case OperandType::FLOAT16: case OperandType::TENSOR_FLOAT16:
-        case OperandType::TENSOR_QUANT16_SYMM: case OperandType::TENSOR_QUANT16_ASYMM:
+        case OperandType::FLOAT16:
+        case OperandType::TENSOR_FLOAT16:
+        case OperandType::TENSOR_QUANT16_SYMM:
+        case OperandType::TENSOR_QUANT16_ASYMM:
             return 2;
-        case OperandType::TENSOR_QUANT8_ASYMM: case OperandType::BOOL: case OperandType::TENSOR_BOOL8:
-        case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL: case OperandType::TENSOR_QUANT8_SYMM:
-        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED: case OperandType::TENSOR_OEM_BYTE:
+        case OperandType::TENSOR_QUANT8_ASYMM:
+        case OperandType::BOOL:
+        case OperandType::TENSOR_BOOL8:
+        case OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        case OperandType::TENSOR_QUANT8_SYMM:
+        case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+        case OperandType::TENSOR_OEM_BYTE:
             return 1;
         case OperandType::OEM:
             return 0;

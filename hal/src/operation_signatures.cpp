@@ -18,7 +18,9 @@ using Op = OperationType;
 
 // ---- Slots --------------------------------------------------------------------------------
 
-constexpr Slot fixed(OT type) { return Slot{SlotKind::Fixed, type, {}}; }
+constexpr Slot fixed(OT type) {
+    return Slot{SlotKind::Fixed, type, {}};
+}
 
 constexpr Slot kT{SlotKind::Tensor};
 constexpr Slot kFloat{SlotKind::FloatParam};
@@ -54,28 +56,33 @@ const std::vector<OT> kF{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16};
 const std::vector<OT> kFQ{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_QUANT8_ASYMM,
                           OT::TENSOR_QUANT8_ASYMM_SIGNED};
 const std::vector<OT> kFI{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_INT32};
-const std::vector<OT> kFIQ{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_INT32,
-                           OT::TENSOR_QUANT8_ASYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED};
+const std::vector<OT> kFIQ{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_INT32, OT::TENSOR_QUANT8_ASYMM,
+                           OT::TENSOR_QUANT8_ASYMM_SIGNED};
 const std::vector<OT> kQ{OT::TENSOR_QUANT8_ASYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED};
-const std::vector<OT> kCompare{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_INT32,
-                               OT::TENSOR_QUANT8_ASYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED,
+const std::vector<OT> kCompare{OT::TENSOR_FLOAT32,
+                               OT::TENSOR_FLOAT16,
+                               OT::TENSOR_INT32,
+                               OT::TENSOR_QUANT8_ASYMM,
+                               OT::TENSOR_QUANT8_ASYMM_SIGNED,
                                OT::TENSOR_BOOL8};
 const std::vector<OT> kCastConvertible{OT::TENSOR_FLOAT16, OT::TENSOR_FLOAT32, OT::TENSOR_INT32,
                                        OT::TENSOR_QUANT8_ASYMM};
 const std::vector<OT> kBool8{OT::TENSOR_BOOL8};
-const std::vector<OT> kCastIdentity{OT::TENSOR_BOOL8, OT::TENSOR_QUANT16_ASYMM,
-                                    OT::TENSOR_QUANT16_SYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED,
-                                    OT::TENSOR_QUANT8_SYMM};
+const std::vector<OT> kCastIdentity{OT::TENSOR_BOOL8, OT::TENSOR_QUANT16_ASYMM, OT::TENSOR_QUANT16_SYMM,
+                                    OT::TENSOR_QUANT8_ASYMM_SIGNED, OT::TENSOR_QUANT8_SYMM};
 const std::vector<OT> kDequantizeInputs{OT::TENSOR_QUANT8_ASYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED,
-                                        OT::TENSOR_QUANT8_SYMM,
-                                        OT::TENSOR_QUANT8_SYMM_PER_CHANNEL};
-const std::vector<OT> kAllTensors{OT::TENSOR_FLOAT32, OT::TENSOR_FLOAT16, OT::TENSOR_INT32,
-                                  OT::TENSOR_QUANT8_ASYMM, OT::TENSOR_QUANT8_ASYMM_SIGNED,
-                                  OT::TENSOR_QUANT8_SYMM, OT::TENSOR_QUANT8_SYMM_PER_CHANNEL,
-                                  OT::TENSOR_QUANT16_ASYMM, OT::TENSOR_QUANT16_SYMM,
+                                        OT::TENSOR_QUANT8_SYMM, OT::TENSOR_QUANT8_SYMM_PER_CHANNEL};
+const std::vector<OT> kAllTensors{OT::TENSOR_FLOAT32,
+                                  OT::TENSOR_FLOAT16,
+                                  OT::TENSOR_INT32,
+                                  OT::TENSOR_QUANT8_ASYMM,
+                                  OT::TENSOR_QUANT8_ASYMM_SIGNED,
+                                  OT::TENSOR_QUANT8_SYMM,
+                                  OT::TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                  OT::TENSOR_QUANT16_ASYMM,
+                                  OT::TENSOR_QUANT16_SYMM,
                                   OT::TENSOR_BOOL8};
-const std::vector<OT> kHashtableValues{OT::TENSOR_FLOAT32, OT::TENSOR_INT32,
-                                       OT::TENSOR_QUANT8_ASYMM};
+const std::vector<OT> kHashtableValues{OT::TENSOR_FLOAT32, OT::TENSOR_INT32, OT::TENSOR_QUANT8_ASYMM};
 const std::vector<OT> kNoT{};
 
 using Slots = std::vector<Slot>;
@@ -84,7 +91,9 @@ Slots operator+(Slots a, const Slots& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
 }
-Slots repeat(Slot slot, size_t n) { return Slots(n, slot); }
+Slots repeat(Slot slot, size_t n) {
+    return Slots(n, slot);
+}
 
 // Builds the table with one readable line per row: row(...) then optional modifiers.
 class TableBuilder {
@@ -152,29 +161,51 @@ std::vector<SignatureRow> buildTable() {
     for (Op pool : {Op::AVERAGE_POOL_2D, Op::MAX_POOL_2D, Op::L2_POOL_2D}) {
         const auto& types = pool == Op::L2_POOL_2D ? kF : kFQ;
         t.row(pool, types, Slots{T} + repeat(I, 9) + Slots{B}, {T})
-                .inputCounts({10, 11}).variant("explicit padding");
+            .inputCounts({10, 11})
+            .variant("explicit padding");
         t.row(pool, types, Slots{T} + repeat(I, 6) + Slots{B}, {T})
-                .inputCounts({7, 8}).variant("implicit padding");
+            .inputCounts({7, 8})
+            .variant("implicit padding");
     }
 
     // Convolutions: input, filter, bias, padding..., strides, [groups / multiplier,] activation,
     // layout, dilations. A quantized filter may be per-channel (channelDim fixed per operation).
     t.row(Op::CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 7) + Slots{B, I, I}, {T})
-            .inputCounts({10, 11, 13}).variant("explicit padding").filterChannelDim(0).rank(0, 4, true).rank(1, 4, true);
+        .inputCounts({10, 11, 13})
+        .variant("explicit padding")
+        .filterChannelDim(0)
+        .rank(0, 4, true)
+        .rank(1, 4, true);
     t.row(Op::CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 4) + Slots{B, I, I}, {T})
-            .inputCounts({7, 8, 10}).variant("implicit padding").filterChannelDim(0).rank(0, 4, true).rank(1, 4, true);
+        .inputCounts({7, 8, 10})
+        .variant("implicit padding")
+        .filterChannelDim(0)
+        .rank(0, 4, true)
+        .rank(1, 4, true);
     t.row(Op::DEPTHWISE_CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 8) + Slots{B, I, I}, {T})
-            .inputCounts({11, 12, 14}).variant("explicit padding").filterChannelDim(3).rank(0, 4, true).rank(1, 4, true);
+        .inputCounts({11, 12, 14})
+        .variant("explicit padding")
+        .filterChannelDim(3)
+        .rank(0, 4, true)
+        .rank(1, 4, true);
     t.row(Op::DEPTHWISE_CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 5) + Slots{B, I, I}, {T})
-            .inputCounts({8, 9, 11}).variant("implicit padding").filterChannelDim(3).rank(0, 4, true).rank(1, 4, true);
+        .inputCounts({8, 9, 11})
+        .variant("implicit padding")
+        .filterChannelDim(3)
+        .rank(0, 4, true)
+        .rank(1, 4, true);
     t.row(Op::GROUPED_CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 8) + Slots{B}, {T})
-            .variant("explicit padding").filterChannelDim(0);
+        .variant("explicit padding")
+        .filterChannelDim(0);
     t.row(Op::GROUPED_CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 5) + Slots{B}, {T})
-            .variant("implicit padding").filterChannelDim(0);
+        .variant("implicit padding")
+        .filterChannelDim(0);
     t.row(Op::TRANSPOSE_CONV_2D, kFQ, Slots{T, kFilter, kBias} + repeat(I, 7) + Slots{B}, {T})
-            .variant("explicit padding").filterChannelDim(0);
+        .variant("explicit padding")
+        .filterChannelDim(0);
     t.row(Op::TRANSPOSE_CONV_2D, kFQ, {T, kFilter, kBias, kTensorInt, I, I, I, I, B}, {T})
-            .variant("implicit padding").filterChannelDim(0);
+        .variant("implicit padding")
+        .filterChannelDim(0);
     t.row(Op::FULLY_CONNECTED, kFQ, {T, T, kBias, I}, {T});
 
     // Shape and data movement.
@@ -212,8 +243,7 @@ std::vector<SignatureRow> buildTable() {
     // Unary elementwise.
     for (Op op : {Op::RELU, Op::RELU1, Op::RELU6, Op::LOGISTIC, Op::TANH, Op::HARD_SWISH})
         t.row(op, kFQ, {T}, {T});
-    for (Op op : {Op::EXP, Op::LOG, Op::RSQRT, Op::SIN, Op::SQRT, Op::FLOOR})
-        t.row(op, kF, {T}, {T});
+    for (Op op : {Op::EXP, Op::LOG, Op::RSQRT, Op::SIN, Op::SQRT, Op::FLOOR}) t.row(op, kF, {T}, {T});
     t.row(Op::ABS, kFI, {T}, {T});
     t.row(Op::NEG, kFI, {T}, {T});
     t.row(Op::ELU, kF, {T, S}, {T});
@@ -252,12 +282,17 @@ std::vector<SignatureRow> buildTable() {
     // Resizing: output size as INT32 or scale as float, [layout, align_corners, half_pixel_centers].
     t.row(Op::RESIZE_BILINEAR, kFQ, {T, I, I, B, B, B}, {T}).inputCounts({3, 4, 5, 6}).variant("by size");
     t.row(Op::RESIZE_BILINEAR, kFQ, {T, S, S, B, B, B}, {T}).inputCounts({3, 4, 5, 6}).variant("by scale");
-    t.row(Op::RESIZE_NEAREST_NEIGHBOR, kFQ, {T, I, I, B, B, B}, {T}).inputCounts({4, 5, 6}).variant("by size");
-    t.row(Op::RESIZE_NEAREST_NEIGHBOR, kFQ, {T, S, S, B, B, B}, {T}).inputCounts({4, 5, 6}).variant("by scale");
+    t.row(Op::RESIZE_NEAREST_NEIGHBOR, kFQ, {T, I, I, B, B, B}, {T})
+        .inputCounts({4, 5, 6})
+        .variant("by size");
+    t.row(Op::RESIZE_NEAREST_NEIGHBOR, kFQ, {T, S, S, B, B, B}, {T})
+        .inputCounts({4, 5, 6})
+        .variant("by scale");
 
     // Detection and regions of interest.
     t.row(Op::AXIS_ALIGNED_BBOX_TRANSFORM, kFQ, {kBox, T, kTensorInt, kBox}, {kBox});
-    t.row(Op::BOX_WITH_NMS_LIMIT, kFQ, {T, kBox, kTensorInt, S, I, I, S, S, S}, {T, kBox, kTensorInt, kTensorInt});
+    t.row(Op::BOX_WITH_NMS_LIMIT, kFQ, {T, kBox, kTensorInt, S, I, I, S, S, S},
+          {T, kBox, kTensorInt, kTensorInt});
     t.row(Op::GENERATE_PROPOSALS, kFQ, {T, T, kAnchor, kBox, S, S, I, I, S, S, B}, {T, kBox, kTensorInt});
     t.row(Op::HEATMAP_MAX_KEYPOINT, kFQ, {T, kBox, B}, {T, kBox});
     t.row(Op::ROI_ALIGN, kFQ, {T, kBox, kTensorInt, I, I, S, S, I, I, B}, {T});
@@ -276,33 +311,34 @@ std::vector<SignatureRow> buildTable() {
     // input, fw {weights, recurrent weights, bias, hidden state}, bw {same}, aux input,
     // fw aux weights, bw aux weights, activation, time major, merge outputs.
     t.row(Op::BIDIRECTIONAL_SEQUENCE_RNN, kF, repeat(T, 12) + Slots{I, B, B}, repeat(T, 4))
-            .outputCounts({1, 2, 3, 4});
+        .outputCounts({1, 2, 3, 4});
     // 20 tensors, activation, cell clip, projection clip [, 4 layer-normalization weights].
-    t.row(Op::LSTM, kF, repeat(T, 20) + Slots{I, S, S} + repeat(T, 4), repeat(T, 4))
-            .inputCounts({23, 27});
-    t.row(Op::UNIDIRECTIONAL_SEQUENCE_LSTM, kF,
-          repeat(T, 20) + Slots{I, S, S, B} + repeat(T, 4), repeat(T, 3))
-            .inputCounts({24, 28}).outputCounts({1, 3});
+    t.row(Op::LSTM, kF, repeat(T, 20) + Slots{I, S, S} + repeat(T, 4), repeat(T, 4)).inputCounts({23, 27});
+    t.row(Op::UNIDIRECTIONAL_SEQUENCE_LSTM, kF, repeat(T, 20) + Slots{I, S, S, B} + repeat(T, 4),
+          repeat(T, 3))
+        .inputCounts({24, 28})
+        .outputCounts({1, 3});
     // 48 tensors, activation, cell clip, projection clip, merge outputs, time major,
     // 8 aux / layer-normalization tensors; outputs fw [, bw] [, 4 states].
-    t.row(Op::BIDIRECTIONAL_SEQUENCE_LSTM, kF,
-          repeat(T, 48) + Slots{I, S, S, B, B} + repeat(T, 8), repeat(T, 6))
-            .outputCounts({1, 2, 5, 6});
+    t.row(Op::BIDIRECTIONAL_SEQUENCE_LSTM, kF, repeat(T, 48) + Slots{I, S, S, B, B} + repeat(T, 8),
+          repeat(T, 6))
+        .outputCounts({1, 2, 5, 6});
     t.row(Op::QUANTIZED_16BIT_LSTM, kNoT,
-          repeat(kQ8Asymm, 9) + repeat(kTensorInt, 4) + Slots{kQ16Symm, kQ8Asymm},
-          {kQ16Symm, kQ8Asymm});
+          repeat(kQ8Asymm, 9) + repeat(kTensorInt, 4) + Slots{kQ16Symm, kQ8Asymm}, {kQ16Symm, kQ8Asymm});
     // input; 4 input and 4 recurrent weights; 3 peephole weights; 4 gate biases; projection
     // weights and bias; output and cell state; 4 layer-normalization weights; cell and
     // projection clip; 4 intermediate scales; hidden state zero point and scale.
     t.row(Op::QUANTIZED_LSTM, kNoT,
           Slots{kQ8Signed} + repeat(kQ8Symm, 8) + repeat(kQ16Symm, 3) + repeat(kTensorInt, 4) +
-                  Slots{kQ8Symm, kTensorInt, kQ8Signed, kQ16Symm} + repeat(kQ16Symm, 4) +
-                  repeat(kF32, 6) + Slots{I, kF32},
+              Slots{kQ8Symm, kTensorInt, kQ8Signed, kQ16Symm} + repeat(kQ16Symm, 4) + repeat(kF32, 6) +
+              Slots{I, kF32},
           {kQ8Signed, kQ16Symm, kQ8Signed});
     return t.take();
 }
 
-bool isFloatTensor(OT t) { return t == OT::TENSOR_FLOAT32 || t == OT::TENSOR_FLOAT16; }
+bool isFloatTensor(OT t) {
+    return t == OT::TENSOR_FLOAT32 || t == OT::TENSOR_FLOAT16;
+}
 
 // The types a slot accepts for a given T; at most 4.
 struct Accepted {
@@ -329,20 +365,34 @@ struct Accepted {
 Accepted accepted(const Slot& slot, OT t) {
     Accepted a;
     switch (slot.kind) {
-        case SlotKind::Fixed: a.add(slot.fixed); break;
-        case SlotKind::Tensor: a.add(t); break;
-        case SlotKind::FloatParam: a.add(t == OT::TENSOR_FLOAT16 ? OT::FLOAT16 : OT::FLOAT32); break;
+        case SlotKind::Fixed:
+            a.add(slot.fixed);
+            break;
+        case SlotKind::Tensor:
+            a.add(t);
+            break;
+        case SlotKind::FloatParam:
+            a.add(t == OT::TENSOR_FLOAT16 ? OT::FLOAT16 : OT::FLOAT32);
+            break;
         case SlotKind::ElementScalar:
             a.add(t == OT::TENSOR_FLOAT16 ? OT::FLOAT16 : t == OT::TENSOR_FLOAT32 ? OT::FLOAT32 : OT::INT32);
             break;
-        case SlotKind::Bias: a.add(isFloatTensor(t) ? t : OT::TENSOR_INT32); break;
-        case SlotKind::Box: a.add(isFloatTensor(t) ? t : OT::TENSOR_QUANT16_ASYMM); break;
-        case SlotKind::Anchor: a.add(isFloatTensor(t) ? t : OT::TENSOR_QUANT16_SYMM); break;
+        case SlotKind::Bias:
+            a.add(isFloatTensor(t) ? t : OT::TENSOR_INT32);
+            break;
+        case SlotKind::Box:
+            a.add(isFloatTensor(t) ? t : OT::TENSOR_QUANT16_ASYMM);
+            break;
+        case SlotKind::Anchor:
+            a.add(isFloatTensor(t) ? t : OT::TENSOR_QUANT16_SYMM);
+            break;
         case SlotKind::Filter:
             a.add(t);
             if (!isFloatTensor(t)) a.add(OT::TENSOR_QUANT8_SYMM_PER_CHANNEL);
             break;
-        case SlotKind::AnyOf: a.anyOf = slot.anyOf; break;
+        case SlotKind::AnyOf:
+            a.anyOf = slot.anyOf;
+            break;
     }
     return a;
 }
@@ -473,16 +523,18 @@ std::string describe(const Attempt& a, const Operation& op, const std::vector<Op
                    ", expected " + accepted(slot, a.t).describe() + variant;
         }
         case MismatchKind::ChannelDim:
-            return "input 1 (operand " + std::to_string(op.inputs[1]) + ") is a per-channel filter with channelDim " +
+            return "input 1 (operand " + std::to_string(op.inputs[1]) +
+                   ") is a per-channel filter with channelDim " +
                    std::to_string(operands[op.inputs[1]].channelQuant->channelDim) + ", expected " +
                    std::to_string(row.filterChannelDim) + variant;
         case MismatchKind::Rank: {
             const uint32_t index = op.inputs[a.rank->input];
-            return "input " + std::to_string(a.rank->input) + " (operand " + std::to_string(index) + ") has rank " +
-                   std::to_string(operands[index].dimensions.size()) + ", expected " +
+            return "input " + std::to_string(a.rank->input) + " (operand " + std::to_string(index) +
+                   ") has rank " + std::to_string(operands[index].dimensions.size()) + ", expected " +
                    (a.rank->exact ? "" : "at most ") + std::to_string(a.rank->rank) + variant;
         }
-        case MismatchKind::None: break;
+        case MismatchKind::None:
+            break;
     }
     return {};
 }

@@ -41,8 +41,8 @@ struct Slot {
 // How a row's operand list may grow beyond its listed slots.
 enum class Variadic : uint8_t {
     None,
-    LeadingInputs,   // inputs[0] repeats (>= 1 times) before the remaining slots: CONCATENATION
-    TrailingOutputs, // outputs[0] repeats (>= 1 times): SPLIT
+    LeadingInputs,    // inputs[0] repeats (>= 1 times) before the remaining slots: CONCATENATION
+    TrailingOutputs,  // outputs[0] repeats (>= 1 times): SPLIT
 };
 
 // A rank the operation requires of one input when that input's rank is known (non-empty dims).
@@ -54,15 +54,15 @@ struct RankRule {
 
 struct SignatureRow {
     OperationType type = OperationType::ADD;
-    std::string_view variant;                  // "" or e.g. "explicit padding"
-    std::vector<OperandType> tensorTypes;      // what T ranges over; empty = the row has no T
-    std::vector<Slot> inputs;                  // the longest input list
-    std::vector<uint32_t> inputCounts;         // allowed prefixes; empty = exactly inputs.size()
+    std::string_view variant;              // "" or e.g. "explicit padding"
+    std::vector<OperandType> tensorTypes;  // what T ranges over; empty = the row has no T
+    std::vector<Slot> inputs;              // the longest input list
+    std::vector<uint32_t> inputCounts;     // allowed prefixes; empty = exactly inputs.size()
     std::vector<Slot> outputs;
-    std::vector<uint32_t> outputCounts;        // allowed prefixes; empty = exactly outputs.size()
+    std::vector<uint32_t> outputCounts;  // allowed prefixes; empty = exactly outputs.size()
     Variadic variadic = Variadic::None;
-    int32_t filterChannelDim = -1;             // required channelDim of a per-channel input 1
-    std::vector<RankRule> ranks;               // checked once the types matched
+    int32_t filterChannelDim = -1;  // required channelDim of a per-channel input 1
+    std::vector<RankRule> ranks;    // checked once the types matched
 };
 
 // Every row of the table, in operation order.

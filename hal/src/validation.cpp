@@ -18,7 +18,9 @@
 namespace npu::hal {
 namespace {
 
-std::string str(size_t v) { return std::to_string(v); }
+std::string str(size_t v) {
+    return std::to_string(v);
+}
 
 std::string dimsText(const std::vector<uint32_t>& dims) {
     std::string s = "[";
@@ -65,7 +67,9 @@ std::string operationName(OperationType type) {
     return "type " + std::to_string(static_cast<int32_t>(type));
 }
 
-bool isTensorType(OperandType type) { return !isScalarType(type); }
+bool isTensorType(OperandType type) {
+    return !isScalarType(type);
+}
 
 // Bytes of a fully specified operand; nullopt when a dimension is unknown or the size overflows.
 std::optional<uint64_t> byteSize(const Operand& operand) {
@@ -109,8 +113,7 @@ public:
     Status run() {
         if (model_.main.operations.empty())
             return invalidArgument("main subgraph: the model has no operations");
-        if (model_.main.operands.empty())
-            return invalidArgument("main subgraph: the model has no operands");
+        if (model_.main.operands.empty()) return invalidArgument("main subgraph: the model has no operands");
         for (size_t i = 0; i < model_.pools.size(); ++i) {
             if (!model_.pools[i])
                 return invalidArgument("model pool " + str(i) + " is null (expected a memory)");
@@ -129,9 +132,7 @@ private:
     static std::string subgraphName(int64_t index) {
         return index < 0 ? "main subgraph" : "referenced subgraph " + std::to_string(index);
     }
-    static std::string operandWhere(int64_t sg, size_t i) {
-        return subgraphName(sg) + ": operand " + str(i);
-    }
+    static std::string operandWhere(int64_t sg, size_t i) { return subgraphName(sg) + ": operand " + str(i); }
     static std::string operationWhere(int64_t sg, size_t i, OperationType type) {
         return subgraphName(sg) + ": operation " + str(i) + " (" + operationName(type) + ")";
     }
@@ -150,8 +151,8 @@ private:
         const OperandType type = operand.type;
         if (!isValidOperandType(type))
             return invalidArgument(where() + ": operand type " + typeName(type) +
-                                   " is not a HAL operand type (valid: 0.." + std::to_string(kOperandTypeLast) +
-                                   ", OEM types are not supported)");
+                                   " is not a HAL operand type (valid: 0.." +
+                                   std::to_string(kOperandTypeLast) + ", OEM types are not supported)");
 
         // Rank.
         if (isScalarType(type) && !operand.dimensions.empty())
@@ -187,7 +188,8 @@ private:
             case OperandType::TENSOR_QUANT16_SYMM:
                 if (!(scale > 0.0f) || std::isinf(scale))
                     return invalidArgument(where() + ": quantized type " + typeName(operand.type) +
-                                           " has scale " + floatText(scale) + ", expected a finite scale > 0");
+                                           " has scale " + floatText(scale) +
+                                           ", expected a finite scale > 0");
                 return {};
             default:
                 // Floats, booleans, scalars, SUBGRAPH and TENSOR_QUANT8_SYMM_PER_CHANNEL (whose
@@ -204,10 +206,18 @@ private:
         int32_t lo = 0;
         int32_t hi = 0;
         switch (operand.type) {
-            case OperandType::TENSOR_QUANT8_ASYMM: hi = 255; break;
-            case OperandType::TENSOR_QUANT8_ASYMM_SIGNED: lo = -128; hi = 127; break;
-            case OperandType::TENSOR_QUANT16_ASYMM: hi = 65535; break;
-            default: break;  // every other type (including the symmetric ones) requires 0
+            case OperandType::TENSOR_QUANT8_ASYMM:
+                hi = 255;
+                break;
+            case OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+                lo = -128;
+                hi = 127;
+                break;
+            case OperandType::TENSOR_QUANT16_ASYMM:
+                hi = 65535;
+                break;
+            default:
+                break;  // every other type (including the symmetric ones) requires 0
         }
         if (zp < lo || zp > hi) {
             if (lo == hi)
@@ -230,7 +240,8 @@ private:
             return {};
         }
         if (!operand.channelQuant)
-            return invalidArgument(where() + ": TENSOR_QUANT8_SYMM_PER_CHANNEL has no per-channel "
+            return invalidArgument(where() +
+                                   ": TENSOR_QUANT8_SYMM_PER_CHANNEL has no per-channel "
                                    "quantization parameters");
         const auto& cq = *operand.channelQuant;
         const size_t rank = operand.dimensions.size();
@@ -243,8 +254,8 @@ private:
                                    " is unknown (0)");
         if (cq.scales.size() != channels)
             return invalidArgument(where() + ": per-channel scales has " + str(cq.scales.size()) +
-                                   " entries, expected " + std::to_string(channels) +
-                                   " (dimension " + std::to_string(cq.channelDim) + ")");
+                                   " entries, expected " + std::to_string(channels) + " (dimension " +
+                                   std::to_string(cq.channelDim) + ")");
         for (size_t i = 0; i < cq.scales.size(); ++i) {
             if (!(cq.scales[i] > 0.0f) || std::isinf(cq.scales[i]))
                 return invalidArgument(where() + ": per-channel scale " + str(i) + " is " +
@@ -256,9 +267,9 @@ private:
     Status validateLifetime(const Operand& operand, const auto& where) {
         const DataLocation& loc = operand.location;
         const auto locText = [&] {
-            return "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " +
-                                    std::to_string(loc.offset) + ", length " + std::to_string(loc.length) +
-                   ", padding " + std::to_string(loc.padding) + "}";
+            return "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " + std::to_string(loc.offset) +
+                   ", length " + std::to_string(loc.length) + ", padding " + std::to_string(loc.padding) +
+                   "}";
         };
         switch (operand.lifetime) {
             case OperandLifeTime::CONSTANT_COPY:
@@ -273,8 +284,8 @@ private:
             case OperandLifeTime::CONSTANT_REFERENCE:
                 if (loc.poolIndex >= model_.pools.size())
                     return invalidArgument(where() + ": CONSTANT_REFERENCE location " + locText() +
-                                           " names pool " + std::to_string(loc.poolIndex) + " but the model has " +
-                                           str(model_.pools.size()) + " pools");
+                                           " names pool " + std::to_string(loc.poolIndex) +
+                                           " but the model has " + str(model_.pools.size()) + " pools");
                 if (uint64_t{loc.offset} + loc.length + loc.padding > model_.pools[loc.poolIndex]->size())
                     return invalidArgument(where() + ": CONSTANT_REFERENCE location " + locText() +
                                            " is outside pool " + std::to_string(loc.poolIndex) + " (" +
@@ -285,8 +296,8 @@ private:
             case OperandLifeTime::SUBGRAPH_OUTPUT:
             case OperandLifeTime::NO_VALUE:
                 if (loc.poolIndex != 0 || loc.offset != 0 || loc.length != 0 || loc.padding != 0)
-                    return invalidArgument(where() + ": " + lifetimeName(operand.lifetime) + " has location " +
-                                           locText() + ", expected none (all zero)");
+                    return invalidArgument(where() + ": " + lifetimeName(operand.lifetime) +
+                                           " has location " + locText() + ", expected none (all zero)");
                 break;
             case OperandLifeTime::SUBGRAPH:
                 if (loc.poolIndex != 0 || loc.length != 0 || loc.padding != 0)
@@ -310,9 +321,10 @@ private:
             operand.lifetime == OperandLifeTime::CONSTANT_REFERENCE) {
             const auto expected = byteSize(operand);
             if (expected && *expected != loc.length)
-                return invalidArgument(where() + ": constant of type " + typeName(operand.type) + " and dimensions " +
-                                       dimsText(operand.dimensions) + " has length " + std::to_string(loc.length) +
-                                       ", expected " + std::to_string(*expected) + " bytes");
+                return invalidArgument(where() + ": constant of type " + typeName(operand.type) +
+                                       " and dimensions " + dimsText(operand.dimensions) + " has length " +
+                                       std::to_string(loc.length) + ", expected " +
+                                       std::to_string(*expected) + " bytes");
         }
         return {};
     }
@@ -325,27 +337,28 @@ private:
             // Built only when there is something to report: validation runs on every prepare.
             const auto where = [&] { return operationWhere(sgIndex, i, op.type); };
             if (!isValidOperationType(op.type))
-                return invalidArgument(where() + ": operation type " +
-                                       std::to_string(static_cast<int32_t>(op.type)) +
-                                       " is not a HAL operation type (valid: 0.." +
-                                       std::to_string(kOperationTypeLast) + ", OEM operations are not supported)");
+                return invalidArgument(
+                    where() + ": operation type " + std::to_string(static_cast<int32_t>(op.type)) +
+                    " is not a HAL operation type (valid: 0.." + std::to_string(kOperationTypeLast) +
+                    ", OEM operations are not supported)");
             for (size_t k = 0; k < op.inputs.size(); ++k) {
                 if (op.inputs[k] >= operandCount)
-                    return invalidArgument(where() + ": input " + str(k) + " is operand " +
-                                           std::to_string(op.inputs[k]) + ", out of range (the subgraph has " +
-                                           str(operandCount) + " operands)");
+                    return invalidArgument(
+                        where() + ": input " + str(k) + " is operand " + std::to_string(op.inputs[k]) +
+                        ", out of range (the subgraph has " + str(operandCount) + " operands)");
             }
             for (size_t k = 0; k < op.outputs.size(); ++k) {
                 if (op.outputs[k] >= operandCount)
-                    return invalidArgument(where() + ": output " + str(k) + " is operand " +
-                                           std::to_string(op.outputs[k]) + ", out of range (the subgraph has " +
-                                           str(operandCount) + " operands)");
+                    return invalidArgument(
+                        where() + ": output " + str(k) + " is operand " + std::to_string(op.outputs[k]) +
+                        ", out of range (the subgraph has " + str(operandCount) + " operands)");
             }
             if (op.type == OperationType::IF || op.type == OperationType::WHILE) {
                 // Counts and the condition here; the calls are checked in validateControlFlow.
                 if (op.inputs.size() < 3 || op.outputs.empty())
                     return invalidArgument(where() + ": has " + str(op.inputs.size()) + " inputs and " +
-                                           str(op.outputs.size()) + " outputs, expected at least 3 inputs and 1 output");
+                                           str(op.outputs.size()) +
+                                           " outputs, expected at least 3 inputs and 1 output");
             } else {
                 if (auto status = validateOperationSignature(op, sg.operands); !status)
                     return invalidArgument(where() + ": " + status.error().message);
@@ -404,7 +417,8 @@ private:
             if (sg.operands[i].lifetime != lifetime)
                 return invalidArgument(subgraphName(sgIndex) + ": " + what + " " + str(k) + " (operand " +
                                        std::to_string(i) + ") has lifetime " +
-                                       lifetimeName(sg.operands[i].lifetime) + ", expected " + lifetimeName(lifetime));
+                                       lifetimeName(sg.operands[i].lifetime) + ", expected " +
+                                       lifetimeName(lifetime));
             if (listed[i])
                 return invalidArgument(subgraphName(sgIndex) + ": " + what + " " + str(k) + " (operand " +
                                        std::to_string(i) + ") is listed more than once");
@@ -440,7 +454,8 @@ private:
     }
 
     const Subgraph* referencedBy(const Operand& operand) const {
-        if (operand.type != OperandType::SUBGRAPH || operand.lifetime != OperandLifeTime::SUBGRAPH) return nullptr;
+        if (operand.type != OperandType::SUBGRAPH || operand.lifetime != OperandLifeTime::SUBGRAPH)
+            return nullptr;
         if (operand.location.offset >= model_.referenced.size()) return nullptr;
         return &model_.referenced[operand.location.offset];
     }
@@ -461,7 +476,8 @@ private:
         if (operand.type != OperandType::TENSOR_BOOL8 || operand.dimensions.size() != 1 ||
             operand.dimensions[0] != 1)
             return invalidArgument(what + " has type " + typeName(operand.type) + " and dimensions " +
-                                   dimsText(operand.dimensions) + ", expected TENSOR_BOOL8 of dimensions [1]");
+                                   dimsText(operand.dimensions) +
+                                   ", expected TENSOR_BOOL8 of dimensions [1]");
         return {};
     }
 
@@ -487,29 +503,31 @@ private:
         if (sg.operands[op.inputs[0]].lifetime == OperandLifeTime::NO_VALUE)
             return invalidArgument(where + ": input 0 (operand " + std::to_string(op.inputs[0]) +
                                    ", the condition) is NO_VALUE; an IF needs a condition value");
-        NPU_TRY(checkCondition(sg.operands[op.inputs[0]],
-                               where + ": input 0 (operand " + std::to_string(op.inputs[0]) + ", the condition)"));
+        NPU_TRY(checkCondition(
+            sg.operands[op.inputs[0]],
+            where + ": input 0 (operand " + std::to_string(op.inputs[0]) + ", the condition)"));
         for (size_t b = 1; b <= 2; ++b) {
             const Subgraph* branch = nullptr;
             NPU_TRY(checkSubgraphOperand(sg, op, b, where, &branch));
             const std::string name = std::string(b == 1 ? "then" : "else") + " branch (referenced subgraph " +
                                      std::to_string(sg.operands[op.inputs[b]].location.offset) + ")";
             if (op.inputs.size() - kFirstInput != branch->inputIndexes.size())
-                return invalidArgument(where + ": passes " + str(op.inputs.size() - kFirstInput) + " inputs but the " +
-                                       name + " has " + str(branch->inputIndexes.size()));
+                return invalidArgument(where + ": passes " + str(op.inputs.size() - kFirstInput) +
+                                       " inputs but the " + name + " has " +
+                                       str(branch->inputIndexes.size()));
             if (op.outputs.size() != branch->outputIndexes.size())
-                return invalidArgument(where + ": has " + str(op.outputs.size()) + " outputs but the " + name +
-                                       " has " + str(branch->outputIndexes.size()));
+                return invalidArgument(where + ": has " + str(op.outputs.size()) + " outputs but the " +
+                                       name + " has " + str(branch->outputIndexes.size()));
             for (size_t k = 0; k < branch->inputIndexes.size(); ++k)
-                NPU_TRY(checkCompatible(branch->operands[branch->inputIndexes[k]],
-                                        sg.operands[op.inputs[kFirstInput + k]],
-                                        where + ": input " + str(kFirstInput + k) + " (operand " +
-                                                std::to_string(op.inputs[kFirstInput + k]) + ") and " + name +
-                                                " input " + str(k)));
+                NPU_TRY(checkCompatible(
+                    branch->operands[branch->inputIndexes[k]], sg.operands[op.inputs[kFirstInput + k]],
+                    where + ": input " + str(kFirstInput + k) + " (operand " +
+                        std::to_string(op.inputs[kFirstInput + k]) + ") and " + name + " input " + str(k)));
             for (size_t k = 0; k < branch->outputIndexes.size(); ++k)
-                NPU_TRY(checkCompatible(branch->operands[branch->outputIndexes[k]], sg.operands[op.outputs[k]],
-                                        where + ": output " + str(k) + " (operand " + std::to_string(op.outputs[k]) +
-                                                ") and " + name + " output " + str(k)));
+                NPU_TRY(checkCompatible(
+                    branch->operands[branch->outputIndexes[k]], sg.operands[op.outputs[k]],
+                    where + ": output " + str(k) + " (operand " + std::to_string(op.outputs[k]) + ") and " +
+                        name + " output " + str(k)));
         }
         return {};
     }
@@ -522,45 +540,48 @@ private:
         const std::string condName = "condition (referenced subgraph " +
                                      std::to_string(sg.operands[op.inputs[0]].location.offset) + ")";
         if (cond->inputIndexes.size() != outerInputs)
-            return invalidArgument(where + ": passes " + str(outerInputs) + " inputs but the " + condName + " has " +
-                                   str(cond->inputIndexes.size()));
+            return invalidArgument(where + ": passes " + str(outerInputs) + " inputs but the " + condName +
+                                   " has " + str(cond->inputIndexes.size()));
         if (cond->outputIndexes.size() != 1)
             return invalidArgument(where + ": the " + condName + " has " + str(cond->outputIndexes.size()) +
                                    " outputs, expected 1");
         for (size_t k = 0; k < outerInputs; ++k)
-            NPU_TRY(checkCompatible(cond->operands[cond->inputIndexes[k]], sg.operands[op.inputs[kFirstInput + k]],
-                                    where + ": input " + str(kFirstInput + k) + " (operand " +
-                                            std::to_string(op.inputs[kFirstInput + k]) + ") and " + condName +
-                                            " input " + str(k)));
-        NPU_TRY(checkCondition(cond->operands[cond->outputIndexes[0]], where + ": the " + condName + " output"));
+            NPU_TRY(checkCompatible(
+                cond->operands[cond->inputIndexes[k]], sg.operands[op.inputs[kFirstInput + k]],
+                where + ": input " + str(kFirstInput + k) + " (operand " +
+                    std::to_string(op.inputs[kFirstInput + k]) + ") and " + condName + " input " + str(k)));
+        NPU_TRY(
+            checkCondition(cond->operands[cond->outputIndexes[0]], where + ": the " + condName + " output"));
 
         const Subgraph* body = nullptr;
         NPU_TRY(checkSubgraphOperand(sg, op, 1, where, &body));
-        const std::string bodyName = "body (referenced subgraph " +
-                                     std::to_string(sg.operands[op.inputs[1]].location.offset) + ")";
+        const std::string bodyName =
+            "body (referenced subgraph " + std::to_string(sg.operands[op.inputs[1]].location.offset) + ")";
         const size_t bodyInputs = body->inputIndexes.size();
         const size_t bodyOutputs = body->outputIndexes.size();
         if (bodyInputs != outerInputs)
-            return invalidArgument(where + ": passes " + str(outerInputs) + " inputs but the " + bodyName + " has " +
-                                   str(bodyInputs));
+            return invalidArgument(where + ": passes " + str(outerInputs) + " inputs but the " + bodyName +
+                                   " has " + str(bodyInputs));
         if (bodyOutputs < op.outputs.size())
-            return invalidArgument(where + ": has " + str(op.outputs.size()) + " outputs but the " + bodyName +
-                                   " has only " + str(bodyOutputs));
+            return invalidArgument(where + ": has " + str(op.outputs.size()) + " outputs but the " +
+                                   bodyName + " has only " + str(bodyOutputs));
         if (bodyOutputs > bodyInputs)
             return invalidArgument(where + ": the " + bodyName + " has " + str(bodyOutputs) +
                                    " outputs, more than its " + str(bodyInputs) + " inputs");
         for (size_t k = 0; k < bodyInputs; ++k)
-            NPU_TRY(checkCompatible(body->operands[body->inputIndexes[k]], sg.operands[op.inputs[kFirstInput + k]],
-                                    where + ": input " + str(kFirstInput + k) + " (operand " +
-                                            std::to_string(op.inputs[kFirstInput + k]) + ") and " + bodyName +
-                                            " input " + str(k)));
+            NPU_TRY(checkCompatible(
+                body->operands[body->inputIndexes[k]], sg.operands[op.inputs[kFirstInput + k]],
+                where + ": input " + str(kFirstInput + k) + " (operand " +
+                    std::to_string(op.inputs[kFirstInput + k]) + ") and " + bodyName + " input " + str(k)));
         for (size_t k = 0; k < op.outputs.size(); ++k)
             NPU_TRY(checkCompatible(body->operands[body->outputIndexes[k]], sg.operands[op.outputs[k]],
-                                    where + ": output " + str(k) + " (operand " + std::to_string(op.outputs[k]) +
-                                            ") and " + bodyName + " output " + str(k)));
+                                    where + ": output " + str(k) + " (operand " +
+                                        std::to_string(op.outputs[k]) + ") and " + bodyName + " output " +
+                                        str(k)));
         for (size_t k = 0; k < bodyOutputs; ++k)
-            NPU_TRY(checkCompatible(body->operands[body->inputIndexes[k]], body->operands[body->outputIndexes[k]],
-                                    where + ": the " + bodyName + " input " + str(k) + " and output " + str(k)));
+            NPU_TRY(
+                checkCompatible(body->operands[body->inputIndexes[k]], body->operands[body->outputIndexes[k]],
+                                where + ": the " + bodyName + " input " + str(k) + " and output " + str(k)));
         return {};
     }
 
@@ -593,9 +614,10 @@ private:
                 if (o.lifetime != OperandLifeTime::SUBGRAPH) continue;
                 const size_t next = o.location.offset;  // in range: checked with the operand
                 if (state[next] == kOnPath)
-                    return invalidArgument(subgraphName(static_cast<int64_t>(f.subgraph)) + ": operand " +
-                                           str(operandIndex) + " refers to referenced subgraph " + str(next) +
-                                           ", which closes a reference cycle (a subgraph may not call itself)");
+                    return invalidArgument(
+                        subgraphName(static_cast<int64_t>(f.subgraph)) + ": operand " + str(operandIndex) +
+                        " refers to referenced subgraph " + str(next) +
+                        ", which closes a reference cycle (a subgraph may not call itself)");
                 if (state[next] == kUnvisited) {
                     state[next] = kOnPath;
                     stack.push_back({next, 0});
@@ -635,17 +657,18 @@ Status validateArguments(const std::vector<RequestArgument>& args, const Subgrap
             continue;
         }
         if (loc.poolIndex >= poolSizes.size())
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " + locText +
-                                   " names pool " + std::to_string(loc.poolIndex) + " but the request has " +
-                                   str(poolSizes.size()) + " pools");
+            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                   locText + " names pool " + std::to_string(loc.poolIndex) +
+                                   " but the request has " + str(poolSizes.size()) + " pools");
         if (poolIsToken[loc.poolIndex]) {
             if (loc.offset != 0 || loc.length != 0 || loc.padding != 0)
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " + locText +
-                                       " in driver-managed buffer pool " + std::to_string(loc.poolIndex) +
+                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                       locText + " in driver-managed buffer pool " +
+                                       std::to_string(loc.poolIndex) +
                                        " must have offset, length and padding 0");
         } else if (uint64_t{loc.offset} + loc.length + loc.padding > poolSizes[loc.poolIndex]) {
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " + locText +
-                                   " is outside pool " + std::to_string(loc.poolIndex) + " (" +
+            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                   locText + " is outside pool " + std::to_string(loc.poolIndex) + " (" +
                                    std::to_string(poolSizes[loc.poolIndex]) + " bytes)");
         }
 
@@ -659,26 +682,29 @@ Status validateArguments(const std::vector<RequestArgument>& args, const Subgrap
                                        "): the model gives no rank and the request gives no dimensions");
             for (size_t d = 0; d < modelDims.size(); ++d) {
                 if (modelDims[d] == 0)
-                    return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): model dimension " +
-                                           str(d) + " is unknown (0) and the request gives no dimensions");
+                    return invalidArgument(where + " (operand " + std::to_string(indexes[k]) +
+                                           "): model dimension " + str(d) +
+                                           " is unknown (0) and the request gives no dimensions");
             }
             continue;
         }
         if (isScalarType(operand.type))
             return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): has dimensions " +
-                                   dimsText(dims) + " but the operand is a scalar of type " + typeName(operand.type));
+                                   dimsText(dims) + " but the operand is a scalar of type " +
+                                   typeName(operand.type));
         if (!modelDims.empty() && dims.size() != modelDims.size())
             return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): has rank " +
-                                   str(dims.size()) + " (dimensions " + dimsText(dims) + ") but the model has rank " +
-                                   str(modelDims.size()) + " (dimensions " + dimsText(modelDims) + ")");
+                                   str(dims.size()) + " (dimensions " + dimsText(dims) +
+                                   ") but the model has rank " + str(modelDims.size()) + " (dimensions " +
+                                   dimsText(modelDims) + ")");
         for (size_t d = 0; d < dims.size(); ++d) {
             if (!modelDims.empty() && modelDims[d] != 0 && modelDims[d] != dims[d])
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " + str(d) +
-                                       " is " + std::to_string(dims[d]) + " but the model fixes it to " +
-                                       std::to_string(modelDims[d]));
+                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " +
+                                       str(d) + " is " + std::to_string(dims[d]) +
+                                       " but the model fixes it to " + std::to_string(modelDims[d]));
             if (isInput && dims[d] == 0)
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " + str(d) +
-                                       " is 0 (an input must be fully specified)");
+                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " +
+                                       str(d) + " is 0 (an input must be fully specified)");
         }
     }
     return {};
@@ -686,7 +712,9 @@ Status validateArguments(const std::vector<RequestArgument>& args, const Subgrap
 
 }  // namespace
 
-Status validateModel(const Model& model) { return ModelValidator(model).run(); }
+Status validateModel(const Model& model) {
+    return ModelValidator(model).run();
+}
 
 Status validateRequest(const Request& request, const Model& model) {
     std::vector<uint64_t> poolSizes(request.pools.size(), 0);
@@ -702,8 +730,10 @@ Status validateRequest(const Request& request, const Model& model) {
             poolIsToken[i] = 1;
         }
     }
-    NPU_TRY(validateArguments(request.inputs, model.main, model.main.inputIndexes, poolSizes, poolIsToken, true));
-    return validateArguments(request.outputs, model.main, model.main.outputIndexes, poolSizes, poolIsToken, false);
+    NPU_TRY(
+        validateArguments(request.inputs, model.main, model.main.inputIndexes, poolSizes, poolIsToken, true));
+    return validateArguments(request.outputs, model.main, model.main.outputIndexes, poolSizes, poolIsToken,
+                             false);
 }
 
 Status validateExecutionPreference(ExecutionPreference preference) {
@@ -718,7 +748,8 @@ Status validateExecutionPreference(ExecutionPreference preference) {
 Status validatePriority(Priority priority) {
     const auto v = static_cast<int32_t>(priority);
     if (v < static_cast<int32_t>(Priority::LOW) || v > static_cast<int32_t>(Priority::HIGH))
-        return invalidArgument("priority " + std::to_string(v) + " is out of range [0, 2] (LOW, MEDIUM, HIGH)");
+        return invalidArgument("priority " + std::to_string(v) +
+                               " is out of range [0, 2] (LOW, MEDIUM, HIGH)");
     return {};
 }
 

@@ -34,8 +34,8 @@ enum class Opcode : uint8_t {
     kVecParams = 0x20,
     kRequant = 0x21,
     kAdd = 0x22,
-    kVecOp = 0x23,   // appended in ISA 1.1
-    kPool = 0x24,    // appended in ISA 1.1
+    kVecOp = 0x23,  // appended in ISA 1.1
+    kPool = 0x24,   // appended in ISA 1.1
     kPush = 0x30,
     kPop = 0x31,
     kFence = 0x32,
@@ -49,46 +49,70 @@ inline constexpr uint32_t kQueueCount = 3;
 
 enum class ErrorCode : uint32_t {
     kNone = 0,
-    kBadOpcode = 1,             // unknown opcode or non-zero reserved header bits
-    kDramOutOfRange = 2,        // a DMA touches DRAM outside [0, dramSize) or an invalid region
-    kSramOutOfRange = 3,        // scratchpad access outside its size
-    kAccumulatorOutOfRange = 4, // accumulator access outside its size
-    kBadSize = 5,               // zero or impossible dimension / count
-    kBadParameter = 6,          // a field out of its legal range (shift, stride, clamp, queue...)
-    kBadQueueConfig = 7,        // CMDQ_BASE/SIZE/TAIL not aligned or outside DRAM
-    kTokenUnderflow = 8,        // POP without a matching earlier PUSH (would deadlock)
-    kTokenOverflow = 9,         // more outstanding tokens than the queue depth
-    kNotEnabled = 10,           // DOORBELL while CTRL.ENABLE is clear
-    kDmaError = 11,             // the DRAM returned an error for a DMA transfer (bus fault)
+    kBadOpcode = 1,              // unknown opcode or non-zero reserved header bits
+    kDramOutOfRange = 2,         // a DMA touches DRAM outside [0, dramSize) or an invalid region
+    kSramOutOfRange = 3,         // scratchpad access outside its size
+    kAccumulatorOutOfRange = 4,  // accumulator access outside its size
+    kBadSize = 5,                // zero or impossible dimension / count
+    kBadParameter = 6,           // a field out of its legal range (shift, stride, clamp, queue...)
+    kBadQueueConfig = 7,         // CMDQ_BASE/SIZE/TAIL not aligned or outside DRAM
+    kTokenUnderflow = 8,         // POP without a matching earlier PUSH (would deadlock)
+    kTokenOverflow = 9,          // more outstanding tokens than the queue depth
+    kNotEnabled = 10,            // DOORBELL while CTRL.ENABLE is clear
+    kDmaError = 11,              // the DRAM returned an error for a DMA transfer (bus fault)
 };
 
 constexpr const char* errorCodeName(ErrorCode c) {
     switch (c) {
-        case ErrorCode::kNone: return "NONE";
-        case ErrorCode::kBadOpcode: return "BAD_OPCODE";
-        case ErrorCode::kDramOutOfRange: return "DRAM_OUT_OF_RANGE";
-        case ErrorCode::kSramOutOfRange: return "SRAM_OUT_OF_RANGE";
-        case ErrorCode::kAccumulatorOutOfRange: return "ACCUMULATOR_OUT_OF_RANGE";
-        case ErrorCode::kBadSize: return "BAD_SIZE";
-        case ErrorCode::kBadParameter: return "BAD_PARAMETER";
-        case ErrorCode::kBadQueueConfig: return "BAD_QUEUE_CONFIG";
-        case ErrorCode::kTokenUnderflow: return "TOKEN_UNDERFLOW";
-        case ErrorCode::kTokenOverflow: return "TOKEN_OVERFLOW";
-        case ErrorCode::kNotEnabled: return "NOT_ENABLED";
-        case ErrorCode::kDmaError: return "DMA_ERROR";
+        case ErrorCode::kNone:
+            return "NONE";
+        case ErrorCode::kBadOpcode:
+            return "BAD_OPCODE";
+        case ErrorCode::kDramOutOfRange:
+            return "DRAM_OUT_OF_RANGE";
+        case ErrorCode::kSramOutOfRange:
+            return "SRAM_OUT_OF_RANGE";
+        case ErrorCode::kAccumulatorOutOfRange:
+            return "ACCUMULATOR_OUT_OF_RANGE";
+        case ErrorCode::kBadSize:
+            return "BAD_SIZE";
+        case ErrorCode::kBadParameter:
+            return "BAD_PARAMETER";
+        case ErrorCode::kBadQueueConfig:
+            return "BAD_QUEUE_CONFIG";
+        case ErrorCode::kTokenUnderflow:
+            return "TOKEN_UNDERFLOW";
+        case ErrorCode::kTokenOverflow:
+            return "TOKEN_OVERFLOW";
+        case ErrorCode::kNotEnabled:
+            return "NOT_ENABLED";
+        case ErrorCode::kDmaError:
+            return "DMA_ERROR";
     }
     return "UNKNOWN";
 }
 
-constexpr Opcode opcodeOf(const Command& c) { return static_cast<Opcode>(c.w[0] & 0xFF); }
-constexpr uint32_t flagsOf(const Command& c) { return (c.w[0] >> 8) & 0xFF; }
-constexpr uint32_t reservedOf(const Command& c) { return c.w[0] >> 16; }
+constexpr Opcode opcodeOf(const Command& c) {
+    return static_cast<Opcode>(c.w[0] & 0xFF);
+}
+constexpr uint32_t flagsOf(const Command& c) {
+    return (c.w[0] >> 8) & 0xFF;
+}
+constexpr uint32_t reservedOf(const Command& c) {
+    return c.w[0] >> 16;
+}
 constexpr uint32_t header(Opcode op, uint32_t flags = 0) {
     return static_cast<uint32_t>(op) | ((flags & 0xFF) << 8);
 }
-constexpr uint32_t lo16(uint32_t w) { return w & 0xFFFF; }
-constexpr uint32_t hi16(uint32_t w) { return w >> 16; }
-constexpr uint32_t pack16(uint32_t lo, uint32_t hi) { return (lo & 0xFFFF) | (hi << 16); }
+constexpr uint32_t lo16(uint32_t w) {
+    return w & 0xFFFF;
+}
+constexpr uint32_t hi16(uint32_t w) {
+    return w >> 16;
+}
+constexpr uint32_t pack16(uint32_t lo, uint32_t hi) {
+    return (lo & 0xFFFF) | (hi << 16);
+}
 
 // ---- DMA_LOAD / DMA_STORE: 3-D strided copy between DRAM and scratchpad -----------------------
 // for p < planes, r < rows: copy innerBytes from
@@ -96,7 +120,7 @@ constexpr uint32_t pack16(uint32_t lo, uint32_t hi) { return (lo & 0xFFFF) | (hi
 //   SRAM  sramAddr + p*sramPlanesStride + r*sramRowStride
 // DMA_LOAD with kDmaFill writes padValue into the SRAM box instead of reading DRAM.
 namespace dma {
-inline constexpr uint32_t kRegion = 1;         // region[2:0]
+inline constexpr uint32_t kRegion = 1;  // region[2:0]
 inline constexpr uint32_t kDramOffsetLo = 2;
 inline constexpr uint32_t kDramOffsetHi = 3;
 inline constexpr uint32_t kSramAddr = 4;
@@ -107,7 +131,7 @@ inline constexpr uint32_t kDramRowStride = 8;
 inline constexpr uint32_t kDramPlaneStride = 9;
 inline constexpr uint32_t kSramRowStride = 10;
 inline constexpr uint32_t kSramPlaneStride = 11;
-inline constexpr uint32_t kPadValue = 12;      // [7:0]
+inline constexpr uint32_t kPadValue = 12;  // [7:0]
 inline constexpr uint32_t kFlagFill = 1u << 0;
 }  // namespace dma
 
@@ -166,8 +190,8 @@ inline constexpr uint32_t kMacFlagSignedB = 1u << 2;     // B / weight elements 
 // bRowStride, i.e. weights re-laid out K-major with output columns contiguous);
 // acc: int32 entries at accAddr (entry index) with row stride accRowStride (entries).
 namespace gemm {
-inline constexpr uint32_t kAAddr = 1, kARowStride = 2, kBAddr = 3, kBRowStride = 4, kM = 5, kK = 6,
-                          kN = 7, kAccAddr = 8, kAccRowStride = 9, kZpA = 10, kZpB = 11;
+inline constexpr uint32_t kAAddr = 1, kARowStride = 2, kBAddr = 3, kBRowStride = 4, kM = 5, kK = 6, kN = 7,
+                          kAccAddr = 8, kAccRowStride = 9, kZpA = 10, kZpB = 11;
 }
 struct GemmDesc {
     uint32_t aAddr = 0, aRowStride = 0, bAddr = 0, bRowStride = 0;
@@ -199,9 +223,9 @@ constexpr Command makeGemm(const GemmDesc& d, uint32_t flags = 0) {
 // For output (oy, ox): input y = oy*strideY + ky*dilY - padTop, x likewise. Taps outside the
 // tile [0,H) x [0,W) read as zpIn, i.e. contribute nothing (zero padding in the real domain).
 namespace conv {
-inline constexpr uint32_t kIfmAddr = 1, kIfmHW = 2, kIfmC = 3, kIfmRowStride = 4, kWAddr = 5,
-                          kKernelHW = 6, kStride = 7, kDilation = 8, kPad = 9, kOfmHW = 10,
-                          kCout = 11, kAccAddr = 12, kZpIn = 13, kZpW = 14;
+inline constexpr uint32_t kIfmAddr = 1, kIfmHW = 2, kIfmC = 3, kIfmRowStride = 4, kWAddr = 5, kKernelHW = 6,
+                          kStride = 7, kDilation = 8, kPad = 9, kOfmHW = 10, kCout = 11, kAccAddr = 12,
+                          kZpIn = 13, kZpW = 14;
 }
 struct ConvDesc {
     uint32_t ifmAddr = 0, ifmH = 0, ifmW = 0, ifmC = 0, ifmRowStride = 0;
@@ -235,8 +259,8 @@ constexpr Command makeConv(const ConvDesc& d, uint32_t flags = 0) {
 // convention (positive = left). Clamp bounds are in the output type's range.
 namespace vec {
 inline constexpr uint32_t kIn1Mult = 1, kIn1Shift = 2, kIn2Mult = 3, kIn2Shift = 4, kOutMult = 5,
-                          kOutShift = 6, kIn1Offset = 7, kIn2Offset = 8, kOutOffset = 9,
-                          kLeftShift = 10, kClampMin = 11, kClampMax = 12;
+                          kOutShift = 6, kIn1Offset = 7, kIn2Offset = 8, kOutOffset = 9, kLeftShift = 10,
+                          kClampMin = 11, kClampMax = 12;
 inline constexpr uint32_t kFlagSignedOut = 1u << 1;  // REQUANT/ADD: int8 output (else uint8)
 inline constexpr uint32_t kFlagHasBias = 1u << 0;    // REQUANT: add bias[col] before scaling
 inline constexpr uint32_t kFlagSignedIn = 1u << 0;   // ADD: int8 inputs (else uint8)
@@ -269,12 +293,11 @@ constexpr Command makeVecParams(const VecParams& p) {
 // MBQM is TFLite's MultiplyByQuantizedMultiplier (SaturatingRoundingDoublingHighMul then
 // RoundingDivideByPOT). bias: int32 little endian per column at biasAddr (scratchpad).
 namespace requant {
-inline constexpr uint32_t kAccAddr = 1, kAccRowStride = 2, kRows = 3, kCols = 4, kBiasAddr = 5,
-                          kOutAddr = 6, kOutRowStride = 7;
+inline constexpr uint32_t kAccAddr = 1, kAccRowStride = 2, kRows = 3, kCols = 4, kBiasAddr = 5, kOutAddr = 6,
+                          kOutRowStride = 7;
 }
 struct RequantDesc {
-    uint32_t accAddr = 0, accRowStride = 0, rows = 0, cols = 0, biasAddr = 0, outAddr = 0,
-             outRowStride = 0;
+    uint32_t accAddr = 0, accRowStride = 0, rows = 0, cols = 0, biasAddr = 0, outAddr = 0, outRowStride = 0;
 };
 constexpr Command makeRequant(const RequantDesc& d, uint32_t flags = 0) {
     Command c;
@@ -294,9 +317,8 @@ constexpr Command makeRequant(const RequantDesc& d, uint32_t flags = 0) {
 // broadcasts), out[r*outRowStride + c] = clamp(MBQM(MBQM((a+in1Offset)<<leftShift, in1) +
 // MBQM((b+in2Offset)<<leftShift, in2), out) + outOffset).
 namespace add {
-inline constexpr uint32_t kRows = 1, kCols = 2, kAAddr = 3, kARowStride = 4, kAColStride = 5,
-                          kBAddr = 6, kBRowStride = 7, kBColStride = 8, kOutAddr = 9,
-                          kOutRowStride = 10;
+inline constexpr uint32_t kRows = 1, kCols = 2, kAAddr = 3, kARowStride = 4, kAColStride = 5, kBAddr = 6,
+                          kBRowStride = 7, kBColStride = 8, kOutAddr = 9, kOutRowStride = 10;
 }
 struct AddDesc {
     uint32_t rows = 0, cols = 0;
@@ -340,9 +362,9 @@ constexpr Command makeDwConv(const ConvDesc& d, uint32_t flags = 0) {
 //   LUT    lut[a as its 8-bit pattern], a 256-byte table at lutAddr (sigmoid, tanh: the firmware
 //          fills the table with TFLite's int8 LOGISTIC / TANH values for the tensor's scales)
 namespace vecop {
-inline constexpr uint32_t kFunction = 1, kRows = 2, kCols = 3, kAAddr = 4, kARowStride = 5,
-                          kAColStride = 6, kBAddr = 7, kBRowStride = 8, kBColStride = 9,
-                          kOutAddr = 10, kOutRowStride = 11, kLutAddr = 12;
+inline constexpr uint32_t kFunction = 1, kRows = 2, kCols = 3, kAAddr = 4, kARowStride = 5, kAColStride = 6,
+                          kBAddr = 7, kBRowStride = 8, kBColStride = 9, kOutAddr = 10, kOutRowStride = 11,
+                          kLutAddr = 12;
 }
 enum class VecFunction : uint32_t { kMul = 0, kMax = 1, kMin = 2, kShift = 3, kClamp = 4, kLut = 5 };
 struct VecOpDesc {
@@ -376,8 +398,8 @@ constexpr Command makeVecOp(const VecOpDesc& d, uint32_t flags = 0) {
 // rounded half away from zero (TFLite's integer average). Then clamp (VEC_PARAMS).
 // Output [ofmH][ofmW][C] bytes, contiguous, at outAddr. Flag 0: SIGNED (int8, else uint8).
 namespace pool {
-inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmHW = 3, kIfmC = 4, kIfmRowStride = 5,
-                          kKernelHW = 6, kStride = 7, kPad = 8, kOfmHW = 9, kOutAddr = 10;
+inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmHW = 3, kIfmC = 4, kIfmRowStride = 5, kKernelHW = 6,
+                          kStride = 7, kPad = 8, kOfmHW = 9, kOutAddr = 10;
 inline constexpr uint32_t kModeMax = 0, kModeAverage = 1;
 inline constexpr uint32_t kFlagSigned = 1u << 0;
 }  // namespace pool
@@ -416,25 +438,51 @@ constexpr Command makeToken(Opcode op, Queue from, Queue to) {
     c.w[token::kTo] = static_cast<uint32_t>(to);
     return c;
 }
-constexpr Command makePush(Queue from, Queue to) { return makeToken(Opcode::kPush, from, to); }
-constexpr Command makePop(Queue from, Queue to) { return makeToken(Opcode::kPop, from, to); }
+constexpr Command makePush(Queue from, Queue to) {
+    return makeToken(Opcode::kPush, from, to);
+}
+constexpr Command makePop(Queue from, Queue to) {
+    return makeToken(Opcode::kPop, from, to);
+}
 constexpr Command makeSimple(Opcode op) {
     Command c;
     c.w[0] = header(op);
     return c;
 }
-constexpr Command makeFence() { return makeSimple(Opcode::kFence); }
-constexpr Command makeIrq() { return makeSimple(Opcode::kIrq); }
-constexpr Command makeStop() { return makeSimple(Opcode::kStop); }
-constexpr Command makeNop() { return makeSimple(Opcode::kNop); }
+constexpr Command makeFence() {
+    return makeSimple(Opcode::kFence);
+}
+constexpr Command makeIrq() {
+    return makeSimple(Opcode::kIrq);
+}
+constexpr Command makeStop() {
+    return makeSimple(Opcode::kStop);
+}
+constexpr Command makeNop() {
+    return makeSimple(Opcode::kNop);
+}
 
-constexpr bool isDma(Opcode op) { return op == Opcode::kDmaLoad || op == Opcode::kDmaStore; }
+constexpr bool isDma(Opcode op) {
+    return op == Opcode::kDmaLoad || op == Opcode::kDmaStore;
+}
 constexpr bool isKnownOpcode(Opcode op) {
     switch (op) {
-        case Opcode::kDmaLoad: case Opcode::kDmaStore: case Opcode::kGemm: case Opcode::kConv:
-        case Opcode::kVecParams: case Opcode::kRequant: case Opcode::kAdd: case Opcode::kPush:
-        case Opcode::kPop: case Opcode::kFence: case Opcode::kNop: case Opcode::kIrq:
-        case Opcode::kStop: case Opcode::kDwConv: case Opcode::kVecOp: case Opcode::kPool:
+        case Opcode::kDmaLoad:
+        case Opcode::kDmaStore:
+        case Opcode::kGemm:
+        case Opcode::kConv:
+        case Opcode::kVecParams:
+        case Opcode::kRequant:
+        case Opcode::kAdd:
+        case Opcode::kPush:
+        case Opcode::kPop:
+        case Opcode::kFence:
+        case Opcode::kNop:
+        case Opcode::kIrq:
+        case Opcode::kStop:
+        case Opcode::kDwConv:
+        case Opcode::kVecOp:
+        case Opcode::kPool:
             return true;
         case Opcode::kInvalid:
             return false;

@@ -28,7 +28,8 @@ inline constexpr uint32_t kVersion = (kVersionMajor << 16) | (kVersionMinor << 8
 
 // ---- Hardware configuration (RO, reflect the instance's HwConfig) -------------------------------
 inline constexpr uint32_t kRegHwConfig0 = 0x008;  // ARRAY_ROWS[15:0] ARRAY_COLS[31:16]
-inline constexpr uint32_t kRegHwConfig1 = 0x00C;  // VECTOR_LANES[15:0] DATAFLOW[17:16] FP16_MAC[18] CMD_QUEUE_DEPTH[31:24]
+inline constexpr uint32_t kRegHwConfig1 =
+    0x00C;  // VECTOR_LANES[15:0] DATAFLOW[17:16] FP16_MAC[18] CMD_QUEUE_DEPTH[31:24]
 inline constexpr uint32_t kRegHwConfig2 = 0x010;  // SCRATCHPAD_KIB
 inline constexpr uint32_t kRegHwConfig3 = 0x014;  // ACCUMULATOR_KIB
 inline constexpr uint32_t kRegHwConfig4 = 0x018;  // CLOCK_MHZ
@@ -43,7 +44,7 @@ inline constexpr uint32_t kHwConfig5LatencyShift = 0, kHwConfig5DmaBytesShift = 
 enum class Dataflow : uint32_t { kOutputStationary = 0, kWeightStationary = 1, kInputStationary = 2 };
 
 // ---- Control and status -----------------------------------------------------------------------
-inline constexpr uint32_t kRegCtrl = 0x020;    // RW
+inline constexpr uint32_t kRegCtrl = 0x020;          // RW
 inline constexpr uint32_t kCtrlEnable = 1u << 0;     // command processor accepts doorbells
 inline constexpr uint32_t kCtrlSoftReset = 1u << 1;  // self-clearing: resets queue, IRQs, error, PMU
 inline constexpr uint32_t kCtrlIrqEnable = 1u << 2;  // global IRQ line enable (IRQ_MASK still applies)
@@ -57,10 +58,11 @@ inline constexpr uint32_t kStatusHalted = 1u << 3;  // stopped on STOP or fault;
 // ---- Command queue (a ring of 64-byte commands in DRAM) ------------------------------------------
 inline constexpr uint32_t kRegCmdqBaseLo = 0x030;  // RW: DRAM address, 64-byte aligned
 inline constexpr uint32_t kRegCmdqBaseHi = 0x034;  // RW
-inline constexpr uint32_t kRegCmdqSize = 0x038;    // RW: bytes, multiple of 64; writing resets HEAD and TAIL to 0
-inline constexpr uint32_t kRegCmdqHead = 0x03C;    // RO: byte offset of the next command the NPU reads
-inline constexpr uint32_t kRegCmdqTail = 0x040;    // RW: byte offset one past the last valid command
-inline constexpr uint32_t kRegDoorbell = 0x044;    // WO: any value starts processing HEAD..TAIL
+inline constexpr uint32_t kRegCmdqSize =
+    0x038;  // RW: bytes, multiple of 64; writing resets HEAD and TAIL to 0
+inline constexpr uint32_t kRegCmdqHead = 0x03C;  // RO: byte offset of the next command the NPU reads
+inline constexpr uint32_t kRegCmdqTail = 0x040;  // RW: byte offset one past the last valid command
+inline constexpr uint32_t kRegDoorbell = 0x044;  // WO: any value starts processing HEAD..TAIL
 
 // ---- Interrupts ---------------------------------------------------------------------------------
 inline constexpr uint32_t kRegIrqStatus = 0x050;  // RO: raw status
@@ -78,11 +80,15 @@ inline constexpr uint32_t kRegErrorOffset = 0x064;  // RO: byte offset of the fa
 // ---- Address regions: DMA addresses are (region, offset); base registers relocate them ---------
 inline constexpr uint32_t kRegionCount = 8;
 inline constexpr uint32_t kRegRegionBase = 0x080;  // RW: REGION_BASE[i] LO at 0x080 + 8*i, HI at +4
-constexpr uint32_t regRegionBaseLo(uint32_t i) { return kRegRegionBase + 8 * i; }
-constexpr uint32_t regRegionBaseHi(uint32_t i) { return kRegRegionBase + 8 * i + 4; }
+constexpr uint32_t regRegionBaseLo(uint32_t i) {
+    return kRegRegionBase + 8 * i;
+}
+constexpr uint32_t regRegionBaseHi(uint32_t i) {
+    return kRegRegionBase + 8 * i + 4;
+}
 
 // ---- Performance monitor unit -----------------------------------------------------------------
-inline constexpr uint32_t kRegPmuCtrl = 0x0F0;  // RW
+inline constexpr uint32_t kRegPmuCtrl = 0x0F0;       // RW
 inline constexpr uint32_t kPmuCtrlReset = 1u << 0;   // self-clearing: zero every counter
 inline constexpr uint32_t kPmuCtrlFreeze = 1u << 1;  // counters hold while set
 // 64-bit counters: reading LO latches HI, so LO then HI reads one consistent value.
@@ -90,22 +96,22 @@ inline constexpr uint32_t kRegPmuCyclesLo = 0x100;
 inline constexpr uint32_t kRegPmuCyclesHi = 0x104;
 inline constexpr uint32_t kRegPmuMacsLo = 0x108;
 inline constexpr uint32_t kRegPmuMacsHi = 0x10C;
-inline constexpr uint32_t kRegPmuDmaReadLo = 0x110;   // bytes DRAM -> SRAM
+inline constexpr uint32_t kRegPmuDmaReadLo = 0x110;  // bytes DRAM -> SRAM
 inline constexpr uint32_t kRegPmuDmaReadHi = 0x114;
 inline constexpr uint32_t kRegPmuDmaWriteLo = 0x118;  // bytes SRAM -> DRAM
 inline constexpr uint32_t kRegPmuDmaWriteHi = 0x11C;
-inline constexpr uint32_t kRegPmuStallLo = 0x120;     // cycles units waited on dependency tokens
+inline constexpr uint32_t kRegPmuStallLo = 0x120;  // cycles units waited on dependency tokens
 inline constexpr uint32_t kRegPmuStallHi = 0x124;
 inline constexpr uint32_t kRegPmuCommandsLo = 0x128;  // commands executed
 inline constexpr uint32_t kRegPmuCommandsHi = 0x12C;
 // Appended in 1.1.
 inline constexpr uint32_t kRegPmuStallDmaLo = 0x130;  // the part of PMU_STALL spent waiting for a DMA queue
 inline constexpr uint32_t kRegPmuStallDmaHi = 0x134;
-inline constexpr uint32_t kRegPmuLoadActiveLo = 0x138;     // cycles the DMA load channel was busy
+inline constexpr uint32_t kRegPmuLoadActiveLo = 0x138;  // cycles the DMA load channel was busy
 inline constexpr uint32_t kRegPmuLoadActiveHi = 0x13C;
 inline constexpr uint32_t kRegPmuComputeActiveLo = 0x140;  // cycles the array / vector unit was busy
 inline constexpr uint32_t kRegPmuComputeActiveHi = 0x144;
-inline constexpr uint32_t kRegPmuStoreActiveLo = 0x148;    // cycles the DMA store channel was busy
+inline constexpr uint32_t kRegPmuStoreActiveLo = 0x148;  // cycles the DMA store channel was busy
 inline constexpr uint32_t kRegPmuStoreActiveHi = 0x14C;
 inline constexpr uint32_t kRegPmuDmaTransactionsLo = 0x150;  // DMA commands completed
 inline constexpr uint32_t kRegPmuDmaTransactionsHi = 0x154;

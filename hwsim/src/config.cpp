@@ -52,9 +52,12 @@ std::string rangeMessage(const char* key, uint64_t v, uint64_t lo, uint64_t hi) 
 
 const char* dataflowName(isa::Dataflow d) {
     switch (d) {
-        case isa::Dataflow::kOutputStationary: return "os";
-        case isa::Dataflow::kWeightStationary: return "ws";
-        case isa::Dataflow::kInputStationary: return "is";
+        case isa::Dataflow::kOutputStationary:
+            return "os";
+        case isa::Dataflow::kWeightStationary:
+            return "ws";
+        case isa::Dataflow::kInputStationary:
+            return "is";
     }
     return "unknown";
 }
@@ -84,20 +87,19 @@ Result<void> validate(const HwConfig& c) {
                                ": must divide scratchpad_bytes = " + std::to_string(c.scratchpadBytes));
     }
     if (c.accumulatorBytes % (4 * c.accumulatorBanks) != 0) {
-        return std::unexpected("accumulator_banks = " + std::to_string(c.accumulatorBanks) +
-                               ": must divide accumulator_bytes / 4 = " +
-                               std::to_string(c.accumulatorBytes / 4));
+        return std::unexpected(
+            "accumulator_banks = " + std::to_string(c.accumulatorBanks) +
+            ": must divide accumulator_bytes / 4 = " + std::to_string(c.accumulatorBytes / 4));
     }
-    if (c.dataflow != isa::Dataflow::kOutputStationary &&
-        c.dataflow != isa::Dataflow::kWeightStationary &&
+    if (c.dataflow != isa::Dataflow::kOutputStationary && c.dataflow != isa::Dataflow::kWeightStationary &&
         c.dataflow != isa::Dataflow::kInputStationary) {
         return std::unexpected("dataflow = " + std::to_string(static_cast<uint32_t>(c.dataflow)) +
                                ": must be os (0), ws (1) or is (2)");
     }
     if (c.faults.sramFlipAfterCommand != 0) {
         if (c.faults.sramFlipAddress >= c.scratchpadBytes) {
-            return std::unexpected(rangeMessage("faults.sram_flip_address", c.faults.sramFlipAddress,
-                                                0, c.scratchpadBytes - 1));
+            return std::unexpected(
+                rangeMessage("faults.sram_flip_address", c.faults.sramFlipAddress, 0, c.scratchpadBytes - 1));
         }
         if (c.faults.sramFlipBit > 7) {
             return std::unexpected(rangeMessage("faults.sram_flip_bit", c.faults.sramFlipBit, 0, 7));
@@ -114,8 +116,7 @@ Result<HwConfig> parseHwConfig(std::string_view text, std::string_view where) {
     HwConfig c;
     auto readU64 = [&](const nlohmann::json& v, const std::string& key) -> Result<uint64_t> {
         if (!v.is_number_unsigned()) {
-            return std::unexpected(src + ": " + key + " = " + v.dump() +
-                                   ": must be a non-negative integer");
+            return std::unexpected(src + ": " + key + " = " + v.dump() + ": must be a non-negative integer");
         }
         return v.get<uint64_t>();
     };
@@ -130,7 +131,8 @@ Result<HwConfig> parseHwConfig(std::string_view text, std::string_view where) {
             continue;
         }
         if (key == "fp16_mac") {
-            if (!v.is_boolean()) return std::unexpected(src + ": fp16_mac = " + v.dump() + ": must be true or false");
+            if (!v.is_boolean())
+                return std::unexpected(src + ": fp16_mac = " + v.dump() + ": must be true or false");
             c.fp16Mac = v.get<bool>();
             continue;
         }
@@ -140,13 +142,20 @@ Result<HwConfig> parseHwConfig(std::string_view text, std::string_view where) {
                 const std::string fk = "faults." + f.key();
                 auto n = readU64(f.value(), fk);
                 if (!n) return std::unexpected(n.error());
-                if (f.key() == "hang_at_command") c.faults.hangAtCommand = *n;
-                else if (f.key() == "dma_error_at_transfer") c.faults.dmaErrorAtTransfer = *n;
-                else if (f.key() == "sram_flip_after_command") c.faults.sramFlipAfterCommand = *n;
-                else if (f.key() == "sram_flip_address" && *n <= UINT32_MAX) c.faults.sramFlipAddress = static_cast<uint32_t>(*n);
-                else if (f.key() == "sram_flip_bit" && *n <= 7) c.faults.sramFlipBit = static_cast<uint32_t>(*n);
-                else if (f.key() == "irq_delay_polls" && *n <= UINT32_MAX) c.faults.irqDelayPolls = static_cast<uint32_t>(*n);
-                else if (f.key() == "sram_flip_address" || f.key() == "sram_flip_bit" || f.key() == "irq_delay_polls") {
+                if (f.key() == "hang_at_command")
+                    c.faults.hangAtCommand = *n;
+                else if (f.key() == "dma_error_at_transfer")
+                    c.faults.dmaErrorAtTransfer = *n;
+                else if (f.key() == "sram_flip_after_command")
+                    c.faults.sramFlipAfterCommand = *n;
+                else if (f.key() == "sram_flip_address" && *n <= UINT32_MAX)
+                    c.faults.sramFlipAddress = static_cast<uint32_t>(*n);
+                else if (f.key() == "sram_flip_bit" && *n <= 7)
+                    c.faults.sramFlipBit = static_cast<uint32_t>(*n);
+                else if (f.key() == "irq_delay_polls" && *n <= UINT32_MAX)
+                    c.faults.irqDelayPolls = static_cast<uint32_t>(*n);
+                else if (f.key() == "sram_flip_address" || f.key() == "sram_flip_bit" ||
+                         f.key() == "irq_delay_polls") {
                     return std::unexpected(src + ": " + fk + " = " + std::to_string(*n) + ": out of range");
                 } else {
                     return std::unexpected(src + ": unknown key " + fk);

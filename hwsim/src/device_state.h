@@ -49,8 +49,8 @@ struct DeviceState {
     FaultConfig faults;
     uint64_t commandsSinceReset = 0;
     uint64_t dmaSinceReset = 0;
-    bool hung = false;           // a hang fault fired: BUSY forever, doorbells ignored
-    uint32_t delayedIrq = 0;     // IRQ bits held back by faults.irqDelayPolls
+    bool hung = false;        // a hang fault fired: BUSY forever, doorbells ignored
+    uint32_t delayedIrq = 0;  // IRQ bits held back by faults.irqDelayPolls
     uint32_t irqPollsLeft = 0;
 
     bool hasError() const { return (status & isa::kStatusError) != 0; }
@@ -63,8 +63,8 @@ inline bool inRange(uint64_t addr, uint64_t extent, uint64_t size) {
 
 // Bytes spanned by a strided box: (planes-1)*planeStride + (rows-1)*rowStride + inner.
 // Returns false when the box is empty or the span does not fit 64 bits.
-inline bool boxSpan(uint32_t inner, uint32_t rows, uint32_t planes, uint32_t rowStride,
-                    uint32_t planeStride, uint64_t* span) {
+inline bool boxSpan(uint32_t inner, uint32_t rows, uint32_t planes, uint32_t rowStride, uint32_t planeStride,
+                    uint64_t* span) {
     if (inner == 0 || rows == 0 || planes == 0) return false;
     const uint64_t a = uint64_t{planes - 1} * planeStride;  // < 2^64 for 32-bit factors
     const uint64_t b = uint64_t{rows - 1} * rowStride;

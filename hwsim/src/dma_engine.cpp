@@ -6,8 +6,12 @@ namespace npu::sim {
 
 using isa::ErrorCode;
 
-UnitResult DmaEngine::load(const isa::Command& c) { return transfer(c, true); }
-UnitResult DmaEngine::store(const isa::Command& c) { return transfer(c, false); }
+UnitResult DmaEngine::load(const isa::Command& c) {
+    return transfer(c, true);
+}
+UnitResult DmaEngine::store(const isa::Command& c) {
+    return transfer(c, false);
+}
 
 UnitResult DmaEngine::transfer(const isa::Command& c, bool toSram) {
     const isa::DmaBox b = isa::dmaBoxOf(c);
@@ -31,8 +35,7 @@ UnitResult DmaEngine::transfer(const isa::Command& c, bool toSram) {
         uint64_t dramSpan = 0;
         if (b.region >= isa::kRegionCount ||
             __builtin_add_overflow(s_.regionBase[b.region], b.dramOffset, &dramAddr) ||
-            !boxSpan(b.innerBytes, b.rows, b.planes, b.dramRowStride, b.dramPlaneStride,
-                     &dramSpan) ||
+            !boxSpan(b.innerBytes, b.rows, b.planes, b.dramRowStride, b.dramPlaneStride, &dramSpan) ||
             !inRange(dramAddr, dramSpan, s_.dramSize)) {
             return fault(ErrorCode::kDramOutOfRange);
         }
@@ -41,14 +44,13 @@ UnitResult DmaEngine::transfer(const isa::Command& c, bool toSram) {
     uint8_t* sram = s_.scratchpad.data();
     for (uint32_t p = 0; p < b.planes; ++p) {
         for (uint32_t r = 0; r < b.rows; ++r) {
-            uint8_t* sp = sram + b.sramAddr + uint64_t{p} * b.sramPlaneStride +
-                          uint64_t{r} * b.sramRowStride;
+            uint8_t* sp = sram + b.sramAddr + uint64_t{p} * b.sramPlaneStride + uint64_t{r} * b.sramRowStride;
             if (fill) {
                 std::memset(sp, static_cast<int>(c.w[isa::dma::kPadValue]), b.innerBytes);
                 continue;
             }
-            uint8_t* dp = s_.dram + dramAddr + uint64_t{p} * b.dramPlaneStride +
-                          uint64_t{r} * b.dramRowStride;
+            uint8_t* dp =
+                s_.dram + dramAddr + uint64_t{p} * b.dramPlaneStride + uint64_t{r} * b.dramRowStride;
             if (toSram) {
                 std::memmove(sp, dp, b.innerBytes);
             } else {

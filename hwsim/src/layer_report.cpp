@@ -3,7 +3,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "npu/hwsim/layer_sim.h"
@@ -18,7 +17,9 @@ std::string fixed(double v, int digits = 6) {
     return buf;
 }
 
-double perCycle(uint64_t bytes, uint64_t cycles) { return cycles ? double(bytes) / double(cycles) : 0.0; }
+double perCycle(uint64_t bytes, uint64_t cycles) {
+    return cycles ? double(bytes) / double(cycles) : 0.0;
+}
 
 }  // namespace
 
@@ -37,16 +38,16 @@ std::string csvRow(const LayerReport& r, const HwConfig& c) {
     for (char& ch : name) {
         if (ch == ',' || ch == '\n' || ch == '"') ch = '_';
     }
-    std::string s = name + "," + r.op + "," + dataflowName(c.dataflow) + "," +
-                    std::to_string(c.arrayRows) + "," + std::to_string(c.arrayCols);
+    std::string s = name + "," + r.op + "," + dataflowName(c.dataflow) + "," + std::to_string(c.arrayRows) +
+                    "," + std::to_string(c.arrayCols);
     for (uint64_t v : {r.m, r.n, r.k, r.folds, r.cycles, r.computeCycles, r.stallCycles, r.stallDma,
                        r.stallWriteback, r.stallDependency, r.macs}) {
         s += "," + std::to_string(v);
     }
     s += "," + fixed(100 * r.utilization, 4) + "," + fixed(100 * r.computeUtilization, 4) + "," +
          fixed(100 * r.mappingEfficiency, 4);
-    for (uint64_t v : {r.dramIfmapRead, r.dramFilterRead, r.dramOfmapWrite, r.sramIfmapRead,
-                       r.sramFilterRead, r.sramOfmapWrite, r.accumulatorReads, r.accumulatorWrites}) {
+    for (uint64_t v : {r.dramIfmapRead, r.dramFilterRead, r.dramOfmapWrite, r.sramIfmapRead, r.sramFilterRead,
+                       r.sramOfmapWrite, r.accumulatorReads, r.accumulatorWrites}) {
         s += "," + std::to_string(v);
     }
     for (uint64_t v : {r.dramIfmapRead + r.dramFilterRead, r.dramOfmapWrite, r.sramIfmapRead,
@@ -67,7 +68,9 @@ double micros(uint64_t cycles, const HwConfig& c) {
     return std::round(double(cycles) / double(c.clockMhz) * 1000.0) / 1000.0;
 }
 
-double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
+double rounded(double v) {
+    return std::round(v * 1000.0) / 1000.0;
+}
 
 Json metadata(const char* name, int tid, Json args) {
     return Json{{"name", name}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", std::move(args)}};
@@ -75,9 +78,14 @@ Json metadata(const char* name, int tid, Json args) {
 
 Json span(const std::string& name, const std::string& cat, int tid, uint64_t start, uint64_t cycles,
           Json args, const HwConfig& c) {
-    return Json{{"name", name}, {"cat", cat},  {"ph", "X"},
-                {"pid", 1},     {"tid", tid},  {"ts", micros(start, c)},
-                {"dur", micros(cycles, c)},    {"args", std::move(args)}};
+    return Json{{"name", name},
+                {"cat", cat},
+                {"ph", "X"},
+                {"pid", 1},
+                {"tid", tid},
+                {"ts", micros(start, c)},
+                {"dur", micros(cycles, c)},
+                {"args", std::move(args)}};
 }
 
 Json counter(const char* name, uint64_t time, Json args, const HwConfig& c) {
@@ -99,7 +107,8 @@ std::string traceJson(const std::vector<LayerReport>& layers, const HwConfig& c)
     events.push_back(metadata("thread_name", 5, {{"name", "layers"}}));
     uint64_t base = 0;
     for (const LayerReport& r : layers) {
-        events.push_back(span(r.name, "layer", 5, base, r.cycles, {{"cycles", r.cycles}, {"macs", r.macs}}, c));
+        events.push_back(
+            span(r.name, "layer", 5, base, r.cycles, {{"cycles", r.cycles}, {"macs", r.macs}}, c));
         for (const TraceEvent& e : r.events) {
             events.push_back(span(e.name, unitName(e.unit), static_cast<int>(e.unit) + 1, base + e.start,
                                   e.duration, {{"start_cycle", base + e.start}, {"cycles", e.duration}}, c));
@@ -140,16 +149,17 @@ std::string summaryJson(const std::vector<LayerReport>& layers, const HwConfig& 
         l["folds"] = r.folds;
         l["cycles"] = r.cycles;
         l["compute_cycles"] = r.computeCycles;
-        l["stall_cycles"] = {{"total", r.stallCycles}, {"dma", r.stallDma},
-                             {"writeback", r.stallWriteback}, {"dependency", r.stallDependency}};
+        l["stall_cycles"] = {{"total", r.stallCycles},
+                             {"dma", r.stallDma},
+                             {"writeback", r.stallWriteback},
+                             {"dependency", r.stallDependency}};
         l["macs"] = r.macs;
         l["utilization"] = std::stod(fixed(r.utilization));
         l["mapping_efficiency"] = std::stod(fixed(r.mappingEfficiency));
-        l["bytes"] = {{"dram_ifmap_read", r.dramIfmapRead}, {"dram_filter_read", r.dramFilterRead},
-                      {"dram_ofmap_write", r.dramOfmapWrite}, {"sram_ifmap_read", r.sramIfmapRead},
-                      {"sram_filter_read", r.sramFilterRead}, {"sram_ofmap_write", r.sramOfmapWrite},
-                      {"accumulator_reads", r.accumulatorReads},
-                      {"accumulator_writes", r.accumulatorWrites}};
+        l["bytes"] = {{"dram_ifmap_read", r.dramIfmapRead},      {"dram_filter_read", r.dramFilterRead},
+                      {"dram_ofmap_write", r.dramOfmapWrite},    {"sram_ifmap_read", r.sramIfmapRead},
+                      {"sram_filter_read", r.sramFilterRead},    {"sram_ofmap_write", r.sramOfmapWrite},
+                      {"accumulator_reads", r.accumulatorReads}, {"accumulator_writes", r.accumulatorWrites}};
         nlohmann::ordered_json units;
         for (size_t u = 0; u < kUnitCount; ++u) {
             const UnitCounters& k = r.units[u];

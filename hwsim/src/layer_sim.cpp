@@ -30,7 +30,9 @@ size_t latencyBucket(uint64_t latency) {
     return b;
 }
 
-size_t ui(Unit u) { return static_cast<size_t>(u); }
+size_t ui(Unit u) {
+    return static_cast<size_t>(u);
+}
 
 struct Dims {
     uint64_t m, n, k, ofmH = 0, ofmW = 0;
@@ -52,8 +54,13 @@ Result<Dims> dimsOf(const LayerSpec& l) {
         }
         return Dims{l.m, l.n, l.k, 0, 0, l.m * l.k};
     }
-    for (auto [v, f] : {std::pair{l.ifmH, "H"}, {l.ifmW, "W"}, {l.channels, "C"}, {l.kernelH, "R"},
-                        {l.kernelW, "S"}, {l.filters, "K (filters)"}, {l.stride, "STRIDE"}}) {
+    for (auto [v, f] : {std::pair{l.ifmH, "H"},
+                        {l.ifmW, "W"},
+                        {l.channels, "C"},
+                        {l.kernelH, "R"},
+                        {l.kernelW, "S"},
+                        {l.filters, "K (filters)"},
+                        {l.stride, "STRIDE"}}) {
         if (auto ok = need(v, f); !ok) return std::unexpected(ok.error());
     }
     if (l.kernelH > l.ifmH || l.kernelW > l.ifmW) {
@@ -85,8 +92,8 @@ struct FoldTiles {
     bool accRead;                    // partial sums read back (reduction split over row folds)
 };
 
-FoldTiles foldTiles(isa::Dataflow d, const ArrayMapping& a, const Dims& dims, uint64_t rows,
-                    uint64_t cols, uint64_t fr, uint64_t fc) {
+FoldTiles foldTiles(isa::Dataflow d, const ArrayMapping& a, const Dims& dims, uint64_t rows, uint64_t cols,
+                    uint64_t fr, uint64_t fc) {
     FoldTiles t{};
     t.rowsUsed = std::min(rows, a.sr - fr * rows);
     t.colsUsed = std::min(cols, a.sc - fc * cols);
@@ -125,7 +132,9 @@ FoldTiles foldTiles(isa::Dataflow d, const ArrayMapping& a, const Dims& dims, ui
 
 // Operands that depend on the row fold only are re-streamed for every column fold; when the
 // whole operand fits in a quarter of the scratchpad it stays resident and is loaded once.
-bool rowOnlyOperandIsIfmap(isa::Dataflow d) { return d != isa::Dataflow::kInputStationary; }
+bool rowOnlyOperandIsIfmap(isa::Dataflow d) {
+    return d != isa::Dataflow::kInputStationary;
+}
 
 class Timeline {
 public:
@@ -164,7 +173,11 @@ public:
     }
     void finishCounters() {
         if (!trace_) return;
-        struct Point { uint64_t t; double rd, wr; int64_t occ; };
+        struct Point {
+            uint64_t t;
+            double rd, wr;
+            int64_t occ;
+        };
         std::vector<Point> pts;
         for (const Bw& b : bw_) pts.push_back({b.t, b.rd, b.wr, 0});
         for (const Occ& o : occ_) pts.push_back({o.t, 0, 0, o.delta});
@@ -186,8 +199,14 @@ public:
     }
 
 private:
-    struct Bw { uint64_t t; double rd, wr; };
-    struct Occ { uint64_t t; int64_t delta; };
+    struct Bw {
+        uint64_t t;
+        double rd, wr;
+    };
+    struct Occ {
+        uint64_t t;
+        int64_t delta;
+    };
     const HwConfig& c_;
     LayerReport& r_;
     bool trace_;
@@ -208,8 +227,8 @@ LayerSpec LayerSpec::gemm(uint64_t m, uint64_t n, uint64_t k, std::string name) 
     return l;
 }
 
-LayerSpec LayerSpec::conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64_t s,
-                          uint64_t filters, uint64_t stride, std::string name) {
+LayerSpec LayerSpec::conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64_t s, uint64_t filters,
+                          uint64_t stride, std::string name) {
     LayerSpec l;
     l.name = std::move(name);
     l.op = LayerOp::kConv;
@@ -225,10 +244,14 @@ LayerSpec LayerSpec::conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64
 
 const char* unitName(Unit u) {
     switch (u) {
-        case Unit::kDmaRead: return "dma_read";
-        case Unit::kArray: return "mac_array";
-        case Unit::kVector: return "vector";
-        case Unit::kDmaWrite: return "dma_write";
+        case Unit::kDmaRead:
+            return "dma_read";
+        case Unit::kArray:
+            return "mac_array";
+        case Unit::kVector:
+            return "vector";
+        case Unit::kDmaWrite:
+            return "dma_write";
     }
     return "unknown";
 }
@@ -287,8 +310,8 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
                 r.accumulatorWrites += t.accEntries;
                 if (t.accRead) r.accumulatorReads += t.accEntries;
                 if (opt.trace) {
-                    r.events.push_back({Unit::kArray, time, fold,
-                                        "fold " + std::to_string(fc * a.rowFolds + fr)});
+                    r.events.push_back(
+                        {Unit::kArray, time, fold, "fold " + std::to_string(fc * a.rowFolds + fr)});
                 }
                 time += fold;
             }
@@ -306,9 +329,9 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
         const bool rowOnlyResident = rowOnlyTotal <= c.scratchpadBytes / 4;
         Timeline tl(c, r, opt.trace);
         uint64_t readFree = 0, arrayFree = 0, vecFree = 0, writeFree = 0;
-        std::vector<uint64_t> arrayEnd;        // per fold
-        std::vector<uint64_t> storeDone;       // per output tile
-        std::vector<uint64_t> streamedBytes;   // per fold, released from the scratchpad at its end
+        std::vector<uint64_t> arrayEnd;       // per fold
+        std::vector<uint64_t> storeDone;      // per output tile
+        std::vector<uint64_t> streamedBytes;  // per fold, released from the scratchpad at its end
         arrayEnd.reserve(a.folds());
         uint64_t fold = 0, end = 0;
         for (uint64_t fc = 0; fc < a.colFolds; ++fc) {
@@ -340,8 +363,7 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
 
                 // The array: waits for its operands and for a free output buffer.
                 const uint64_t outIndex = storeDone.size();
-                const uint64_t outSlotFree =
-                    t.outTile > 0 && outIndex >= 2 ? storeDone[outIndex - 2] : 0;
+                const uint64_t outSlotFree = t.outTile > 0 && outIndex >= 2 ? storeDone[outIndex - 2] : 0;
                 const uint64_t start = std::max({arrayFree, loaded, outSlotFree});
                 if (start > arrayFree) {
                     const uint64_t gap = start - arrayFree;
@@ -357,7 +379,8 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
                 arrayEnd.push_back(arrayFree);
                 r.computeCycles += cycles;
                 tl.event(Unit::kArray, start, cycles, "fold " + std::to_string(fold));
-                if (fold >= 1 && !rowOnlyResident) tl.occupancy(arrayFree, -static_cast<int64_t>(streamedBytes[fold - 1]));
+                if (fold >= 1 && !rowOnlyResident)
+                    tl.occupancy(arrayFree, -static_cast<int64_t>(streamedBytes[fold - 1]));
 
                 // Requantize and store a finished output tile.
                 if (t.outTile > 0) {

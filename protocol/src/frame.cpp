@@ -39,12 +39,18 @@ bool parseFrameHeader(const uint8_t in[kFrameHeaderSize], FrameHeader* header) {
 
 const char* frameEventName(FrameEventKind kind) {
     switch (kind) {
-        case FrameEventKind::kFrame: return "frame";
-        case FrameEventKind::kGarbage: return "garbage before a frame";
-        case FrameEventKind::kBadVersion: return "unsupported frame version";
-        case FrameEventKind::kOversize: return "frame payload larger than the maximum";
-        case FrameEventKind::kCrcMismatch: return "frame CRC32C mismatch";
-        case FrameEventKind::kTruncated: return "truncated frame at end of stream";
+        case FrameEventKind::kFrame:
+            return "frame";
+        case FrameEventKind::kGarbage:
+            return "garbage before a frame";
+        case FrameEventKind::kBadVersion:
+            return "unsupported frame version";
+        case FrameEventKind::kOversize:
+            return "frame payload larger than the maximum";
+        case FrameEventKind::kCrcMismatch:
+            return "frame CRC32C mismatch";
+        case FrameEventKind::kTruncated:
+            return "truncated frame at end of stream";
     }
     return "unknown frame event";
 }
@@ -107,7 +113,10 @@ void FrameDecoder::process(FrameListener& listener) {
             // Keep up to 3 trailing bytes that may be the start of a magic.
             size_t keep = 0;
             for (size_t k = (avail < 3 ? avail : 3); k > 0; --k) {
-                if (std::memcmp(p + avail - k, kMagicBytes, k) == 0) { keep = k; break; }
+                if (std::memcmp(p + avail - k, kMagicBytes, k) == 0) {
+                    keep = k;
+                    break;
+                }
             }
             skipped_ += avail - keep;
             drop(avail - keep);
@@ -127,7 +136,8 @@ void FrameDecoder::process(FrameListener& listener) {
         e.haveHeader = true;
         if (e.header.version != kFrameVersion || e.header.length > maxPayload_) {
             reportGarbage(listener);
-            e.kind = e.header.version != kFrameVersion ? FrameEventKind::kBadVersion : FrameEventKind::kOversize;
+            e.kind =
+                e.header.version != kFrameVersion ? FrameEventKind::kBadVersion : FrameEventKind::kOversize;
             // Drop the header only: scanning for the next magic resynchronises whether or not
             // the sender really sent `length` bytes after it.
             drop(kFrameHeaderSize);

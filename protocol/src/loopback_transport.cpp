@@ -20,8 +20,8 @@ struct Pipe {
     std::mutex mutex;
     std::condition_variable readable;
     std::vector<uint8_t> bytes;
-    size_t head = 0;        // first unread byte in `bytes`
-    uint64_t readPos = 0;   // absolute stream positions, to attach fds to the right bytes
+    size_t head = 0;       // first unread byte in `bytes`
+    uint64_t readPos = 0;  // absolute stream positions, to attach fds to the right bytes
     uint64_t writePos = 0;
     std::deque<std::pair<uint64_t, UniqueFd>> fds;  // fd and the stream position it rides with
     bool writerGone = false;
@@ -39,8 +39,9 @@ public:
         for (int fd : fds) {
             int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
             if (d < 0) {
-                return fail(Error::Kind::kInvalidArgument,
-                            describe() + ": cannot pass fd " + std::to_string(fd) + ": " + std::strerror(errno));
+                return fail(
+                    Error::Kind::kInvalidArgument,
+                    describe() + ": cannot pass fd " + std::to_string(fd) + ": " + std::strerror(errno));
             }
             dups.emplace_back(d);
         }
@@ -62,7 +63,8 @@ public:
         std::unique_lock lock(in_->mutex);
         auto ready = [&] { return in_->head < in_->bytes.size() || in_->writerGone || in_->readerGone; };
         if (!in_->readable.wait_for(lock, timeout, ready)) {
-            return fail(Error::Kind::kTimeout, describe() + ": no data within " + std::to_string(timeout.count()) + " ms");
+            return fail(Error::Kind::kTimeout,
+                        describe() + ": no data within " + std::to_string(timeout.count()) + " ms");
         }
         if (in_->readerGone) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
         size_t avail = in_->bytes.size() - in_->head;

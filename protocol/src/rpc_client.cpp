@@ -46,7 +46,8 @@ public:
         if (it == client_.pending_.end()) {
             lock.unlock();
             client_.unknownResponses_++;
-            vlog("protocol", "%s: response for unknown call %" PRIu64 " (method %u, flags 0x%x, %u bytes) dropped",
+            vlog("protocol",
+                 "%s: response for unknown call %" PRIu64 " (method %u, flags 0x%x, %u bytes) dropped",
                  client_.description_.c_str(), h.callId, h.type, h.flags, h.length);
             return;
         }
@@ -82,8 +83,8 @@ private:
         auto pending = it->second;
         client_.pending_.erase(it);
         pending->failure = Error{Error::Kind::kProtocol, client_.description_ + ": response to call " +
-                                                             std::to_string(e.header.callId) + " rejected: " +
-                                                             frameEventName(e.kind)};
+                                                             std::to_string(e.header.callId) +
+                                                             " rejected: " + frameEventName(e.kind)};
         pending->complete = true;
         lock.unlock();
         pending->done.notify_all();
@@ -95,22 +96,26 @@ private:
 RpcClient::RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes)
     : transport_(std::move(transport)), maxPayload_(maxPayloadBytes), description_(transport_->describe()) {}
 
-Result<std::unique_ptr<RpcClient>> RpcClient::create(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes) {
+Result<std::unique_ptr<RpcClient>> RpcClient::create(std::unique_ptr<Transport> transport,
+                                                     uint32_t maxPayloadBytes) {
     if (!transport) return fail(Error::Kind::kInvalidArgument, "RpcClient::create: null transport");
     if (maxPayloadBytes < 64 || maxPayloadBytes > (1u << 30)) {
-        return fail(Error::Kind::kInvalidArgument, "RpcClient::create: max payload " + std::to_string(maxPayloadBytes) +
+        return fail(Error::Kind::kInvalidArgument, "RpcClient::create: max payload " +
+                                                       std::to_string(maxPayloadBytes) +
                                                        " bytes is outside [64, 1 GiB]");
     }
     std::unique_ptr<RpcClient> client(new RpcClient(std::move(transport), maxPayloadBytes));
     client->reader_ = std::make_unique<Reader>(*client);
     client->frameBuffer_.resize(FrameDecoder::bufferSizeFor(maxPayloadBytes));
-    client->decoder_ = std::make_unique<FrameDecoder>(client->frameBuffer_.data(), client->frameBuffer_.size(),
-                                                      maxPayloadBytes);
+    client->decoder_ = std::make_unique<FrameDecoder>(client->frameBuffer_.data(),
+                                                      client->frameBuffer_.size(), maxPayloadBytes);
     client->chunk_.resize(kReadChunk);
     return client;
 }
 
-RpcClient::~RpcClient() { close(); }
+RpcClient::~RpcClient() {
+    close();
+}
 
 void RpcClient::close() {
     std::lock_guard lock(closeMutex_);
@@ -140,7 +145,8 @@ void RpcClient::readOnce(std::chrono::milliseconds timeout) {
     for (auto& fd : readFds_) reader_->fdInbox.push_back(std::move(fd));
     if (!n) {
         if (n.error().kind == Error::Kind::kTimeout) return;
-        if (!closing_.load()) vlog("protocol", "%s: connection lost: %s", description_.c_str(), n.error().message.c_str());
+        if (!closing_.load())
+            vlog("protocol", "%s: connection lost: %s", description_.c_str(), n.error().message.c_str());
         decoder_->finish(*reader_);
         failAll(Error{Error::Kind::kDisconnected, description_ + ": " + n.error().message});
         return;
@@ -178,15 +184,15 @@ Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::s
     return {};
 }
 
-Result<void> RpcClient::call(Method method, const google::protobuf::Message& request, google::protobuf::Message& reply,
-                             std::chrono::milliseconds timeout, std::span<const int> sendFds,
-                             std::vector<UniqueFd>* receivedFds) {
+Result<void> RpcClient::call(Method method, const google::protobuf::Message& request,
+                             google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                             std::span<const int> sendFds, std::vector<UniqueFd>* receivedFds) {
     const std::string methodName = Method_Name(method);
     const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
     std::string payload;
     if (!request.SerializeToString(&payload)) {
-        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " + request.GetTypeName() +
-                                                       " (missing required fields?)");
+        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " +
+                                                       request.GetTypeName() + " (missing required fields?)");
     }
     const uint64_t callId = nextCallId_++;
     auto pending = std::make_shared<Pending>();
@@ -197,7 +203,8 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         }
         pending_.emplace(callId, pending);
     }
-    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, payload.size());
+    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name,
+         payload.size());
     auto sent = sendFrames(static_cast<uint8_t>(method), callId, payload, sendFds);
     if (!sent) {
         std::lock_guard lock(mutex_);
@@ -251,9 +258,9 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         return fail(Error::Kind::kRemote, error.status().message(), error.status().code());
     }
     if (!reply.ParseFromString(pending->payload)) {
-        return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) + "): cannot parse " +
-                                                std::to_string(pending->payload.size()) + " bytes as " +
-                                                reply.GetTypeName());
+        return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
+                                                "): cannot parse " + std::to_string(pending->payload.size()) +
+                                                " bytes as " + reply.GetTypeName());
     }
     vlog("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId, name,
          pending->payload.size());

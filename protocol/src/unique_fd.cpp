@@ -11,13 +11,20 @@ void UniqueFd::reset(int fd) {
 
 const char* errorKindName(Error::Kind kind) {
     switch (kind) {
-        case Error::Kind::kTimeout: return "timeout";
-        case Error::Kind::kDisconnected: return "disconnected";
-        case Error::Kind::kProtocol: return "protocol error";
-        case Error::Kind::kRemote: return "remote error";
-        case Error::Kind::kIo: return "I/O error";
-        case Error::Kind::kInvalidArgument: return "invalid argument";
-        case Error::Kind::kResourceExhausted: return "resource exhausted";
+        case Error::Kind::kTimeout:
+            return "timeout";
+        case Error::Kind::kDisconnected:
+            return "disconnected";
+        case Error::Kind::kProtocol:
+            return "protocol error";
+        case Error::Kind::kRemote:
+            return "remote error";
+        case Error::Kind::kIo:
+            return "I/O error";
+        case Error::Kind::kInvalidArgument:
+            return "invalid argument";
+        case Error::Kind::kResourceExhausted:
+            return "resource exhausted";
     }
     return "unknown error";
 }

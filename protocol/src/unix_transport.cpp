@@ -25,7 +25,9 @@ constexpr size_t kMaxFdsPerWrite = 64;
 // write() has no timeout parameter; a peer that stops reading for this long is treated as hung.
 constexpr std::chrono::milliseconds kWriteTimeout{10'000};
 
-std::string errnoText(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+std::string errnoText(const char* what, int err) {
+    return std::string(what) + ": " + std::strerror(err);
+}
 
 Result<UniqueFd> makeEventFd() {
     int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -37,7 +39,8 @@ Result<sockaddr_un> makeAddress(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-        return fail(Error::Kind::kInvalidArgument, "unix socket path '" + path + "' is empty or longer than " +
+        return fail(Error::Kind::kInvalidArgument, "unix socket path '" + path +
+                                                       "' is empty or longer than " +
                                                        std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
     }
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
@@ -49,7 +52,8 @@ int pollWithWake(int fd, short events, int wakeFd, std::chrono::milliseconds tim
     pollfd p[2] = {{fd, events, 0}, {wakeFd, POLLIN, 0}};
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                          std::chrono::steady_clock::now());
         int ms = left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
         int r = ::poll(p, 2, ms);
         if (r < 0) {
@@ -115,7 +119,8 @@ public:
             if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
                 return fail(Error::Kind::kDisconnected, describe() + ": " + errnoText("send", err));
             }
-            if (err == EBADF && shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+            if (err == EBADF && shut_.load())
+                return fail(Error::Kind::kDisconnected, describe() + ": shut down");
             return fail(Error::Kind::kIo, describe() + ": " + errnoText("sendmsg", err));
         }
         return {};
@@ -127,7 +132,8 @@ public:
         int perr = 0;
         int r = pollWithWake(fd_.get(), POLLIN, wake_.get(), timeout, &perr);
         if (r == 0) {
-            return fail(Error::Kind::kTimeout, describe() + ": no data within " + std::to_string(timeout.count()) + " ms");
+            return fail(Error::Kind::kTimeout,
+                        describe() + ": no data within " + std::to_string(timeout.count()) + " ms");
         }
         if (r == -1) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
         if (r == -2) return fail(Error::Kind::kIo, describe() + ": " + errnoText("poll", perr));
@@ -190,7 +196,8 @@ Result<std::unique_ptr<Transport>> adoptUnixSocket(UniqueFd socket, std::string 
     if (flags >= 0) ::fcntl(socket.get(), F_SETFD, flags | FD_CLOEXEC);
     auto wake = makeEventFd();
     if (!wake) return std::unexpected(wake.error());
-    return std::unique_ptr<Transport>(new UnixTransport(std::move(socket), std::move(*wake), std::move(description)));
+    return std::unique_ptr<Transport>(
+        new UnixTransport(std::move(socket), std::move(*wake), std::move(description)));
 }
 
 Result<void> checkUnixPeer(int socketFd, const PeerPolicy& policy, const std::string& where) {
@@ -266,7 +273,8 @@ Result<std::unique_ptr<Transport>> connectUnix(const std::string& socketPath,
         // The server may still be starting: retry until the deadline.
         if (std::chrono::steady_clock::now() >= deadline) {
             return fail(Error::Kind::kTimeout, "connect to unix:" + socketPath + ": no listener within " +
-                                                   std::to_string(timeout.count()) + " ms (" + std::strerror(err) + ")");
+                                                   std::to_string(timeout.count()) + " ms (" +
+                                                   std::strerror(err) + ")");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -341,14 +349,16 @@ Result<std::unique_ptr<UnixListener>> UnixListener::listen(const std::string& so
     if (!fd) return fail(Error::Kind::kIo, errnoText("socket(AF_UNIX)", errno));
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
         int err = errno;
-        if (err != EADDRINUSE) return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(err));
+        if (err != EADDRINUSE)
+            return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(err));
         auto removed = removeStaleSocket(socketPath, *addr);
         if (!removed) return std::unexpected(removed.error());
         if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
             return fail(Error::Kind::kIo, "bind unix:" + socketPath + ": " + std::strerror(errno));
         }
     }
-    if (::listen(fd.get(), 16) != 0) return fail(Error::Kind::kIo, "listen unix:" + socketPath + ": " + std::strerror(errno));
+    if (::listen(fd.get(), 16) != 0)
+        return fail(Error::Kind::kIo, "listen unix:" + socketPath + ": " + std::strerror(errno));
     auto wake = makeEventFd();
     if (!wake) return std::unexpected(wake.error());
     return std::unique_ptr<UnixListener>(
@@ -362,12 +372,12 @@ Result<std::unique_ptr<UnixListener>> UnixListener::adopt(int fd, const PeerPoli
     int type = 0, listening = 0;
     socklen_t len = sizeof(int);
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addrLen) != 0) {
-        return fail(Error::Kind::kInvalidArgument,
-                    what + " is not a listening Unix stream socket (" + errnoText("getsockname", errno) + ")");
+        return fail(Error::Kind::kInvalidArgument, what + " is not a listening Unix stream socket (" +
+                                                       errnoText("getsockname", errno) + ")");
     }
-    if (addr.sun_family != AF_UNIX ||
-        ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
-        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) {
+    if (addr.sun_family != AF_UNIX || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+        listening == 0) {
         return fail(Error::Kind::kInvalidArgument, what + " is not a listening Unix stream socket");
     }
     const int flags = ::fcntl(fd, F_GETFL);
@@ -379,8 +389,10 @@ Result<std::unique_ptr<UnixListener>> UnixListener::adopt(int fd, const PeerPoli
     const size_t pathLen = addrLen > offsetof(sockaddr_un, sun_path)
                                ? strnlen(addr.sun_path, addrLen - offsetof(sockaddr_un, sun_path))
                                : 0;
-    const std::string path = pathLen > 0 && addr.sun_path[0] != '\0' ? std::string(addr.sun_path, pathLen) : what;
-    auto listener = std::unique_ptr<UnixListener>(new UnixListener(UniqueFd(fd), std::move(*wake), path, policy));
+    const std::string path =
+        pathLen > 0 && addr.sun_path[0] != '\0' ? std::string(addr.sun_path, pathLen) : what;
+    auto listener =
+        std::unique_ptr<UnixListener>(new UnixListener(UniqueFd(fd), std::move(*wake), path, policy));
     listener->boundDev_ = listener->boundIno_ = 0;  // not ours to unlink
     return listener;
 }
@@ -388,7 +400,9 @@ Result<std::unique_ptr<UnixListener>> UnixListener::adopt(int fd, const PeerPoli
 Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout) {
     int perr = 0;
     int r = pollWithWake(fd_.get(), POLLIN, wakeFd_.get(), timeout, &perr);
-    if (r == 0) return fail(Error::Kind::kTimeout, "accept on unix:" + path_ + ": no client within " + std::to_string(timeout.count()) + " ms");
+    if (r == 0)
+        return fail(Error::Kind::kTimeout, "accept on unix:" + path_ + ": no client within " +
+                                               std::to_string(timeout.count()) + " ms");
     if (r == -1) return fail(Error::Kind::kDisconnected, "accept on unix:" + path_ + ": listener shut down");
     if (r == -2) return fail(Error::Kind::kIo, "accept on unix:" + path_ + ": " + errnoText("poll", perr));
     UniqueFd client(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));

@@ -22,7 +22,8 @@ bool vlogEnabled(const char* tag) {
     static const std::string s = [] {
         const char* env = std::getenv("NPU_VLOG");
         std::string v = std::string(",") + (env ? env : "") + ",";
-        for (char& c : v) if (c == ' ' || c == ';') c = ',';
+        for (char& c : v)
+            if (c == ' ' || c == ';') c = ',';
         return v;
     }();
     return s.find(",all,") != std::string::npos || s.find(std::string(",") + tag + ",") != std::string::npos;

@@ -59,10 +59,14 @@ struct QuantRange {
 
 inline QuantRange quantTypeRange(hal::OperandType type) {
     switch (type) {
-        case hal::OperandType::TENSOR_QUANT8_ASYMM_SIGNED: return {-128, 127};
-        case hal::OperandType::TENSOR_QUANT16_SYMM: return {-32768, 32767};
-        case hal::OperandType::TENSOR_QUANT16_ASYMM: return {0, 65535};
-        default: return {0, 255};
+        case hal::OperandType::TENSOR_QUANT8_ASYMM_SIGNED:
+            return {-128, 127};
+        case hal::OperandType::TENSOR_QUANT16_SYMM:
+            return {-32768, 32767};
+        case hal::OperandType::TENSOR_QUANT16_ASYMM:
+            return {0, 65535};
+        default:
+            return {0, 255};
     }
 }
 
@@ -71,20 +75,33 @@ inline QuantRange activationRange(int32_t activation, hal::OperandType type, flo
     QuantRange r = quantTypeRange(type);
     auto q = [&](float f) { return zeroPoint + static_cast<int32_t>(std::round(f / scale)); };
     switch (activation) {
-        case 1: r.min = std::max(r.min, zeroPoint); break;
-        case 2: r.min = std::max(r.min, q(-1.0f)); r.max = std::min(r.max, q(1.0f)); break;
-        case 3: r.min = std::max(r.min, zeroPoint); r.max = std::min(r.max, q(6.0f)); break;
-        default: break;
+        case 1:
+            r.min = std::max(r.min, zeroPoint);
+            break;
+        case 2:
+            r.min = std::max(r.min, q(-1.0f));
+            r.max = std::min(r.max, q(1.0f));
+            break;
+        case 3:
+            r.min = std::max(r.min, zeroPoint);
+            r.max = std::min(r.max, q(6.0f));
+            break;
+        default:
+            break;
     }
     return r;
 }
 
 inline float applyActivation(float x, int32_t activation) {
     switch (activation) {
-        case 1: return std::max(x, 0.0f);
-        case 2: return std::clamp(x, -1.0f, 1.0f);
-        case 3: return std::clamp(x, 0.0f, 6.0f);
-        default: return x;
+        case 1:
+            return std::max(x, 0.0f);
+        case 2:
+            return std::clamp(x, -1.0f, 1.0f);
+        case 3:
+            return std::clamp(x, 0.0f, 6.0f);
+        default:
+            return x;
     }
 }
 

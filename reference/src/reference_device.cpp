@@ -8,7 +8,9 @@
 
 namespace npu::ref {
 
-std::string ReferenceDevice::getVersionString() const { return "npu-reference 0.1.0 (CPU, NNAPI reference semantics)"; }
+std::string ReferenceDevice::getVersionString() const {
+    return "npu-reference 0.1.0 (CPU, NNAPI reference semantics)";
+}
 
 Result<hal::Capabilities> ReferenceDevice::getCapabilities() {
     hal::Capabilities caps;

@@ -50,8 +50,9 @@ std::vector<OperationRegistration> quantizedLstmOperations();
 
 // Helpers for `supports`: the type of operand `input` of the operation.
 inline hal::OperandType operandType(const hal::Subgraph& sg, const hal::Operation& op, size_t input) {
-    return input < op.inputs.size() && op.inputs[input] < sg.operands.size() ? sg.operands[op.inputs[input]].type
-                                                                             : hal::OperandType::OEM;
+    return input < op.inputs.size() && op.inputs[input] < sg.operands.size()
+               ? sg.operands[op.inputs[input]].type
+               : hal::OperandType::OEM;
 }
 
 }  // namespace npu::ref

@@ -60,7 +60,8 @@ Error fromCache(const cache::CacheError& e, const std::string& what) {
     // usable cache": GENERAL_FAILURE, and the caller compiles as usual.
     const bool argument = e.kind == cache::CacheError::Kind::kInvalidArgument;
     return Error{argument ? hal::ErrorStatus::INVALID_ARGUMENT : hal::ErrorStatus::GENERAL_FAILURE,
-                 what + ": " + e.message, {}};
+                 what + ": " + e.message,
+                 {}};
 }
 
 }  // namespace
@@ -88,7 +89,8 @@ Result<DecodedModelCache> decodeModelCache(std::span<const uint8_t> image) {
     }
     if (!r.u32(&version) || version != kFormatVersion) {
         return std::unexpected(corrupt("format version " + std::to_string(version) + ", expected " +
-                                       std::to_string(kFormatVersion)).error());
+                                       std::to_string(kFormatVersion))
+                                   .error());
     }
     if (!r.u32(&relaxed) || !r.u32(&inputs) || !r.u32(&outputs) || inputs > kMaxIo || outputs > kMaxIo) {
         return std::unexpected(corrupt("bad I/O counts").error());
@@ -99,13 +101,15 @@ Result<DecodedModelCache> decodeModelCache(std::span<const uint8_t> image) {
         hal::Operand o;
         int32_t type = 0;
         uint32_t rank = 0;
-        if (!r.raw(&type, 4) || !r.raw(&o.scale, 4) || !r.raw(&o.zeroPoint, 4) || !r.u32(&rank) || rank > kMaxRank) {
+        if (!r.raw(&type, 4) || !r.raw(&o.scale, 4) || !r.raw(&o.zeroPoint, 4) || !r.u32(&rank) ||
+            rank > kMaxRank) {
             return std::unexpected(corrupt("operand " + std::to_string(k) + " is truncated").error());
         }
         o.type = static_cast<hal::OperandType>(type);
         o.dimensions.resize(rank);
         for (auto& d : o.dimensions) {
-            if (!r.u32(&d)) return std::unexpected(corrupt("operand " + std::to_string(k) + " dimensions").error());
+            if (!r.u32(&d))
+                return std::unexpected(corrupt("operand " + std::to_string(k) + " dimensions").error());
         }
         const bool isInput = k < inputs;
         o.lifetime = isInput ? hal::OperandLifeTime::SUBGRAPH_INPUT : hal::OperandLifeTime::SUBGRAPH_OUTPUT;
@@ -147,7 +151,8 @@ Result<std::unique_ptr<CompilationCache>> CompilationCache::open(const std::stri
         if (!dir) return std::unexpected(fromCache(dir.error(), "cache directory " + cacheDirectory));
         directory = std::move(*dir);
     }
-    return std::unique_ptr<CompilationCache>(new CompilationCache(std::move(*key), std::move(*map), std::move(directory)));
+    return std::unique_ptr<CompilationCache>(
+        new CompilationCache(std::move(*key), std::move(*map), std::move(directory)));
 }
 
 Status CompilationCache::save(const hal::CacheToken& token, const CacheImages& images,
@@ -155,22 +160,29 @@ Status CompilationCache::save(const hal::CacheToken& token, const CacheImages& i
     if (modelFds.size() != kNumModelCacheFiles || dataFds.size() != kNumDataCacheFiles) {
         return invalidArgument("save to cache: " + std::to_string(modelFds.size()) + " model and " +
                                std::to_string(dataFds.size()) + " data cache files given, the driver uses " +
-                               std::to_string(kNumModelCacheFiles) + " and " + std::to_string(kNumDataCacheFiles));
+                               std::to_string(kNumModelCacheFiles) + " and " +
+                               std::to_string(kNumDataCacheFiles));
     }
     for (int fd : modelFds) {
-        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kWrite); !a) return std::unexpected(fromCache(a.error(), "save to cache"));
+        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kWrite); !a)
+            return std::unexpected(fromCache(a.error(), "save to cache"));
     }
     for (int fd : dataFds) {
-        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kWrite); !a) return std::unexpected(fromCache(a.error(), "save to cache"));
+        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kWrite); !a)
+            return std::unexpected(fromCache(a.error(), "save to cache"));
     }
     // Hash the internal buffers, record the hash, then write the files (never hash the files).
     const cache::ByteSpan model[] = {images.model};
     const cache::ByteSpan data[] = {images.data};
     const cache::Hash hash = cache::hashCacheBuffers(key_, model, data);
-    cache::StoreInfo info{images.model.size(), images.data.size(), key_.driverVersion(), key_.firmwareVersion()};
-    if (auto s = map_->store(token, hash, info); !s) return std::unexpected(fromCache(s.error(), "save to cache"));
-    if (auto w = cache::writeWholeFd(modelFds[0], images.model); !w) return std::unexpected(fromCache(w.error(), "save model cache"));
-    if (auto w = cache::writeWholeFd(dataFds[0], images.data); !w) return std::unexpected(fromCache(w.error(), "save data cache"));
+    cache::StoreInfo info{images.model.size(), images.data.size(), key_.driverVersion(),
+                          key_.firmwareVersion()};
+    if (auto s = map_->store(token, hash, info); !s)
+        return std::unexpected(fromCache(s.error(), "save to cache"));
+    if (auto w = cache::writeWholeFd(modelFds[0], images.model); !w)
+        return std::unexpected(fromCache(w.error(), "save model cache"));
+    if (auto w = cache::writeWholeFd(dataFds[0], images.data); !w)
+        return std::unexpected(fromCache(w.error(), "save data cache"));
     return {};
 }
 
@@ -179,13 +191,16 @@ Result<CacheImages> CompilationCache::load(const hal::CacheToken& token, const s
     if (modelFds.size() != kNumModelCacheFiles || dataFds.size() != kNumDataCacheFiles) {
         return invalidArgument("prepareModelFromCache: " + std::to_string(modelFds.size()) + " model and " +
                                std::to_string(dataFds.size()) + " data cache files given, the driver uses " +
-                               std::to_string(kNumModelCacheFiles) + " and " + std::to_string(kNumDataCacheFiles));
+                               std::to_string(kNumModelCacheFiles) + " and " +
+                               std::to_string(kNumDataCacheFiles));
     }
     for (int fd : modelFds) {
-        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kRead); !a) return generalFailure("prepareModelFromCache: " + a.error().message);
+        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kRead); !a)
+            return generalFailure("prepareModelFromCache: " + a.error().message);
     }
     for (int fd : dataFds) {
-        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kRead); !a) return generalFailure("prepareModelFromCache: " + a.error().message);
+        if (auto a = cache::checkFdAccess(fd, cache::FdAccess::kRead); !a)
+            return generalFailure("prepareModelFromCache: " + a.error().message);
     }
     CacheImages images;
     auto m = cache::readWholeFd(modelFds[0]);
@@ -201,8 +216,9 @@ Result<CacheImages> CompilationCache::load(const hal::CacheToken& token, const s
     auto ok = map_->validate(token, hash);
     if (!ok) return generalFailure("prepareModelFromCache: " + ok.error().message);
     if (!*ok) {
-        return generalFailure("prepareModelFromCache: the cache files do not match what this driver saved for the "
-                              "token (unknown token, or the files were modified)");
+        return generalFailure(
+            "prepareModelFromCache: the cache files do not match what this driver saved for the "
+            "token (unknown token, or the files were modified)");
     }
     return images;
 }
@@ -244,19 +260,23 @@ cache::Hash CompilationCache::modelChecksum(const hal::Model& model) const {
     return cache::hashBuffers(key_, parts);
 }
 
-Result<std::optional<CacheImages>> CompilationCache::lookup(const hal::Model& model, hal::ExecutionPreference preference) {
+Result<std::optional<CacheImages>> CompilationCache::lookup(const hal::Model& model,
+                                                            hal::ExecutionPreference preference) {
     const cache::Hash checksum = modelChecksum(model);
     cache::CompilationKey k{checksum, static_cast<int32_t>(preference), kDeviceName};
     auto got = directory_->get(k);
     if (!got) return std::unexpected(fromCache(got.error(), "cache directory"));
     if (!*got) return std::optional<CacheImages>{};
-    return std::optional<CacheImages>{CacheImages{std::move((*got)->modelCache), std::move((*got)->dataCache)}};
+    return std::optional<CacheImages>{
+        CacheImages{std::move((*got)->modelCache), std::move((*got)->dataCache)}};
 }
 
-Status CompilationCache::remember(const hal::Model& model, hal::ExecutionPreference preference, const CacheImages& images) {
+Status CompilationCache::remember(const hal::Model& model, hal::ExecutionPreference preference,
+                                  const CacheImages& images) {
     const cache::Hash checksum = modelChecksum(model);
     cache::CompilationKey k{checksum, static_cast<int32_t>(preference), kDeviceName};
-    if (auto p = directory_->put(k, images.model, images.data); !p) return std::unexpected(fromCache(p.error(), "cache directory"));
+    if (auto p = directory_->put(k, images.model, images.data); !p)
+        return std::unexpected(fromCache(p.error(), "cache directory"));
     return {};
 }
 

@@ -33,8 +33,8 @@ struct CacheImages {
 // The model cache's own part: enough of the model to validate requests (its I/O operands).
 std::vector<uint8_t> encodeModelCache(const hal::Model& model, std::span<const uint8_t> firmwareModelBlob);
 struct DecodedModelCache {
-    hal::Model ioModel;                           // only the I/O operands, no operations
-    std::span<const uint8_t> firmwareModelBlob;   // points into the decoded image
+    hal::Model ioModel;                          // only the I/O operands, no operations
+    std::span<const uint8_t> firmwareModelBlob;  // points into the decoded image
 };
 Result<DecodedModelCache> decodeModelCache(std::span<const uint8_t> image);
 

@@ -110,7 +110,8 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
     const bool shared = transport->sharesMemory();
     auto rpc = proto::RpcClient::create(std::move(transport));
     if (!rpc) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "cannot start the RPC client on " + peer + ": " + rpc.error().message);
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "cannot start the RPC client on " + peer + ": " + rpc.error().message);
     }
     std::shared_ptr<Connection> c(new Connection());
     c->options_ = options;
@@ -144,9 +145,11 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
         return c;
     }
     if (fds.empty()) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware on " + peer + " did not share its device memory");
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " did not share its device memory");
     }
-    auto window = HostWindow::map(fds.front().get(), c->hello_.host_window_addr(), c->hello_.host_window_bytes());
+    auto window =
+        HostWindow::map(fds.front().get(), c->hello_.host_window_addr(), c->hello_.host_window_bytes());
     if (!window) return std::unexpected(window.error());
     c->window_ = std::move(*window);
     return c;

@@ -51,7 +51,8 @@ Status checkDramFd(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
 }  // namespace
 
 Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
-    if (windowBytes == 0) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
+    if (windowBytes == 0)
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
     NPU_TRY(checkDramFd(dramFd, windowAddr, windowBytes));
     auto memory = hal::Memory::mapFd(dramFd, windowAddr, windowBytes, PROT_READ | PROT_WRITE);
     if (!memory) {

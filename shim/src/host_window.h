@@ -48,12 +48,15 @@ private:
 class WindowBlock {
 public:
     WindowBlock() = default;
-    WindowBlock(HostWindow* window, uint64_t addr, uint64_t bytes) : window_(window), addr_(addr), bytes_(bytes) {}
+    WindowBlock(HostWindow* window, uint64_t addr, uint64_t bytes)
+        : window_(window), addr_(addr), bytes_(bytes) {}
     WindowBlock(WindowBlock&& o) noexcept { *this = std::move(o); }
     WindowBlock& operator=(WindowBlock&& o) noexcept {
         if (this != &o) {
             reset();
-            window_ = o.window_; addr_ = o.addr_; bytes_ = o.bytes_;
+            window_ = o.window_;
+            addr_ = o.addr_;
+            bytes_ = o.bytes_;
             o.window_ = nullptr;
         }
         return *this;

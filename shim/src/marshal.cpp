@@ -15,14 +15,17 @@ bool isConstant(hal::OperandLifeTime lifetime) {
 // so locations are in range).
 const uint8_t* constantBytes(const hal::Model& model, const hal::Operand& operand) {
     const auto& loc = operand.location;
-    if (operand.lifetime == hal::OperandLifeTime::CONSTANT_COPY) return model.operandValues.data() + loc.offset;
+    if (operand.lifetime == hal::OperandLifeTime::CONSTANT_COPY)
+        return model.operandValues.data() + loc.offset;
     return model.pools[loc.poolIndex]->data() + loc.offset;
 }
 
-uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint64_t alignUp(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
 
-void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* staging,
-                     uint64_t stagingAddr, uint64_t* cursor, proto::Subgraph* out) {
+void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* staging, uint64_t stagingAddr,
+                     uint64_t* cursor, proto::Subgraph* out) {
     for (const hal::Operand& operand : sg.operands) {
         proto::Operand* o = out->add_operands();
         o->set_type(static_cast<uint32_t>(operand.type));
@@ -64,7 +67,9 @@ uint64_t constantBytesNeeded(const hal::Subgraph& sg) {
     return total;
 }
 
-hal::PerformanceInfo perf(const proto::PerformanceInfo& p) { return {p.exec_time(), p.power_usage()}; }
+hal::PerformanceInfo perf(const proto::PerformanceInfo& p) {
+    return {p.exec_time(), p.power_usage()};
+}
 
 }  // namespace
 

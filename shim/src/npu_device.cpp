@@ -1,3 +1,5 @@
+#include "npu/shim/npu_device.h"
+
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -6,9 +8,8 @@
 #include "compilation_cache.h"
 #include "connection.h"
 #include "marshal.h"
-#include "npu/protocol/vlog.h"
 #include "npu/hal/validation.h"
-#include "npu/shim/npu_device.h"
+#include "npu/protocol/vlog.h"
 
 namespace npu::shim {
 namespace {
@@ -25,7 +26,8 @@ uint64_t budgetNs(const hal::Deadline& deadline) {
 
 Status checkDeadline(const hal::Deadline& deadline, const char* what) {
     if (deadline && Clock::now() >= *deadline) {
-        return fail(hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT, std::string(what) + ": the deadline has already passed");
+        return fail(hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT,
+                    std::string(what) + ": the deadline has already passed");
     }
     return {};
 }
@@ -43,7 +45,10 @@ class NpuPreparedModel final : public hal::IPreparedModel {
 public:
     NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel,
                      NpuCompileInfo compileInfo = {})
-        : connection_(std::move(connection)), handle_(handle), model_(std::move(ioModel)), compileInfo_(compileInfo) {}
+        : connection_(std::move(connection)),
+          handle_(handle),
+          model_(std::move(ioModel)),
+          compileInfo_(compileInfo) {}
 
     const NpuCompileInfo& compileInfo() const { return compileInfo_; }
 
@@ -62,8 +67,8 @@ public:
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, model_));
         if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
-            return invalidArgument("executeSynchronously: loop timeout " + std::to_string(loopTimeout->count()) +
-                                   " ns is outside [0, 15 s]");
+            return invalidArgument("executeSynchronously: loop timeout " +
+                                   std::to_string(loopTimeout->count()) + " ns is outside [0, 15 s]");
         }
         NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
 
@@ -72,7 +77,8 @@ public:
         wire.set_model_handle(handle_);
         wire.set_measure_timing(measure == hal::MeasureTiming::YES);
         wire.set_deadline_ns(budgetNs(deadline));
-        wire.set_loop_timeout_ns(static_cast<uint64_t>((loopTimeout ? *loopTimeout : kDefaultLoopTimeout).count()));
+        wire.set_loop_timeout_ns(
+            static_cast<uint64_t>((loopTimeout ? *loopTimeout : kDefaultLoopTimeout).count()));
 
         std::vector<WindowBlock> blocks;
         blocks.reserve(request.inputs.size() + request.outputs.size());
@@ -102,7 +108,8 @@ public:
             out->set_length(arg.location.length);
             return {};
         };
-        for (size_t i = 0; i < request.inputs.size(); ++i) NPU_TRY(stage(request.inputs[i], wire.add_inputs(), true, i));
+        for (size_t i = 0; i < request.inputs.size(); ++i)
+            NPU_TRY(stage(request.inputs[i], wire.add_inputs(), true, i));
         const size_t firstOutputBlock = blocks.size();
         std::vector<int> outputBlock(request.outputs.size(), -1);
         for (size_t i = 0; i < request.outputs.size(); ++i) {
@@ -133,12 +140,14 @@ public:
             auto& memory = std::get<std::shared_ptr<hal::Memory>>(request.pools[arg.location.poolIndex]);
             NPU_TRY(connection_->pullWindow(blocks[outputBlock[i]].addr(), arg.location.length,
                                             "execute: fetch outputs"));
-            std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(), arg.location.length);
+            std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(),
+                        arg.location.length);
         }
 
         hal::ExecutionResult result;
         for (const auto& s : reply.output_shapes()) {
-            result.outputShapes.push_back({{s.dimensions().begin(), s.dimensions().end()}, s.is_sufficient()});
+            result.outputShapes.push_back(
+                {{s.dimensions().begin(), s.dimensions().end()}, s.is_sufficient()});
         }
         result.deviceCycles = reply.device_cycles();
         for (const auto& p : reply.profile()) {
@@ -211,8 +220,8 @@ public:
 
     Result<std::shared_ptr<hal::IPreparedModel>> prepareModel(
         const hal::Model& model, hal::ExecutionPreference preference, hal::Priority priority,
-        const hal::Deadline& deadline, const std::vector<int>& modelCache,
-        const std::vector<int>& dataCache, const hal::CacheToken& token) override {
+        const hal::Deadline& deadline, const std::vector<int>& modelCache, const std::vector<int>& dataCache,
+        const hal::CacheToken& token) override {
         NPU_TRY(hal::validateModel(model));
         NPU_TRY(hal::validateExecutionPreference(preference));
         NPU_TRY(hal::validatePriority(priority));
@@ -225,7 +234,8 @@ public:
             if (c) {
                 cache = *c;
             } else {
-                proto::logError("cache", "prepareModel: compilation caching unavailable: %s", c.error().message.c_str());
+                proto::logError("cache", "prepareModel: compilation caching unavailable: %s",
+                                c.error().message.c_str());
             }
         }
         if (directoryCaching && cache != nullptr && cache->hasDirectory()) {
@@ -233,9 +243,11 @@ public:
             if (hit && *hit) {
                 auto prepared = prepareFromImages(**hit, deadline);
                 if (prepared) return prepared;
-                proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling", prepared.error().message.c_str());
+                proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling",
+                            prepared.error().message.c_str());
             } else if (!hit) {
-                proto::vlog("cache", "cache directory lookup failed (%s); compiling", hit.error().message.c_str());
+                proto::vlog("cache", "cache directory lookup failed (%s); compiling",
+                            hit.error().message.c_str());
             }
         }
 
@@ -252,13 +264,14 @@ public:
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
         const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
         if (compiled.tuningTrials > 0) {
-            proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles", compiled.tuningTrials,
-                        static_cast<unsigned long long>(compiled.greedyCycles),
+            proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
+                        compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
                         static_cast<unsigned long long>(compiled.tunedCycles));
         }
 
         // The prepared model keeps the model for request validation (its I/O operands).
-        auto prepared = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model, compiled);
+        auto prepared =
+            std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model, compiled);
         if (cache != nullptr) {
             // Caching never fails the compilation (the VTS caching tests expect the prepared
             // model even when the files cannot be used); the caller's next load fails instead.
@@ -268,11 +281,13 @@ public:
                                 images.error().message.c_str());
             } else if (halCaching) {
                 if (auto saved = cache->save(token, *images, modelCache, dataCache); !saved) {
-                    proto::logError("cache", "prepareModel: compilation not cached: %s", saved.error().message.c_str());
+                    proto::logError("cache", "prepareModel: compilation not cached: %s",
+                                    saved.error().message.c_str());
                 }
             } else if (cache->hasDirectory()) {
                 if (auto kept = cache->remember(model, preference, *images); !kept) {
-                    proto::logError("cache", "prepareModel: compilation not cached: %s", kept.error().message.c_str());
+                    proto::logError("cache", "prepareModel: compilation not cached: %s",
+                                    kept.error().message.c_str());
                 }
             }
         }
@@ -342,8 +357,8 @@ private:
         request.set_data_blob_addr(dataBlock.addr());
         request.set_data_blob_capacity(dataBytes);
         proto::FetchBlobReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_FETCH_BLOB, request, reply, connection_->options().callTimeout,
-                                  "fetchBlob"));
+        NPU_TRY(connection_->call(proto::METHOD_FETCH_BLOB, request, reply,
+                                  connection_->options().callTimeout, "fetchBlob"));
         NPU_TRY(checkStatus(reply.status(), "fetchBlob"));
         if (reply.model_blob_bytes() > modelBytes || reply.data_blob_bytes() > dataBytes) {
             return generalFailure("fetchBlob: the firmware wrote more than it announced");
@@ -383,15 +398,18 @@ private:
         if (reply.status().code() != 0) {
             // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
             // usable cache, compile again.
-            return generalFailure("prepareModelFromCache: firmware rejected the cached blob: " + reply.status().message());
+            return generalFailure("prepareModelFromCache: firmware rejected the cached blob: " +
+                                  reply.status().message());
         }
         if (reply.num_inputs() != decoded.ioModel.main.inputIndexes.size() ||
             reply.num_outputs() != decoded.ioModel.main.outputIndexes.size()) {
             // Wrapping the handle releases it in the firmware when `loaded` goes out of scope.
             auto loaded = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), hal::Model{});
-            return generalFailure("prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
+            return generalFailure(
+                "prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
         }
-        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), std::move(decoded.ioModel));
+        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(),
+                                                  std::move(decoded.ioModel));
     }
 
     std::shared_ptr<Connection> connection_;

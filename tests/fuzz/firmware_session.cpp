@@ -17,7 +17,8 @@ using namespace npu::fw;
 
 // Checks and collects what the server sends.
 struct Sink final : FrameSink, proto::FrameListener {
-    std::vector<uint8_t> buffer = std::vector<uint8_t>(proto::FrameDecoder::bufferSizeFor(kSessionMaxPayload));
+    std::vector<uint8_t> buffer =
+        std::vector<uint8_t>(proto::FrameDecoder::bufferSizeFor(kSessionMaxPayload));
     proto::FrameDecoder decoder{buffer.data(), buffer.size(), kSessionMaxPayload};
     const std::function<void(const SessionReply&)>* onReply = nullptr;
 
@@ -32,7 +33,7 @@ struct Sink final : FrameSink, proto::FrameListener {
         require((e.header.flags & proto::kFlagResponse) != 0);
         if (onReply != nullptr && *onReply) {
             (*onReply)({e.header.type, e.header.flags, e.header.callId,
-                         std::string(reinterpret_cast<const char*>(e.payload), e.header.length)});
+                        std::string(reinterpret_cast<const char*>(e.payload), e.header.length)});
         }
     }
 };
@@ -55,7 +56,8 @@ Memory& memory(const RpcServerConfig& config) {
 
 }  // namespace
 
-void appendRecord(std::vector<uint8_t>& script, RecordKind kind, uint8_t method, uint16_t flags, const std::string& bytes) {
+void appendRecord(std::vector<uint8_t>& script, RecordKind kind, uint8_t method, uint16_t flags,
+                  const std::string& bytes) {
     uint8_t header[8];
     header[0] = kind;
     header[1] = method;
@@ -65,7 +67,8 @@ void appendRecord(std::vector<uint8_t>& script, RecordKind kind, uint8_t method,
     script.insert(script.end(), bytes.begin(), bytes.end());
 }
 
-void runFirmwareSession(const uint8_t* data, size_t size, const std::function<void(const SessionReply&)>& onReply) {
+void runFirmwareSession(const uint8_t* data, size_t size,
+                        const std::function<void(const SessionReply&)>& onReply) {
     RpcServerConfig sc;
     sc.maxPayloadBytes = kSessionMaxPayload;
     sc.maxMessageBytes = 1u << 20;
@@ -118,7 +121,9 @@ void runFirmwareSession(const uint8_t* data, size_t size, const std::function<vo
                 server.onBytes(frame.data(), frame.size());
                 break;
             }
-            case kRecordRaw: server.onBytes(bytes, length); break;
+            case kRecordRaw:
+                server.onBytes(bytes, length);
+                break;
             case kRecordWindowWrite: {
                 if (length < 4) break;
                 const uint64_t windowBytes = kSessionDramBytes - kSessionFirmwareBytes;
@@ -127,7 +132,9 @@ void runFirmwareSession(const uint8_t* data, size_t size, const std::function<vo
                 std::memcpy(mem.dram.get() + kSessionFirmwareBytes + offset, bytes + 4, n);
                 break;
             }
-            default: server.onDisconnect(); break;
+            default:
+                server.onDisconnect();
+                break;
         }
         for (int guard = 0; server.poll(); ++guard) require(guard < 64);  // the queue is bounded
     }

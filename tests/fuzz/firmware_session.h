@@ -31,9 +31,11 @@ struct SessionReply {
 };
 
 // Runs one script; `onReply` (optional) sees every frame the server sent.
-void runFirmwareSession(const uint8_t* data, size_t size, const std::function<void(const SessionReply&)>& onReply = {});
+void runFirmwareSession(const uint8_t* data, size_t size,
+                        const std::function<void(const SessionReply&)>& onReply = {});
 
 // Script building, for seeds and tests.
-void appendRecord(std::vector<uint8_t>& script, RecordKind kind, uint8_t method, uint16_t flags, const std::string& bytes);
+void appendRecord(std::vector<uint8_t>& script, RecordKind kind, uint8_t method, uint16_t flags,
+                  const std::string& bytes);
 
 }  // namespace npu::fuzz

@@ -1,8 +1,9 @@
 // The firmware fuzz seeds do what they say: every PrepareModel, PrepareFromCache and Execute in
 // them succeeds, so mutations start from deep inside the firmware, not at its first check.
+#include "firmware_session.h"
+
 #include <catch2/catch.hpp>
 
-#include "firmware_session.h"
 #include "fuzz_target.h"
 #include "npu.pb.h"
 #include "npu/protocol/frame.h"

@@ -25,9 +25,14 @@ struct Checker final : FrameListener {
                 npu::fuzz::require(parseFrameHeader(header, &parsed) && parsed.crc == e.header.crc);
                 break;
             }
-            case FrameEventKind::kGarbage: npu::fuzz::require(e.skippedBytes > 0); break;
-            case FrameEventKind::kOversize: npu::fuzz::require(e.header.length > maxPayload); break;
-            default: break;
+            case FrameEventKind::kGarbage:
+                npu::fuzz::require(e.skippedBytes > 0);
+                break;
+            case FrameEventKind::kOversize:
+                npu::fuzz::require(e.header.length > maxPayload);
+                break;
+            default:
+                break;
         }
         npu::fuzz::require(frameEventName(e.kind) != nullptr);
     }

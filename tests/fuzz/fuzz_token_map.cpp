@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<uint8_t> bytes = TokenMap::serialize(*image);
     auto again = TokenMap::parse(bytes, "re-serialized");
     npu::fuzz::require(again.has_value());
-    npu::fuzz::require(again->useCounter == image->useCounter && again->entries.size() == image->entries.size());
+    npu::fuzz::require(again->useCounter == image->useCounter &&
+                       again->entries.size() == image->entries.size());
     npu::fuzz::require(TokenMap::serialize(*again) == bytes);
     return 0;
 }

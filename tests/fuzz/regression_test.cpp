@@ -4,7 +4,6 @@
 // NPU_FUZZ_WRITE_SEEDS=DIR also writes the seeds to DIR for libFuzzer (scripts/fuzz.sh);
 // NPU_FUZZ_ITERATIONS=N changes the number of mutations (default 10000).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +31,8 @@ std::vector<uint8_t> mutate(const std::vector<std::vector<uint8_t>>& seeds, std:
             case 3:
                 if (n) {
                     const size_t at = rng() % n, len = 1 + rng() % std::min<size_t>(n - at, 64);
-                    v.insert(v.begin() + long(rng() % (n + 1)), v.begin() + long(at), v.begin() + long(at + len));
+                    v.insert(v.begin() + long(rng() % (n + 1)), v.begin() + long(at),
+                             v.begin() + long(at + len));
                 }
                 break;
             case 4: {
@@ -46,7 +46,8 @@ std::vector<uint8_t> mutate(const std::vector<std::vector<uint8_t>>& seeds, std:
             }
             case 5:
                 if (n >= 4) {
-                    static const uint32_t interesting[] = {0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF,
+                    static const uint32_t interesting[] = {0,          1,          0x7F,    0x80,
+                                                           0xFF,       0x7FFF,     0xFFFF,  0x7FFFFFFF,
                                                            0x80000000, 0xFFFFFFFF, 0x10000, 1u << 20};
                     const uint32_t x = interesting[rng() % std::size(interesting)];
                     const size_t at = rng() % (n - 3);

@@ -12,7 +12,8 @@ namespace {
 
 constexpr uint64_t kWindow = kSessionFirmwareBytes;
 
-void frame(std::vector<uint8_t>& s, proto::Method method, const google::protobuf::Message& m, uint16_t flags = 0) {
+void frame(std::vector<uint8_t>& s, proto::Method method, const google::protobuf::Message& m,
+           uint16_t flags = 0) {
     appendRecord(s, kRecordFrame, static_cast<uint8_t>(method), flags, m.SerializeAsString());
 }
 
@@ -26,8 +27,8 @@ void windowWrite(std::vector<uint8_t>& s, uint32_t offset, const void* data, siz
     appendRecord(s, kRecordWindowWrite, 0, 0, bytes);
 }
 
-proto::Operand* operand(proto::Subgraph* g, uint32_t type, std::initializer_list<uint32_t> dims, float scale, int zp,
-                        uint32_t lifetime) {
+proto::Operand* operand(proto::Subgraph* g, uint32_t type, std::initializer_list<uint32_t> dims, float scale,
+                        int zp, uint32_t lifetime) {
     proto::Operand* o = g->add_operands();
     o->set_type(type);
     for (uint32_t d : dims) o->add_dimensions(d);

@@ -9,7 +9,8 @@
 namespace npu::fuzz {
 namespace {
 
-void appendFrame(std::vector<uint8_t>& s, uint8_t type, uint16_t flags, uint64_t callId, const std::string& payload) {
+void appendFrame(std::vector<uint8_t>& s, uint8_t type, uint16_t flags, uint64_t callId,
+                 const std::string& payload) {
     uint8_t header[proto::kFrameHeaderSize];
     proto::FrameHeader h;
     h.type = type;

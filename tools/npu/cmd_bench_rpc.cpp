@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "commands.h"
-#include "rpc_timing.h"
 #include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
@@ -20,6 +19,7 @@
 #include "npu/protocol/rpc_client.h"
 #include "npu/protocol/transport.h"
 #include "npu/shim/npu_device.h"
+#include "rpc_timing.h"
 
 namespace npu::tools {
 namespace {
@@ -83,7 +83,6 @@ double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
         return r.has_value() && reply.nonce() == nonce;
     });
 }
-
 
 // The floor: 32-byte messages echoed over a connected AF_UNIX stream socket by a second thread.
 double bareSocketUs(int iterations) {

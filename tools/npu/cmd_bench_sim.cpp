@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <xnnpack.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,8 +14,6 @@
 
 #include "npu/hwsim/config.h"
 #include "npu/hwsim/device.h"
-
-#include <xnnpack.h>
 
 namespace npu::tools {
 

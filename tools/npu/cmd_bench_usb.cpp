@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "commands.h"
-#include "rpc_timing.h"
 #include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
 #include "npu/protocol/rpc_client.h"
 #include "npu/protocol/usb_transport.h"
 #include "npu/shim/npu_device.h"
+#include "rpc_timing.h"
 
 namespace npu::tools {
 namespace {

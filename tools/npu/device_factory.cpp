@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "npu/protocol/usb_transport.h"
 #include "npu/protocol/qemu_transport.h"
+#include "npu/protocol/usb_transport.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 

@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
     auto* bench = app.add_subcommand("bench", "Benchmarks that print figures");
     bench->require_subcommand(1);
     int iterations = 2000;
-    auto* benchRpc = bench->add_subcommand(
-        "rpc",
-        "Round-trip latency: Ping and a one-operation execution over loopback, unix and qemu, and a bare socket");
+    auto* benchRpc = bench->add_subcommand("rpc",
+                                           "Round-trip latency: Ping and a one-operation execution over "
+                                           "loopback, unix and qemu, and a bare socket");
     benchRpc->add_flag("--json", json, "print JSON");
     benchRpc->add_option("--iterations", iterations, "round trips per figure")
         ->check(CLI::Range(10, 1000000))

@@ -3,7 +3,6 @@
 #include <pb_decode.h>
 
 #include <cinttypes>
-
 #include <cstring>
 
 namespace npu::fw {
@@ -62,7 +61,8 @@ bool decodeIndex(pb_istream_t* s, DecodeContext* c, uint32_t Lists::*list, uint3
 }
 
 bool onInputIndex(pb_istream_t* s, const pb_field_t*, void** arg) {
-    return decodeIndex(s, static_cast<DecodeContext*>(*arg), &Lists::inputs, &DecodeContext::inputs, "input_indexes");
+    return decodeIndex(s, static_cast<DecodeContext*>(*arg), &Lists::inputs, &DecodeContext::inputs,
+                       "input_indexes");
 }
 bool onOutputIndex(pb_istream_t* s, const pb_field_t*, void** arg) {
     return decodeIndex(s, static_cast<DecodeContext*>(*arg), &Lists::outputs, &DecodeContext::outputs,
@@ -165,16 +165,20 @@ bool allocate(Arena& arena, uint32_t count, T** out) {
     return *out != nullptr;
 }
 
-FwStatus checkIndexes(const char* what, uint32_t owner, const uint32_t* list, uint32_t count, uint32_t operandCount) {
+FwStatus checkIndexes(const char* what, uint32_t owner, const uint32_t* list, uint32_t count,
+                      uint32_t operandCount) {
     for (uint32_t i = 0; i < count; ++i) {
         if (list[i] >= operandCount) {
             if (owner == UINT32_MAX) {
-                return FwStatus::make(Code::kInvalidArgument, "model.main.%s[%" PRIu32 "] = %" PRIu32 ": out of range (%" PRIu32 " operands)",
+                return FwStatus::make(Code::kInvalidArgument,
+                                      "model.main.%s[%" PRIu32 "] = %" PRIu32 ": out of range (%" PRIu32
+                                      " operands)",
                                       what, i, list[i], operandCount);
             }
             return FwStatus::make(Code::kInvalidArgument,
-                                  "model.main.operations[%" PRIu32 "].%s[%" PRIu32 "] = %" PRIu32 ": out of range (%" PRIu32 " operands)", owner, what, i,
-                                  list[i], operandCount);
+                                  "model.main.operations[%" PRIu32 "].%s[%" PRIu32 "] = %" PRIu32
+                                  ": out of range (%" PRIu32 " operands)",
+                                  owner, what, i, list[i], operandCount);
         }
     }
     return FwStatus::okStatus();
@@ -197,11 +201,13 @@ FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgd
         !allocate(arena, n.opInputs, &ctx.opInputs) || !allocate(arena, n.opOutputs, &ctx.opOutputs) ||
         !allocate(arena, n.channelScales, &ctx.scales) || !allocate(arena, n.inputs, &ctx.inputs) ||
         !allocate(arena, n.outputs, &ctx.outputs)) {
-        return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "model too large for the firmware arena: %" PRIu32 " operands, %" PRIu32 " operations, %" PRIu32 " operation "
-                              "inputs, %" PRIu32 " outputs, %" PRIu32 " channel scales (%zu of %zu arena bytes free)",
-                              n.operands, n.operations, n.opInputs, n.opOutputs, n.channelScales,
-                              arena.capacity() - arena.used(), arena.capacity());
+        return FwStatus::make(
+            Code::kResourceExhaustedPersistent,
+            "model too large for the firmware arena: %" PRIu32 " operands, %" PRIu32 " operations, %" PRIu32
+            " operation "
+            "inputs, %" PRIu32 " outputs, %" PRIu32 " channel scales (%zu of %zu arena bytes free)",
+            n.operands, n.operations, n.opInputs, n.opOutputs, n.channelScales,
+            arena.capacity() - arena.used(), arena.capacity());
     }
     // Pass 2: fill the arrays (the request struct is decoded again from scratch).
     ctx.fill = true;
@@ -240,8 +246,9 @@ FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgd
         const OperandDesc& o = m.operands[i];
         if (o.channelScaleCount > 0 && o.rank > 0 && o.channelDim >= o.rank) {
             return FwStatus::make(Code::kInvalidArgument,
-                                  "model.main.operands[%" PRIu32 "].channel_dim = %" PRIu32 ": out of range (rank %" PRIu32 ")", i, o.channelDim,
-                                  o.rank);
+                                  "model.main.operands[%" PRIu32 "].channel_dim = %" PRIu32
+                                  ": out of range (rank %" PRIu32 ")",
+                                  i, o.channelDim, o.rank);
         }
     }
     *model = m;

@@ -1,10 +1,9 @@
 #include "npu/fw/rpc_server.h"
 
 #include <pb_decode.h>
-
-#include <cinttypes>
 #include <pb_encode.h>
 
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -31,22 +30,38 @@ void setStatus(npu_proto_Status* out, const FwStatus& st) {
 
 const char* methodName(uint32_t m) {
     switch (m) {
-        case npu_proto_Method_METHOD_HELLO: return "Hello";
-        case npu_proto_Method_METHOD_GET_CAPABILITIES: return "GetCapabilities";
-        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS: return "GetSupportedOperations";
-        case npu_proto_Method_METHOD_PREPARE_MODEL: return "PrepareModel";
-        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE: return "PrepareFromCache";
-        case npu_proto_Method_METHOD_RELEASE_MODEL: return "ReleaseModel";
-        case npu_proto_Method_METHOD_EXECUTE: return "Execute";
-        case npu_proto_Method_METHOD_CANCEL: return "Cancel";
-        case npu_proto_Method_METHOD_ALLOCATE_BUFFER: return "AllocateBuffer";
-        case npu_proto_Method_METHOD_RELEASE_BUFFER: return "ReleaseBuffer";
-        case npu_proto_Method_METHOD_BUFFER_COPY: return "BufferCopy";
-        case npu_proto_Method_METHOD_PING: return "Ping";
-        case npu_proto_Method_METHOD_RESET: return "Reset";
-        case npu_proto_Method_METHOD_GET_COUNTERS: return "GetCounters";
-        case npu_proto_Method_METHOD_FETCH_BLOB: return "FetchBlob";
-        default: return nullptr;
+        case npu_proto_Method_METHOD_HELLO:
+            return "Hello";
+        case npu_proto_Method_METHOD_GET_CAPABILITIES:
+            return "GetCapabilities";
+        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS:
+            return "GetSupportedOperations";
+        case npu_proto_Method_METHOD_PREPARE_MODEL:
+            return "PrepareModel";
+        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE:
+            return "PrepareFromCache";
+        case npu_proto_Method_METHOD_RELEASE_MODEL:
+            return "ReleaseModel";
+        case npu_proto_Method_METHOD_EXECUTE:
+            return "Execute";
+        case npu_proto_Method_METHOD_CANCEL:
+            return "Cancel";
+        case npu_proto_Method_METHOD_ALLOCATE_BUFFER:
+            return "AllocateBuffer";
+        case npu_proto_Method_METHOD_RELEASE_BUFFER:
+            return "ReleaseBuffer";
+        case npu_proto_Method_METHOD_BUFFER_COPY:
+            return "BufferCopy";
+        case npu_proto_Method_METHOD_PING:
+            return "Ping";
+        case npu_proto_Method_METHOD_RESET:
+            return "Reset";
+        case npu_proto_Method_METHOD_GET_COUNTERS:
+            return "GetCounters";
+        case npu_proto_Method_METHOD_FETCH_BLOB:
+            return "FetchBlob";
+        default:
+            return nullptr;
     }
 }
 
@@ -96,18 +111,22 @@ RpcServer::RpcServer(Service& service, Arena& arena, FrameSink& sink, const RpcS
     init();
 }
 
-RpcServer::RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink, const RpcServerConfig& config)
+RpcServer::RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink,
+                     const RpcServerConfig& config)
     : service_(nullptr), arena_(arena), sink_(sink), config_(config) {
-    service_ = new (runtimeServiceStorage_) RuntimeService(runtime, platform, config.hostWindowAddr, config.hostWindowBytes);
+    service_ = new (runtimeServiceStorage_)
+        RuntimeService(runtime, platform, config.hostWindowAddr, config.hostWindowBytes);
     init();
 }
 
 void RpcServer::init() {
     if (config_.queueDepth == 0 || config_.maxPayloadBytes < 64 || config_.maxReplyBytes < 1024) {
-        initStatus_ = FwStatus::make(Code::kInvalidArgument,
-                                     "RpcServer config: queueDepth %" PRIu32 " (>= 1), maxPayloadBytes %" PRIu32 " (>= 64), "
-                                     "maxReplyBytes %" PRIu32 " (>= 1024)",
-                                     config_.queueDepth, config_.maxPayloadBytes, config_.maxReplyBytes);
+        initStatus_ =
+            FwStatus::make(Code::kInvalidArgument,
+                           "RpcServer config: queueDepth %" PRIu32 " (>= 1), maxPayloadBytes %" PRIu32
+                           " (>= 64), "
+                           "maxReplyBytes %" PRIu32 " (>= 1024)",
+                           config_.queueDepth, config_.maxPayloadBytes, config_.maxReplyBytes);
         return;
     }
     const size_t frameBytes = kFrameHeaderSize + size_t(config_.maxPayloadBytes);
@@ -118,9 +137,10 @@ void RpcServer::init() {
     pool_ = static_cast<uint8_t*>(arena_.allocate(config_.queueBytes));
     queue_ = arena_.allocateArray<Entry>(config_.queueDepth);
     if (!decoderBuffer_ || !frameBuffer_ || !replyBuffer_ || !assembly_ || !pool_ || !queue_) {
-        initStatus_ = FwStatus::make(Code::kResourceExhaustedPersistent,
-                                     "RpcServer needs %zu arena bytes, the arena has %zu of %zu free",
-                                     memoryNeeded(config_), arena_.capacity() - arena_.used(), arena_.capacity());
+        initStatus_ =
+            FwStatus::make(Code::kResourceExhaustedPersistent,
+                           "RpcServer needs %zu arena bytes, the arena has %zu of %zu free",
+                           memoryNeeded(config_), arena_.capacity() - arena_.used(), arena_.capacity());
         return;
     }
     decoder_ = proto::FrameDecoder(decoderBuffer_, frameBytes, config_.maxPayloadBytes);
@@ -155,23 +175,28 @@ void RpcServer::onFrameEvent(const FrameEvent& e) {
         case FrameEventKind::kOversize:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu (method %" PRIu32 ") declares a %" PRIu32 "-byte payload; the firmware accepts at most %" PRIu32 " "
+                      "frame of call %llu (method %" PRIu32 ") declares a %" PRIu32
+                      "-byte payload; the firmware accepts at most %" PRIu32
+                      " "
                       "bytes per frame (fragment with the MORE flag)",
-                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type), e.header.length,
-                      config_.maxPayloadBytes);
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type),
+                      e.header.length, config_.maxPayloadBytes);
             return;
         case FrameEventKind::kCrcMismatch:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu (method %" PRIu32 ", %" PRIu32 " bytes) failed its CRC32C check (header says 0x%08x)",
-                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type), e.header.length,
-                      static_cast<unsigned>(e.header.crc));
+                      "frame of call %llu (method %" PRIu32 ", %" PRIu32
+                      " bytes) failed its CRC32C check (header says 0x%08x)",
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.type),
+                      e.header.length, static_cast<unsigned>(e.header.crc));
             return;
         case FrameEventKind::kBadVersion:
             stats_.badFrames++;
             sendError(e.header.callId, Code::kInvalidArgument,
-                      "frame of call %llu has frame version %" PRIu32 "; the firmware speaks frame version %" PRIu32 "",
-                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.version), uint32_t(proto::kFrameVersion));
+                      "frame of call %llu has frame version %" PRIu32
+                      "; the firmware speaks frame version %" PRIu32 "",
+                      static_cast<unsigned long long>(e.header.callId), uint32_t(e.header.version),
+                      uint32_t(proto::kFrameVersion));
             return;
         case FrameEventKind::kTruncated:
             stats_.badFrames++;  // the peer is gone: nobody to answer
@@ -183,13 +208,15 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
     const unsigned long long id = h.callId;
     if ((h.flags & (kFlagResponse | kFlagError)) != 0) {
         sendError(h.callId, Code::kInvalidArgument,
-                  "frame of call %llu has flags 0x%" PRIx32 ": the firmware expects requests, not responses", id, uint32_t(h.flags));
+                  "frame of call %llu has flags 0x%" PRIx32 ": the firmware expects requests, not responses",
+                  id, uint32_t(h.flags));
         return;
     }
     if (methodName(h.type) == nullptr) {
         // Unknown methods are refused before they take queue space (fragments included).
         if ((h.flags & kFlagMore) == 0) {
-            sendError(h.callId, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)", uint32_t(h.type), id);
+            sendError(h.callId, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)",
+                      uint32_t(h.type), id);
         }
         return;
     }
@@ -261,8 +288,10 @@ void RpcServer::enqueue(uint64_t callId, uint8_t method, const uint8_t* payload,
     if (queueCount_ == config_.queueDepth || !allocatePool(length, &offset)) {
         stats_.queueFull++;
         sendError(callId, Code::kResourceExhaustedTransient,
-                  "firmware request queue full (%" PRIu32 " of %" PRIu32 " requests queued): %s call %llu refused, retry later",
-                  queueCount_, config_.queueDepth, methodName(method), static_cast<unsigned long long>(callId));
+                  "firmware request queue full (%" PRIu32 " of %" PRIu32
+                  " requests queued): %s call %llu refused, retry later",
+                  queueCount_, config_.queueDepth, methodName(method),
+                  static_cast<unsigned long long>(callId));
         return;
     }
     if (length > 0) std::memcpy(pool_ + offset, payload, length);
@@ -286,9 +315,9 @@ void RpcServer::handleCancel(uint64_t callId, const uint8_t* payload, uint32_t l
         e.cancelled = true;  // its pool space is reclaimed when it reaches the head
         reply.found = true;
         stats_.cancelled++;
-        sendError(e.callId, Code::kGeneralFailure, "cancelled: %s call %llu was cancelled by call %llu before it ran",
-                  methodName(e.method), static_cast<unsigned long long>(e.callId),
-                  static_cast<unsigned long long>(callId));
+        sendError(e.callId, Code::kGeneralFailure,
+                  "cancelled: %s call %llu was cancelled by call %llu before it ran", methodName(e.method),
+                  static_cast<unsigned long long>(e.callId), static_cast<unsigned long long>(callId));
         break;
     }
     sendReply(callId, npu_proto_Method_METHOD_CANCEL, npu_proto_CancelReply_fields, &reply);
@@ -322,8 +351,9 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
     const unsigned long long idl = id;
     // The largest request and reply structs (Execute: ~20 KiB) come from the arena, never the stack.
     auto noMemory = [&] {
-        sendError(id, Code::kResourceExhaustedTransient, "%s call %llu: firmware arena exhausted (%zu of %zu bytes used)",
-                  name, idl, arena_.used(), arena_.capacity());
+        sendError(id, Code::kResourceExhaustedTransient,
+                  "%s call %llu: firmware arena exhausted (%zu of %zu bytes used)", name, idl, arena_.used(),
+                  arena_.capacity());
     };
     switch (entry.method) {
         case npu_proto_Method_METHOD_HELLO: {
@@ -332,12 +362,13 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             if (!req || !rep) return noMemory();
             pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
             if (!pb_decode(&in, npu_proto_HelloRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "Hello call %llu: cannot decode HelloRequest: %s", idl,
-                                 PB_GET_ERROR(&in));
+                return sendError(id, Code::kInvalidArgument,
+                                 "Hello call %llu: cannot decode HelloRequest: %s", idl, PB_GET_ERROR(&in));
             }
             rep->major = kProtocolMajor;
             rep->minor = kProtocolMinor;
-            std::snprintf(rep->firmware_version, sizeof(rep->firmware_version), "%s", config_.firmwareVersion);
+            std::snprintf(rep->firmware_version, sizeof(rep->firmware_version), "%s",
+                          config_.firmwareVersion);
             rep->hw_id = config_.hwId;
             rep->hw_version = config_.hwVersion;
             rep->device_memory_bytes = config_.deviceMemoryBytes;
@@ -348,8 +379,10 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             if (req->major != kProtocolMajor) {
                 setStatus(&rep->status,
                           FwStatus::make(Code::kDeviceUnavailable,
-                                         "protocol version mismatch: host '%s' speaks %" PRIu32 ".%" PRIu32 ", firmware speaks %" PRIu32 ".%" PRIu32 "",
-                                         req->host_version, req->major, req->minor, kProtocolMajor, kProtocolMinor));
+                                         "protocol version mismatch: host '%s' speaks %" PRIu32 ".%" PRIu32
+                                         ", firmware speaks %" PRIu32 ".%" PRIu32 "",
+                                         req->host_version, req->major, req->minor, kProtocolMajor,
+                                         kProtocolMinor));
             }
             return sendReply(id, entry.method, npu_proto_HelloReply_fields, rep);
         }
@@ -364,11 +397,13 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             auto* rep = zeroed<npu_proto_SupportedOperationsReply>(arena_);
             if (!req || !rep) return noMemory();
             ModelDesc model;
-            FwStatus st = decodeModelRequest(payload, entry.length, npu_proto_GetSupportedOperationsRequest_fields,
-                                             req, &req->model, arena_, &model);
+            FwStatus st =
+                decodeModelRequest(payload, entry.length, npu_proto_GetSupportedOperationsRequest_fields, req,
+                                   &req->model, arena_, &model);
             BoolList list{nullptr, 0};
             if (st.ok()) {
-                bool* supported = model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
+                bool* supported =
+                    model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
                 if (model.operationCount && !supported) return noMemory();
                 st = service_->supportedOperations(model, supported);
                 if (st.ok()) list = {supported, model.operationCount};
@@ -389,16 +424,16 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 auto* req = zeroed<npu_proto_PrepareModelRequest>(arena_);
                 if (!req) return noMemory();
                 ModelDesc model;
-                st = decodeModelRequest(payload, entry.length, npu_proto_PrepareModelRequest_fields, req, &req->model,
-                                        arena_, &model);
+                st = decodeModelRequest(payload, entry.length, npu_proto_PrepareModelRequest_fields, req,
+                                        &req->model, arena_, &model);
                 if (st.ok()) st = service_->prepareModel(model, *req, arena_, &info);
             } else {
                 auto* req = zeroed<npu_proto_PrepareFromCacheRequest>(arena_);
                 if (!req) return noMemory();
                 pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
                 if (!pb_decode(&in, npu_proto_PrepareFromCacheRequest_fields, req)) {
-                    return sendError(id, Code::kInvalidArgument, "PrepareFromCache call %llu: cannot decode: %s", idl,
-                                     PB_GET_ERROR(&in));
+                    return sendError(id, Code::kInvalidArgument,
+                                     "PrepareFromCache call %llu: cannot decode: %s", idl, PB_GET_ERROR(&in));
                 }
                 st = service_->prepareFromCache(*req, arena_, &info);
             }
@@ -442,7 +477,8 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 return sendError(id, Code::kInvalidArgument, "%s call %llu: cannot decode: %s", name, idl,
                                  PB_GET_ERROR(&in));
             }
-            FwStatus st = model ? service_->releaseModel(req->model_handle) : service_->releaseBuffer(req->model_handle);
+            FwStatus st = model ? service_->releaseModel(req->model_handle)
+                                : service_->releaseBuffer(req->model_handle);
             rep->has_status = true;
             setStatus(&rep->status, st);
             return sendReply(id, entry.method, npu_proto_ReleaseModelReply_fields, rep);
@@ -455,12 +491,14 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             if (!req || !rep || !result || !args) return noMemory();
             pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
             if (!pb_decode(&in, npu_proto_ExecuteRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "Execute call %llu: cannot decode ExecuteRequest: %s",
-                                 idl, PB_GET_ERROR(&in));
+                return sendError(id, Code::kInvalidArgument,
+                                 "Execute call %llu: cannot decode ExecuteRequest: %s", idl,
+                                 PB_GET_ERROR(&in));
             }
             for (uint32_t i = 0; i < req->inputs_count; ++i) toIoArg(req->inputs[i], &args[i]);
             for (uint32_t i = 0; i < req->outputs_count; ++i) toIoArg(req->outputs[i], &args[kMaxIo + i]);
-            FwStatus st = service_->execute(*req, args, req->inputs_count, args + kMaxIo, req->outputs_count, result);
+            FwStatus st =
+                service_->execute(*req, args, req->inputs_count, args + kMaxIo, req->outputs_count, result);
             rep->has_status = true;
             setStatus(&rep->status, st);
             if (st.ok() || st.code == Code::kOutputInsufficientSize) {
@@ -476,7 +514,8 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                     w.is_sufficient = o.sufficient;
                 }
                 if (req->measure_timing) {
-                    const uint32_t n = result->profileCount < kMaxOperations ? result->profileCount : kMaxOperations;
+                    const uint32_t n =
+                        result->profileCount < kMaxOperations ? result->profileCount : kMaxOperations;
                     rep->profile_count = static_cast<pb_size_t>(n);
                     for (uint32_t i = 0; i < n; ++i) {
                         const OpProfile& p = result->profile[i];
@@ -492,8 +531,8 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             if (!req || !rep) return noMemory();
             pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
             if (!pb_decode(&in, npu_proto_AllocateBufferRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "AllocateBuffer call %llu: cannot decode: %s", idl,
-                                 PB_GET_ERROR(&in));
+                return sendError(id, Code::kInvalidArgument, "AllocateBuffer call %llu: cannot decode: %s",
+                                 idl, PB_GET_ERROR(&in));
             }
             FwStatus st = service_->allocateBuffer(*req, &rep->buffer_token);
             rep->has_status = true;
@@ -540,17 +579,19 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             const struct {
                 const char* name;
                 uint64_t value;
-            } mine[] = {{"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
-                        {"rpc.bad_frames", stats_.badFrames},          {"rpc.garbage_bytes", stats_.garbageBytes},
-                        {"rpc.queue_full", stats_.queueFull},          {"rpc.cancelled", stats_.cancelled},
-                        {"rpc.arena_bytes", arena_.capacity()},        {"rpc.arena_peak_bytes", arena_.peak()}};
+            } mine[] = {
+                {"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
+                {"rpc.bad_frames", stats_.badFrames},           {"rpc.garbage_bytes", stats_.garbageBytes},
+                {"rpc.queue_full", stats_.queueFull},           {"rpc.cancelled", stats_.cancelled},
+                {"rpc.arena_bytes", arena_.capacity()},         {"rpc.arena_peak_bytes", arena_.peak()}};
             for (const auto& c : mine) appendCounter(rep, c.name, c.value);
             service_->counters(rep);
             if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
             return sendReply(id, entry.method, npu_proto_CountersReply_fields, rep);
         }
         default:
-            return sendError(id, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)", uint32_t(entry.method), idl);
+            return sendError(id, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)",
+                             uint32_t(entry.method), idl);
     }
 }
 
@@ -559,9 +600,9 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
 void RpcServer::sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply) {
     pb_ostream_t out = pb_ostream_from_buffer(replyBuffer_ + kFrameHeaderSize, config_.maxReplyBytes);
     if (!pb_encode(&out, fields, reply)) {
-        sendError(callId, Code::kGeneralFailure, "%s call %llu: cannot encode the reply (limit %" PRIu32 " bytes): %s",
-                  methodName(method), static_cast<unsigned long long>(callId), config_.maxReplyBytes,
-                  PB_GET_ERROR(&out));
+        sendError(callId, Code::kGeneralFailure,
+                  "%s call %llu: cannot encode the reply (limit %" PRIu32 " bytes): %s", methodName(method),
+                  static_cast<unsigned long long>(callId), config_.maxReplyBytes, PB_GET_ERROR(&out));
         return;
     }
     sendPayload(callId, method, kFlagResponse, replyBuffer_ + kFrameHeaderSize, out.bytes_written);
@@ -591,7 +632,8 @@ void RpcServer::sendError(uint64_t callId, Code code, const char* fmt, ...) {
     if (!sink_.writeFrame(frameBuffer_, kFrameHeaderSize + h.length, h.type, h.flags)) stats_.sinkFailures++;
 }
 
-void RpcServer::sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload, size_t length) {
+void RpcServer::sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload,
+                            size_t length) {
     // `payload` has kFrameHeaderSize bytes of room before it: one frame is sent in place; a
     // larger reply is fragmented through frameBuffer_.
     size_t offset = 0;

@@ -1,7 +1,7 @@
 // Service over the firmware Runtime: translates wire structs to the runtime's API.
+#include <cfloat>
 #include <cinttypes>
 #include <cstdio>
-#include <cfloat>
 #include <cstring>
 
 #include "blob_format.h"
@@ -54,23 +54,26 @@ FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* suppo
     return runtime_.supportedOperations(model, supported);
 }
 
-FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
-                                      BlobInfo* info) {
+FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
+                                      Arena& scratch, BlobInfo* info) {
     return runtime_.prepare(model, scratch, info, !request.no_autotune);
 }
 
-FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch, BlobInfo* info) {
+FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch,
+                                          BlobInfo* info) {
     if (!inDram(r.model_blob_addr, r.model_blob_bytes) || !inDram(r.data_blob_addr, r.data_blob_bytes)) {
-        return FwStatus::make(Code::kInvalidArgument,
-                              "PrepareFromCache: model blob [0x%llx, +%llu) or data blob [0x%llx, +%llu) is outside "
-                              "device DRAM (%llu bytes)",
-                              (unsigned long long)r.model_blob_addr, (unsigned long long)r.model_blob_bytes,
-                              (unsigned long long)r.data_blob_addr, (unsigned long long)r.data_blob_bytes,
-                              (unsigned long long)platform_.dramSize());
+        return FwStatus::make(
+            Code::kInvalidArgument,
+            "PrepareFromCache: model blob [0x%llx, +%llu) or data blob [0x%llx, +%llu) is outside "
+            "device DRAM (%llu bytes)",
+            (unsigned long long)r.model_blob_addr, (unsigned long long)r.model_blob_bytes,
+            (unsigned long long)r.data_blob_addr, (unsigned long long)r.data_blob_bytes,
+            (unsigned long long)platform_.dramSize());
     }
     // The blob is one image [model part | data part]; the cache keeps the parts in two files.
     const uint64_t total = r.model_blob_bytes + r.data_blob_bytes;
-    auto* image = static_cast<uint8_t*>(total <= SIZE_MAX ? scratch.allocate(total ? total : 1, 64) : nullptr);
+    auto* image =
+        static_cast<uint8_t*>(total <= SIZE_MAX ? scratch.allocate(total ? total : 1, 64) : nullptr);
     if (image == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedPersistent,
                               "PrepareFromCache: a %llu-byte blob does not fit the firmware's scratch arena",
@@ -93,13 +96,15 @@ FwStatus RuntimeService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_prot
     const uint64_t split = modelBytes <= size ? modelBytes : size;
     const uint64_t dataBytes = size - split;
     if (split > r.model_blob_capacity || dataBytes > r.data_blob_capacity) {
-        return FwStatus::make(Code::kOutputInsufficientSize,
-                              "FetchBlob: model %" PRIu32 " needs %llu + %llu bytes, the host offered %llu + %llu",
-                              r.model_handle, (unsigned long long)split, (unsigned long long)dataBytes,
-                              (unsigned long long)r.model_blob_capacity, (unsigned long long)r.data_blob_capacity);
+        return FwStatus::make(
+            Code::kOutputInsufficientSize,
+            "FetchBlob: model %" PRIu32 " needs %llu + %llu bytes, the host offered %llu + %llu",
+            r.model_handle, (unsigned long long)split, (unsigned long long)dataBytes,
+            (unsigned long long)r.model_blob_capacity, (unsigned long long)r.data_blob_capacity);
     }
     if (!inDram(r.model_blob_addr, split) || !inDram(r.data_blob_addr, dataBytes)) {
-        return FwStatus::make(Code::kInvalidArgument, "FetchBlob: destination outside device DRAM (%llu bytes)",
+        return FwStatus::make(Code::kInvalidArgument,
+                              "FetchBlob: destination outside device DRAM (%llu bytes)",
                               (unsigned long long)platform_.dramSize());
     }
     std::memcpy(platform_.dram() + r.model_blob_addr, bytes, split);
@@ -109,7 +114,9 @@ FwStatus RuntimeService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_prot
     return FwStatus::okStatus();
 }
 
-FwStatus RuntimeService::releaseModel(uint32_t handle) { return runtime_.release(handle); }
+FwStatus RuntimeService::releaseModel(uint32_t handle) {
+    return runtime_.release(handle);
+}
 
 FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
                                  const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
@@ -117,18 +124,27 @@ FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg*
 }
 
 FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, uint32_t*) {
-    return FwStatus::make(Code::kGeneralFailure, "AllocateBuffer: memory domains are not supported by this firmware");
+    return FwStatus::make(Code::kGeneralFailure,
+                          "AllocateBuffer: memory domains are not supported by this firmware");
 }
 FwStatus RuntimeService::releaseBuffer(uint32_t token) {
-    return FwStatus::make(Code::kInvalidArgument, "ReleaseBuffer: unknown buffer token %" PRIu32 " (memory domains are not "
-                                                  "supported by this firmware)", token);
+    return FwStatus::make(Code::kInvalidArgument,
+                          "ReleaseBuffer: unknown buffer token %" PRIu32
+                          " (memory domains are not "
+                          "supported by this firmware)",
+                          token);
 }
 FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
-    return FwStatus::make(Code::kInvalidArgument, "BufferCopy: unknown buffer token %" PRIu32 " (memory domains are not "
-                                                  "supported by this firmware)", r.buffer_token);
+    return FwStatus::make(Code::kInvalidArgument,
+                          "BufferCopy: unknown buffer token %" PRIu32
+                          " (memory domains are not "
+                          "supported by this firmware)",
+                          r.buffer_token);
 }
 
-FwStatus RuntimeService::reset() { return runtime_.reset(); }
+FwStatus RuntimeService::reset() {
+    return runtime_.reset();
+}
 
 void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.loaded_models", runtime_.loadedModels());

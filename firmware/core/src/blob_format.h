@@ -29,12 +29,11 @@ inline constexpr uint32_t kRegionActivation = 2;  // the execution's activation 
 
 namespace blob {
 // Header word indexes.
-inline constexpr uint32_t kMagic = 0, kVersion = 1, kHeaderBytes = 2, kTotalBytes = 3,
-                          kCommandOffset = 4, kCommandCount = 5, kMetaOffset = 6, kMetaBytes = 7,
-                          kDataOffset = 8, kDataBytes = 9, kActivationBytes = 10, kNumInputs = 11,
-                          kNumOutputs = 12, kNumOps = 13, kNumRelocs = 14, kHwArray = 15,
-                          kHwScratchpadKib = 16, kHwAccumulatorKib = 17, kReserved0 = 18,
-                          kReserved1 = 19;
+inline constexpr uint32_t kMagic = 0, kVersion = 1, kHeaderBytes = 2, kTotalBytes = 3, kCommandOffset = 4,
+                          kCommandCount = 5, kMetaOffset = 6, kMetaBytes = 7, kDataOffset = 8, kDataBytes = 9,
+                          kActivationBytes = 10, kNumInputs = 11, kNumOutputs = 12, kNumOps = 13,
+                          kNumRelocs = 14, kHwArray = 15, kHwScratchpadKib = 16, kHwAccumulatorKib = 17,
+                          kReserved0 = 18, kReserved1 = 19;
 inline constexpr uint32_t kHeaderWords = 20;
 inline constexpr uint32_t kHeaderBytesValue = kHeaderWords * 4;
 inline constexpr uint32_t kIoDescWords = 8;  // rank, dims[6], bytes
@@ -87,7 +86,9 @@ struct BlobView {
     uint32_t numOps() const { return header[blob::kNumOps]; }
     uint32_t numRelocs() const { return header[blob::kNumRelocs]; }
     const uint8_t* commands() const { return base + header[blob::kCommandOffset]; }
-    isa::Command command(uint32_t i) const { return readCommand(commands() + uint64_t{i} * isa::kCommandBytes); }
+    isa::Command command(uint32_t i) const {
+        return readCommand(commands() + uint64_t{i} * isa::kCommandBytes);
+    }
 
     // io: inputs first, then outputs.
     IoDesc io(uint32_t i) const {
@@ -100,13 +101,15 @@ struct BlobView {
     }
     OpDesc op(uint32_t i) const {
         const uint8_t* p = meta() + (uint64_t{numInputs() + numOutputs()} * blob::kIoDescWords +
-                                     uint64_t{i} * blob::kOpDescWords) * 4;
+                                     uint64_t{i} * blob::kOpDescWords) *
+                                        4;
         return {readU32(p), readU32(p + 4), readU32(p + 8), readU32(p + 12)};
     }
     Reloc reloc(uint32_t i) const {
-        const uint8_t* p = meta() + (uint64_t{numInputs() + numOutputs()} * blob::kIoDescWords +
-                                     uint64_t{numOps()} * blob::kOpDescWords +
-                                     uint64_t{i} * blob::kRelocWords) * 4;
+        const uint8_t* p =
+            meta() + (uint64_t{numInputs() + numOutputs()} * blob::kIoDescWords +
+                      uint64_t{numOps()} * blob::kOpDescWords + uint64_t{i} * blob::kRelocWords) *
+                         4;
         const uint32_t io = readU32(p + 4);
         return {readU32(p), (io & blob::kRelocOutputBit) != 0, io & ~blob::kRelocOutputBit};
     }
@@ -116,8 +119,7 @@ private:
 };
 
 inline uint64_t expectedMetaBytes(uint64_t numIo, uint64_t numOps, uint64_t numRelocs) {
-    return 4 * (numIo * blob::kIoDescWords + numOps * blob::kOpDescWords +
-                numRelocs * blob::kRelocWords);
+    return 4 * (numIo * blob::kIoDescWords + numOps * blob::kOpDescWords + numRelocs * blob::kRelocWords);
 }
 
 }  // namespace npu::fw

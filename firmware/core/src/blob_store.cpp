@@ -1,6 +1,6 @@
-#include <cinttypes>
 #include "blob_store.h"
 
+#include <cinttypes>
 #include <cstring>
 
 namespace npu::fw {
@@ -22,8 +22,8 @@ BlobStore::Slot* BlobStore::slotFor(uint32_t handle) const {
     return s;
 }
 
-FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t* bytes,
-                         uint64_t size, const BlobLimits& limits, uint32_t* handle) {
+FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t* bytes, uint64_t size,
+                         const BlobLimits& limits, uint32_t* handle) {
     uint32_t index = kMaxBlobs;
     for (uint32_t i = 0; i < kMaxBlobs; ++i) {
         if (!slots_[i].used) {
@@ -33,17 +33,17 @@ FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t*
     }
     if (index == kMaxBlobs) {
         return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "blob store full: %" PRIu32 " models loaded (limit %" PRIu32 ")", kMaxBlobs, kMaxBlobs);
+                              "blob store full: %" PRIu32 " models loaded (limit %" PRIu32 ")", kMaxBlobs,
+                              kMaxBlobs);
     }
     if (bytes == nullptr || size == 0) {
         return FwStatus::make(Code::kInvalidArgument, "blob load: no bytes given");
     }
     uint64_t addr = 0;
     if (!dram.allocate(size, &addr)) {
-        return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "blob load: no firmware DRAM for %llu bytes (in use %llu)",
-                              static_cast<unsigned long long>(size),
-                              static_cast<unsigned long long>(dram.bytesInUse()));
+        return FwStatus::make(
+            Code::kResourceExhaustedPersistent, "blob load: no firmware DRAM for %llu bytes (in use %llu)",
+            static_cast<unsigned long long>(size), static_cast<unsigned long long>(dram.bytesInUse()));
     }
     uint8_t* copy = platform.dram() + addr;
     std::memmove(copy, bytes, size);
@@ -65,15 +65,19 @@ FwStatus BlobStore::load(Platform& platform, DramAllocator& dram, const uint8_t*
 
 FwStatus BlobStore::retain(uint32_t handle) {
     Slot* s = slotFor(handle);
-    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
-    if (s->refs == UINT32_MAX) return FwStatus::make(Code::kResourceExhaustedPersistent, "model handle 0x%" PRIx32 ": reference count saturated", handle);
+    if (s == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
+    if (s->refs == UINT32_MAX)
+        return FwStatus::make(Code::kResourceExhaustedPersistent,
+                              "model handle 0x%" PRIx32 ": reference count saturated", handle);
     ++s->refs;
     return FwStatus::okStatus();
 }
 
 FwStatus BlobStore::release(uint32_t handle, DramAllocator& dram) {
     Slot* s = slotFor(handle);
-    if (s == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
+    if (s == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
     if (--s->refs == 0) {
         dram.free(s->blob.dramAddr);
         s->used = false;

@@ -13,7 +13,7 @@
 namespace npu::fw {
 
 struct LoadedBlob {
-    BlobView view;      // points into device DRAM at dramAddr
+    BlobView view;  // points into device DRAM at dramAddr
     uint64_t dramAddr = 0;
     uint64_t bytes = 0;
 };

@@ -1,5 +1,6 @@
-#include <cinttypes>
 #include "blob_validator.h"
+
+#include <cinttypes>
 
 namespace npu::fw {
 
@@ -36,9 +37,12 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     for (uint32_t i = 0; i < kHeaderWords; ++i) v.header[i] = readU32(bytes + 4 * i);
     if (v.h(kMagic) != kBlobMagic) return bad("bad magic", v.h(kMagic), kBlobMagic);
     if (v.h(kVersion) != kBlobVersion) return bad("unsupported version", v.h(kVersion), kBlobVersion);
-    if (v.h(kHeaderBytes) != kHeaderBytesValue) return bad("header size", v.h(kHeaderBytes), kHeaderBytesValue);
-    if (v.h(kTotalBytes) != size) return bad("total size differs from the bytes given", v.h(kTotalBytes), size);
-    if (v.h(kReserved0) != 0 || v.h(kReserved1) != 0) return bad("reserved header word set", v.h(kReserved0) | v.h(kReserved1), 0);
+    if (v.h(kHeaderBytes) != kHeaderBytesValue)
+        return bad("header size", v.h(kHeaderBytes), kHeaderBytesValue);
+    if (v.h(kTotalBytes) != size)
+        return bad("total size differs from the bytes given", v.h(kTotalBytes), size);
+    if (v.h(kReserved0) != 0 || v.h(kReserved1) != 0)
+        return bad("reserved header word set", v.h(kReserved0) | v.h(kReserved1), 0);
     const uint32_t hwArray = limits.arrayRows | (limits.arrayCols << 16);
     if (v.h(kHwArray) != hwArray || v.h(kHwScratchpadKib) != limits.scratchpadKib ||
         v.h(kHwAccumulatorKib) != limits.accumulatorKib) {
@@ -49,17 +53,22 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     const uint64_t cmdOff = v.h(kCommandOffset), cmdBytes = uint64_t{v.h(kCommandCount)} * isa::kCommandBytes;
     const uint64_t metaOff = v.h(kMetaOffset), metaBytes = v.h(kMetaBytes);
     const uint64_t dataOff = v.h(kDataOffset), dataBytes = v.h(kDataBytes);
-    if (cmdOff < kHeaderBytesValue || cmdOff % kBlobAlign != 0) return bad("command offset", v.h(kCommandOffset), kHeaderBytesValue);
+    if (cmdOff < kHeaderBytesValue || cmdOff % kBlobAlign != 0)
+        return bad("command offset", v.h(kCommandOffset), kHeaderBytesValue);
     if (v.h(kCommandCount) == 0) return bad("empty command stream", 0, 1);
     if (metaOff < cmdOff + cmdBytes || metaOff > size) return bad("metadata offset", v.h(kMetaOffset), size);
     if (metaBytes > size - metaOff) return bad("metadata size", v.h(kMetaBytes), size - metaOff);
-    if (dataOff < metaOff + metaBytes || dataOff % kBlobAlign != 0 || dataOff > size) return bad("data offset", v.h(kDataOffset), size);
+    if (dataOff < metaOff + metaBytes || dataOff % kBlobAlign != 0 || dataOff > size)
+        return bad("data offset", v.h(kDataOffset), size);
     if (dataBytes > size - dataOff) return bad("data size", v.h(kDataBytes), size - dataOff);
-    if (v.h(kActivationBytes) > limits.maxActivationBytes) return bad("activation area", v.h(kActivationBytes), limits.maxActivationBytes);
+    if (v.h(kActivationBytes) > limits.maxActivationBytes)
+        return bad("activation area", v.h(kActivationBytes), limits.maxActivationBytes);
 
     // Metadata tables.
-    if (v.numInputs() > kMaxIo || v.numOutputs() > kMaxIo || v.numOutputs() == 0) return bad("input/output count", v.numInputs() + v.numOutputs(), kMaxIo);
-    if (v.numOps() == 0 || v.numOps() > kMaxOperations) return bad("operation count", v.numOps(), kMaxOperations);
+    if (v.numInputs() > kMaxIo || v.numOutputs() > kMaxIo || v.numOutputs() == 0)
+        return bad("input/output count", v.numInputs() + v.numOutputs(), kMaxIo);
+    if (v.numOps() == 0 || v.numOps() > kMaxOperations)
+        return bad("operation count", v.numOps(), kMaxOperations);
     if (v.numRelocs() > v.commandCount()) return bad("relocation count", v.numRelocs(), v.commandCount());
     if (metaBytes != expectedMetaBytes(uint64_t{v.numInputs()} + v.numOutputs(), v.numOps(), v.numRelocs())) {
         return bad("metadata size does not match its tables", v.h(kMetaBytes), 0);
@@ -70,7 +79,8 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
         if (d.rank == 0 || d.rank > kMaxRank) return bad("io rank", d.rank, kMaxRank);
         uint64_t elements = 1;
         for (uint32_t k = 0; k < 6; ++k) {
-            if (k < d.rank && (d.dims[k] == 0 || __builtin_mul_overflow(elements, uint64_t{d.dims[k]}, &elements))) {
+            if (k < d.rank &&
+                (d.dims[k] == 0 || __builtin_mul_overflow(elements, uint64_t{d.dims[k]}, &elements))) {
                 return bad("io dimension", d.dims[k], UINT32_MAX);
             }
             if (k >= d.rank && d.dims[k] != 0) return bad("io dimension beyond rank", d.dims[k], 0);
@@ -86,7 +96,8 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
         }
         expectBegin = o.cmdEnd;
     }
-    if (expectBegin != v.commandCount()) return bad("operations do not cover the stream", expectBegin, v.commandCount());
+    if (expectBegin != v.commandCount())
+        return bad("operations do not cover the stream", expectBegin, v.commandCount());
 
     // Commands: known opcodes only; no STOP/IRQ (the executor owns the queue); every DMA inside
     // its region. Region 0 (absolute) is reachable only through exactly one relocation.
@@ -95,24 +106,29 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     uint32_t absoluteDmas = 0;
     for (uint32_t r = 0; r < v.numRelocs(); ++r) {
         const Reloc rel = v.reloc(r);
-        if (rel.cmdIndex >= v.commandCount()) return bad("relocation command index", rel.cmdIndex, v.commandCount());
-        if (r > 0 && rel.cmdIndex <= v.reloc(r - 1).cmdIndex) return bad("relocations not strictly ordered", rel.cmdIndex, 0);
+        if (rel.cmdIndex >= v.commandCount())
+            return bad("relocation command index", rel.cmdIndex, v.commandCount());
+        if (r > 0 && rel.cmdIndex <= v.reloc(r - 1).cmdIndex)
+            return bad("relocations not strictly ordered", rel.cmdIndex, 0);
         const isa::Command c = v.command(rel.cmdIndex);
         const isa::Opcode op = isa::opcodeOf(c);
         const bool wantStore = rel.output;
-        if (op != (wantStore ? isa::Opcode::kDmaStore : isa::Opcode::kDmaLoad) || c.w[isa::dma::kRegion] != kRegionIo) {
+        if (op != (wantStore ? isa::Opcode::kDmaStore : isa::Opcode::kDmaLoad) ||
+            c.w[isa::dma::kRegion] != kRegionIo) {
             return bad("relocation does not name a DMA of the right direction", rel.cmdIndex, 0);
         }
         const uint32_t limit = rel.output ? v.numOutputs() : v.numInputs();
         if (rel.ioIndex >= limit) return bad("relocation io index", rel.ioIndex, limit);
         uint64_t end = 0;
         const uint32_t bytesAvail = ioBytes[(rel.output ? v.numInputs() : 0) + rel.ioIndex];
-        if (!dmaDramSpan(c, &end) || end > bytesAvail) return bad("DMA outside its input/output tensor", rel.cmdIndex, bytesAvail);
+        if (!dmaDramSpan(c, &end) || end > bytesAvail)
+            return bad("DMA outside its input/output tensor", rel.cmdIndex, bytesAvail);
     }
     for (uint32_t i = 0; i < v.commandCount(); ++i) {
         const isa::Command c = v.command(i);
         const isa::Opcode op = isa::opcodeOf(c);
-        if (!isa::isKnownOpcode(op) || isa::reservedOf(c) != 0 || op == isa::Opcode::kStop || op == isa::Opcode::kIrq) {
+        if (!isa::isKnownOpcode(op) || isa::reservedOf(c) != 0 || op == isa::Opcode::kStop ||
+            op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
         if (!isa::isDma(op)) continue;
@@ -124,11 +140,15 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             continue;
         }
         uint64_t end = 0;
-        const uint64_t limit = region == kRegionData ? dataBytes : region == kRegionActivation ? v.h(kActivationBytes) : 0;
-        if (region != kRegionData && region != kRegionActivation) return bad("DMA region", region, kRegionActivation);
+        const uint64_t limit = region == kRegionData         ? dataBytes
+                               : region == kRegionActivation ? v.h(kActivationBytes)
+                                                             : 0;
+        if (region != kRegionData && region != kRegionActivation)
+            return bad("DMA region", region, kRegionActivation);
         if (!dmaDramSpan(c, &end) || end > limit) return bad("DMA outside its region", i, limit);
     }
-    if (absoluteDmas != v.numRelocs()) return bad("absolute DMA without relocation", absoluteDmas, v.numRelocs());
+    if (absoluteDmas != v.numRelocs())
+        return bad("absolute DMA without relocation", absoluteDmas, v.numRelocs());
     *view = v;
     return FwStatus::okStatus();
 }

@@ -1,6 +1,6 @@
-#include <cinttypes>
 #include "executor.h"
 
+#include <cinttypes>
 #include <cstring>
 
 #include "hwsim/isa/registers.h"
@@ -31,16 +31,23 @@ void writeAddr(Platform& p, uint32_t lo, uint32_t hi, uint64_t v) {
 
 FwStatus checkIo(const ExecutionContext& ctx, const IoDesc& d, const IoArg& a, const char* what,
                  uint32_t index, bool* sufficient) {
-    if (a.hasNoValue) return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": omitted, but the model needs it", what, index);
+    if (a.hasNoValue)
+        return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": omitted, but the model needs it", what,
+                              index);
     if (a.rank != 0) {
         bool same = a.rank == d.rank;
         for (uint32_t k = 0; same && k < d.rank; ++k) same = a.dims[k] == d.dims[k];
-        if (!same) return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": dimensions differ from the model's (rank %" PRIu32 " vs %" PRIu32 ")", what, index, a.rank, d.rank);
+        if (!same)
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "%s %" PRIu32 ": dimensions differ from the model's (rank %" PRIu32
+                                  " vs %" PRIu32 ")",
+                                  what, index, a.rank, d.rank);
     }
     const uint64_t size = ctx.platform.dramSize();
     if (a.addr < ctx.hostWindowBase || a.addr > size || a.length > size - a.addr) {
-        return FwStatus::make(Code::kInvalidArgument, "%s %" PRIu32 ": [0x%llx, +%" PRIu32 ") is outside the host window", what, index,
-                              static_cast<unsigned long long>(a.addr), a.length);
+        return FwStatus::make(Code::kInvalidArgument,
+                              "%s %" PRIu32 ": [0x%llx, +%" PRIu32 ") is outside the host window", what,
+                              index, static_cast<unsigned long long>(a.addr), a.length);
     }
     *sufficient = a.length >= d.bytes;
     return FwStatus::okStatus();
@@ -56,12 +63,13 @@ void resetNpu(Platform& platform) {
 }
 
 FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,
-                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
-                     ExecResult* result) {
+                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
     const BlobView& v = blob.view;
     Platform& p = ctx.platform;
     if (inputCount != v.numInputs() || outputCount != v.numOutputs()) {
-        return FwStatus::make(Code::kInvalidArgument, "request has %" PRIu32 " inputs and %" PRIu32 " outputs; the model has %" PRIu32 " and %" PRIu32 "",
+        return FwStatus::make(Code::kInvalidArgument,
+                              "request has %" PRIu32 " inputs and %" PRIu32 " outputs; the model has %" PRIu32
+                              " and %" PRIu32 "",
                               inputCount, outputCount, v.numInputs(), v.numOutputs());
     }
     if ((inputCount > 0 && inputs == nullptr) || outputs == nullptr || result == nullptr) {
@@ -75,7 +83,10 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         bool sufficient = true;
         FwStatus st = checkIo(ctx, v.io(i), inputs[i], "input", i, &sufficient);
         if (!st.ok()) return st;
-        if (!sufficient) return FwStatus::make(Code::kInvalidArgument, "input %" PRIu32 ": %" PRIu32 " bytes given, %" PRIu32 " needed", i, inputs[i].length, v.io(i).bytes);
+        if (!sufficient)
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "input %" PRIu32 ": %" PRIu32 " bytes given, %" PRIu32 " needed", i,
+                                  inputs[i].length, v.io(i).bytes);
     }
     for (uint32_t i = 0; i < outputCount; ++i) {
         const IoDesc d = v.io(inputCount + i);
@@ -88,14 +99,16 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         o.sufficient = sufficient;
         allSufficient = allSufficient && sufficient;
     }
-    if (!allSufficient) return FwStatus::make(Code::kOutputInsufficientSize, "an output buffer is smaller than its tensor");
+    if (!allSufficient)
+        return FwStatus::make(Code::kOutputInsufficientSize, "an output buffer is smaller than its tensor");
 
     // Command queue (one spare slot: a full ring would look empty) and activation area.
     const uint64_t queueBytes = (uint64_t{v.commandCount()} + 1) * isa::kCommandBytes;
     const uint64_t activationBytes = v.h(blob::kActivationBytes);
     uint64_t block = 0;
     if (!ctx.dram.allocate(queueBytes + activationBytes, &block)) {
-        return FwStatus::make(Code::kResourceExhaustedTransient, "no firmware DRAM for an execution (%llu bytes)",
+        return FwStatus::make(Code::kResourceExhaustedTransient,
+                              "no firmware DRAM for an execution (%llu bytes)",
                               static_cast<unsigned long long>(queueBytes + activationBytes));
     }
     uint8_t* queue = p.dram() + block;
@@ -117,8 +130,10 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     p.writeReg(isa::kRegIrqClear, isa::kIrqAll);
     p.writeReg(isa::kRegPmuCtrl, 0);
     writeAddr(p, isa::regRegionBaseLo(kRegionIo), isa::regRegionBaseHi(kRegionIo), 0);
-    writeAddr(p, isa::regRegionBaseLo(kRegionData), isa::regRegionBaseHi(kRegionData), blob.dramAddr + v.h(blob::kDataOffset));
-    writeAddr(p, isa::regRegionBaseLo(kRegionActivation), isa::regRegionBaseHi(kRegionActivation), block + queueBytes);
+    writeAddr(p, isa::regRegionBaseLo(kRegionData), isa::regRegionBaseHi(kRegionData),
+              blob.dramAddr + v.h(blob::kDataOffset));
+    writeAddr(p, isa::regRegionBaseLo(kRegionActivation), isa::regRegionBaseHi(kRegionActivation),
+              block + queueBytes);
     writeAddr(p, isa::kRegCmdqBaseLo, isa::kRegCmdqBaseHi, block);
     p.writeReg(isa::kRegCmdqSize, static_cast<uint32_t>(queueBytes));  // resets HEAD and TAIL
 
@@ -137,7 +152,9 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         p.writeReg(isa::kRegDoorbell, 1);
         if (!p.waitForIrq(ctx.irqTimeoutUs)) {
             resetNpu(p);
-            status = FwStatus::make(Code::kGeneralFailure, "operation %" PRIu32 " (type %" PRIu32 "): NPU raised no interrupt within %" PRIu32 " us",
+            status = FwStatus::make(Code::kGeneralFailure,
+                                    "operation %" PRIu32 " (type %" PRIu32
+                                    "): NPU raised no interrupt within %" PRIu32 " us",
                                     op.operationIndex, op.type, ctx.irqTimeoutUs);
             break;
         }
@@ -147,8 +164,11 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
             const uint32_t code = p.readReg(isa::kRegErrorCode);
             const uint32_t offset = p.readReg(isa::kRegErrorOffset);
             resetNpu(p);
-            status = FwStatus::make(Code::kGeneralFailure, "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32 ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",
-                                    op.operationIndex, op.type, isa::errorCodeName(static_cast<isa::ErrorCode>(code)), code, offset,
+            status = FwStatus::make(Code::kGeneralFailure,
+                                    "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32
+                                    ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",
+                                    op.operationIndex, op.type,
+                                    isa::errorCodeName(static_cast<isa::ErrorCode>(code)), code, offset,
                                     offset / isa::kCommandBytes);
             break;
         }

@@ -19,8 +19,7 @@ struct ExecutionContext {
 };
 
 FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,
-                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
-                     ExecResult* result);
+                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount, ExecResult* result);
 
 // CTRL.SOFT_RESET, then enable with interrupts.
 void resetNpu(Platform& platform);

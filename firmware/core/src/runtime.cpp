@@ -1,6 +1,6 @@
-#include <cinttypes>
 #include "npu/fw/runtime.h"
 
+#include <cinttypes>
 #include <cstring>
 #include <new>
 
@@ -8,8 +8,8 @@
 #include "compiler.h"
 #include "dram_allocator.h"
 #include "executor.h"
-#include "op_plan.h"
 #include "hwsim/isa/registers.h"
+#include "op_plan.h"
 
 namespace npu::fw {
 
@@ -52,7 +52,8 @@ struct Runtime::Impl {
 
 namespace {
 FwStatus notReady() {
-    return FwStatus::make(Code::kDeviceUnavailable, "firmware runtime not initialised (init() failed or not called)");
+    return FwStatus::make(Code::kDeviceUnavailable,
+                          "firmware runtime not initialised (init() failed or not called)");
 }
 }  // namespace
 
@@ -62,14 +63,22 @@ Runtime::Runtime(Platform& platform, Arena& arena, const RuntimeConfig& config) 
 }
 
 FwStatus Runtime::init() {
-    if (impl_ == nullptr) return FwStatus::make(Code::kResourceExhaustedPersistent, "runtime: arena too small for the runtime's state");
+    if (impl_ == nullptr)
+        return FwStatus::make(Code::kResourceExhaustedPersistent,
+                              "runtime: arena too small for the runtime's state");
     Impl& s = *impl_;
     Platform& p = s.platform;
     const uint32_t id = p.readReg(isa::kRegId);
     const uint32_t version = p.readReg(isa::kRegVersion);
-    if (id != isa::kNpuId) return FwStatus::make(Code::kDeviceUnavailable, "NPU ID register reads 0x%08" PRIx32 ", expected 0x%08" PRIx32 "", id, isa::kNpuId);
+    if (id != isa::kNpuId)
+        return FwStatus::make(Code::kDeviceUnavailable,
+                              "NPU ID register reads 0x%08" PRIx32 ", expected 0x%08" PRIx32 "", id,
+                              isa::kNpuId);
     if ((version >> 16) != isa::kVersionMajor) {
-        return FwStatus::make(Code::kDeviceUnavailable, "NPU version %" PRIu32 ".%" PRIu32 "; this firmware drives major version %" PRIu32 "", version >> 16, (version >> 8) & 0xFF, isa::kVersionMajor);
+        return FwStatus::make(Code::kDeviceUnavailable,
+                              "NPU version %" PRIu32 ".%" PRIu32
+                              "; this firmware drives major version %" PRIu32 "",
+                              version >> 16, (version >> 8) & 0xFF, isa::kVersionMajor);
     }
     const uint32_t c0 = p.readReg(isa::kRegHwConfig0), c1 = p.readReg(isa::kRegHwConfig1);
     const uint32_t c5 = p.readReg(isa::kRegHwConfig5);
@@ -85,19 +94,23 @@ FwStatus Runtime::init() {
     hw.clockHz = uint64_t{p.readReg(isa::kRegHwConfig4)} * 1'000'000;
     hw.dramLatencyCycles = (c5 >> isa::kHwConfig5LatencyShift) & 0xFFFF;
     hw.dramBytesPerCycle = (c5 >> isa::kHwConfig5DmaBytesShift) & 0xFFFF;
-    if (hw.arrayRows == 0 || hw.arrayCols == 0 || hw.scratchpadBytes < 4096 || hw.scratchpadBytes > UINT32_MAX ||
-        hw.accumulatorBytes < 1024 || hw.accumulatorBytes > UINT32_MAX) {
-        return FwStatus::make(Code::kDeviceUnavailable, "NPU reports an unusable configuration (array %" PRIu32 "x%" PRIu32 ", scratchpad %llu bytes)",
-                              hw.arrayRows, hw.arrayCols, static_cast<unsigned long long>(hw.scratchpadBytes));
+    if (hw.arrayRows == 0 || hw.arrayCols == 0 || hw.scratchpadBytes < 4096 ||
+        hw.scratchpadBytes > UINT32_MAX || hw.accumulatorBytes < 1024 || hw.accumulatorBytes > UINT32_MAX) {
+        return FwStatus::make(
+            Code::kDeviceUnavailable,
+            "NPU reports an unusable configuration (array %" PRIu32 "x%" PRIu32 ", scratchpad %llu bytes)",
+            hw.arrayRows, hw.arrayCols, static_cast<unsigned long long>(hw.scratchpadBytes));
     }
     const uint64_t fw = s.config.firmwareDramBytes;
     if (p.dram() == nullptr || fw == 0 || fw > p.dramSize()) {
-        return FwStatus::make(Code::kDeviceUnavailable, "firmware DRAM of %llu bytes does not fit device DRAM of %llu bytes",
-                              static_cast<unsigned long long>(fw), static_cast<unsigned long long>(p.dramSize()));
+        return FwStatus::make(
+            Code::kDeviceUnavailable, "firmware DRAM of %llu bytes does not fit device DRAM of %llu bytes",
+            static_cast<unsigned long long>(fw), static_cast<unsigned long long>(p.dramSize()));
     }
     if (!s.initialized) {
         if (!s.dram.init(s.arena, 0, fw) || !s.store.init(s.arena)) {
-            return FwStatus::make(Code::kResourceExhaustedPersistent, "runtime: arena too small for the blob store tables");
+            return FwStatus::make(Code::kResourceExhaustedPersistent,
+                                  "runtime: arena too small for the blob store tables");
         }
     }
     resetNpu(p);
@@ -105,7 +118,9 @@ FwStatus Runtime::init() {
     return FwStatus::okStatus();
 }
 
-HardwareInfo Runtime::hardwareInfo() const { return impl_ != nullptr ? impl_->hw : HardwareInfo{}; }
+HardwareInfo Runtime::hardwareInfo() const {
+    return impl_ != nullptr ? impl_->hw : HardwareInfo{};
+}
 
 FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
@@ -146,7 +161,8 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     Impl& s = *impl_;
     const CompileTarget target = s.target();
     const uint32_t ops = model.operationCount;
-    if (ops == 0 || ops > kMaxOperations || model.operations == nullptr) return FwStatus::okStatus();  // the compiler reports it
+    if (ops == 0 || ops > kMaxOperations || model.operations == nullptr)
+        return FwStatus::okStatus();  // the compiler reports it
     MacTiling* best = scratch.allocateArray<MacTiling>(ops);
     MacTiling* trial = scratch.allocateArray<MacTiling>(ops);
     MacTiling* candidates = scratch.allocateArray<MacTiling>(size_t{ops} * kMaxTilingCandidates);
@@ -155,13 +171,15 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     uint64_t* greedyCycles = scratch.allocateArray<uint64_t>(ops);
     ExecResult* result = scratch.allocateArray<ExecResult>(1);
     IoArg* io = scratch.allocateArray<IoArg>(kMaxIo * 2);
-    if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr || bestCycles == nullptr || greedyCycles == nullptr ||
-        result == nullptr || io == nullptr) {
-        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (autotuning tables)");
+    if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr ||
+        bestCycles == nullptr || greedyCycles == nullptr || result == nullptr || io == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedTransient,
+                              "compiler scratch exhausted (autotuning tables)");
     }
     uint32_t rounds = 0;
     for (uint32_t o = 0; o < ops; ++o) {
-        FwStatus st = modelTilingCandidates(target, model, o, candidates + size_t{o} * kMaxTilingCandidates, &counts[o]);
+        FwStatus st = modelTilingCandidates(target, model, o, candidates + size_t{o} * kMaxTilingCandidates,
+                                            &counts[o]);
         if (!st.ok()) return st;  // the same message the compiler would give
         rounds = counts[o] > rounds ? counts[o] : rounds;
         best[o] = {};
@@ -173,16 +191,19 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     uint64_t ioBytes = 0;
     const uint32_t numIo = model.inputCount + model.outputCount;
     for (uint32_t i = 0; i < numIo; ++i) {
-        const uint32_t index = i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
+        const uint32_t index =
+            i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
         if (index >= model.operandCount) return FwStatus::okStatus();  // the compiler reports it
         ioBytes += (tensorElements(model.operands[index]) + 63) / 64 * 64;
     }
     uint64_t block = 0;
-    if (ioBytes == 0 || ioBytes > UINT32_MAX || !s.dram.allocate(ioBytes, &block)) return FwStatus::okStatus();  // no room: keep the greedy tilings
+    if (ioBytes == 0 || ioBytes > UINT32_MAX || !s.dram.allocate(ioBytes, &block))
+        return FwStatus::okStatus();  // no room: keep the greedy tilings
     std::memset(s.platform.dram() + block, 0, ioBytes);
     uint64_t at = block;
     for (uint32_t i = 0; i < numIo; ++i) {
-        const uint32_t index = i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
+        const uint32_t index =
+            i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
         io[i] = IoArg{};
         io[i].addr = at;
         io[i].length = static_cast<uint32_t>(tensorElements(model.operands[index]));
@@ -195,7 +216,10 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
         for (uint32_t o = 0; o < ops; ++o) {
-            trial[o] = counts[o] == 0 ? MacTiling{} : candidates[size_t{o} * kMaxTilingCandidates + (k < counts[o] ? k : counts[o] - 1)];
+            trial[o] =
+                counts[o] == 0
+                    ? MacTiling{}
+                    : candidates[size_t{o} * kMaxTilingCandidates + (k < counts[o] ? k : counts[o] - 1)];
         }
         const size_t mark = scratch.mark();
         const uint8_t* image = nullptr;
@@ -208,7 +232,8 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
             if (k == 0) status = st;  // the greedy compile itself fails: report it
             break;
         }
-        st = executeBlob(ctx, *s.store.find(handle), io, model.inputCount, io + model.inputCount, model.outputCount, result);
+        st = executeBlob(ctx, *s.store.find(handle), io, model.inputCount, io + model.inputCount,
+                         model.outputCount, result);
         s.store.release(handle, s.dram);
         if (!st.ok()) break;  // keep what the earlier rounds measured
         ++outcome->trials;
@@ -252,7 +277,8 @@ FwStatus Runtime::loadBlob(const uint8_t* bytes, uint64_t size, BlobInfo* info) 
 FwStatus Runtime::blobImage(uint32_t handle, const uint8_t** bytes, uint64_t* size) const {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
-    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
+    if (b == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "unknown model handle 0x%" PRIx32 "", handle);
     *bytes = b->view.base;
     *size = b->bytes;
     return FwStatus::okStatus();
@@ -272,8 +298,10 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
                           uint32_t outputCount, ExecResult* result) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
-    if (b == nullptr) return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
-    const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes, impl_->config.irqTimeoutUs};
+    if (b == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
+    const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes,
+                               impl_->config.irqTimeoutUs};
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
     return status;
@@ -294,8 +322,12 @@ bool Runtime::claimsOperandType(uint32_t type) {
     return false;
 }
 
-size_t Runtime::arenaBytes() const { return impl_ == nullptr ? 0 : impl_->arena.capacity(); }
-size_t Runtime::arenaPeakBytes() const { return impl_ == nullptr ? 0 : impl_->arena.peak(); }
+size_t Runtime::arenaBytes() const {
+    return impl_ == nullptr ? 0 : impl_->arena.capacity();
+}
+size_t Runtime::arenaPeakBytes() const {
+    return impl_ == nullptr ? 0 : impl_->arena.peak();
+}
 
 uint32_t Runtime::loadedModels() const {
     return impl_ != nullptr && impl_->initialized ? impl_->store.count() : 0;

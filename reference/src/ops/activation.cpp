@@ -11,8 +11,9 @@ namespace {
 using hal::OperationType;
 
 bool supportsUnary(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareUnary(OperationContext& ctx) {
@@ -28,12 +29,18 @@ Status prepareUnary(OperationContext& ctx) {
 template <OperationType kType>
 float apply(float x) {
     switch (kType) {
-        case OperationType::RELU: return std::max(x, 0.0f);
-        case OperationType::RELU1: return std::clamp(x, -1.0f, 1.0f);
-        case OperationType::RELU6: return std::clamp(x, 0.0f, 6.0f);
-        case OperationType::LOGISTIC: return 1.0f / (1.0f + std::exp(-x));
-        case OperationType::TANH: return std::tanh(x);
-        default: return x * std::clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f;  // HARD_SWISH
+        case OperationType::RELU:
+            return std::max(x, 0.0f);
+        case OperationType::RELU1:
+            return std::clamp(x, -1.0f, 1.0f);
+        case OperationType::RELU6:
+            return std::clamp(x, 0.0f, 6.0f);
+        case OperationType::LOGISTIC:
+            return 1.0f / (1.0f + std::exp(-x));
+        case OperationType::TANH:
+            return std::tanh(x);
+        default:
+            return x * std::clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f;  // HARD_SWISH
     }
 }
 

@@ -4,7 +4,9 @@ namespace npu::ref::ops {
 
 Result<int32_t> activationOf(OperationContext& ctx, size_t i) {
     const int32_t act = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
-    if (act < 0 || act > 3) return ctx.error("input " + std::to_string(i) + ": fused activation " + std::to_string(act) + " is not NONE, RELU, RELU1 or RELU6");
+    if (act < 0 || act > 3)
+        return ctx.error("input " + std::to_string(i) + ": fused activation " + std::to_string(act) +
+                         " is not NONE, RELU, RELU1 or RELU6");
     return act;
 }
 
@@ -19,8 +21,8 @@ Result<uint32_t> requiredAxis(OperationContext& ctx, size_t i) {
     const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
     const int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
     if (axis < -rank || axis >= rank) {
-        return ctx.error("input " + std::to_string(i) + ": axis " + std::to_string(axis) + " out of range for rank " +
-                         std::to_string(rank));
+        return ctx.error("input " + std::to_string(i) + ": axis " + std::to_string(axis) +
+                         " out of range for rank " + std::to_string(rank));
     }
     return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
 }
@@ -33,7 +35,8 @@ Result<std::vector<uint32_t>> broadcastShapes(OperationContext& ctx, const std::
         const uint32_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
         const uint32_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
         if (da != db && da != 1 && db != 1) {
-            return ctx.error("shapes " + dimsToString(a) + " and " + dimsToString(b) + " cannot be broadcast");
+            return ctx.error("shapes " + dimsToString(a) + " and " + dimsToString(b) +
+                             " cannot be broadcast");
         }
         out[rank - 1 - k] = da == 1 ? db : da;
     }

@@ -39,7 +39,8 @@ inline Status expectAllPresent(const OperationContext& ctx) {
 // A FLOAT16 or FLOAT32 scalar input that preparation needs, FLOAT16 when input 0 is a
 // TENSOR_FLOAT16; deferred when it is not a constant.
 inline Result<float> floatScalarInput(OperationContext& ctx, size_t i) {
-    const OperandType t = ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
+    const OperandType t =
+        ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
     NPU_TRY(ctx.expectType(i, t));
     if (!ctx.hasValue(i)) return ctx.deferred();
     return loadFloat(t, ctx.input(i).data(), 0);
@@ -54,8 +55,8 @@ Result<std::vector<uint32_t>> broadcastShapes(OperationContext& ctx, const std::
                                               const std::vector<uint32_t>& b);
 // Calls f(outIndex, aIndex, bIndex) for every element of the broadcast output.
 template <typename F>
-void forEachBroadcast(const std::vector<uint32_t>& out, const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
-                      F&& f) {
+void forEachBroadcast(const std::vector<uint32_t>& out, const std::vector<uint32_t>& a,
+                      const std::vector<uint32_t>& b, F&& f) {
     const size_t rank = out.size();
     std::vector<size_t> sa(rank, 0), sb(rank, 0);
     auto strides = [&](const std::vector<uint32_t>& d, std::vector<size_t>& s) {
@@ -113,7 +114,9 @@ struct Layout4 {
     size_t index(uint32_t b, uint32_t y, uint32_t x, uint32_t ch) const {
         return nchw ? ((size_t(b) * c + ch) * h + y) * w + x : ((size_t(b) * h + y) * w + x) * c + ch;
     }
-    std::vector<uint32_t> dims() const { return nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c}; }
+    std::vector<uint32_t> dims() const {
+        return nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
+    }
 };
 inline Layout4 layoutOf(const std::vector<uint32_t>& d, bool nchw) {
     return nchw ? Layout4{d[0], d[2], d[3], d[1], true} : Layout4{d[0], d[1], d[2], d[3], false};

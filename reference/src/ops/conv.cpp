@@ -34,10 +34,14 @@ bool isExplicit(OperationContext& ctx, ConvKind kind) {
     const size_t n = ctx.inputCount();
     auto isBool = [&](size_t i) { return i < n && ctx.inputType(i) == OperandType::BOOL; };
     switch (kind) {
-        case ConvKind::kConv: return n >= 11 || (n == 10 && !isBool(7));
-        case ConvKind::kDepthwise: return n >= 12 || (n == 11 && !isBool(8));
-        case ConvKind::kGrouped: return n >= 11;
-        case ConvKind::kTranspose: return n >= 10;
+        case ConvKind::kConv:
+            return n >= 11 || (n == 10 && !isBool(7));
+        case ConvKind::kDepthwise:
+            return n >= 12 || (n == 11 && !isBool(8));
+        case ConvKind::kGrouped:
+            return n >= 11;
+        case ConvKind::kTranspose:
+            return n >= 10;
     }
     return false;
 }
@@ -62,7 +66,9 @@ Result<ConvParams> readParams(OperationContext& ctx, ConvKind kind, bool& explic
         }
     } else {
         scheme = NPU_TRY(int32At(i));
-        if (scheme != 1 && scheme != 2) return ctx.error("input " + std::to_string(i) + ": padding scheme " + std::to_string(scheme) + " is not SAME (1) or VALID (2)");
+        if (scheme != 1 && scheme != 2)
+            return ctx.error("input " + std::to_string(i) + ": padding scheme " + std::to_string(scheme) +
+                             " is not SAME (1) or VALID (2)");
         i += 1;
     }
     p.strideW = NPU_TRY(int32At(i));
@@ -74,13 +80,16 @@ Result<ConvParams> readParams(OperationContext& ctx, ConvKind kind, bool& explic
     if (i < ctx.inputCount()) p.nchw = NPU_TRY(boolInput(ctx, i++));
     if (kind == ConvKind::kConv || kind == ConvKind::kDepthwise) {
         if (i < ctx.inputCount()) {
-            if (i + 1 >= ctx.inputCount()) return ctx.error("dilation needs both a width and a height factor");
+            if (i + 1 >= ctx.inputCount())
+                return ctx.error("dilation needs both a width and a height factor");
             p.dilationW = NPU_TRY(int32At(i));
             p.dilationH = NPU_TRY(int32At(i + 1));
             i += 2;
         }
     }
-    if (i != ctx.inputCount()) return ctx.error("has " + std::to_string(ctx.inputCount()) + " inputs, expected " + std::to_string(i));
+    if (i != ctx.inputCount())
+        return ctx.error("has " + std::to_string(ctx.inputCount()) + " inputs, expected " +
+                         std::to_string(i));
     if (p.strideW < 1 || p.strideH < 1) return ctx.error("strides must be >= 1");
     if (p.dilationW < 1 || p.dilationH < 1) return ctx.error("dilation factors must be >= 1");
     if (p.multiplier < 1) return ctx.error("depth multiplier must be >= 1");
@@ -122,8 +131,8 @@ Status checkQuantTypes(OperationContext& ctx, uint32_t outChannels, uint32_t cha
     if (ctx.inputType(1) == OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL) {
         const auto* cq = ctx.input(1).channelQuant;
         if (cq == nullptr || cq->channelDim != channelDim || cq->scales.size() != outChannels) {
-            return ctx.error("per-channel filter needs " + std::to_string(outChannels) + " scales on dimension " +
-                             std::to_string(channelDim));
+            return ctx.error("per-channel filter needs " + std::to_string(outChannels) +
+                             " scales on dimension " + std::to_string(channelDim));
         }
         for (float s : cq->scales) {
             if (!(s > 0)) return ctx.error("per-channel filter scales must be positive");
@@ -132,14 +141,16 @@ Status checkQuantTypes(OperationContext& ctx, uint32_t outChannels, uint32_t cha
         NPU_TRY(ctx.expectSameType(1, 0));
         if (!(ctx.input(1).scale > 0)) return ctx.error("filter scale must be positive");
     }
-    if (!(ctx.input(0).scale > 0) || !(ctx.output(0).scale > 0)) return ctx.error("input and output scales must be positive");
+    if (!(ctx.input(0).scale > 0) || !(ctx.output(0).scale > 0))
+        return ctx.error("input and output scales must be positive");
     return {};
 }
 
 template <ConvKind kKind>
 Status prepareConv(OperationContext& ctx) {
     NPU_TRY(ctx.expectOutputCount(1));
-    if (ctx.inputCount() < 7) return ctx.error("has " + std::to_string(ctx.inputCount()) + " inputs, expected at least 7");
+    if (ctx.inputCount() < 7)
+        return ctx.error("has " + std::to_string(ctx.inputCount()) + " inputs, expected at least 7");
     NPU_TRY(ctx.expectRank(0, 4));
     NPU_TRY(ctx.expectRank(1, 4));
     NPU_TRY(ctx.expectRank(2, 1));
@@ -150,23 +161,29 @@ Status prepareConv(OperationContext& ctx) {
     const uint32_t outC = kKind == ConvKind::kDepthwise ? f[3] : f[0];
     NPU_TRY(checkQuantTypes(ctx, outC, kKind == ConvKind::kDepthwise ? 3 : 0));
     if (ctx.inputDims(2)[0] != outC) {
-        return ctx.error("bias has " + std::to_string(ctx.inputDims(2)[0]) + " elements, expected " + std::to_string(outC));
+        return ctx.error("bias has " + std::to_string(ctx.inputDims(2)[0]) + " elements, expected " +
+                         std::to_string(outC));
     }
     switch (kKind) {
-        case ConvKind::kConv: case ConvKind::kTranspose:
-            if (f[3] != in.c) return ctx.error("filter depth " + std::to_string(f[3]) + " differs from input depth " + std::to_string(in.c));
+        case ConvKind::kConv:
+        case ConvKind::kTranspose:
+            if (f[3] != in.c)
+                return ctx.error("filter depth " + std::to_string(f[3]) + " differs from input depth " +
+                                 std::to_string(in.c));
             break;
         case ConvKind::kDepthwise:
             if (f[0] != 1) return ctx.error("filter dimension 0 must be 1, got " + std::to_string(f[0]));
             if (uint64_t{in.c} * p.multiplier != f[3]) {
-                return ctx.error("filter depth " + std::to_string(f[3]) + " is not input depth " + std::to_string(in.c) +
-                                 " times depth multiplier " + std::to_string(p.multiplier));
+                return ctx.error("filter depth " + std::to_string(f[3]) + " is not input depth " +
+                                 std::to_string(in.c) + " times depth multiplier " +
+                                 std::to_string(p.multiplier));
             }
             break;
         case ConvKind::kGrouped:
             if (in.c % p.groups != 0 || outC % p.groups != 0 || f[3] * p.groups != in.c) {
-                return ctx.error("input depth " + std::to_string(in.c) + ", output depth " + std::to_string(outC) +
-                                 " and filter depth " + std::to_string(f[3]) + " do not fit " + std::to_string(p.groups) + " groups");
+                return ctx.error("input depth " + std::to_string(in.c) + ", output depth " +
+                                 std::to_string(outC) + " and filter depth " + std::to_string(f[3]) +
+                                 " do not fit " + std::to_string(p.groups) + " groups");
             }
             break;
     }
@@ -184,7 +201,8 @@ Status prepareConv(OperationContext& ctx) {
         outW = convOutputSize(in.w, f[2], p.dilationW, p.strideW, p.padW);
     }
     if (outH <= 0 || outW <= 0) {
-        return ctx.error("output spatial size " + std::to_string(outH) + "x" + std::to_string(outW) + " is not positive");
+        return ctx.error("output spatial size " + std::to_string(outH) + "x" + std::to_string(outW) +
+                         " is not positive");
     }
     Layout4 out{in.n, static_cast<uint32_t>(outH), static_cast<uint32_t>(outW), outC, p.nchw};
     return ctx.setOutputShape(0, out.dims());
@@ -215,14 +233,18 @@ Status executeConv(OperationContext& ctx) {
     std::vector<int64_t> accQ(quant ? total : 0, 0);
     auto inVal = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t c) -> double {
         const size_t k = in.index(b, y, x, c);
-        return quant ? double(loadQuant(input.type, input.data(), k) - inZp) : double(loadFloat(input.type, input.data(), k));
+        return quant ? double(loadQuant(input.type, input.data(), k) - inZp)
+                     : double(loadFloat(input.type, input.data(), k));
     };
     auto filterVal = [&](size_t k) -> double {
-        return quant ? double(loadQuant(filter.type, filter.data(), k) - fZp) : double(loadFloat(filter.type, filter.data(), k));
+        return quant ? double(loadQuant(filter.type, filter.data(), k) - fZp)
+                     : double(loadFloat(filter.type, filter.data(), k));
     };
     auto accAt = [&](size_t k, double v) {
-        if (quant) accQ[k] += static_cast<int64_t>(v);
-        else accF[k] += v;
+        if (quant)
+            accQ[k] += static_cast<int64_t>(v);
+        else
+            accF[k] += v;
     };
     if (kKind == ConvKind::kTranspose) {
         for (uint32_t b = 0; b < in.n; ++b)
@@ -237,7 +259,8 @@ Status executeConv(OperationContext& ctx) {
                                 if (ox < 0 || ox >= out.w) continue;
                                 double sum = 0;
                                 for (uint32_t ic = 0; ic < in.c; ++ic) {
-                                    sum += inVal(b, iy, ix, ic) * filterVal(((size_t(oc) * fh + ky) * fw + kx) * f[3] + ic);
+                                    sum += inVal(b, iy, ix, ic) *
+                                           filterVal(((size_t(oc) * fh + ky) * fw + kx) * f[3] + ic);
                                 }
                                 accAt(((size_t(b) * out.h + oy) * out.w + ox) * out.c + oc, sum);
                             }
@@ -249,13 +272,16 @@ Status executeConv(OperationContext& ctx) {
                     for (uint32_t oc = 0; oc < out.c; ++oc) {
                         double sum = 0;
                         for (uint32_t ky = 0; ky < fh; ++ky) {
-                            const int64_t iy = int64_t(oy) * p.strideH - p.padH.before + int64_t(ky) * p.dilationH;
+                            const int64_t iy =
+                                int64_t(oy) * p.strideH - p.padH.before + int64_t(ky) * p.dilationH;
                             if (iy < 0 || iy >= in.h) continue;
                             for (uint32_t kx = 0; kx < fw; ++kx) {
-                                const int64_t ix = int64_t(ox) * p.strideW - p.padW.before + int64_t(kx) * p.dilationW;
+                                const int64_t ix =
+                                    int64_t(ox) * p.strideW - p.padW.before + int64_t(kx) * p.dilationW;
                                 if (ix < 0 || ix >= in.w) continue;
                                 if (kKind == ConvKind::kDepthwise) {
-                                    sum += inVal(b, iy, ix, oc / p.multiplier) * filterVal((size_t(ky) * fw + kx) * out.c + oc);
+                                    sum += inVal(b, iy, ix, oc / p.multiplier) *
+                                           filterVal((size_t(ky) * fw + kx) * out.c + oc);
                                 } else {
                                     const uint32_t g = oc / outPerGroup;
                                     for (uint32_t ic = 0; ic < inPerGroup; ++ic) {
@@ -270,8 +296,10 @@ Status executeConv(OperationContext& ctx) {
     }
     // Bias, activation, requantization; write in the output's layout.
     std::vector<QuantizedMultiplier> mult;
-    if (quant) for (uint32_t oc = 0; oc < out.c; ++oc) mult.push_back(channelMultiplier(ctx, oc));
-    const QuantRange range = quant ? activationRange(p.activation, output.type, output.scale, output.zeroPoint) : QuantRange{};
+    if (quant)
+        for (uint32_t oc = 0; oc < out.c; ++oc) mult.push_back(channelMultiplier(ctx, oc));
+    const QuantRange range =
+        quant ? activationRange(p.activation, output.type, output.scale, output.zeroPoint) : QuantRange{};
     for (uint32_t b = 0; b < out.n; ++b)
         for (uint32_t y = 0; y < out.h; ++y)
             for (uint32_t x = 0; x < out.w; ++x)
@@ -280,12 +308,16 @@ Status executeConv(OperationContext& ctx) {
                     const size_t dst = out.index(b, y, x, oc);
                     if (quant) {
                         const int64_t acc = accQ[k] + loadQuant(OperandType::TENSOR_INT32, bias.data(), oc);
-                        const int32_t clampedAcc = static_cast<int32_t>(std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX));
-                        const int32_t q = multiplyByQuantizedMultiplier(clampedAcc, mult[oc]) + output.zeroPoint;
-                        storeQuant(output.type, output.buffer.data(), dst, std::clamp(q, range.min, range.max));
+                        const int32_t clampedAcc =
+                            static_cast<int32_t>(std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX));
+                        const int32_t q =
+                            multiplyByQuantizedMultiplier(clampedAcc, mult[oc]) + output.zeroPoint;
+                        storeQuant(output.type, output.buffer.data(), dst,
+                                   std::clamp(q, range.min, range.max));
                     } else {
                         const double v = accF[k] + loadFloat(bias.type, bias.data(), oc);
-                        storeFloat(output.type, output.buffer.data(), dst, applyActivation(static_cast<float>(v), p.activation));
+                        storeFloat(output.type, output.buffer.data(), dst,
+                                   applyActivation(static_cast<float>(v), p.activation));
                     }
                 }
     return {};
@@ -296,9 +328,12 @@ Status executeConv(OperationContext& ctx) {
 std::vector<OperationRegistration> convOperations() {
     return {
         {OperationType::CONV_2D, supportsConv, prepareConv<ConvKind::kConv>, executeConv<ConvKind::kConv>},
-        {OperationType::DEPTHWISE_CONV_2D, supportsConv, prepareConv<ConvKind::kDepthwise>, executeConv<ConvKind::kDepthwise>},
-        {OperationType::GROUPED_CONV_2D, supportsConv, prepareConv<ConvKind::kGrouped>, executeConv<ConvKind::kGrouped>},
-        {OperationType::TRANSPOSE_CONV_2D, supportsConv, prepareConv<ConvKind::kTranspose>, executeConv<ConvKind::kTranspose>},
+        {OperationType::DEPTHWISE_CONV_2D, supportsConv, prepareConv<ConvKind::kDepthwise>,
+         executeConv<ConvKind::kDepthwise>},
+        {OperationType::GROUPED_CONV_2D, supportsConv, prepareConv<ConvKind::kGrouped>,
+         executeConv<ConvKind::kGrouped>},
+        {OperationType::TRANSPOSE_CONV_2D, supportsConv, prepareConv<ConvKind::kTranspose>,
+         executeConv<ConvKind::kTranspose>},
     };
 }
 

@@ -11,11 +11,13 @@ using hal::OperationType;
 
 bool supportsArith(const hal::Subgraph& sg, const hal::Operation& op) {
     const auto t = operandType(sg, op, 0);
-    const bool baseTypes = typeIn(t, {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                      OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    const bool baseTypes =
+        typeIn(t, {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
     // DIV has no quantized variant; TENSOR_INT32 (floor division) since HAL 1.3.
     if (op.type == OperationType::DIV) {
-        return typeIn(t, {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32});
+        return typeIn(t,
+                      {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32});
     }
     return baseTypes || t == OperandType::TENSOR_INT32;
 }
@@ -32,7 +34,8 @@ Status prepareArith(OperationContext& ctx) {
     if (ctx.outputType(0) != ctx.inputType(0)) return ctx.error("output type differs from the input type");
     NPU_TRY(ctx.expectRankAtMost(0, 4));
     NPU_TRY(ctx.expectRankAtMost(1, 4));
-    if (isQuant8Type(ctx.inputType(0)) && (ctx.input(0).scale <= 0 || ctx.input(1).scale <= 0 || ctx.output(0).scale <= 0)) {
+    if (isQuant8Type(ctx.inputType(0)) &&
+        (ctx.input(0).scale <= 0 || ctx.input(1).scale <= 0 || ctx.output(0).scale <= 0)) {
         return ctx.error("quantized operands need a positive scale");
     }
     auto shape = NPU_TRY(broadcastShapes(ctx, ctx.inputDims(0), ctx.inputDims(1)));
@@ -56,7 +59,8 @@ void int32Loop(OperationContext& ctx, F op) {
     const int32_t* x = ctx.inputData<int32_t>(0);
     const int32_t* y = ctx.inputData<int32_t>(1);
     int32_t* z = ctx.outputData<int32_t>(0);
-    forEachBroadcast(out.dims, a.dims, b.dims, [&](size_t o, size_t ia, size_t ib) { z[o] = op(x[ia], y[ib]); });
+    forEachBroadcast(out.dims, a.dims, b.dims,
+                     [&](size_t o, size_t ia, size_t ib) { z[o] = op(x[ia], y[ib]); });
 }
 
 // Integer DIV rounds toward negative infinity; a zero divisor gives 0 (as the NNAPI reference
@@ -76,7 +80,8 @@ Status executeQuantAddSub(OperationContext& ctx, int32_t act, bool subtract) {
     const double twiceMax = 2.0 * std::max(a.scale, b.scale);
     const QuantizedMultiplier m1 = quantizeMultiplier(a.scale / twiceMax);
     QuantizedMultiplier m2 = quantizeMultiplier(b.scale / twiceMax);
-    const QuantizedMultiplier mo = quantizeMultiplier(twiceMax / ((1 << kLeftShift) * static_cast<double>(out.scale)));
+    const QuantizedMultiplier mo =
+        quantizeMultiplier(twiceMax / ((1 << kLeftShift) * static_cast<double>(out.scale)));
     if (subtract) m2.multiplier = -m2.multiplier;
     const QuantRange range = activationRange(act, out.type, out.scale, out.zeroPoint);
     forEachBroadcast(out.dims, a.dims, b.dims, [&](size_t o, size_t ia, size_t ib) {
@@ -109,19 +114,35 @@ Status executeArith(OperationContext& ctx) {
     const OperandType t = ctx.inputType(0);
     if (isFloatType(t)) {
         switch (kType) {
-            case OperationType::ADD: floatLoop(ctx, act, [](float x, float y) { return x + y; }); break;
-            case OperationType::SUB: floatLoop(ctx, act, [](float x, float y) { return x - y; }); break;
-            case OperationType::MUL: floatLoop(ctx, act, [](float x, float y) { return x * y; }); break;
-            default: floatLoop(ctx, act, [](float x, float y) { return x / y; }); break;
+            case OperationType::ADD:
+                floatLoop(ctx, act, [](float x, float y) { return x + y; });
+                break;
+            case OperationType::SUB:
+                floatLoop(ctx, act, [](float x, float y) { return x - y; });
+                break;
+            case OperationType::MUL:
+                floatLoop(ctx, act, [](float x, float y) { return x * y; });
+                break;
+            default:
+                floatLoop(ctx, act, [](float x, float y) { return x / y; });
+                break;
         }
         return {};
     }
     if (t == OperandType::TENSOR_INT32) {
         switch (kType) {
-            case OperationType::ADD: int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) + uint32_t(y)); }); break;
-            case OperationType::SUB: int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) - uint32_t(y)); }); break;
-            case OperationType::MUL: int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) * uint32_t(y)); }); break;
-            default: int32Loop(ctx, floorDivide); break;
+            case OperationType::ADD:
+                int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) + uint32_t(y)); });
+                break;
+            case OperationType::SUB:
+                int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) - uint32_t(y)); });
+                break;
+            case OperationType::MUL:
+                int32Loop(ctx, [](int32_t x, int32_t y) { return int32_t(uint32_t(x) * uint32_t(y)); });
+                break;
+            default:
+                int32Loop(ctx, floorDivide);
+                break;
         }
         return {};
     }
@@ -131,8 +152,9 @@ Status executeArith(OperationContext& ctx) {
 
 // MAXIMUM / MINIMUM: no activation; quantized inputs may have different scales.
 bool supportsMinMax(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareMinMax(OperationContext& ctx) {

@@ -1,8 +1,9 @@
 // EMBEDDING_LOOKUP, HASHTABLE_LOOKUP, LSH_PROJECTION.
+#include "lookup.h"
+
 #include <cstring>
 
 #include "common.h"
-#include "lookup.h"
 
 namespace npu::ref::ops {
 
@@ -18,9 +19,15 @@ uint64_t fetch64(const uint8_t* p) {
     for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
     return v;
 }
-uint32_t fetch32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-uint64_t rotate(uint64_t v, int shift) { return shift == 0 ? v : (v >> shift) | (v << (64 - shift)); }
-uint64_t shiftMix(uint64_t v) { return v ^ (v >> 47); }
+uint32_t fetch32(const uint8_t* p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+uint64_t rotate(uint64_t v, int shift) {
+    return shift == 0 ? v : (v >> shift) | (v << (64 - shift));
+}
+uint64_t shiftMix(uint64_t v) {
+    return v ^ (v >> 47);
+}
 
 uint64_t hashLen16(uint64_t u, uint64_t v, uint64_t mul) {
     uint64_t a = (u ^ v) * mul;
@@ -127,7 +134,8 @@ uint64_t fingerprint64(const uint8_t* s, size_t len) {
     v = weakHashLen32WithSeeds(s, v.second * mul, x + w.first);
     w = weakHashLen32WithSeeds(s + 32, z + w.second, y + fetch64(s + 16));
     std::swap(z, x);
-    return hashLen16(hashLen16(v.first, w.first, mul) + shiftMix(y) * k0 + z, hashLen16(v.second, w.second, mul) + x, mul);
+    return hashLen16(hashLen16(v.first, w.first, mul) + shiftMix(y) * k0 + z,
+                     hashLen16(v.second, w.second, mul) + x, mul);
 }
 
 namespace {
@@ -138,8 +146,9 @@ using hal::OperationType;
 
 bool supportsEmbeddingLookup(const hal::Subgraph& sg, const hal::Operation& op) {
     return operandType(sg, op, 0) == OperandType::TENSOR_INT32 &&
-           typeIn(operandType(sg, op, 1), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+           typeIn(operandType(sg, op, 1),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareEmbeddingLookup(OperationContext& ctx) {
@@ -162,10 +171,12 @@ Status executeEmbeddingLookup(OperationContext& ctx) {
     RuntimeOperand& out = ctx.output(0);
     for (uint32_t i = 0; i < ctx.inputDims(0)[0]; ++i) {
         if (lookups[i] < 0 || uint32_t(lookups[i]) >= rows) {
-            return ctx.error("input 0 (lookups) element " + std::to_string(i) + " = " + std::to_string(lookups[i]) +
-                             " is outside the " + std::to_string(rows) + " rows of input 1");
+            return ctx.error("input 0 (lookups) element " + std::to_string(i) + " = " +
+                             std::to_string(lookups[i]) + " is outside the " + std::to_string(rows) +
+                             " rows of input 1");
         }
-        std::memcpy(out.buffer.data() + i * rowBytes, values.data() + size_t(lookups[i]) * rowBytes, rowBytes);
+        std::memcpy(out.buffer.data() + i * rowBytes, values.data() + size_t(lookups[i]) * rowBytes,
+                    rowBytes);
     }
     return {};
 }
@@ -173,8 +184,10 @@ Status executeEmbeddingLookup(OperationContext& ctx) {
 // ---- HASHTABLE_LOOKUP: output[i] = values[j] where keys[j] == lookups[i] (keys sorted), hits[i] --
 
 bool supportsHashtableLookup(const hal::Subgraph& sg, const hal::Operation& op) {
-    return operandType(sg, op, 0) == OperandType::TENSOR_INT32 && operandType(sg, op, 1) == OperandType::TENSOR_INT32 &&
-           typeIn(operandType(sg, op, 2), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_INT32, OperandType::TENSOR_QUANT8_ASYMM});
+    return operandType(sg, op, 0) == OperandType::TENSOR_INT32 &&
+           operandType(sg, op, 1) == OperandType::TENSOR_INT32 &&
+           typeIn(operandType(sg, op, 2),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_INT32, OperandType::TENSOR_QUANT8_ASYMM});
 }
 
 Status prepareHashtableLookup(OperationContext& ctx) {
@@ -186,11 +199,13 @@ Status prepareHashtableLookup(OperationContext& ctx) {
     NPU_TRY(ctx.expectRank(1, 1));
     if (ctx.inputRank(2) < 1) return ctx.error("input 2 (values) must have rank 1 or more");
     if (ctx.inputDims(2)[0] != ctx.inputDims(1)[0]) {
-        return ctx.error("input 2 (values) has " + std::to_string(ctx.inputDims(2)[0]) + " rows, input 1 (keys) " +
-                         std::to_string(ctx.inputDims(1)[0]) + " keys");
+        return ctx.error("input 2 (values) has " + std::to_string(ctx.inputDims(2)[0]) +
+                         " rows, input 1 (keys) " + std::to_string(ctx.inputDims(1)[0]) + " keys");
     }
-    if (ctx.outputType(0) != ctx.inputType(2)) return ctx.error("output 0 type differs from input 2 (values)");
-    if (ctx.outputType(1) != OperandType::TENSOR_QUANT8_ASYMM) return ctx.error("output 1 (hits) must be TENSOR_QUANT8_ASYMM");
+    if (ctx.outputType(0) != ctx.inputType(2))
+        return ctx.error("output 0 type differs from input 2 (values)");
+    if (ctx.outputType(1) != OperandType::TENSOR_QUANT8_ASYMM)
+        return ctx.error("output 1 (hits) must be TENSOR_QUANT8_ASYMM");
     std::vector<uint32_t> dims = ctx.inputDims(2);
     dims[0] = ctx.inputDims(0)[0];
     NPU_TRY(ctx.setOutputShape(0, std::move(dims)));
@@ -210,7 +225,8 @@ Status executeHashtableLookup(OperationContext& ctx) {
         const bool hit = found != keys + rows && *found == lookups[i];
         hits[i] = hit ? 1 : 0;
         if (hit) {
-            std::memcpy(out.buffer.data() + i * rowBytes, values.data() + size_t(found - keys) * rowBytes, rowBytes);
+            std::memcpy(out.buffer.data() + i * rowBytes, values.data() + size_t(found - keys) * rowBytes,
+                        rowBytes);
         } else {
             std::memset(out.buffer.data() + i * rowBytes, 0, rowBytes);
         }
@@ -226,8 +242,8 @@ enum LshType { kSparseDeprecated = 1, kDense = 2, kSparse = 3 };
 
 bool supportsLsh(const hal::Subgraph& sg, const hal::Operation& op) {
     return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16}) &&
-           typeIn(operandType(sg, op, 1), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM});
+           typeIn(operandType(sg, op, 1), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
+                                           OperandType::TENSOR_INT32, OperandType::TENSOR_QUANT8_ASYMM});
 }
 
 Status prepareLsh(OperationContext& ctx) {
@@ -235,19 +251,22 @@ Status prepareLsh(OperationContext& ctx) {
     NPU_TRY(ctx.expectOutputCount(1));
     NPU_TRY(ctx.expectRank(0, 2));
     const uint32_t numHash = ctx.inputDims(0)[0], numBits = ctx.inputDims(0)[1];
-    if (numBits < 1 || numBits > 32) return ctx.error("input 0 (hash) has " + std::to_string(numBits) + " bits per function, expected 1 to 32");
+    if (numBits < 1 || numBits > 32)
+        return ctx.error("input 0 (hash) has " + std::to_string(numBits) +
+                         " bits per function, expected 1 to 32");
     if (ctx.inputRank(1) < 1) return ctx.error("input 1 (input) must have rank 1 or more");
     if (!ctx.isOmitted(2)) {
         NPU_TRY(ctx.expectSameType(2, 0));
         NPU_TRY(ctx.expectRank(2, 1));
         if (ctx.inputDims(2)[0] != ctx.inputDims(1)[0]) {
-            return ctx.error("input 2 (weight) has " + std::to_string(ctx.inputDims(2)[0]) + " elements, input 1 has " +
-                             std::to_string(ctx.inputDims(1)[0]) + " rows");
+            return ctx.error("input 2 (weight) has " + std::to_string(ctx.inputDims(2)[0]) +
+                             " elements, input 1 has " + std::to_string(ctx.inputDims(1)[0]) + " rows");
         }
     }
     const int32_t type = NPU_TRY(scalarInput<int32_t>(ctx, 3, OperandType::INT32));
     if (type != kSparseDeprecated && type != kDense && type != kSparse) {
-        return ctx.error("input 3 (type) " + std::to_string(type) + " is not SPARSE_DEPRECATED (1), DENSE (2) or SPARSE (3)");
+        return ctx.error("input 3 (type) " + std::to_string(type) +
+                         " is not SPARSE_DEPRECATED (1), DENSE (2) or SPARSE (3)");
     }
     if (ctx.outputType(0) != OperandType::TENSOR_INT32) return ctx.error("output 0 must be TENSOR_INT32");
     return ctx.setOutputShape(0, {type == kDense ? numHash * numBits : numHash});
@@ -297,8 +316,10 @@ Status executeLsh(OperationContext& ctx) {
 
 std::vector<OperationRegistration> lookupOperations() {
     return {
-        {OperationType::EMBEDDING_LOOKUP, supportsEmbeddingLookup, prepareEmbeddingLookup, executeEmbeddingLookup},
-        {OperationType::HASHTABLE_LOOKUP, supportsHashtableLookup, prepareHashtableLookup, executeHashtableLookup},
+        {OperationType::EMBEDDING_LOOKUP, supportsEmbeddingLookup, prepareEmbeddingLookup,
+         executeEmbeddingLookup},
+        {OperationType::HASHTABLE_LOOKUP, supportsHashtableLookup, prepareHashtableLookup,
+         executeHashtableLookup},
         {OperationType::LSH_PROJECTION, supportsLsh, prepareLsh, executeLsh},
     };
 }

@@ -29,7 +29,8 @@ struct CellInputs {
 // Sizes and optional parts of a cell, as the present operands say.
 struct CellShape {
     uint32_t nInput = 0, nCell = 0, nOutput = 0, nAux = 0;
-    bool cifg = false, peephole = false, projection = false, projectionBias = false, layerNorm = false, auxWeights = false;
+    bool cifg = false, peephole = false, projection = false, projectionBias = false, layerNorm = false,
+         auxWeights = false;
 };
 
 struct CellParams {
@@ -37,9 +38,13 @@ struct CellParams {
     float cellClip = 0, projClip = 0;
 };
 
-bool present(const OperationContext& ctx, int i) { return i != kNone && !ctx.isOmitted(size_t(i)); }
+bool present(const OperationContext& ctx, int i) {
+    return i != kNone && !ctx.isOmitted(size_t(i));
+}
 
-std::string name(int i, const char* what) { return "input " + std::to_string(i) + " (" + what + ")"; }
+std::string name(int i, const char* what) {
+    return "input " + std::to_string(i) + " (" + what + ")";
+}
 
 CellShape describeCell(const OperationContext& ctx, const CellInputs& c, size_t inputIndex, size_t auxIndex) {
     CellShape s;
@@ -67,12 +72,13 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
     auto tensor = [&](int i, const char* what, std::initializer_list<uint32_t> dims) -> Status {
         const std::string n = name(i, what);
         if (ctx.inputType(size_t(i)) != type) {
-            return ctx.error(n + " has type " + std::string(hal::toString(ctx.inputType(size_t(i)))) + ", expected " +
-                             std::string(hal::toString(type)));
+            return ctx.error(n + " has type " + std::string(hal::toString(ctx.inputType(size_t(i)))) +
+                             ", expected " + std::string(hal::toString(type)));
         }
         const std::vector<uint32_t> want(dims);
         if (ctx.inputDims(size_t(i)) != want) {
-            return ctx.error(n + " has shape " + dimsToString(ctx.inputDims(size_t(i))) + ", expected " + dimsToString(want));
+            return ctx.error(n + " has shape " + dimsToString(ctx.inputDims(size_t(i))) + ", expected " +
+                             dimsToString(want));
         }
         return {};
     };
@@ -87,9 +93,11 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
     }
     NPU_TRY(required(c.outputStateIn, "output_state_in"));
     NPU_TRY(required(c.cellStateIn, "cell_state_in"));
-    if (ctx.inputRank(size_t(c.inputToGate[kOutputGate])) != 2 || ctx.inputRank(size_t(c.recurrentToGate[kOutputGate])) != 2) {
+    if (ctx.inputRank(size_t(c.inputToGate[kOutputGate])) != 2 ||
+        ctx.inputRank(size_t(c.recurrentToGate[kOutputGate])) != 2) {
         return ctx.error(name(c.inputToGate[kOutputGate], "input_to_output_weights") + " and " +
-                         name(c.recurrentToGate[kOutputGate], "recurrent_to_output_weights") + " must have rank 2");
+                         name(c.recurrentToGate[kOutputGate], "recurrent_to_output_weights") +
+                         " must have rank 2");
     }
     const CellShape s = describeCell(ctx, c, inputIndex, auxIndex == kNone ? 0 : size_t(auxIndex));
     const uint32_t nCell = s.nCell, nInput = s.nInput, nOutput = s.nOutput;
@@ -106,13 +114,16 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
     for (int p = 0; p < 3; ++p) {
         if (present(ctx, c.peephole[p])) NPU_TRY(tensor(c.peephole[p], "cell_to_gate_weights", {nCell}));
     }
-    const bool peepholeOk = (s.peephole && present(ctx, c.peephole[1]) && (s.cifg || present(ctx, c.peephole[0]))) ||
-                            (!present(ctx, c.peephole[0]) && !present(ctx, c.peephole[1]) && !s.peephole);
-    if (!peepholeOk) return ctx.error("peephole weights (inputs " + std::to_string(c.peephole[0]) + ".." +
-                                      std::to_string(c.peephole[2]) + ") must be all present or all omitted");
+    const bool peepholeOk =
+        (s.peephole && present(ctx, c.peephole[1]) && (s.cifg || present(ctx, c.peephole[0]))) ||
+        (!present(ctx, c.peephole[0]) && !present(ctx, c.peephole[1]) && !s.peephole);
+    if (!peepholeOk)
+        return ctx.error("peephole weights (inputs " + std::to_string(c.peephole[0]) + ".." +
+                         std::to_string(c.peephole[2]) + ") must be all present or all omitted");
     if (s.cifg) {
         if (present(ctx, c.bias[kInputGate])) {
-            return ctx.error(name(c.bias[kInputGate], "input_gate_bias") + " must be omitted for a CIFG LSTM");
+            return ctx.error(name(c.bias[kInputGate], "input_gate_bias") +
+                             " must be omitted for a CIFG LSTM");
         }
     } else {
         NPU_TRY(required(c.bias[kInputGate], "input_gate_bias"));
@@ -128,7 +139,8 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
                          " must equal the number of cells " + std::to_string(nCell));
     }
     if (s.projectionBias) {
-        if (!s.projection) return ctx.error(name(c.projectionBias, "projection_bias") + " needs projection weights");
+        if (!s.projection)
+            return ctx.error(name(c.projectionBias, "projection_bias") + " needs projection weights");
         NPU_TRY(tensor(c.projectionBias, "projection_bias", {nOutput}));
     }
     NPU_TRY(tensor(c.outputStateIn, "output_state_in", {nBatch, nOutput}));
@@ -140,8 +152,9 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
                 NPU_TRY(required(c.layerNorm[g], "layer_norm_weights"));
                 NPU_TRY(tensor(c.layerNorm[g], "layer_norm_weights", {nCell}));
             } else if (!s.layerNorm && present(ctx, c.layerNorm[g])) {
-                return ctx.error("layer normalization weights (inputs " + std::to_string(c.layerNorm[0]) + ".." +
-                                 std::to_string(c.layerNorm[3]) + ") must be all present or all omitted");
+                return ctx.error("layer normalization weights (inputs " + std::to_string(c.layerNorm[0]) +
+                                 ".." + std::to_string(c.layerNorm[3]) +
+                                 ") must be all present or all omitted");
             }
         }
     }
@@ -149,10 +162,13 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
         const bool anyAux = present(ctx, c.auxToGate[0]) || present(ctx, c.auxToGate[1]) ||
                             present(ctx, c.auxToGate[2]) || present(ctx, c.auxToGate[3]);
         if (anyAux) {
-            if (auxIndex == kNone || !present(ctx, auxIndex)) return ctx.error("auxiliary weights given without aux_input");
+            if (auxIndex == kNone || !present(ctx, auxIndex))
+                return ctx.error("auxiliary weights given without aux_input");
             for (int g = 0; g < 4; ++g) {
                 if (g == kInputGate && s.cifg) {
-                    if (present(ctx, c.auxToGate[g])) return ctx.error(name(c.auxToGate[g], "aux_input_to_input_weights") + " must be omitted for a CIFG LSTM");
+                    if (present(ctx, c.auxToGate[g]))
+                        return ctx.error(name(c.auxToGate[g], "aux_input_to_input_weights") +
+                                         " must be omitted for a CIFG LSTM");
                     continue;
                 }
                 NPU_TRY(required(c.auxToGate[g], "aux_input_to_gate_weights"));
@@ -167,23 +183,27 @@ Result<CellParams> cellParams(OperationContext& ctx, size_t activation, size_t c
     CellParams p;
     p.activation = NPU_TRY(scalarInput<int32_t>(ctx, activation, OperandType::INT32));
     if (p.activation < 0 || p.activation > 6 || p.activation == 5) {
-        return ctx.error("input " + std::to_string(activation) + ": activation " + std::to_string(p.activation) +
-                         " is not NONE, RELU, RELU1, RELU6, TANH or SIGMOID");
+        return ctx.error("input " + std::to_string(activation) + ": activation " +
+                         std::to_string(p.activation) + " is not NONE, RELU, RELU1, RELU6, TANH or SIGMOID");
     }
-    const OperandType ft = ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
+    const OperandType ft =
+        ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
     for (size_t i : {cellClip, projClip}) {
         NPU_TRY(ctx.expectType(i, ft));
         if (!ctx.hasValue(i)) return ctx.deferred();
         const float v = loadFloat(ft, ctx.input(i).data(), 0);
-        if (!(v >= 0)) return ctx.error("input " + std::to_string(i) + ": clip value " + std::to_string(v) + " must be >= 0");
+        if (!(v >= 0))
+            return ctx.error("input " + std::to_string(i) + ": clip value " + std::to_string(v) +
+                             " must be >= 0");
         (i == cellClip ? p.cellClip : p.projClip) = v;
     }
     return p;
 }
 
 std::vector<int> optionalInputs(const CellInputs& c) {
-    std::vector<int> v = {c.inputToGate[0], c.recurrentToGate[0], c.peephole[0], c.peephole[1], c.peephole[2],
-                          c.bias[0], c.projectionWeights, c.projectionBias};
+    std::vector<int> v = {c.inputToGate[0],    c.recurrentToGate[0], c.peephole[0],
+                          c.peephole[1],       c.peephole[2],        c.bias[0],
+                          c.projectionWeights, c.projectionBias};
     for (int g = 0; g < 4; ++g) {
         v.push_back(c.auxToGate[g]);
         v.push_back(c.layerNorm[g]);
@@ -241,20 +261,28 @@ Cell loadCell(const OperationContext& ctx, const CellInputs& c, const CellShape&
 
 float activate(float x, int32_t activation) {
     switch (activation) {
-        case 1: return std::max(0.0f, x);
-        case 2: return std::clamp(x, -1.0f, 1.0f);
-        case 3: return std::clamp(x, 0.0f, 6.0f);
-        case 4: return std::tanh(x);
-        case 6: return 1.0f / (1.0f + std::exp(-x));
-        default: return x;
+        case 1:
+            return std::max(0.0f, x);
+        case 2:
+            return std::clamp(x, -1.0f, 1.0f);
+        case 3:
+            return std::clamp(x, 0.0f, 6.0f);
+        case 4:
+            return std::tanh(x);
+        case 6:
+            return 1.0f / (1.0f + std::exp(-x));
+        default:
+            return x;
     }
 }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) {
+    return 1.0f / (1.0f + std::exp(-x));
+}
 
 // rows x cols matrix times each batch vector, accumulated into result (a float dot product per row
 // added to what is there, like tensor_utils::MatrixBatchVectorMultiplyAccumulate).
-void matVecAccumulate(const std::vector<float>& m, uint32_t rows, uint32_t cols, const float* v, uint32_t nBatch,
-                      float* result) {
+void matVecAccumulate(const std::vector<float>& m, uint32_t rows, uint32_t cols, const float* v,
+                      uint32_t nBatch, float* result) {
     for (uint32_t b = 0; b < nBatch; ++b)
         for (uint32_t r = 0; r < rows; ++r) {
             float dot = 0;
@@ -278,8 +306,9 @@ void meanStddevNormalize(float* v, uint32_t n, uint32_t nBatch) {
 }
 
 // One time step for a batch. scratch holds 4 (3 for CIFG) gate blocks of nBatch * nCell.
-void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* aux, const float* outputStateIn,
-              const float* cellStateIn, float* outputStateOut, float* cellStateOut, float* output, float* scratch) {
+void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* aux,
+              const float* outputStateIn, const float* cellStateIn, float* outputStateOut,
+              float* cellStateOut, float* output, float* scratch) {
     const CellShape& s = c.s;
     const uint32_t nCell = s.nCell, nOutput = s.nOutput;
     const size_t block = size_t(nBatch) * nCell;
@@ -291,16 +320,19 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     for (int g = 0; g < 4; ++g) {
         if (gates[g] == nullptr) continue;
         for (uint32_t b = 0; b < nBatch; ++b)
-            for (uint32_t k = 0; k < nCell; ++k) gates[g][size_t(b) * nCell + k] = s.layerNorm ? 0.0f : c.bias[g][k];
+            for (uint32_t k = 0; k < nCell; ++k)
+                gates[g][size_t(b) * nCell + k] = s.layerNorm ? 0.0f : c.bias[g][k];
         matVecAccumulate(c.inputToGate[g], nCell, s.nInput, input, nBatch, gates[g]);
-        if (aux != nullptr && s.auxWeights) matVecAccumulate(c.auxToGate[g], nCell, s.nAux, aux, nBatch, gates[g]);
+        if (aux != nullptr && s.auxWeights)
+            matVecAccumulate(c.auxToGate[g], nCell, s.nAux, aux, nBatch, gates[g]);
         matVecAccumulate(c.recurrentToGate[g], nCell, nOutput, outputStateIn, nBatch, gates[g]);
     }
     auto finishGate = [&](int g, const std::vector<float>* peephole, const float* cellState, bool squash) {
         float* x = gates[g];
         if (peephole != nullptr) {
             for (uint32_t b = 0; b < nBatch; ++b)
-                for (uint32_t k = 0; k < nCell; ++k) x[size_t(b) * nCell + k] += (*peephole)[k] * cellState[size_t(b) * nCell + k];
+                for (uint32_t k = 0; k < nCell; ++k)
+                    x[size_t(b) * nCell + k] += (*peephole)[k] * cellState[size_t(b) * nCell + k];
         }
         if (s.layerNorm) {
             meanStddevNormalize(x, nCell, nBatch);
@@ -335,10 +367,12 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     }
     if (s.projection) {
         for (uint32_t b = 0; b < nBatch; ++b)
-            for (uint32_t o = 0; o < nOutput; ++o) output[size_t(b) * nOutput + o] = s.projectionBias ? c.projectionBias[o] : 0.0f;
+            for (uint32_t o = 0; o < nOutput; ++o)
+                output[size_t(b) * nOutput + o] = s.projectionBias ? c.projectionBias[o] : 0.0f;
         matVecAccumulate(c.projectionWeights, nOutput, nCell, gates[kOutputGate], nBatch, output);
         if (c.p.projClip > 0) {
-            for (size_t k = 0; k < size_t(nBatch) * nOutput; ++k) output[k] = std::clamp(output[k], -c.p.projClip, c.p.projClip);
+            for (size_t k = 0; k < size_t(nBatch) * nOutput; ++k)
+                output[k] = std::clamp(output[k], -c.p.projClip, c.p.projClip);
         }
     } else {
         std::copy(gates[kOutputGate], gates[kOutputGate] + block, output);
@@ -350,14 +384,17 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
 struct Sequence {
     uint32_t maxTime = 1, nBatch = 1;
     bool timeMajor = true;
-    size_t row(uint32_t t, uint32_t b) const { return timeMajor ? size_t(t) * nBatch + b : size_t(b) * maxTime + t; }
+    size_t row(uint32_t t, uint32_t b) const {
+        return timeMajor ? size_t(t) * nBatch + b : size_t(b) * maxTime + t;
+    }
 };
 
 // Runs one direction over the sequence; the states are updated in place; the output of step t for
 // batch b goes to out[row(t, b) * outStride + outOffset ...].
 void lstmSequence(const Cell& c, const Sequence& seq, bool forward, const std::vector<float>& input,
-                  const std::vector<float>* aux, std::vector<float>& outputState, std::vector<float>& cellState,
-                  std::vector<float>& out, uint32_t outStride, uint32_t outOffset) {
+                  const std::vector<float>* aux, std::vector<float>& outputState,
+                  std::vector<float>& cellState, std::vector<float>& out, uint32_t outStride,
+                  uint32_t outOffset) {
     const uint32_t nB = seq.nBatch, nIn = c.s.nInput, nAux = c.s.nAux, nOut = c.s.nOutput;
     std::vector<float> x(size_t(nB) * nIn), a(aux ? size_t(nB) * nAux : 0), y(size_t(nB) * nOut);
     std::vector<float> hOut(outputState.size()), cOut(cellState.size()), scratch(size_t(nB) * c.s.nCell * 4);
@@ -372,7 +409,8 @@ void lstmSequence(const Cell& c, const Sequence& seq, bool forward, const std::v
         outputState = hOut;
         cellState = cOut;
         for (uint32_t b = 0; b < nB; ++b) {
-            std::copy_n(y.begin() + size_t(b) * nOut, nOut, out.begin() + seq.row(t, b) * outStride + outOffset);
+            std::copy_n(y.begin() + size_t(b) * nOut, nOut,
+                        out.begin() + seq.row(t, b) * outStride + outOffset);
         }
     }
 }
@@ -380,8 +418,16 @@ void lstmSequence(const Cell& c, const Sequence& seq, bool forward, const std::v
 // ---- LSTM ---------------------------------------------------------------------------------------
 
 CellInputs lstmCellInputs(size_t inputCount, bool sequence) {
-    CellInputs c{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16, 17, 18, 19,
-                 {kNone, kNone, kNone, kNone}, {kNone, kNone, kNone, kNone}};
+    CellInputs c{{1, 2, 3, 4},
+                 {5, 6, 7, 8},
+                 {9, 10, 11},
+                 {12, 13, 14, 15},
+                 16,
+                 17,
+                 18,
+                 19,
+                 {kNone, kNone, kNone, kNone},
+                 {kNone, kNone, kNone, kNone}};
     const int lnBase = sequence ? 24 : 23;
     if (inputCount > size_t(lnBase)) {
         for (int g = 0; g < 4; ++g) c.layerNorm[g] = lnBase + g;
@@ -400,7 +446,8 @@ bool supportsFloatCell(const hal::Subgraph& sg, const hal::Operation& op) {
 
 Status expectOutputsOfInputType(OperationContext& ctx) {
     for (size_t o = 0; o < ctx.outputCount(); ++o) {
-        if (ctx.outputType(o) != ctx.inputType(0)) return ctx.error("output " + std::to_string(o) + " type differs from the input type");
+        if (ctx.outputType(o) != ctx.inputType(0))
+            return ctx.error("output " + std::to_string(o) + " type differs from the input type");
     }
     return {};
 }
@@ -427,9 +474,12 @@ Status executeLstm(OperationContext& ctx) {
     const CellInputs ci = lstmCellInputs(ctx.inputCount(), false);
     const Cell c = loadCell(ctx, ci, describeCell(ctx, ci, 0, 0), *cellParams(ctx, 20, 21, 22));
     const uint32_t nBatch = ctx.inputDims(0)[0];
-    const std::vector<float> input = loadAll(ctx, 0), h = loadAll(ctx, ci.outputStateIn), cs = loadAll(ctx, ci.cellStateIn);
-    std::vector<float> scratch(size_t(nBatch) * c.s.nCell * 4), hOut(h.size()), cOut(cs.size()), out(h.size());
-    lstmStep(c, nBatch, input.data(), nullptr, h.data(), cs.data(), hOut.data(), cOut.data(), out.data(), scratch.data());
+    const std::vector<float> input = loadAll(ctx, 0), h = loadAll(ctx, ci.outputStateIn),
+                             cs = loadAll(ctx, ci.cellStateIn);
+    std::vector<float> scratch(size_t(nBatch) * c.s.nCell * 4), hOut(h.size()), cOut(cs.size()),
+        out(h.size());
+    lstmStep(c, nBatch, input.data(), nullptr, h.data(), cs.data(), hOut.data(), cOut.data(), out.data(),
+             scratch.data());
     storeAll(ctx.output(0), scratch.data(), elementCount(ctx.output(0).dims));
     storeAll(ctx.output(1), hOut.data(), hOut.size());
     storeAll(ctx.output(2), cOut.data(), cOut.size());
@@ -484,12 +534,13 @@ Status executeUnidirectionalLstm(OperationContext& ctx) {
 
 // ---- BIDIRECTIONAL_SEQUENCE_LSTM ---------------------------------------------------------------
 
-constexpr size_t kBiAuxInput = 39, kBiActivation = 48, kBiCellClip = 49, kBiProjClip = 50, kBiMerge = 51, kBiTimeMajor = 52;
+constexpr size_t kBiAuxInput = 39, kBiActivation = 48, kBiCellClip = 49, kBiProjClip = 50, kBiMerge = 51,
+                 kBiTimeMajor = 52;
 
 CellInputs biCellInputs(bool forward) {
     if (forward) {
-        return CellInputs{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16, 17, 35, 36,
-                          {40, 41, 42, 43}, {53, 54, 55, 56}};
+        return CellInputs{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16,
+                          17,           35,           36,          {40, 41, 42, 43}, {53, 54, 55, 56}};
     }
     return CellInputs{{18, 19, 20, 21}, {22, 23, 24, 25}, {26, 27, 28}, {29, 30, 31, 32}, 33, 34, 37, 38,
                       {44, 45, 46, 47}, {57, 58, 59, 60}};
@@ -512,26 +563,31 @@ Status prepareBidirectionalLstm(OperationContext& ctx) {
     const bool timeMajor = NPU_TRY(boolInput(ctx, kBiTimeMajor));
     const size_t expectedOutputs = merge ? 1 : 2;
     if (ctx.outputCount() != expectedOutputs && ctx.outputCount() != expectedOutputs + 4) {
-        return ctx.error("has " + std::to_string(ctx.outputCount()) + " outputs, expected " + std::to_string(expectedOutputs) +
-                         " or " + std::to_string(expectedOutputs + 4) + (merge ? " (merged outputs)" : ""));
+        return ctx.error("has " + std::to_string(ctx.outputCount()) + " outputs, expected " +
+                         std::to_string(expectedOutputs) + " or " + std::to_string(expectedOutputs + 4) +
+                         (merge ? " (merged outputs)" : ""));
     }
     const auto& in = ctx.inputDims(0);
     const uint32_t nBatch = timeMajor ? in[1] : in[0];
     const bool hasAux = present(ctx, int(kBiAuxInput));
-    const bool fwAuxWeights = present(ctx, fw.auxToGate[kForgetGate]), bwAuxWeights = present(ctx, bw.auxToGate[kForgetGate]);
-    if (fwAuxWeights != bwAuxWeights) return ctx.error("forward and backward auxiliary weights must be both present or both omitted");
+    const bool fwAuxWeights = present(ctx, fw.auxToGate[kForgetGate]),
+               bwAuxWeights = present(ctx, bw.auxToGate[kForgetGate]);
+    if (fwAuxWeights != bwAuxWeights)
+        return ctx.error("forward and backward auxiliary weights must be both present or both omitted");
     if (hasAux) {
         NPU_TRY(ctx.expectSameType(kBiAuxInput, 0));
         NPU_TRY(ctx.expectRank(kBiAuxInput, 3));
         const auto& aux = ctx.inputDims(kBiAuxInput);
         if (aux[0] != in[0] || aux[1] != in[1]) {
-            return ctx.error("input 39 (aux_input) has shape " + dimsToString(aux) + ", its first two dimensions must match input 0 " + dimsToString(in));
+            return ctx.error("input 39 (aux_input) has shape " + dimsToString(aux) +
+                             ", its first two dimensions must match input 0 " + dimsToString(in));
         }
     }
     const Linking linking = !hasAux ? Linking::kNone : fwAuxWeights ? Linking::kCross : Linking::kParallel;
     const int auxForCells = linking == Linking::kCross ? int(kBiAuxInput) : kNone;
     const CellShape f = NPU_TRY(validateCell(ctx, fw, 0, auxForCells, nBatch));
-    const CellShape b = NPU_TRY(validateCell(ctx, bw, linking == Linking::kParallel ? kBiAuxInput : 0, auxForCells, nBatch));
+    const CellShape b =
+        NPU_TRY(validateCell(ctx, bw, linking == Linking::kParallel ? kBiAuxInput : 0, auxForCells, nBatch));
     NPU_TRY(cellParams(ctx, kBiActivation, kBiCellClip, kBiProjClip));
     NPU_TRY(ctx.setOutputShape(0, {in[0], in[1], merge ? f.nOutput + b.nOutput : f.nOutput}));
     if (!merge) NPU_TRY(ctx.setOutputShape(1, {in[0], in[1], b.nOutput}));
@@ -549,10 +605,14 @@ Status executeBidirectionalLstm(OperationContext& ctx) {
     const CellInputs fwi = biCellInputs(true), bwi = biCellInputs(false);
     const bool merge = ctx.scalar<uint8_t>(kBiMerge) != 0, timeMajor = ctx.scalar<uint8_t>(kBiTimeMajor) != 0;
     const bool hasAux = present(ctx, int(kBiAuxInput));
-    const Linking linking = !hasAux ? Linking::kNone : present(ctx, fwi.auxToGate[kForgetGate]) ? Linking::kCross : Linking::kParallel;
+    const Linking linking = !hasAux                                    ? Linking::kNone
+                            : present(ctx, fwi.auxToGate[kForgetGate]) ? Linking::kCross
+                                                                       : Linking::kParallel;
     const CellParams params = *cellParams(ctx, kBiActivation, kBiCellClip, kBiProjClip);
     const Cell fw = loadCell(ctx, fwi, describeCell(ctx, fwi, 0, kBiAuxInput), params);
-    const Cell bw = loadCell(ctx, bwi, describeCell(ctx, bwi, linking == Linking::kParallel ? kBiAuxInput : 0, kBiAuxInput), params);
+    const Cell bw = loadCell(
+        ctx, bwi, describeCell(ctx, bwi, linking == Linking::kParallel ? kBiAuxInput : 0, kBiAuxInput),
+        params);
     const auto& in = ctx.inputDims(0);
     const Sequence seq{timeMajor ? in[0] : in[1], timeMajor ? in[1] : in[0], timeMajor};
     const std::vector<float> input = loadAll(ctx, 0), aux = loadAll(ctx, int(kBiAuxInput));
@@ -564,8 +624,8 @@ Status executeBidirectionalLstm(OperationContext& ctx) {
     std::vector<float> bwH = loadAll(ctx, bwi.outputStateIn), bwC = loadAll(ctx, bwi.cellStateIn);
     std::vector<float> out0(rows * (merge ? fwOut + bwOut : fwOut)), out1(merge ? 0 : rows * bwOut);
     lstmSequence(fw, seq, true, input, crossAux, fwH, fwC, out0, merge ? fwOut + bwOut : fwOut, 0);
-    lstmSequence(bw, seq, false, linking == Linking::kParallel ? aux : input, crossAux, bwH, bwC, merge ? out0 : out1,
-                 merge ? fwOut + bwOut : bwOut, merge ? fwOut : 0);
+    lstmSequence(bw, seq, false, linking == Linking::kParallel ? aux : input, crossAux, bwH, bwC,
+                 merge ? out0 : out1, merge ? fwOut + bwOut : bwOut, merge ? fwOut : 0);
     storeAll(ctx.output(0), out0.data(), out0.size());
     size_t o = 1;
     if (!merge) storeAll(ctx.output(o++), out1.data(), out1.size());
@@ -583,8 +643,10 @@ Status executeBidirectionalLstm(OperationContext& ctx) {
 std::vector<OperationRegistration> lstmOperations() {
     return {
         {OperationType::LSTM, supportsFloatCell, prepareLstm, executeLstm},
-        {OperationType::UNIDIRECTIONAL_SEQUENCE_LSTM, supportsFloatCell, prepareUnidirectionalLstm, executeUnidirectionalLstm},
-        {OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, supportsFloatCell, prepareBidirectionalLstm, executeBidirectionalLstm},
+        {OperationType::UNIDIRECTIONAL_SEQUENCE_LSTM, supportsFloatCell, prepareUnidirectionalLstm,
+         executeUnidirectionalLstm},
+        {OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, supportsFloatCell, prepareBidirectionalLstm,
+         executeBidirectionalLstm},
     };
 }
 

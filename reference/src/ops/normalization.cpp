@@ -10,8 +10,9 @@ namespace {
 using hal::OperationType;
 
 bool supportsL2Norm(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 bool supportsLrn(const hal::Subgraph& sg, const hal::Operation& op) {
     return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16});
@@ -21,7 +22,8 @@ Result<uint32_t> axisInput(OperationContext& ctx, size_t i) {
     const int32_t rank = int32_t(ctx.inputRank(0));
     int32_t axis = -1;
     if (i < ctx.inputCount()) axis = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
-    if (axis < -rank || axis >= rank) return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    if (axis < -rank || axis >= rank)
+        return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
     return uint32_t(axis < 0 ? axis + rank : axis);
 }
 
@@ -60,7 +62,8 @@ Status executeL2Norm(OperationContext& ctx) {
                 sum += x * x;
             }
             const double norm = std::max(std::sqrt(sum), 1e-6);
-            for (size_t k = 0; k < v.len; ++k) storeReal(out, v.at(o, k, i), float(loadReal(in, v.at(o, k, i)) / norm));
+            for (size_t k = 0; k < v.len; ++k)
+                storeReal(out, v.at(o, k, i), float(loadReal(in, v.at(o, k, i)) / norm));
         }
     return {};
 }
@@ -181,7 +184,8 @@ std::vector<OperationRegistration> normalizationOperations() {
     return {
         {OperationType::L2_NORMALIZATION, supportsL2Norm, prepareL2Norm, executeL2Norm},
         {OperationType::LOCAL_RESPONSE_NORMALIZATION, supportsLrn, prepareLrn, executeLrn},
-        {OperationType::INSTANCE_NORMALIZATION, supportsInstanceNorm, prepareInstanceNorm, executeInstanceNorm},
+        {OperationType::INSTANCE_NORMALIZATION, supportsInstanceNorm, prepareInstanceNorm,
+         executeInstanceNorm},
     };
 }
 

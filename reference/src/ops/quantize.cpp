@@ -8,15 +8,18 @@ using hal::OperationType;
 
 bool supportsQuantize(const hal::Subgraph& sg, const hal::Operation& op) {
     const bool out = !op.outputs.empty() && op.outputs[0] < sg.operands.size() &&
-                     typeIn(sg.operands[op.outputs[0]].type, {OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+                     typeIn(sg.operands[op.outputs[0]].type,
+                            {OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
     return out && typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16});
 }
 
 bool supportsDequantize(const hal::Subgraph& sg, const hal::Operation& op) {
-    const bool out = !op.outputs.empty() && op.outputs[0] < sg.operands.size() &&
-                     typeIn(sg.operands[op.outputs[0]].type, {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16});
-    return out && typeIn(operandType(sg, op, 0), {OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
-                                                  OperandType::TENSOR_QUANT8_SYMM, OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL});
+    const bool out =
+        !op.outputs.empty() && op.outputs[0] < sg.operands.size() &&
+        typeIn(sg.operands[op.outputs[0]].type, {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16});
+    return out && typeIn(operandType(sg, op, 0),
+                         {OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
+                          OperandType::TENSOR_QUANT8_SYMM, OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL});
 }
 
 Status prepareConvert(OperationContext& ctx) {
@@ -29,7 +32,8 @@ Status prepareConvert(OperationContext& ctx) {
          in.channelQuant->scales.size() != in.dims[in.channelQuant->channelDim])) {
         return ctx.error("per-channel input needs one scale per channel");
     }
-    if (isQuant8Type(ctx.outputType(0)) && !(ctx.output(0).scale > 0)) return ctx.error("output scale must be positive");
+    if (isQuant8Type(ctx.outputType(0)) && !(ctx.output(0).scale > 0))
+        return ctx.error("output scale must be positive");
     return ctx.setOutputShape(0, ctx.inputDims(0));
 }
 

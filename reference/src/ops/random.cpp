@@ -1,13 +1,14 @@
 // RANDOM_MULTINOMIAL: samples class indices from softmax(logits) per batch, with TensorFlow's
 // Philox4x32-10 generator seeded by the seeds input, as the NNAPI reference does. The same seeds
 // give the same samples (also seeds {0, 0}, which TensorFlow would replace by random ones).
+#include "random.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "common.h"
-#include "random.h"
 
 namespace npu::ref::ops {
 
@@ -64,7 +65,9 @@ Status prepareMultinomial(OperationContext& ctx) {
     NPU_TRY(ctx.expectRank(0, 2));
     NPU_TRY(ctx.expectType(2, OperandType::TENSOR_INT32));
     NPU_TRY(ctx.expectRank(2, 1));
-    if (ctx.inputDims(2)[0] != 2) return ctx.error("input 2 (seeds) has " + std::to_string(ctx.inputDims(2)[0]) + " elements, expected 2");
+    if (ctx.inputDims(2)[0] != 2)
+        return ctx.error("input 2 (seeds) has " + std::to_string(ctx.inputDims(2)[0]) +
+                         " elements, expected 2");
     if (ctx.inputDims(0)[1] == 0) return ctx.error("input 0 has no classes");
     const int32_t samples = NPU_TRY(scalarInput<int32_t>(ctx, 1, OperandType::INT32));
     if (samples < 0) return ctx.error("input 1 (sample_count) " + std::to_string(samples) + " is negative");
@@ -104,7 +107,8 @@ Status executeMultinomial(OperationContext& ctx) {
 }  // namespace
 
 std::vector<OperationRegistration> randomOperations() {
-    return {{hal::OperationType::RANDOM_MULTINOMIAL, supportsMultinomial, prepareMultinomial, executeMultinomial}};
+    return {{hal::OperationType::RANDOM_MULTINOMIAL, supportsMultinomial, prepareMultinomial,
+             executeMultinomial}};
 }
 
 }  // namespace npu::ref::ops

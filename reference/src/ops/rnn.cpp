@@ -32,12 +32,18 @@ void storeAll(RuntimeOperand& out, const float* v, size_t n) {
 
 float activate(float x, int32_t activation) {
     switch (activation) {
-        case 1: return std::max(0.0f, x);
-        case 2: return std::clamp(x, -1.0f, 1.0f);
-        case 3: return std::clamp(x, 0.0f, 6.0f);
-        case 4: return std::tanh(x);
-        case 6: return 1.0f / (1.0f + std::exp(-x));
-        default: return x;
+        case 1:
+            return std::max(0.0f, x);
+        case 2:
+            return std::clamp(x, -1.0f, 1.0f);
+        case 3:
+            return std::clamp(x, 0.0f, 6.0f);
+        case 4:
+            return std::tanh(x);
+        case 6:
+            return 1.0f / (1.0f + std::exp(-x));
+        default:
+            return x;
     }
 }
 
@@ -52,7 +58,8 @@ Result<int32_t> rnnActivation(OperationContext& ctx, size_t i) {
 
 // A layout flag given as BOOL or INT32 (UNIDIRECTIONAL_SEQUENCE_RNN's time_major is INT32).
 Result<bool> flagInput(OperationContext& ctx, size_t i) {
-    if (ctx.inputType(i) == OperandType::INT32) return NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32)) != 0;
+    if (ctx.inputType(i) == OperandType::INT32)
+        return NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32)) != 0;
     return boolInput(ctx, i);
 }
 bool flagValue(const OperationContext& ctx, size_t i) {
@@ -67,7 +74,8 @@ Status expectTensor(OperationContext& ctx, size_t i, const char* what, std::vect
                          std::string(hal::toString(ctx.inputType(0))));
     }
     if (ctx.inputDims(i) != dims) {
-        return ctx.error(n + " has shape " + dimsToString(ctx.inputDims(i)) + ", expected " + dimsToString(dims));
+        return ctx.error(n + " has shape " + dimsToString(ctx.inputDims(i)) + ", expected " +
+                         dimsToString(dims));
     }
     return {};
 }
@@ -85,7 +93,8 @@ Status expectOutputsOfInputType(OperationContext& ctx) {
 Status deferIfPresenceUnknown(OperationContext& ctx, std::initializer_list<size_t> optional) {
     if (ctx.mode() != OperationContext::Mode::kPrepare) return {};
     for (size_t i : optional) {
-        if (i < ctx.inputCount() && ctx.input(i).lifetime == hal::OperandLifeTime::SUBGRAPH_INPUT) return ctx.deferred();
+        if (i < ctx.inputCount() && ctx.input(i).lifetime == hal::OperandLifeTime::SUBGRAPH_INPUT)
+            return ctx.deferred();
     }
     return {};
 }
@@ -100,7 +109,8 @@ struct RnnCell {
 
 // out = act(bias + W x + Waux aux + R h), summed in that order into the output as the NNAPI
 // reference does; the new hidden state is the output.
-void rnnStep(const RnnCell& c, uint32_t nBatch, const float* x, const float* aux, const float* hIn, float* hOut) {
+void rnnStep(const RnnCell& c, uint32_t nBatch, const float* x, const float* aux, const float* hIn,
+             float* hOut) {
     for (uint32_t b = 0; b < nBatch; ++b) {
         const float* xb = x + size_t(b) * c.inputSize;
         const float* hb = hIn + size_t(b) * c.units;
@@ -110,7 +120,8 @@ void rnnStep(const RnnCell& c, uint32_t nBatch, const float* x, const float* aux
             for (uint32_t i = 0; i < c.inputSize; ++i) acc += xb[i] * c.weights[size_t(o) * c.inputSize + i];
             if (aux != nullptr) {
                 const float* ab = aux + size_t(b) * c.auxSize;
-                for (uint32_t i = 0; i < c.auxSize; ++i) acc += ab[i] * c.auxWeights[size_t(o) * c.auxSize + i];
+                for (uint32_t i = 0; i < c.auxSize; ++i)
+                    acc += ab[i] * c.auxWeights[size_t(o) * c.auxSize + i];
             }
             for (uint32_t h = 0; h < c.units; ++h) acc += hb[h] * c.recurrent[size_t(o) * c.units + h];
             ob[o] = activate(acc, c.activation);
@@ -121,31 +132,37 @@ void rnnStep(const RnnCell& c, uint32_t nBatch, const float* x, const float* aux
 struct Sequence {
     uint32_t maxTime = 1, nBatch = 1;
     bool timeMajor = true;
-    size_t row(uint32_t t, uint32_t b) const { return timeMajor ? size_t(t) * nBatch + b : size_t(b) * maxTime + t; }
+    size_t row(uint32_t t, uint32_t b) const {
+        return timeMajor ? size_t(t) * nBatch + b : size_t(b) * maxTime + t;
+    }
 };
 
 void rnnSequence(const RnnCell& c, const Sequence& seq, bool forward, const std::vector<float>& input,
-                 const std::vector<float>* aux, std::vector<float>& hidden, std::vector<float>& out, uint32_t outStride,
-                 uint32_t outOffset) {
+                 const std::vector<float>* aux, std::vector<float>& hidden, std::vector<float>& out,
+                 uint32_t outStride, uint32_t outOffset) {
     const uint32_t nB = seq.nBatch;
     std::vector<float> x(size_t(nB) * c.inputSize), a(aux ? size_t(nB) * c.auxSize : 0), h(hidden.size());
     for (uint32_t step = 0; step < seq.maxTime; ++step) {
         const uint32_t t = forward ? step : seq.maxTime - 1 - step;
         for (uint32_t b = 0; b < nB; ++b) {
-            std::copy_n(input.begin() + seq.row(t, b) * c.inputSize, c.inputSize, x.begin() + size_t(b) * c.inputSize);
-            if (aux) std::copy_n(aux->begin() + seq.row(t, b) * c.auxSize, c.auxSize, a.begin() + size_t(b) * c.auxSize);
+            std::copy_n(input.begin() + seq.row(t, b) * c.inputSize, c.inputSize,
+                        x.begin() + size_t(b) * c.inputSize);
+            if (aux)
+                std::copy_n(aux->begin() + seq.row(t, b) * c.auxSize, c.auxSize,
+                            a.begin() + size_t(b) * c.auxSize);
         }
         rnnStep(c, nB, x.data(), aux ? a.data() : nullptr, hidden.data(), h.data());
         hidden = h;
         for (uint32_t b = 0; b < nB; ++b) {
-            std::copy_n(h.begin() + size_t(b) * c.units, c.units, out.begin() + seq.row(t, b) * outStride + outOffset);
+            std::copy_n(h.begin() + size_t(b) * c.units, c.units,
+                        out.begin() + seq.row(t, b) * outStride + outOffset);
         }
     }
 }
 
 // Checks weights/recurrent/bias/hidden of one cell; returns the number of units.
-Result<uint32_t> validateRnnCell(OperationContext& ctx, size_t weights, size_t recurrent, size_t bias, size_t hidden,
-                                 uint32_t inputSize, uint32_t nBatch) {
+Result<uint32_t> validateRnnCell(OperationContext& ctx, size_t weights, size_t recurrent, size_t bias,
+                                 size_t hidden, uint32_t inputSize, uint32_t nBatch) {
     NPU_TRY(ctx.expectRank(weights, 2));
     const uint32_t units = ctx.inputDims(weights)[0];
     NPU_TRY(expectTensor(ctx, weights, "weights", {units, inputSize}));
@@ -155,8 +172,8 @@ Result<uint32_t> validateRnnCell(OperationContext& ctx, size_t weights, size_t r
     return units;
 }
 
-RnnCell loadRnnCell(const OperationContext& ctx, size_t weights, size_t recurrent, size_t bias, size_t auxWeights,
-                    int32_t activation) {
+RnnCell loadRnnCell(const OperationContext& ctx, size_t weights, size_t recurrent, size_t bias,
+                    size_t auxWeights, int32_t activation) {
     RnnCell c;
     c.units = ctx.inputDims(weights)[0];
     c.inputSize = ctx.inputDims(weights)[1];
@@ -229,7 +246,8 @@ Status executeUnidirectionalRnn(OperationContext& ctx) {
 
 // ---- BIDIRECTIONAL_SEQUENCE_RNN ----------------------------------------------------------------
 
-constexpr size_t kAuxInput = 9, kFwAuxWeights = 10, kBwAuxWeights = 11, kActivation = 12, kTimeMajor = 13, kMerge = 14;
+constexpr size_t kAuxInput = 9, kFwAuxWeights = 10, kBwAuxWeights = 11, kActivation = 12, kTimeMajor = 13,
+                 kMerge = 14;
 
 // No auxiliary input; the auxiliary input as the backward cell's input (parallel linking); or the
 // auxiliary input through auxiliary weights in both cells (cross linking).
@@ -249,15 +267,18 @@ Status prepareBidirectionalRnn(OperationContext& ctx) {
     const bool merge = NPU_TRY(flagInput(ctx, kMerge));
     const size_t base = merge ? 1 : 2;
     if (ctx.outputCount() != base && ctx.outputCount() != base + 2) {
-        return ctx.error("has " + std::to_string(ctx.outputCount()) + " outputs, expected " + std::to_string(base) + " or " +
-                         std::to_string(base + 2) + (merge ? " (merged outputs)" : ""));
+        return ctx.error("has " + std::to_string(ctx.outputCount()) + " outputs, expected " +
+                         std::to_string(base) + " or " + std::to_string(base + 2) +
+                         (merge ? " (merged outputs)" : ""));
     }
     const auto& in = ctx.inputDims(0);
     const uint32_t nBatch = timeMajor ? in[1] : in[0];
     const bool fwAux = !ctx.isOmitted(kFwAuxWeights), bwAux = !ctx.isOmitted(kBwAuxWeights);
-    if (fwAux != bwAux) return ctx.error("inputs 10 and 11 (auxiliary weights) must be both present or both omitted");
+    if (fwAux != bwAux)
+        return ctx.error("inputs 10 and 11 (auxiliary weights) must be both present or both omitted");
     const Linking linking = linkingOf(ctx);
-    if (fwAux && linking == Linking::kNone) return ctx.error("auxiliary weights given without input 9 (aux_input)");
+    if (fwAux && linking == Linking::kNone)
+        return ctx.error("auxiliary weights given without input 9 (aux_input)");
     uint32_t auxSize = 0;
     if (linking != Linking::kNone) {
         NPU_TRY(ctx.expectSameType(kAuxInput, 0));
@@ -270,7 +291,8 @@ Status prepareBidirectionalRnn(OperationContext& ctx) {
         auxSize = aux[2];
     }
     const uint32_t fwUnits = NPU_TRY(validateRnnCell(ctx, 1, 2, 3, 4, in[2], nBatch));
-    const uint32_t bwUnits = NPU_TRY(validateRnnCell(ctx, 5, 6, 7, 8, linking == Linking::kParallel ? auxSize : in[2], nBatch));
+    const uint32_t bwUnits =
+        NPU_TRY(validateRnnCell(ctx, 5, 6, 7, 8, linking == Linking::kParallel ? auxSize : in[2], nBatch));
     if (linking == Linking::kCross) {
         NPU_TRY(expectTensor(ctx, kFwAuxWeights, "fw_aux_weights", {fwUnits, auxSize}));
         NPU_TRY(expectTensor(ctx, kBwAuxWeights, "bw_aux_weights", {bwUnits, auxSize}));
@@ -290,8 +312,10 @@ Status executeBidirectionalRnn(OperationContext& ctx) {
     const Linking linking = linkingOf(ctx);
     const int32_t activation = ctx.scalar<int32_t>(kActivation);
     const size_t noAux = ctx.inputCount();
-    const RnnCell fw = loadRnnCell(ctx, 1, 2, 3, linking == Linking::kCross ? kFwAuxWeights : noAux, activation);
-    const RnnCell bw = loadRnnCell(ctx, 5, 6, 7, linking == Linking::kCross ? kBwAuxWeights : noAux, activation);
+    const RnnCell fw =
+        loadRnnCell(ctx, 1, 2, 3, linking == Linking::kCross ? kFwAuxWeights : noAux, activation);
+    const RnnCell bw =
+        loadRnnCell(ctx, 5, 6, 7, linking == Linking::kCross ? kBwAuxWeights : noAux, activation);
     const auto& in = ctx.inputDims(0);
     const Sequence seq{timeMajor ? in[0] : in[1], timeMajor ? in[1] : in[0], timeMajor};
     const std::vector<float> input = loadAll(ctx, 0), aux = loadAll(ctx, kAuxInput);
@@ -301,8 +325,8 @@ Status executeBidirectionalRnn(OperationContext& ctx) {
     const uint32_t stride0 = merge ? fw.units + bw.units : fw.units;
     std::vector<float> out0(rows * stride0), out1(merge ? 0 : rows * bw.units);
     rnnSequence(fw, seq, true, input, crossAux, fwH, out0, stride0, 0);
-    rnnSequence(bw, seq, false, linking == Linking::kParallel ? aux : input, crossAux, bwH, merge ? out0 : out1,
-                merge ? stride0 : bw.units, merge ? fw.units : 0);
+    rnnSequence(bw, seq, false, linking == Linking::kParallel ? aux : input, crossAux, bwH,
+                merge ? out0 : out1, merge ? stride0 : bw.units, merge ? fw.units : 0);
     storeAll(ctx.output(0), out0.data(), out0.size());
     size_t o = 1;
     if (!merge) storeAll(ctx.output(o++), out1.data(), out1.size());
@@ -355,7 +379,8 @@ Status executeSvdf(OperationContext& ctx) {
         // The newest activation of each filter: feature weights times this input.
         for (uint32_t f = 0; f < numFilters; ++f) {
             float dot = 0;
-            for (uint32_t i = 0; i < inputSize; ++i) dot += feature[size_t(f) * inputSize + i] * input[size_t(b) * inputSize + i];
+            for (uint32_t i = 0; i < inputSize; ++i)
+                dot += feature[size_t(f) * inputSize + i] * input[size_t(b) * inputSize + i];
             stateB[size_t(f) * memorySize + memorySize - 1] = dot;
         }
         for (uint32_t u = 0; u < units; ++u) {
@@ -363,7 +388,8 @@ Status executeSvdf(OperationContext& ctx) {
             for (uint32_t r = 0; r < rank; ++r) {
                 const uint32_t f = u * rank + r;
                 float dot = 0;
-                for (uint32_t m = 0; m < memorySize; ++m) dot += time[size_t(f) * memorySize + m] * stateB[size_t(f) * memorySize + m];
+                for (uint32_t m = 0; m < memorySize; ++m)
+                    dot += time[size_t(f) * memorySize + m] * stateB[size_t(f) * memorySize + m];
                 acc += dot;
             }
             output[size_t(b) * units + u] = activate(acc, activation);
@@ -385,8 +411,10 @@ Status executeSvdf(OperationContext& ctx) {
 std::vector<OperationRegistration> rnnOperations() {
     return {
         {OperationType::RNN, supportsFloat, prepareRnn, executeRnn},
-        {OperationType::UNIDIRECTIONAL_SEQUENCE_RNN, supportsFloat, prepareUnidirectionalRnn, executeUnidirectionalRnn},
-        {OperationType::BIDIRECTIONAL_SEQUENCE_RNN, supportsFloat, prepareBidirectionalRnn, executeBidirectionalRnn},
+        {OperationType::UNIDIRECTIONAL_SEQUENCE_RNN, supportsFloat, prepareUnidirectionalRnn,
+         executeUnidirectionalRnn},
+        {OperationType::BIDIRECTIONAL_SEQUENCE_RNN, supportsFloat, prepareBidirectionalRnn,
+         executeBidirectionalRnn},
         {OperationType::SVDF, supportsFloat, prepareSvdf, executeSvdf},
     };
 }

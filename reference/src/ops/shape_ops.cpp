@@ -7,8 +7,9 @@ namespace {
 using hal::OperationType;
 
 bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareReshape(OperationContext& ctx) {
@@ -41,8 +42,8 @@ Status prepareReshape(OperationContext& ctx) {
         known *= dims[unknownAt];
     }
     if (static_cast<size_t>(known) != total) {
-        return ctx.error("new shape " + dimsToString(dims) + " has " + std::to_string(known) + " elements, the input " +
-                         std::to_string(total));
+        return ctx.error("new shape " + dimsToString(dims) + " has " + std::to_string(known) +
+                         " elements, the input " + std::to_string(total));
     }
     return ctx.setOutputShape(0, std::move(dims));
 }
@@ -56,7 +57,8 @@ Result<uint32_t> concatAxis(OperationContext& ctx) {
     const size_t last = ctx.inputCount() - 1;
     const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
     int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, last, OperandType::INT32));
-    if (axis < -rank || axis >= rank) return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    if (axis < -rank || axis >= rank)
+        return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
     return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
 }
 
@@ -70,11 +72,13 @@ Status prepareConcat(OperationContext& ctx) {
     for (size_t i = 1; i + 1 < ctx.inputCount(); ++i) {
         NPU_TRY(ctx.expectSameType(i, 0));
         const auto& d = ctx.inputDims(i);
-        if (d.size() != dims.size()) return ctx.error("input " + std::to_string(i) + " has another rank than input 0");
+        if (d.size() != dims.size())
+            return ctx.error("input " + std::to_string(i) + " has another rank than input 0");
         for (size_t k = 0; k < d.size(); ++k) {
             if (k != axis && d[k] != dims[k]) {
-                return ctx.error("input " + std::to_string(i) + " shape " + dimsToString(d) + " differs from " +
-                                 dimsToString(ctx.inputDims(0)) + " outside axis " + std::to_string(axis));
+                return ctx.error("input " + std::to_string(i) + " shape " + dimsToString(d) +
+                                 " differs from " + dimsToString(ctx.inputDims(0)) + " outside axis " +
+                                 std::to_string(axis));
             }
         }
         dims[axis] += d[axis];

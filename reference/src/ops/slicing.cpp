@@ -7,12 +7,14 @@ namespace {
 using hal::OperationType;
 
 bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 bool supportsPad(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status expectSameData(OperationContext& ctx) {
@@ -28,8 +30,8 @@ Status expectSameData(OperationContext& ctx) {
 Result<std::vector<int32_t>> int32Vector(OperationContext& ctx, size_t i, size_t n) {
     NPU_TRY(ctx.expectType(i, OperandType::TENSOR_INT32));
     if (elementCount(ctx.inputDims(i)) != n) {
-        return ctx.error("input " + std::to_string(i) + " must have " + std::to_string(n) + " elements, has shape " +
-                         dimsToString(ctx.inputDims(i)));
+        return ctx.error("input " + std::to_string(i) + " must have " + std::to_string(n) +
+                         " elements, has shape " + dimsToString(ctx.inputDims(i)));
     }
     if (!ctx.hasValue(i)) return ctx.deferred();
     const int32_t* p = ctx.inputData<int32_t>(i);
@@ -44,8 +46,8 @@ std::vector<size_t> stridesOf(const std::vector<uint32_t>& dims) {
 
 // Calls f(outIndex, inIndex) where in = sum_k (begin[k] + out_k * step[k]) * inStride[k].
 template <typename F>
-void forEachGather(const std::vector<uint32_t>& outDims, const std::vector<int64_t>& begin, const std::vector<int64_t>& step,
-                   const std::vector<size_t>& inStride, F&& f) {
+void forEachGather(const std::vector<uint32_t>& outDims, const std::vector<int64_t>& begin,
+                   const std::vector<int64_t>& step, const std::vector<size_t>& inStride, F&& f) {
     const size_t rank = outDims.size(), total = elementCount(outDims);
     std::vector<uint32_t> idx(rank, 0);
     for (size_t n = 0; n < total; ++n) {
@@ -70,8 +72,9 @@ Status preparePad(OperationContext& ctx) {
     const auto pads = NPU_TRY(int32Vector(ctx, 1, rank * 2));
     if (v2) {
         const OperandType t = ctx.inputType(0);
-        NPU_TRY(ctx.expectType(2, t == OperandType::TENSOR_FLOAT32 ? OperandType::FLOAT32
-                                  : t == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::INT32));
+        NPU_TRY(ctx.expectType(2, t == OperandType::TENSOR_FLOAT32   ? OperandType::FLOAT32
+                                  : t == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16
+                                                                     : OperandType::INT32));
         if (!ctx.hasValue(2)) return ctx.deferred();
     }
     std::vector<uint32_t> dims = ctx.inputDims(0);
@@ -91,7 +94,9 @@ Status executePad(OperationContext& ctx) {
     std::vector<uint8_t> value(elem, 0);
     if (ctx.inputCount() == 3) {
         std::memcpy(value.data(), ctx.input(2).data(), isQuant8Type(in.type) ? 0 : elem);
-        if (isQuant8Type(in.type)) value[0] = uint8_t(std::clamp(ctx.scalar<int32_t>(2), quantTypeRange(in.type).min, quantTypeRange(in.type).max));
+        if (isQuant8Type(in.type))
+            value[0] = uint8_t(
+                std::clamp(ctx.scalar<int32_t>(2), quantTypeRange(in.type).min, quantTypeRange(in.type).max));
     } else if (isQuant8Type(in.type)) {
         value[0] = uint8_t(in.zeroPoint);
     }
@@ -124,7 +129,8 @@ Status prepareSlice(OperationContext& ctx) {
         const int64_t s = size[k] == -1 ? d - begin[k] : size[k];
         if (begin[k] < 0 || s < 0 || begin[k] + s > d) {
             return ctx.error("slice begin " + std::to_string(begin[k]) + " size " + std::to_string(size[k]) +
-                             " out of range for dimension " + std::to_string(k) + " of size " + std::to_string(d));
+                             " out of range for dimension " + std::to_string(k) + " of size " +
+                             std::to_string(d));
         }
         dims[k] = uint32_t(s);
     }
@@ -163,15 +169,20 @@ Result<StridedPlan> stridedPlan(OperationContext& ctx) {
         if (s == 0) return ctx.error("stride of dimension " + std::to_string(k) + " is 0");
         const bool shrink = (shrinkMask >> k) & 1;
         // NNAPI rejects a shrunk axis with a negative stride (CTS strided_slice_invalid_neg_stride).
-        if (shrink && s < 0) return ctx.error("shrunk dimension " + std::to_string(k) + " has a negative stride");
-        auto clampIndex = [&](int64_t v) { return s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1); };
+        if (shrink && s < 0)
+            return ctx.error("shrunk dimension " + std::to_string(k) + " has a negative stride");
+        auto clampIndex = [&](int64_t v) {
+            return s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
+        };
         int64_t b = begin[k], e = end[k];
         if (b < 0) b += d;
         b = ((beginMask >> k) & 1) ? (s > 0 ? 0 : d - 1) : clampIndex(b);
         if (e < 0) e += d;
         e = ((endMask >> k) & 1) ? (s > 0 ? d : -1) : clampIndex(e);
-        const int64_t n = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s) : std::max<int64_t>(0, (b - e + (-s) - 1) / (-s));
-        if (shrink && n != 1) return ctx.error("shrunk dimension " + std::to_string(k) + " must select one element");
+        const int64_t n = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s)
+                                : std::max<int64_t>(0, (b - e + (-s) - 1) / (-s));
+        if (shrink && n != 1)
+            return ctx.error("shrunk dimension " + std::to_string(k) + " must select one element");
         plan.begin.push_back(b);
         plan.step.push_back(shrink ? 1 : s);
         plan.fullDims.push_back(uint32_t(n));
@@ -213,7 +224,8 @@ Result<std::vector<int32_t>> permutation(OperationContext& ctx) {
     }
     std::vector<bool> seen(rank, false);
     for (int32_t p : perm) {
-        if (p < 0 || size_t(p) >= rank || seen[p]) return ctx.error("permutation is not a permutation of 0.." + std::to_string(rank - 1));
+        if (p < 0 || size_t(p) >= rank || seen[p])
+            return ctx.error("permutation is not a permutation of 0.." + std::to_string(rank - 1));
         seen[p] = true;
     }
     return perm;
@@ -238,8 +250,9 @@ Status executeTranspose(OperationContext& ctx) {
     std::vector<size_t> stride;
     for (int32_t p : perm) stride.push_back(inStride[p]);
     const size_t elem = hal::elementSize(in.type);
-    forEachGather(out.dims, std::vector<int64_t>(perm.size(), 0), std::vector<int64_t>(perm.size(), 1), stride,
-                  [&](size_t o, size_t i) { std::memcpy(out.buffer.data() + o * elem, in.data() + i * elem, elem); });
+    forEachGather(
+        out.dims, std::vector<int64_t>(perm.size(), 0), std::vector<int64_t>(perm.size(), 1), stride,
+        [&](size_t o, size_t i) { std::memcpy(out.buffer.data() + o * elem, in.data() + i * elem, elem); });
     return {};
 }
 
@@ -260,9 +273,12 @@ Status prepareSqueeze(OperationContext& ctx) {
         const size_t n = elementCount(ctx.inputDims(1));
         for (size_t j = 0; j < n; ++j) {
             int32_t a = ctx.inputData<int32_t>(1)[j];
-            if (a < -rank || a >= rank) return ctx.error("squeeze axis " + std::to_string(a) + " out of range");
+            if (a < -rank || a >= rank)
+                return ctx.error("squeeze axis " + std::to_string(a) + " out of range");
             if (a < 0) a += rank;
-            if (in[a] != 1) return ctx.error("squeezed dimension " + std::to_string(a) + " has size " + std::to_string(in[a]));
+            if (in[a] != 1)
+                return ctx.error("squeezed dimension " + std::to_string(a) + " has size " +
+                                 std::to_string(in[a]));
             drop[a] = true;
         }
     }

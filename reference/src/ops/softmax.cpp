@@ -7,20 +7,23 @@ namespace npu::ref::ops {
 namespace {
 
 bool supportsSoftmax(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Result<int32_t> softmaxAxis(OperationContext& ctx) {
     const int32_t rank = static_cast<int32_t>(ctx.inputRank(0));
     int32_t axis = -1;
     if (ctx.inputCount() > 2) axis = NPU_TRY(scalarInput<int32_t>(ctx, 2, OperandType::INT32));
-    if (axis < -rank || axis >= rank) return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    if (axis < -rank || axis >= rank)
+        return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
     return axis < 0 ? axis + rank : axis;
 }
 
 Result<float> softmaxBeta(OperationContext& ctx) {
-    const OperandType t = ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
+    const OperandType t =
+        ctx.inputType(0) == OperandType::TENSOR_FLOAT16 ? OperandType::FLOAT16 : OperandType::FLOAT32;
     NPU_TRY(ctx.expectType(1, t));
     if (!ctx.hasValue(1)) return ctx.deferred();
     return loadFloat(t, ctx.input(1).data(), 0);

@@ -9,8 +9,9 @@ namespace {
 using hal::OperationType;
 
 bool supportsMove(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
+                   OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status expectSameQuant(OperationContext& ctx) {
@@ -32,7 +33,8 @@ Result<std::pair<int32_t, uint32_t>> shuffleParams(OperationContext& ctx) {
     const int32_t groups = NPU_TRY(scalarInput<int32_t>(ctx, 1, OperandType::INT32));
     const int32_t rank = int32_t(ctx.inputRank(0));
     int32_t axis = NPU_TRY(scalarInput<int32_t>(ctx, 2, OperandType::INT32));
-    if (axis < -rank || axis >= rank) return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    if (axis < -rank || axis >= rank)
+        return ctx.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
     if (axis < 0) axis += rank;
     if (groups <= 0 || ctx.inputDims(0)[axis] % groups != 0) {
         return ctx.error("number of groups " + std::to_string(groups) + " does not divide dimension " +
@@ -85,7 +87,8 @@ Status prepareBlock(OperationContext& ctx) {
     const auto [bs, nchw] = NPU_TRY(blockParams<kToDepth>(ctx));
     const Layout4 in = layoutOf(ctx.inputDims(0), nchw);
     if (kToDepth) {
-        if (in.h % bs != 0 || in.w % bs != 0) return ctx.error("height and width must be multiples of the block size");
+        if (in.h % bs != 0 || in.w % bs != 0)
+            return ctx.error("height and width must be multiples of the block size");
         return ctx.setOutputShape(0, Layout4{in.n, in.h / bs, in.w / bs, in.c * bs * bs, nchw}.dims());
     }
     if (in.c % (bs * bs) != 0) return ctx.error("depth must be a multiple of the block size squared");
@@ -107,9 +110,12 @@ Status executeBlock(OperationContext& ctx) {
                 for (uint32_t c = 0; c < deep.c; ++c) {
                     const uint32_t wc = c % wide.c, offset = c / wide.c;
                     const uint32_t dy = offset / bs, dx = offset % bs;
-                    const size_t deepIndex = deep.index(b, y, x, c), wideIndex = wide.index(b, y * bs + dy, x * bs + dx, wc);
-                    if (kToDepth) copyElement(input, wideIndex, output, deepIndex);
-                    else copyElement(input, deepIndex, output, wideIndex);
+                    const size_t deepIndex = deep.index(b, y, x, c),
+                                 wideIndex = wide.index(b, y * bs + dy, x * bs + dx, wc);
+                    if (kToDepth)
+                        copyElement(input, wideIndex, output, deepIndex);
+                    else
+                        copyElement(input, deepIndex, output, wideIndex);
                 }
     return {};
 }
@@ -132,7 +138,8 @@ Result<BatchParams> batchParams(OperationContext& ctx) {
     size_t layoutIndex = 2;
     if (kToBatch) {
         NPU_TRY(ctx.expectType(2, OperandType::TENSOR_INT32));
-        if (ctx.inputDims(2) != std::vector<uint32_t>{2, 2}) return ctx.error("paddings must be a [2, 2] tensor");
+        if (ctx.inputDims(2) != std::vector<uint32_t>{2, 2})
+            return ctx.error("paddings must be a [2, 2] tensor");
         if (!ctx.hasValue(2)) return ctx.deferred();
         const int32_t* pad = ctx.inputData<int32_t>(2);
         p.padTop = pad[0];
@@ -140,7 +147,8 @@ Result<BatchParams> batchParams(OperationContext& ctx) {
         p.padLeft = pad[2];
         p.padRight = pad[3];
         layoutIndex = 3;
-        if (p.padTop < 0 || p.padBottom < 0 || p.padLeft < 0 || p.padRight < 0) return ctx.error("paddings must not be negative");
+        if (p.padTop < 0 || p.padBottom < 0 || p.padLeft < 0 || p.padRight < 0)
+            return ctx.error("paddings must not be negative");
     }
     if (ctx.inputCount() > layoutIndex) p.nchw = NPU_TRY(boolInput(ctx, layoutIndex));
     if (p.blockH < 1 || p.blockW < 1) return ctx.error("block sizes must be >= 1");
@@ -157,11 +165,14 @@ Status prepareBatch(OperationContext& ctx) {
     const Layout4 in = layoutOf(ctx.inputDims(0), p.nchw);
     if (kToBatch) {
         const uint32_t h = in.h + p.padTop + p.padBottom, w = in.w + p.padLeft + p.padRight;
-        if (h % p.blockH != 0 || w % p.blockW != 0) return ctx.error("padded height and width must be multiples of the block");
-        return ctx.setOutputShape(0, Layout4{in.n * p.blockH * p.blockW, h / p.blockH, w / p.blockW, in.c, p.nchw}.dims());
+        if (h % p.blockH != 0 || w % p.blockW != 0)
+            return ctx.error("padded height and width must be multiples of the block");
+        return ctx.setOutputShape(
+            0, Layout4{in.n * p.blockH * p.blockW, h / p.blockH, w / p.blockW, in.c, p.nchw}.dims());
     }
     if (in.n % (p.blockH * p.blockW) != 0) return ctx.error("batch must be a multiple of the block area");
-    return ctx.setOutputShape(0, Layout4{in.n / (p.blockH * p.blockW), in.h * p.blockH, in.w * p.blockW, in.c, p.nchw}.dims());
+    return ctx.setOutputShape(
+        0, Layout4{in.n / (p.blockH * p.blockW), in.h * p.blockH, in.w * p.blockW, in.c, p.nchw}.dims());
 }
 
 template <bool kToBatch>
@@ -185,9 +196,12 @@ Status executeBatch(OperationContext& ctx) {
                 for (uint32_t c = 0; c < batched.c; ++c) {
                     const size_t bi = batched.index(b, y, x, c);
                     if (kToBatch) {
-                        if (inside) copyElement(input, spatial.index(sb, uint32_t(sy), uint32_t(sx), c), output, bi);
-                        else if (elem == 1) output.buffer[bi] = static_cast<uint8_t>(padByte);
-                        else std::memset(output.buffer.data() + bi * elem, 0, elem);
+                        if (inside)
+                            copyElement(input, spatial.index(sb, uint32_t(sy), uint32_t(sx), c), output, bi);
+                        else if (elem == 1)
+                            output.buffer[bi] = static_cast<uint8_t>(padByte);
+                        else
+                            std::memset(output.buffer.data() + bi * elem, 0, elem);
                     } else if (inside) {
                         copyElement(input, bi, output, spatial.index(sb, uint32_t(sy), uint32_t(sx), c));
                     }

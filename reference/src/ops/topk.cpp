@@ -8,8 +8,9 @@ namespace npu::ref::ops {
 namespace {
 
 bool supportsTopK(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0), {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                                           OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
 }
 
 Status prepareTopK(OperationContext& ctx) {
@@ -19,10 +20,12 @@ Status prepareTopK(OperationContext& ctx) {
     const int32_t k = NPU_TRY(scalarInput<int32_t>(ctx, 1, OperandType::INT32));
     const uint32_t n = ctx.inputDims(0).back();
     if (k < 1 || uint32_t(k) > n) {
-        return ctx.error("input 1 (k) " + std::to_string(k) + " is outside 1.." + std::to_string(n) + " (last dimension of input 0)");
+        return ctx.error("input 1 (k) " + std::to_string(k) + " is outside 1.." + std::to_string(n) +
+                         " (last dimension of input 0)");
     }
     if (ctx.outputType(0) != ctx.inputType(0)) return ctx.error("output 0 type differs from the input type");
-    if (ctx.outputType(1) != OperandType::TENSOR_INT32) return ctx.error("output 1 (indices) must be TENSOR_INT32");
+    if (ctx.outputType(1) != OperandType::TENSOR_INT32)
+        return ctx.error("output 1 (indices) must be TENSOR_INT32");
     if (isQuant8Type(ctx.inputType(0)) &&
         (ctx.output(0).scale != ctx.input(0).scale || ctx.output(0).zeroPoint != ctx.input(0).zeroPoint)) {
         return ctx.error("output 0 must have the quantization of input 0");
@@ -39,16 +42,19 @@ Status executeTopK(OperationContext& ctx) {
     const uint32_t n = in.dims.back(), k = uint32_t(ctx.scalar<int32_t>(1));
     const size_t rows = elementCount(in.dims) / n, bytes = hal::elementSize(type);
     auto value = [&](size_t i) -> double {
-        return isFloatType(type) ? double(loadFloat(type, in.data(), i)) : double(loadQuant(type, in.data(), i));
+        return isFloatType(type) ? double(loadFloat(type, in.data(), i))
+                                 : double(loadQuant(type, in.data(), i));
     };
     RuntimeOperand& values = ctx.output(0);
     int32_t* indices = ctx.outputData<int32_t>(1);
     std::vector<std::pair<double, int32_t>> row(n);
     for (size_t r = 0; r < rows; ++r) {
         for (uint32_t i = 0; i < n; ++i) row[i] = {value(r * n + i), int32_t(i)};
-        std::partial_sort(row.begin(), row.begin() + k, row.end(), [](const auto& a, const auto& b) { return a > b; });
+        std::partial_sort(row.begin(), row.begin() + k, row.end(),
+                          [](const auto& a, const auto& b) { return a > b; });
         for (uint32_t j = 0; j < k; ++j) {
-            std::memcpy(values.buffer.data() + (r * k + j) * bytes, in.data() + (r * n + size_t(row[j].second)) * bytes, bytes);
+            std::memcpy(values.buffer.data() + (r * k + j) * bytes,
+                        in.data() + (r * n + size_t(row[j].second)) * bytes, bytes);
             indices[r * k + j] = row[j].second;
         }
     }

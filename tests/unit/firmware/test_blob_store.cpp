@@ -37,8 +37,12 @@ struct Prepared {
     }
 };
 
-void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) { writeU32(v.data() + at, x); }
-uint32_t get32(const std::vector<uint8_t>& v, size_t at) { return readU32(v.data() + at); }
+void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) {
+    writeU32(v.data() + at, x);
+}
+uint32_t get32(const std::vector<uint8_t>& v, size_t at) {
+    return readU32(v.data() + at);
+}
 
 }  // namespace
 
@@ -109,31 +113,92 @@ TEST_CASE("loadBlob rejects corrupted images and never crashes") {
     };
     std::vector<uint8_t> img = p.image;
     rejected({});
-    rejected(std::vector<uint8_t>(img.begin(), img.begin() + 40));       // truncated header
-    rejected(std::vector<uint8_t>(img.begin(), img.end() - 1));          // truncated
-    { auto v = img; v.push_back(0); rejected(v); }                       // extended
-    { auto v = img; v[0] ^= 1; rejected(v); }                            // magic
-    { auto v = img; put32(v, 4 * blob::kVersion, 99); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kHwArray, 0x00100010); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kNumOps, 0); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kNumInputs, 65); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kDataBytes, get32(v, 4 * blob::kDataBytes) + 64); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kMetaOffset, 0xFFFFFFF0); rejected(v); }
-    { auto v = img; put32(v, 4 * blob::kActivationBytes, 0xFFFFFFFF); rejected(v); }
+    rejected(std::vector<uint8_t>(img.begin(), img.begin() + 40));  // truncated header
+    rejected(std::vector<uint8_t>(img.begin(), img.end() - 1));     // truncated
+    {
+        auto v = img;
+        v.push_back(0);
+        rejected(v);
+    }  // extended
+    {
+        auto v = img;
+        v[0] ^= 1;
+        rejected(v);
+    }  // magic
+    {
+        auto v = img;
+        put32(v, 4 * blob::kVersion, 99);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kHwArray, 0x00100010);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kNumOps, 0);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kNumInputs, 65);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kDataBytes, get32(v, 4 * blob::kDataBytes) + 64);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kMetaOffset, 0xFFFFFFF0);
+        rejected(v);
+    }
+    {
+        auto v = img;
+        put32(v, 4 * blob::kActivationBytes, 0xFFFFFFFF);
+        rejected(v);
+    }
     const uint32_t cmdOff = get32(img, 4 * blob::kCommandOffset);
     const uint32_t count = get32(img, 4 * blob::kCommandCount);
     // Each command: an unknown opcode, a STOP, and DMAs pointed outside their regions.
     for (uint32_t c = 0; c < count; ++c) {
         const size_t at = cmdOff + size_t(c) * isa::kCommandBytes;
-        { auto v = img; put32(v, at, 0x77); rejected(v); }
-        { auto v = img; put32(v, at, uint32_t(isa::Opcode::kStop)); rejected(v); }
+        {
+            auto v = img;
+            put32(v, at, 0x77);
+            rejected(v);
+        }
+        {
+            auto v = img;
+            put32(v, at, uint32_t(isa::Opcode::kStop));
+            rejected(v);
+        }
         const auto op = isa::Opcode(get32(img, at) & 0xFF);
         if (!isa::isDma(op)) continue;
-        { auto v = img; put32(v, at + 4 * isa::dma::kDramOffsetLo, 0x10000000); rejected(v); }
-        { auto v = img; put32(v, at + 4 * isa::dma::kRows, 0xFFFFFF); put32(v, at + 4 * isa::dma::kDramRowStride, 4096); rejected(v); }
+        {
+            auto v = img;
+            put32(v, at + 4 * isa::dma::kDramOffsetLo, 0x10000000);
+            rejected(v);
+        }
+        {
+            auto v = img;
+            put32(v, at + 4 * isa::dma::kRows, 0xFFFFFF);
+            put32(v, at + 4 * isa::dma::kDramRowStride, 4096);
+            rejected(v);
+        }
         const uint32_t region = get32(img, at + 4 * isa::dma::kRegion);
-        { auto v = img; put32(v, at + 4 * isa::dma::kRegion, region == kRegionIo ? kRegionData : kRegionIo); rejected(v); }
-        { auto v = img; put32(v, at + 4 * isa::dma::kRegion, 5); rejected(v); }
+        {
+            auto v = img;
+            put32(v, at + 4 * isa::dma::kRegion, region == kRegionIo ? kRegionData : kRegionIo);
+            rejected(v);
+        }
+        {
+            auto v = img;
+            put32(v, at + 4 * isa::dma::kRegion, 5);
+            rejected(v);
+        }
     }
     // Random byte flips: either rejected or loads and then executes without crashing.
     std::mt19937 rng(9);

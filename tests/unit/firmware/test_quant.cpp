@@ -15,7 +15,8 @@ TEST_CASE("quantizeMultiplier matches TFLite's QuantizeMultiplier") {
         const double real = std::pow(2.0, exp(rng));
         QuantizedMultiplier q;
         REQUIRE(quantizeMultiplier(real, &q));
-        int32_t m; int s;
+        int32_t m;
+        int s;
         refQuantizeMultiplier(real, &m, &s);
         CHECK(q.multiplier == m);
         CHECK(q.shift == s);
@@ -26,8 +27,8 @@ TEST_CASE("quantizeMultiplier matches TFLite's QuantizeMultiplier") {
     REQUIRE(quantizeMultiplier(1.0, &q));
     CHECK((q.multiplier == (1 << 30) && q.shift == 1));
     CHECK_FALSE(quantizeMultiplier(-1.0, &q));
-    CHECK_FALSE(quantizeMultiplier(1e20, &q));    // shift > 30
-    CHECK_FALSE(quantizeMultiplier(1e-20, &q));   // shift < -31
+    CHECK_FALSE(quantizeMultiplier(1e20, &q));   // shift > 30
+    CHECK_FALSE(quantizeMultiplier(1e-20, &q));  // shift < -31
     // Rounds up to 2^31: renormalised.
     REQUIRE(quantizeMultiplier(0.99999999999, &q));
     CHECK((q.multiplier == (1 << 30) && q.shift == 1));
@@ -65,7 +66,8 @@ TEST_CASE("device MultiplyByQuantizedMultiplier is bit-exact with the reference"
         const int32_t x = int32_t(rng());
         const int32_t m = int32_t(rng() >> 1) | (1 << 30);
         const int s = int(rng() % 40) - 31;
-        if (s > 0 && std::abs(int64_t(x)) > (int64_t(1) << (31 - s))) continue;  // TFLite overflows (UB) there
+        if (s > 0 && std::abs(int64_t(x)) > (int64_t(1) << (31 - s)))
+            continue;  // TFLite overflows (UB) there
         INFO(x << " " << m << " " << s);
         REQUIRE(npu::isa::multiplyByQuantizedMultiplier(x, m, s) == refMbqm(x, m, s));
     }

@@ -1,6 +1,9 @@
 // Tests of framework/cts_loader: parsing, error messages, all vendored files, comparison rules.
-#include <catch2/catch.hpp>
+#include "npu/framework/cts_loader.h"
 
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -8,9 +11,6 @@
 #include <fstream>
 #include <iterator>
 #include <random>
-#include <zlib.h>
-
-#include "npu/framework/cts_loader.h"
 
 using namespace npu;
 using framework::TestCase;
@@ -34,8 +34,8 @@ std::string replaceOnce(std::string s, const std::string& from, const std::strin
 }
 
 std::string tempPath(const char* name) {
-    return (std::filesystem::temp_directory_path() / (std::string("npu_cts_test_") + name + "_" +
-                                                      std::to_string(::getpid())))
+    return (std::filesystem::temp_directory_path() /
+            (std::string("npu_cts_test_") + name + "_" + std::to_string(::getpid())))
         .string();
 }
 
@@ -89,11 +89,14 @@ TEST_CASE("a good line parses into the right model", "[framework]") {
     CHECK(tc->outputIgnored == std::vector<bool>{false});
 }
 
-TEST_CASE("CONSTANT_REFERENCE data goes to a memory pool, scales are float32, channel quant is kept", "[framework]") {
-    std::string line = replaceOnce(kAddLine, R"("lifetime":"CONSTANT_COPY")", R"("lifetime":"CONSTANT_REFERENCE")");
+TEST_CASE("CONSTANT_REFERENCE data goes to a memory pool, scales are float32, channel quant is kept",
+          "[framework]") {
+    std::string line =
+        replaceOnce(kAddLine, R"("lifetime":"CONSTANT_COPY")", R"("lifetime":"CONSTANT_REFERENCE")");
     line = replaceOnce(line, R"("scale":0.0,"zero_point":0,"lifetime":"SUBGRAPH_INPUT")",
                        R"("scale":0.1,"zero_point":0,"lifetime":"SUBGRAPH_INPUT")");
-    line = replaceOnce(line, R"("channel_quant":null)", R"("channel_quant":{"channel_dim":0,"scales":[0.5,0.25]})");
+    line = replaceOnce(line, R"("channel_quant":null)",
+                       R"("channel_quant":{"channel_dim":0,"scales":[0.5,0.25]})");
     auto tc = framework::parseCtsLine(line, "mem:1");
     REQUIRE(tc.has_value());
     const auto& op = tc->model.main.operands[2];
@@ -115,11 +118,13 @@ TEST_CASE("malformed lines give errors naming the line and the field", "[framewo
          R"("dims":[2,"x"],"scale":0.0,"zero_point":0,"lifetime":"SUBGRAPH_OUTPUT")",
          R"(mem:17: operand 3: field "dims": expected an array of integers)"},
         {R"("dims":[2],)", R"("dims":[-2],)", R"(operand 0: field "dims")"},
-        {R"("type":"INT32")", R"("type":"INT33")", R"(operand 2: field "type": unknown operand type "INT33")"},
+        {R"("type":"INT32")", R"("type":"INT33")",
+         R"(operand 2: field "type": unknown operand type "INT33")"},
         {R"("type":"ADD")", R"("type":"ADDD")", R"(operation 0: field "type")"},
         {R"("inputs":[0,1,2])", R"("inputs":[0,1,9])", R"(operation 0: field "inputs": operand index 9)"},
         {R"("data":"AAAAAA==")", R"("data":"AAA*AA==")", R"(operand 2: field "data": invalid base64)"},
-        {R"("data":"AAAAAA==")", R"("data":"AAAAAAAA")", R"(operand 2: field "data": 6 bytes, but dims and type need 4)"},
+        {R"("data":"AAAAAA==")", R"("data":"AAAAAAAA")",
+         R"(operand 2: field "data": 6 bytes, but dims and type need 4)"},
         {R"("lifetime":"CONSTANT_COPY")", R"("lifetime":"FOREVER")", R"(operand 2: field "lifetime")"},
         {R"("name":"add",)", "", R"(field "name": missing)"},
         {R"("is_relaxed":false)", R"("is_relaxed":"no")", R"(field "is_relaxed": expected true or false)"},
@@ -127,7 +132,8 @@ TEST_CASE("malformed lines give errors naming the line and the field", "[framewo
          R"(operand 2: field "zero_point")"},
         {R"("output_indexes":[3])", R"("output_indexes":[4])", R"(field "output_indexes")"},
         {R"("referenced":[])", R"("referenced":{})", R"(field "referenced": expected an array)"},
-        {R"("channel_quant":null)", R"("channel_quant":{"channel_dim":0,"scales":["a"]})", R"(channel_quant: field "scales")"},
+        {R"("channel_quant":null)", R"("channel_quant":{"channel_dim":0,"scales":["a"]})",
+         R"(channel_quant: field "scales")"},
     };
     for (const auto& c : cases) {
         INFO(c.to);
@@ -162,7 +168,9 @@ TEST_CASE("the reader reports file and line of a bad line, and skips blank lines
     const std::string path = tempPath("bad.jsonl");
     {
         std::ofstream f(path);
-        f << kAddLine << "\n\n" << kAddLine << "\n" << replaceOnce(kAddLine, R"("dims":[2],)", R"("dims":2,)") << "\n";
+        f << kAddLine << "\n\n"
+          << kAddLine << "\n"
+          << replaceOnce(kAddLine, R"("dims":[2],)", R"("dims":2,)") << "\n";
     }
     auto reader = framework::CtsReader::open(path);
     REQUIRE(reader.has_value());
@@ -176,7 +184,8 @@ TEST_CASE("the reader reports file and line of a bad line, and skips blank lines
     CHECK((*reader)->lineNumber() == 3);
     auto c = (*reader)->next();
     REQUIRE_FALSE(c.has_value());
-    CHECK_THAT(c.error().message, Catch::Contains(path + ":4: operand 0: field \"dims\": expected an array of integers"));
+    CHECK_THAT(c.error().message,
+               Catch::Contains(path + ":4: operand 0: field \"dims\": expected an array of integers"));
     auto all = framework::loadCtsFile(path);
     CHECK_FALSE(all.has_value());
     std::remove(path.c_str());
@@ -205,8 +214,10 @@ TEST_CASE("a truncated gzip file gives an error, not a crash", "[framework]") {
 }
 
 TEST_CASE("all vendored files load, quickly, with the counts of the corpus", "[framework]") {
-    const std::pair<const char*, size_t> files[] = {{"V1_0.jsonl.gz", 266}, {"V1_1.jsonl.gz", 439},
-                                                    {"V1_2.jsonl.gz", 4048}, {"V1_3.jsonl.gz", 2210},
+    const std::pair<const char*, size_t> files[] = {{"V1_0.jsonl.gz", 266},
+                                                    {"V1_1.jsonl.gz", 439},
+                                                    {"V1_2.jsonl.gz", 4048},
+                                                    {"V1_3.jsonl.gz", 2210},
                                                     {"V1_3_cts_only.jsonl.gz", 170}};
     const auto start = std::chrono::steady_clock::now();
     size_t total = 0, expectFailure = 0;
@@ -266,7 +277,8 @@ TEST_CASE("compareOutputs applies the CTS tolerances", "[framework]") {
     CHECK(framework::compareOutputs(tc, {{1, 1}}, shapes).has_value());
 }
 
-TEST_CASE("makeRequest places inputs and outputs in one pool and readOutputs reads them back", "[framework]") {
+TEST_CASE("makeRequest places inputs and outputs in one pool and readOutputs reads them back",
+          "[framework]") {
     auto tc = *framework::parseCtsLine(kAddLine, "mem:1");
     tc.inputs[1].clear();  // omitted
     auto pr = framework::makeRequest(tc);

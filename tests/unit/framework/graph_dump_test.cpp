@@ -1,9 +1,10 @@
 // graphDump writes a model as a Graphviz graph: every operand and operation, every edge.
+#include "npu/framework/graph_dump.h"
+
 #include <catch2/catch.hpp>
 #include <sstream>
 
 #include "npu/framework/cts_loader.h"
-#include "npu/framework/graph_dump.h"
 
 using namespace npu;
 
@@ -19,9 +20,11 @@ TEST_CASE("graphDump names every operation and operand and links them", "[graph]
         CHECK(dot.find("  d" + std::to_string(i) + " [shape=ellipse") != std::string::npos);
     }
     for (size_t j = 0; j < tc->model.main.operations[0].inputs.size(); ++j) {
-        CHECK(dot.find("d" + std::to_string(tc->model.main.operations[0].inputs[j]) + " -> op0") != std::string::npos);
+        CHECK(dot.find("d" + std::to_string(tc->model.main.operations[0].inputs[j]) + " -> op0") !=
+              std::string::npos);
     }
-    CHECK(dot.find("op0 -> d" + std::to_string(tc->model.main.operations[0].outputs[0])) != std::string::npos);
+    CHECK(dot.find("op0 -> d" + std::to_string(tc->model.main.operations[0].outputs[0])) !=
+          std::string::npos);
     CHECK(dot.back() == '\n');
 }
 

@@ -1,9 +1,8 @@
 // Every conformance vector that is expected to run (expect_failure false) must pass
 // validateModel, and the request built from it must pass validateRequest. Each rejected vector is
 // reported with its file, name and the validator's message.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -75,9 +74,10 @@ TEST_CASE("every valid conformance vector validates", "[conformance][validation]
         }
     }
     for (const auto& r : rejected) UNSCOPED_INFO(r);
-    std::printf("conformance validation: %zu valid vectors validate, %zu rejected; %zu expect_failure "
-                "vectors, %zu of them already rejected by validateModel\n",
-                valid, rejected.size(), expectFailure, expectFailureRejected);
+    std::printf(
+        "conformance validation: %zu valid vectors validate, %zu rejected; %zu expect_failure "
+        "vectors, %zu of them already rejected by validateModel\n",
+        valid, rejected.size(), expectFailure, expectFailureRejected);
     CHECK(rejected.empty());
     CHECK(valid > 0);
 }

@@ -3,7 +3,6 @@
 // validation mutation tests start from.
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -83,16 +82,16 @@ inline Model convAddModel() {
     Model m;
     SubgraphBuilder b(m, m.main);
     const auto F = OperandType::TENSOR_FLOAT32;
-    const uint32_t in = b.input(F, {1, 3, 3, 1});                 // 0
-    const uint32_t filter = b.constant(F, {1, 2, 2, 1});          // 1
-    const uint32_t bias = b.constant(F, {1});                     // 2
-    const uint32_t scheme = b.scalar(1);                          // 3
-    const uint32_t sw = b.scalar(1);                              // 4
-    const uint32_t sh = b.scalar(1);                              // 5
-    const uint32_t act = b.scalar(0);                             // 6
-    const uint32_t conv = b.temp(F, {1, 3, 3, 1});                // 7
-    const uint32_t addend = b.input(F, {1, 3, 3, 1});             // 8
-    const uint32_t out = b.output(F, {1, 3, 3, 1});               // 9
+    const uint32_t in = b.input(F, {1, 3, 3, 1});         // 0
+    const uint32_t filter = b.constant(F, {1, 2, 2, 1});  // 1
+    const uint32_t bias = b.constant(F, {1});             // 2
+    const uint32_t scheme = b.scalar(1);                  // 3
+    const uint32_t sw = b.scalar(1);                      // 4
+    const uint32_t sh = b.scalar(1);                      // 5
+    const uint32_t act = b.scalar(0);                     // 6
+    const uint32_t conv = b.temp(F, {1, 3, 3, 1});        // 7
+    const uint32_t addend = b.input(F, {1, 3, 3, 1});     // 8
+    const uint32_t out = b.output(F, {1, 3, 3, 1});       // 9
     b.operation(OperationType::CONV_2D, {in, filter, bias, scheme, sw, sh, act}, {conv});
     b.operation(OperationType::ADD, {conv, addend, act}, {out});
     return m;

@@ -1,13 +1,13 @@
 // The signature table: it covers every NN HAL 1.3 operation, each row's example signature
 // validates, and for every row (so every operation) adding an input or changing input 0's type
 // is rejected. IF and WHILE are covered by validate_model_test.cpp.
-#include <catch2/catch.hpp>
+#include "operation_signatures.h"
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "model_builder.h"
 #include "npu/hal/validation.h"
-#include "operation_signatures.h"
 
 using namespace npu;
 using namespace npu::hal;
@@ -22,8 +22,10 @@ Model singleOperationModel(OperationType type, const std::vector<OperandType>& i
     SubgraphBuilder b(m, m.main);
     auto add = [&](OperandType t, bool isInput) {
         const bool scalar = isScalarType(t);
-        const std::vector<uint32_t> dims = scalar ? std::vector<uint32_t>{} : std::vector<uint32_t>{1, 1, 1, 1};
-        const float scale = isQuantizedType(t) && t != OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL ? 1.0f : 0.0f;
+        const std::vector<uint32_t> dims =
+            scalar ? std::vector<uint32_t>{} : std::vector<uint32_t>{1, 1, 1, 1};
+        const float scale =
+            isQuantizedType(t) && t != OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL ? 1.0f : 0.0f;
         const uint32_t i = isInput ? b.input(t, dims, scale) : b.output(t, dims, scale);
         if (t == OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL)
             m.main.operands[i].channelQuant = SymmPerChannelQuantParams{{1.0f}, 0};
@@ -91,7 +93,8 @@ TEST_CASE("every operation rejects a wrong type of input 0", "[signatures]") {
         if (row.type == OperationType::RANK)
             first = OperandType::INT32;  // RANK takes any tensor type
         else
-            first = first == OperandType::TENSOR_BOOL8 ? OperandType::TENSOR_FLOAT32 : OperandType::TENSOR_BOOL8;
+            first =
+                first == OperandType::TENSOR_BOOL8 ? OperandType::TENSOR_FLOAT32 : OperandType::TENSOR_BOOL8;
         INFO(rowName(row));
         requireInvalid(validateModel(singleOperationModel(row.type, sig.inputs, sig.outputs)),
                        {"operation 0 (" + std::string(toString(row.type)) + ")", "has type"});
@@ -194,19 +197,23 @@ TEST_CASE("per-version variants", "[signatures]") {
         std::vector<OperandType> in(48, F);
         in.insert(in.end(), {I, OperandType::FLOAT32, OperandType::FLOAT32, B, B});
         in.insert(in.end(), 8, F);
-        requireValid(validateModel(singleOperationModel(OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, in, {F, F})));
-        requireInvalid(validateModel(singleOperationModel(OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, in, {F, F, F})),
-                       {"has 3 outputs, expected 1, 2, 5 or 6"});
+        requireValid(
+            validateModel(singleOperationModel(OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, in, {F, F})));
+        requireInvalid(
+            validateModel(singleOperationModel(OperationType::BIDIRECTIONAL_SEQUENCE_LSTM, in, {F, F, F})),
+            {"has 3 outputs, expected 1, 2, 5 or 6"});
     }
     SECTION("float16 tensors take float16 scalars") {
         const auto H = OperandType::TENSOR_FLOAT16;
         requireValid(validateModel(singleOperationModel(OperationType::ELU, {H, OperandType::FLOAT16}, {H})));
-        requireInvalid(validateModel(singleOperationModel(OperationType::ELU, {H, OperandType::FLOAT32}, {H})),
-                       {"input 1 (operand 1) has type FLOAT32, expected FLOAT16"});
+        requireInvalid(
+            validateModel(singleOperationModel(OperationType::ELU, {H, OperandType::FLOAT32}, {H})),
+            {"input 1 (operand 1) has type FLOAT32, expected FLOAT16"});
     }
     SECTION("quantized DEPTHWISE_CONV_2D with a per-channel filter on dimension 3") {
         const auto Q = OperandType::TENSOR_QUANT8_ASYMM;
-        std::vector<OperandType> in{Q, OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType::TENSOR_INT32};
+        std::vector<OperandType> in{Q, OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                    OperandType::TENSOR_INT32};
         in.insert(in.end(), 8, I);
         Model m = singleOperationModel(OperationType::DEPTHWISE_CONV_2D, in, {Q});
         requireInvalid(validateModel(m), {"operation 0 (DEPTHWISE_CONV_2D)", "channelDim 0, expected 3"});
@@ -216,12 +223,14 @@ TEST_CASE("per-version variants", "[signatures]") {
     SECTION("CONCATENATION takes any number of tensors") {
         requireValid(validateModel(singleOperationModel(OperationType::CONCATENATION, {F, I}, {F})));
         requireValid(validateModel(singleOperationModel(OperationType::CONCATENATION, {F, F, F, F, I}, {F})));
-        requireInvalid(validateModel(singleOperationModel(OperationType::CONCATENATION, {F, OperandType::TENSOR_FLOAT16, I}, {F})),
+        requireInvalid(validateModel(singleOperationModel(OperationType::CONCATENATION,
+                                                          {F, OperandType::TENSOR_FLOAT16, I}, {F})),
                        {"input 1 (operand 1) has type TENSOR_FLOAT16, expected TENSOR_FLOAT32"});
     }
     SECTION("SPLIT has any number of outputs") {
         requireValid(validateModel(singleOperationModel(OperationType::SPLIT, {F, I, I}, {F, F, F})));
-        requireInvalid(validateModel(singleOperationModel(OperationType::SPLIT, {F, I, I}, {F, OperandType::TENSOR_INT32})),
+        requireInvalid(validateModel(singleOperationModel(OperationType::SPLIT, {F, I, I},
+                                                          {F, OperandType::TENSOR_INT32})),
                        {"output 1 (operand 4) has type TENSOR_INT32"});
     }
 }

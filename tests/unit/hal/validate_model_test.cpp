@@ -86,10 +86,14 @@ TEST_CASE("zero point rules", "[validate_model]") {
     }
     SECTION("out of range for the quantized type") {
         const Case cases[] = {
-                {OperandType::TENSOR_QUANT8_ASYMM, -1},        {OperandType::TENSOR_QUANT8_ASYMM, 256},
-                {OperandType::TENSOR_QUANT8_ASYMM_SIGNED, -129}, {OperandType::TENSOR_QUANT8_ASYMM_SIGNED, 128},
-                {OperandType::TENSOR_QUANT16_ASYMM, -1},       {OperandType::TENSOR_QUANT16_ASYMM, 65536},
-                {OperandType::TENSOR_QUANT8_SYMM, 1},          {OperandType::TENSOR_QUANT16_SYMM, -1},
+            {OperandType::TENSOR_QUANT8_ASYMM, -1},
+            {OperandType::TENSOR_QUANT8_ASYMM, 256},
+            {OperandType::TENSOR_QUANT8_ASYMM_SIGNED, -129},
+            {OperandType::TENSOR_QUANT8_ASYMM_SIGNED, 128},
+            {OperandType::TENSOR_QUANT16_ASYMM, -1},
+            {OperandType::TENSOR_QUANT16_ASYMM, 65536},
+            {OperandType::TENSOR_QUANT8_SYMM, 1},
+            {OperandType::TENSOR_QUANT16_SYMM, -1},
         };
         for (const Case& c : cases) {
             Model m = quantConvModel();
@@ -238,7 +242,8 @@ TEST_CASE("subgraph input and output lists", "[validate_model]") {
     SECTION("a constant listed as a subgraph input") {
         Model m = convAddModel();
         m.main.inputIndexes.push_back(3);
-        requireInvalid(validateModel(m), {"input 2 (operand 3)", "lifetime CONSTANT_COPY, expected SUBGRAPH_INPUT"});
+        requireInvalid(validateModel(m),
+                       {"input 2 (operand 3)", "lifetime CONSTANT_COPY, expected SUBGRAPH_INPUT"});
     }
     SECTION("a temporary listed as a subgraph output") {
         Model m = convAddModel();
@@ -284,7 +289,8 @@ TEST_CASE("an operand with two writers is rejected", "[validate_model]") {
 TEST_CASE("operations out of execution order are rejected", "[validate_model]") {
     Model m = convAddModel();
     std::swap(m.main.operations[0], m.main.operations[1]);
-    requireInvalid(validateModel(m), {"operation 0 (ADD)", "operand 7", "read before any operation writes it"});
+    requireInvalid(validateModel(m),
+                   {"operation 0 (ADD)", "operand 7", "read before any operation writes it"});
 }
 
 TEST_CASE("invalid operation types are rejected", "[validate_model]") {
@@ -299,8 +305,9 @@ TEST_CASE("operation signatures", "[validate_model]") {
     SECTION("wrong input type") {
         Model m = convAddModel();
         m.main.operands[8].type = OperandType::TENSOR_FLOAT16;
-        requireInvalid(validateModel(m),
-                       {"operation 1 (ADD): input 1 (operand 8) has type TENSOR_FLOAT16, expected TENSOR_FLOAT32"});
+        requireInvalid(
+            validateModel(m),
+            {"operation 1 (ADD): input 1 (operand 8) has type TENSOR_FLOAT16, expected TENSOR_FLOAT32"});
     }
     SECTION("wrong output type") {
         Model m = convAddModel();
@@ -317,7 +324,8 @@ TEST_CASE("operation signatures", "[validate_model]") {
         SubgraphBuilder b(m, m.main);
         const uint32_t extra = b.input(OperandType::INT32, {});
         m.main.operations[0].inputs.push_back(extra);  // 8 inputs: input 7 must be the BOOL layout
-        requireInvalid(validateModel(m), {"operation 0 (CONV_2D)", "input 7 (operand 10) has type INT32, expected BOOL"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (CONV_2D)", "input 7 (operand 10) has type INT32, expected BOOL"});
     }
     SECTION("an output added") {
         Model m = convAddModel();
@@ -344,12 +352,14 @@ TEST_CASE("operation signatures", "[validate_model]") {
         m.main.operands[1].type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
         m.main.operands[1].channelQuant.reset();
         m.main.operands[1].scale = 0.5f;
-        requireInvalid(validateModel(m), {"operation 0 (CONV_2D)", "input 1 (operand 1) has type TENSOR_QUANT8_ASYMM_SIGNED"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (CONV_2D)", "input 1 (operand 1) has type TENSOR_QUANT8_ASYMM_SIGNED"});
     }
     SECTION("rank rules") {
         Model m = convAddModel();
         m.main.operands[0].dimensions = {1, 3, 3};
-        requireInvalid(validateModel(m), {"operation 0 (CONV_2D)", "input 0 (operand 0) has rank 3, expected 4"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (CONV_2D)", "input 0 (operand 0) has rank 3, expected 4"});
     }
 }
 
@@ -363,7 +373,8 @@ TEST_CASE("IF and WHILE references", "[validate_model]") {
     SECTION("else branch output incompatible with the IF output") {
         Model m = ifModel();
         m.main.operands[4].dimensions = {3};
-        requireInvalid(validateModel(m), {"operation 0 (IF)", "output 0 (operand 4)", "dimensions [2] vs [3]"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (IF)", "output 0 (operand 4)", "dimensions [2] vs [3]"});
     }
     SECTION("unknown dimensions are compatible") {
         Model m = ifModel();
@@ -374,7 +385,8 @@ TEST_CASE("IF and WHILE references", "[validate_model]") {
     SECTION("condition of the wrong type") {
         Model m = ifModel();
         m.main.operands[0].type = OperandType::TENSOR_INT32;
-        requireInvalid(validateModel(m), {"operation 0 (IF)", "input 0 (operand 0, the condition)", "TENSOR_BOOL8"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (IF)", "input 0 (operand 0, the condition)", "TENSOR_BOOL8"});
     }
     SECTION("an input added to the IF (count mismatch)") {
         Model m = ifModel();
@@ -385,7 +397,8 @@ TEST_CASE("IF and WHILE references", "[validate_model]") {
     SECTION("a branch operand that is not a SUBGRAPH") {
         Model m = ifModel();
         m.main.operations[0].inputs[2] = 3;
-        requireInvalid(validateModel(m), {"operation 0 (IF)", "input 2 (operand 3)", "expected a SUBGRAPH operand"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (IF)", "input 2 (operand 3)", "expected a SUBGRAPH operand"});
     }
     SECTION("referenced subgraphs are validated too") {
         Model m = ifModel();
@@ -408,14 +421,15 @@ TEST_CASE("IF and WHILE references", "[validate_model]") {
     SECTION("WHILE body with too few outputs") {
         Model m = whileModel();
         m.main.operations[0].outputs.push_back(
-                SubgraphBuilder(m, m.main).output(OperandType::TENSOR_FLOAT32, {1}));
+            SubgraphBuilder(m, m.main).output(OperandType::TENSOR_FLOAT32, {1}));
         requireInvalid(validateModel(m), {"operation 0 (WHILE): has 2 outputs but the body"});
     }
     SECTION("WHILE input type differs from the body input") {
         Model m = whileModel();
         m.referenced[1].operands[0].type = OperandType::TENSOR_FLOAT16;
         m.referenced[1].operands[2].type = OperandType::TENSOR_FLOAT16;
-        requireInvalid(validateModel(m), {"operation 0 (WHILE)", "body (referenced subgraph 1)", "TENSOR_FLOAT16"});
+        requireInvalid(validateModel(m),
+                       {"operation 0 (WHILE)", "body (referenced subgraph 1)", "TENSOR_FLOAT16"});
     }
     SECTION("WHILE with too few inputs") {
         Model m = whileModel();
@@ -426,8 +440,10 @@ TEST_CASE("IF and WHILE references", "[validate_model]") {
 
 TEST_CASE("execution preference and priority", "[validate_model]") {
     CHECK(validateExecutionPreference(ExecutionPreference::SUSTAINED_SPEED).has_value());
-    requireInvalid(validateExecutionPreference(static_cast<ExecutionPreference>(3)), {"execution preference 3"});
-    requireInvalid(validateExecutionPreference(static_cast<ExecutionPreference>(-1)), {"execution preference -1"});
+    requireInvalid(validateExecutionPreference(static_cast<ExecutionPreference>(3)),
+                   {"execution preference 3"});
+    requireInvalid(validateExecutionPreference(static_cast<ExecutionPreference>(-1)),
+                   {"execution preference -1"});
     CHECK(validatePriority(Priority::HIGH).has_value());
     requireInvalid(validatePriority(static_cast<Priority>(3)), {"priority 3"});
     requireInvalid(validatePriority(static_cast<Priority>(-1)), {"priority -1"});

@@ -56,22 +56,26 @@ TEST_CASE("request locations", "[validate_request]") {
     SECTION("outside the pool") {
         Request r = convAddRequest();
         r.inputs[1].location.offset = 40;
-        requireInvalid(validateRequest(r, convAddModel()), {"request input 1 (operand 8)", "outside pool 0 (72 bytes)"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request input 1 (operand 8)", "outside pool 0 (72 bytes)"});
     }
     SECTION("padding counts against the pool") {
         Request r = convAddRequest();
         r.outputs[0].location.padding = 4;
-        requireInvalid(validateRequest(r, convAddModel()), {"request output 0 (operand 9)", "outside pool 1"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request output 0 (operand 9)", "outside pool 1"});
     }
     SECTION("pool index out of range") {
         Request r = convAddRequest();
         r.outputs[0].location.poolIndex = 2;
-        requireInvalid(validateRequest(r, convAddModel()), {"request output 0", "names pool 2 but the request has 2 pools"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request output 0", "names pool 2 but the request has 2 pools"});
     }
     SECTION("no value but a location") {
         Request r = convAddRequest();
         r.inputs[0].hasNoValue = true;
-        requireInvalid(validateRequest(r, convAddModel()), {"request input 0 (operand 0)", "has no value but has location"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request input 0 (operand 0)", "has no value but has location"});
         r.inputs[0].location = {};
         requireValid(validateRequest(r, convAddModel()));
     }
@@ -86,7 +90,8 @@ TEST_CASE("request locations", "[validate_request]") {
         r.outputs[0].location = {1, 0, 0};
         requireValid(validateRequest(r, convAddModel()));
         r.outputs[0].location.length = 36;
-        requireInvalid(validateRequest(r, convAddModel()), {"request output 0", "driver-managed buffer pool 1"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request output 0", "driver-managed buffer pool 1"});
     }
     SECTION("token 0 is not a token") {
         Request r = convAddRequest();
@@ -104,18 +109,21 @@ TEST_CASE("request dimensions", "[validate_request]") {
     SECTION("a dimension that conflicts with the model") {
         Request r = convAddRequest();
         r.inputs[0].dimensions = {1, 3, 4, 1};
-        requireInvalid(validateRequest(r, convAddModel()), {"request input 0 (operand 0)", "dimension 2 is 4 but the model fixes it to 3"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request input 0 (operand 0)", "dimension 2 is 4 but the model fixes it to 3"});
     }
     SECTION("a wrong rank") {
         Request r = convAddRequest();
         r.outputs[0].dimensions = {1, 9};
-        requireInvalid(validateRequest(r, convAddModel()), {"request output 0 (operand 9)", "has rank 2", "the model has rank 4"});
+        requireInvalid(validateRequest(r, convAddModel()),
+                       {"request output 0 (operand 9)", "has rank 2", "the model has rank 4"});
     }
     SECTION("an input left unspecified where the model does not know it") {
         Model m = convAddModel();
         m.main.operands[8].dimensions = {1, 0, 3, 1};
         Request r = convAddRequest();
-        requireInvalid(validateRequest(r, m), {"request input 1 (operand 8)", "model dimension 1 is unknown"});
+        requireInvalid(validateRequest(r, m),
+                       {"request input 1 (operand 8)", "model dimension 1 is unknown"});
         r.inputs[1].dimensions = {1, 3, 3, 1};
         requireValid(validateRequest(r, m));
         r.inputs[1].dimensions = {1, 0, 3, 1};

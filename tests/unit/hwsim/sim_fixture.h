@@ -35,7 +35,8 @@ struct Sim {
         uint32_t l = dev.readReg(lo);
         return l | (uint64_t(dev.readReg(lo + 4)) << 32);
     }
-    isa::Command load(uint64_t dramAddr, uint32_t sram, uint32_t bytes, uint32_t rows = 1, uint32_t dStride = 0, uint32_t sStride = 0) {
+    isa::Command load(uint64_t dramAddr, uint32_t sram, uint32_t bytes, uint32_t rows = 1,
+                      uint32_t dStride = 0, uint32_t sStride = 0) {
         isa::DmaBox b;
         b.dramOffset = dramAddr;
         b.sramAddr = sram;
@@ -45,7 +46,8 @@ struct Sim {
         b.sramRowStride = sStride;
         return isa::makeDma(isa::Opcode::kDmaLoad, b);
     }
-    isa::Command store(uint64_t dramAddr, uint32_t sram, uint32_t bytes, uint32_t rows = 1, uint32_t dStride = 0, uint32_t sStride = 0) {
+    isa::Command store(uint64_t dramAddr, uint32_t sram, uint32_t bytes, uint32_t rows = 1,
+                       uint32_t dStride = 0, uint32_t sStride = 0) {
         isa::Command c = load(dramAddr, sram, bytes, rows, dStride, sStride);
         c.w[0] = isa::header(isa::Opcode::kDmaStore);
         return c;

@@ -70,7 +70,8 @@ TEST_CASE("an invalid config is rejected with a message naming the field") {
     check(R"({"scratchpad_bytes": 1000})", "scratchpad_bytes");
     check(R"({"scratchpad_banks": 3})", "scratchpad_banks");
     check(R"({"fp16_mac": 1})", "fp16_mac");
-    check(R"({"faults": {"sram_flip_after_command": 1, "sram_flip_address": 99999999}})", "sram_flip_address");
+    check(R"({"faults": {"sram_flip_after_command": 1, "sram_flip_address": 99999999}})",
+          "sram_flip_address");
     check(R"([1, 2])", "object");
     check(R"({"array_rows": )", "not valid JSON");
     CHECK_FALSE(loadHwConfig("/nonexistent/hw.json").has_value());

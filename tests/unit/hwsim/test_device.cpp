@@ -82,7 +82,8 @@ namespace {
 
 void expectFault(Sim& s, const std::vector<isa::Command>& cmds, ErrorCode code, uint32_t index) {
     uint32_t irq = s.run(cmds);
-    INFO("expected " << isa::errorCodeName(code) << " got " << isa::errorCodeName(ErrorCode(s.dev.readReg(isa::kRegErrorCode))));
+    INFO("expected " << isa::errorCodeName(code) << " got "
+                     << isa::errorCodeName(ErrorCode(s.dev.readReg(isa::kRegErrorCode))));
     CHECK((irq & isa::kIrqError) != 0);
     CHECK(s.dev.irqPending());
     CHECK(s.dev.readReg(isa::kRegErrorCode) == uint32_t(code));
@@ -154,10 +155,13 @@ TEST_CASE("every error code stops the NPU with ERROR_INFO and the error IRQ") {
 TEST_CASE("random command streams never crash") {
     Sim s;
     uint32_t seed = 12345;
-    auto next = [&] { seed = seed * 1664525u + 1013904223u; return seed; };
-    const isa::Opcode ops[] = {isa::Opcode::kDmaLoad, isa::Opcode::kDmaStore, isa::Opcode::kGemm, isa::Opcode::kConv,
-                               isa::Opcode::kVecParams, isa::Opcode::kRequant, isa::Opcode::kAdd, isa::Opcode::kPush,
-                               isa::Opcode::kPop};
+    auto next = [&] {
+        seed = seed * 1664525u + 1013904223u;
+        return seed;
+    };
+    const isa::Opcode ops[] = {isa::Opcode::kDmaLoad, isa::Opcode::kDmaStore,  isa::Opcode::kGemm,
+                               isa::Opcode::kConv,    isa::Opcode::kVecParams, isa::Opcode::kRequant,
+                               isa::Opcode::kAdd,     isa::Opcode::kPush,      isa::Opcode::kPop};
     for (int round = 0; round < 300; ++round) {
         std::vector<isa::Command> cmds(4);
         for (auto& c : cmds) {

@@ -14,7 +14,7 @@ TEST_CASE("hang: the N-th command never completes, no IRQ, soft reset recovers")
     CHECK_FALSE(s.dev.irqPending());
     CHECK((s.dev.readReg(isa::kRegStatus) & isa::kStatusBusy) != 0);
     CHECK(s.dev.readReg(isa::kRegCmdqHead) == isa::kCommandBytes);  // stuck on command 2
-    s.dev.writeReg(isa::kRegDoorbell, 1);                         // a doorbell does not unstick it
+    s.dev.writeReg(isa::kRegDoorbell, 1);                           // a doorbell does not unstick it
     CHECK_FALSE(s.dev.irqPending());
     s.dev.writeReg(isa::kRegCtrl, isa::kCtrlEnable | isa::kCtrlIrqEnable | isa::kCtrlSoftReset);
     s.dev.injectFaults({});
@@ -47,7 +47,7 @@ TEST_CASE("delayed interrupt: DONE appears only after N polls") {
     sim::HwConfig c;
     c.faults.irqDelayPolls = 3;
     Sim s(c);
-    s.run({isa::makeNop()});  // run() reads IRQ_STATUS once: poll 1
+    s.run({isa::makeNop()});          // run() reads IRQ_STATUS once: poll 1
     CHECK_FALSE(s.dev.irqPending());  // poll 2
     CHECK(s.dev.irqPending());        // poll 3: delivered
     CHECK((s.dev.readReg(isa::kRegIrqStatus) & isa::kIrqDone) != 0);
@@ -62,9 +62,9 @@ TEST_CASE("faults from a config file") {
 
 TEST_CASE("PMU: per-unit active cycles, DMA stall attribution, transactions") {
     Sim s;
-    const uint32_t irq = s.run({s.load(0, 0, 256), isa::makePush(isa::Queue::kLoad, isa::Queue::kCompute),
-                                isa::makePop(isa::Queue::kLoad, isa::Queue::kCompute), isa::makeNop(),
-                                s.store(4096, 0, 256)});
+    const uint32_t irq =
+        s.run({s.load(0, 0, 256), isa::makePush(isa::Queue::kLoad, isa::Queue::kCompute),
+               isa::makePop(isa::Queue::kLoad, isa::Queue::kCompute), isa::makeNop(), s.store(4096, 0, 256)});
     CHECK(irq == isa::kIrqDone);
     CHECK(s.pmu(isa::kRegPmuLoadActiveLo) == 200 + 16);
     CHECK(s.pmu(isa::kRegPmuStoreActiveLo) == 200 + 16);
@@ -78,12 +78,19 @@ TEST_CASE("determinism: the same stream and config give the same cycles and memo
         Sim s;
         for (uint32_t i = 0; i < 4096; ++i) s.dram[i] = uint8_t(i * 7);
         isa::GemmDesc g;
-        g.aAddr = 0; g.aRowStride = 64; g.bAddr = 4096; g.bRowStride = 64; g.m = 64; g.k = 64; g.n = 64;
+        g.aAddr = 0;
+        g.aRowStride = 64;
+        g.bAddr = 4096;
+        g.bRowStride = 64;
+        g.m = 64;
+        g.k = 64;
+        g.n = 64;
         g.accRowStride = 64;
         s.run({s.load(0, 0, 4096), s.load(0, 4096, 4096),
                isa::makePush(isa::Queue::kLoad, isa::Queue::kCompute),
                isa::makePop(isa::Queue::kLoad, isa::Queue::kCompute), isa::makeGemm(g)});
-        return std::pair{s.dev.cycles(), std::vector<int32_t>(s.dev.accumulator(), s.dev.accumulator() + 4096)};
+        return std::pair{s.dev.cycles(),
+                         std::vector<int32_t>(s.dev.accumulator(), s.dev.accumulator() + 4096)};
     };
     CHECK(runOnce() == runOnce());
 }

@@ -1,9 +1,7 @@
 // The layer timing model: SCALE-Sim v2 compatibility, the roofline bound, counters, determinism
 // and the output formats.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
-
 #include <random>
 
 #include "npu/hwsim/layer_sim.h"
@@ -22,8 +20,7 @@ HwConfig arrayConfig(uint32_t rows, uint32_t cols, isa::Dataflow d) {
     return c;
 }
 
-constexpr isa::Dataflow kFlows[3] = {isa::Dataflow::kOutputStationary,
-                                     isa::Dataflow::kWeightStationary,
+constexpr isa::Dataflow kFlows[3] = {isa::Dataflow::kOutputStationary, isa::Dataflow::kWeightStationary,
                                      isa::Dataflow::kInputStationary};
 
 struct CompatCase {
@@ -63,8 +60,8 @@ TEST_CASE("SCALE-Sim-compatible cycles: 12 shapes x 3 dataflows") {
     compat.scalesimCompat = true;
     for (const CompatCase& cc : cases) {
         for (int d = 0; d < 3; ++d) {
-            INFO(cc.layer.name << " M/H=" << cc.layer.m << "/" << cc.layer.ifmH << " array "
-                               << cc.rows << "x" << cc.cols << " dataflow " << d);
+            INFO(cc.layer.name << " M/H=" << cc.layer.m << "/" << cc.layer.ifmH << " array " << cc.rows << "x"
+                               << cc.cols << " dataflow " << d);
             auto r = simulateLayer(arrayConfig(cc.rows, cc.cols, kFlows[d]), cc.layer, compat);
             REQUIRE(r.has_value());
             CHECK(r->cycles == cc.expected[d]);
@@ -82,7 +79,9 @@ TEST_CASE("SCALE-Sim conv output size and GEMM mapping") {
 
 TEST_CASE("roofline: default-mode cycles >= max(MACs / PEs, DRAM bytes / bandwidth)") {
     std::mt19937 rng(1234);
-    auto pick = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+    auto pick = [&](uint64_t lo, uint64_t hi) {
+        return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+    };
     for (int i = 0; i < 120; ++i) {
         HwConfig c = arrayConfig(uint32_t(1) << pick(2, 6), uint32_t(1) << pick(2, 6), kFlows[i % 3]);
         c.dramBytesPerCycle = uint32_t(pick(1, 64));

@@ -1,6 +1,5 @@
 // Functional results of every compute opcode: DMA (2-D, 3-D, fill), GEMM, CONV, REQUANT, ADD.
 #include <catch2/catch.hpp>
-
 #include <random>
 
 #include "hwsim/isa/fixed_point.h"
@@ -21,10 +20,10 @@ TEST_CASE("DMA 2-D and 3-D strided copies and fill") {
     b.dramOffset = 0;
     b.sramAddr = 100;
     b.innerBytes = 1;
-    b.rows = 3;         // columns of the source
+    b.rows = 3;  // columns of the source
     b.dramRowStride = 1;
     b.sramRowStride = 2;
-    b.planes = 2;       // rows of the source
+    b.planes = 2;  // rows of the source
     b.dramPlaneStride = 3;
     b.sramPlaneStride = 1;
     REQUIRE(s.run({isa::makeDma(isa::Opcode::kDmaLoad, b)}) == isa::kIrqDone);
@@ -56,8 +55,17 @@ TEST_CASE("GEMM with zero points, accumulate, signed operands") {
     for (uint32_t i = 0; i < m * k; ++i) sp[i] = uint8_t(rng());
     for (uint32_t i = 0; i < k * n; ++i) sp[1000 + i] = uint8_t(rng());
     isa::GemmDesc g;
-    g.aAddr = 0; g.aRowStride = k; g.bAddr = 1000; g.bRowStride = n;
-    g.m = m; g.k = k; g.n = n; g.accAddr = 10; g.accRowStride = n; g.zpA = 3; g.zpB = 130;
+    g.aAddr = 0;
+    g.aRowStride = k;
+    g.bAddr = 1000;
+    g.bRowStride = n;
+    g.m = m;
+    g.k = k;
+    g.n = n;
+    g.accAddr = 10;
+    g.accRowStride = n;
+    g.zpA = 3;
+    g.zpB = 130;
     REQUIRE(s.run({isa::makeGemm(g)}) == isa::kIrqDone);
     for (uint32_t i = 0; i < m; ++i)
         for (uint32_t j = 0; j < n; ++j) {
@@ -84,9 +92,26 @@ TEST_CASE("CONV with stride, dilation and tile padding") {
     for (uint32_t i = 0; i < h * w * c; ++i) sp[i] = uint8_t(rng());
     for (uint32_t i = 0; i < kh * kw * c * co; ++i) sp[4096 + i] = uint8_t(rng());
     isa::ConvDesc d;
-    d.ifmAddr = 0; d.ifmH = h; d.ifmW = w; d.ifmC = c; d.ifmRowStride = w * c;
-    d.wAddr = 4096; d.kernelH = kh; d.kernelW = kw; d.strideY = 2; d.strideX = 1; d.dilY = 1; d.dilX = 2;
-    d.padTop = 1; d.padLeft = 1; d.ofmH = 3; d.ofmW = 4; d.cout = co; d.accAddr = 0; d.zpIn = 7; d.zpW = 9;
+    d.ifmAddr = 0;
+    d.ifmH = h;
+    d.ifmW = w;
+    d.ifmC = c;
+    d.ifmRowStride = w * c;
+    d.wAddr = 4096;
+    d.kernelH = kh;
+    d.kernelW = kw;
+    d.strideY = 2;
+    d.strideX = 1;
+    d.dilY = 1;
+    d.dilX = 2;
+    d.padTop = 1;
+    d.padLeft = 1;
+    d.ofmH = 3;
+    d.ofmW = 4;
+    d.cout = co;
+    d.accAddr = 0;
+    d.zpIn = 7;
+    d.zpW = 9;
     REQUIRE(s.run({isa::makeConv(d)}) == isa::kIrqDone);
     for (uint32_t oy = 0; oy < d.ofmH; ++oy)
         for (uint32_t ox = 0; ox < d.ofmW; ++ox)
@@ -97,7 +122,8 @@ TEST_CASE("CONV with stride, dilation and tile padding") {
                         int y = int(oy * 2 + ky) - 1, x = int(ox + kx * 2) - 1;
                         if (y < 0 || x < 0 || y >= int(h) || x >= int(w)) continue;
                         for (uint32_t ci = 0; ci < c; ++ci)
-                            e += (sp[(y * w + x) * c + ci] - 7) * (sp[4096 + ((ky * kw + kx) * c + ci) * co + o] - 9);
+                            e += (sp[(y * w + x) * c + ci] - 7) *
+                                 (sp[4096 + ((ky * kw + kx) * c + ci) * co + o] - 9);
                     }
                 CHECK(s.dev.accumulator()[(oy * d.ofmW + ox) * co + o] == e);
             }
@@ -118,7 +144,13 @@ TEST_CASE("REQUANT: bias, TFLite rounding, offset, clamp") {
     p.clampMin = 10;
     p.clampMax = 250;
     isa::RequantDesc r;
-    r.accAddr = 0; r.accRowStride = 2; r.rows = 4; r.cols = 2; r.biasAddr = 500; r.outAddr = 0; r.outRowStride = 2;
+    r.accAddr = 0;
+    r.accRowStride = 2;
+    r.rows = 4;
+    r.cols = 2;
+    r.biasAddr = 500;
+    r.outAddr = 0;
+    r.outRowStride = 2;
     REQUIRE(s.run({isa::makeVecParams(p), isa::makeRequant(r, isa::vec::kFlagHasBias)}) == isa::kIrqDone);
     for (int i = 0; i < 8; ++i) {
         const int32_t x = int32_t(uint32_t(vals[i]) + uint32_t(bias[i % 2]));
@@ -135,22 +167,37 @@ TEST_CASE("ADD: TFLite two-input rescale with broadcast strides") {
     sp[100] = 17;
     sp[101] = 200;
     isa::VecParams p;
-    p.in1Mult = 1073741824; p.in1Shift = 0;   // 0.5
-    p.in2Mult = 1431655765; p.in2Shift = -1;  // ~0.333
-    p.outMult = 1717986918; p.outShift = -18; // small
-    p.in1Offset = -128; p.in2Offset = -10; p.outOffset = 128; p.leftShift = 20;
-    p.clampMin = 0; p.clampMax = 255;
+    p.in1Mult = 1073741824;
+    p.in1Shift = 0;  // 0.5
+    p.in2Mult = 1431655765;
+    p.in2Shift = -1;  // ~0.333
+    p.outMult = 1717986918;
+    p.outShift = -18;  // small
+    p.in1Offset = -128;
+    p.in2Offset = -10;
+    p.outOffset = 128;
+    p.leftShift = 20;
+    p.clampMin = 0;
+    p.clampMax = 255;
     isa::AddDesc d;
-    d.rows = 2; d.cols = 3; d.aAddr = 0; d.aRowStride = 3; d.aColStride = 1;
-    d.bAddr = 100; d.bRowStride = 1; d.bColStride = 0;  // b broadcast along columns
-    d.outAddr = 200; d.outRowStride = 3;
+    d.rows = 2;
+    d.cols = 3;
+    d.aAddr = 0;
+    d.aRowStride = 3;
+    d.aColStride = 1;
+    d.bAddr = 100;
+    d.bRowStride = 1;
+    d.bColStride = 0;  // b broadcast along columns
+    d.outAddr = 200;
+    d.outRowStride = 3;
     REQUIRE(s.run({isa::makeVecParams(p), isa::makeAdd(d)}) == isa::kIrqDone);
     for (int r = 0; r < 2; ++r)
         for (int c = 0; c < 3; ++c) {
             int32_t x1 = (sp[r * 3 + c] - 128) * (1 << 20), x2 = (sp[100 + r] - 10) * (1 << 20);
             int32_t sum = isa::multiplyByQuantizedMultiplier(x1, p.in1Mult, p.in1Shift) +
                           isa::multiplyByQuantizedMultiplier(x2, p.in2Mult, p.in2Shift);
-            int v = std::min(255, std::max(0, isa::multiplyByQuantizedMultiplier(sum, p.outMult, p.outShift) + 128));
+            int v = std::min(
+                255, std::max(0, isa::multiplyByQuantizedMultiplier(sum, p.outMult, p.outShift) + 128));
             CHECK(sp[200 + r * 3 + c] == v);
         }
 }

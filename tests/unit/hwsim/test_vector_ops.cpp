@@ -1,8 +1,7 @@
 // DWCONV, VEC_OP (MUL, MAX, MIN, SHIFT, CLAMP, LUT) and POOL (max, average): bit-exact against
 // straightforward loops of TFLite's integer formulas, over many random shapes.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "sim_fixture.h"
@@ -31,7 +30,9 @@ int32_t mbqm(int32_t x, int32_t mult, int shift) {
     int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
     return rdbp(srdhm(int32_t(uint32_t(x) << left), mult), right);
 }
-int32_t clampTo(int64_t v, int32_t lo, int32_t hi) { return int32_t(std::min<int64_t>(hi, std::max<int64_t>(lo, v))); }
+int32_t clampTo(int64_t v, int32_t lo, int32_t hi) {
+    return int32_t(std::min<int64_t>(hi, std::max<int64_t>(lo, v)));
+}
 
 isa::VecParams randomParams(std::mt19937& rng, bool signedOut) {
     isa::VecParams p;
@@ -63,9 +64,22 @@ TEST_CASE("DWCONV matches the depthwise loop over random shapes") {
         for (uint32_t i = 0; i < kh * kw * c; ++i) sp[8192 + i] = uint8_t(rng());
         const bool sgn = iter % 2 == 1;
         isa::ConvDesc d;
-        d.ifmH = h; d.ifmW = w; d.ifmC = c; d.ifmRowStride = w * c; d.wAddr = 8192;
-        d.kernelH = kh; d.kernelW = kw; d.strideY = sy; d.strideX = sx; d.padTop = pt; d.padLeft = pl;
-        d.ofmH = oh; d.ofmW = ow; d.cout = c; d.zpIn = sgn ? -5 : 128; d.zpW = sgn ? 0 : 120;
+        d.ifmH = h;
+        d.ifmW = w;
+        d.ifmC = c;
+        d.ifmRowStride = w * c;
+        d.wAddr = 8192;
+        d.kernelH = kh;
+        d.kernelW = kw;
+        d.strideY = sy;
+        d.strideX = sx;
+        d.padTop = pt;
+        d.padLeft = pl;
+        d.ofmH = oh;
+        d.ofmW = ow;
+        d.cout = c;
+        d.zpIn = sgn ? -5 : 128;
+        d.zpW = sgn ? 0 : 120;
         const uint32_t flags = sgn ? (isa::kMacFlagSignedA | isa::kMacFlagSignedB) : 0;
         REQUIRE(s.run({isa::makeDwConv(d, flags)}) == isa::kIrqDone);
         auto el = [&](uint32_t at) { return sgn ? int32_t(int8_t(sp[at])) : int32_t(sp[at]); };
@@ -77,7 +91,8 @@ TEST_CASE("DWCONV matches the depthwise loop over random shapes") {
                         for (uint32_t kx = 0; kx < kw; ++kx) {
                             int y = int(oy * sy + ky) - int(pt), x = int(ox * sx + kx) - int(pl);
                             if (y < 0 || x < 0 || y >= int(h) || x >= int(w)) continue;
-                            e += (el((y * w + x) * c + ci) - d.zpIn) * (el(8192 + (ky * kw + kx) * c + ci) - d.zpW);
+                            e += (el((y * w + x) * c + ci) - d.zpIn) *
+                                 (el(8192 + (ky * kw + kx) * c + ci) - d.zpW);
                         }
                     REQUIRE(s.dev.accumulator()[(oy * ow + ox) * c + ci] == e);
                 }
@@ -96,10 +111,18 @@ TEST_CASE("VEC_OP functions match TFLite's formulas") {
         for (uint32_t i = 0; i < 4096; ++i) sp[i] = uint8_t(rng());
         const isa::VecParams p = randomParams(rng, sOut);
         isa::VecOpDesc d;
-        d.function = fn; d.rows = rows; d.cols = cols;
-        d.aAddr = 0; d.aRowStride = cols; d.aColStride = 1;
-        d.bAddr = 1024; d.bRowStride = iter % 3 == 0 ? 0 : cols; d.bColStride = 1;  // row broadcast
-        d.outAddr = 8192; d.outRowStride = cols + 3; d.lutAddr = 2048;
+        d.function = fn;
+        d.rows = rows;
+        d.cols = cols;
+        d.aAddr = 0;
+        d.aRowStride = cols;
+        d.aColStride = 1;
+        d.bAddr = 1024;
+        d.bRowStride = iter % 3 == 0 ? 0 : cols;
+        d.bColStride = 1;  // row broadcast
+        d.outAddr = 8192;
+        d.outRowStride = cols + 3;
+        d.lutAddr = 2048;
         const uint32_t flags = (sIn ? isa::vec::kFlagSignedIn : 0) | (sOut ? isa::vec::kFlagSignedOut : 0);
         REQUIRE(s.run({isa::makeVecParams(p), isa::makeVecOp(d, flags)}) == isa::kIrqDone);
         auto el = [&](uint32_t at) { return sIn ? int32_t(int8_t(sp[at])) : int32_t(sp[at]); };
@@ -109,12 +132,28 @@ TEST_CASE("VEC_OP functions match TFLite's formulas") {
                 const int32_t a = el(r * cols + c), b = el(1024 + r * d.bRowStride + c);
                 int64_t e = 0;
                 switch (fn) {
-                    case isa::VecFunction::kMul: e = clampTo(mbqm((a + p.in1Offset) * (b + p.in2Offset), p.outMult, p.outShift) + p.outOffset, p.clampMin, p.clampMax); break;
-                    case isa::VecFunction::kMax: e = clampTo(std::max(a, b), p.clampMin, p.clampMax); break;
-                    case isa::VecFunction::kMin: e = clampTo(std::min(a, b), p.clampMin, p.clampMax); break;
-                    case isa::VecFunction::kShift: e = clampTo(mbqm((a + p.in1Offset) * (1 << p.leftShift), p.outMult, p.outShift) + p.outOffset, p.clampMin, p.clampMax); break;
-                    case isa::VecFunction::kClamp: e = clampTo(a, p.clampMin, p.clampMax); break;
-                    case isa::VecFunction::kLut: e = sOut ? int8_t(sp[2048 + araw]) : sp[2048 + araw]; break;
+                    case isa::VecFunction::kMul:
+                        e = clampTo(
+                            mbqm((a + p.in1Offset) * (b + p.in2Offset), p.outMult, p.outShift) + p.outOffset,
+                            p.clampMin, p.clampMax);
+                        break;
+                    case isa::VecFunction::kMax:
+                        e = clampTo(std::max(a, b), p.clampMin, p.clampMax);
+                        break;
+                    case isa::VecFunction::kMin:
+                        e = clampTo(std::min(a, b), p.clampMin, p.clampMax);
+                        break;
+                    case isa::VecFunction::kShift:
+                        e = clampTo(
+                            mbqm((a + p.in1Offset) * (1 << p.leftShift), p.outMult, p.outShift) + p.outOffset,
+                            p.clampMin, p.clampMax);
+                        break;
+                    case isa::VecFunction::kClamp:
+                        e = clampTo(a, p.clampMin, p.clampMax);
+                        break;
+                    case isa::VecFunction::kLut:
+                        e = sOut ? int8_t(sp[2048 + araw]) : sp[2048 + araw];
+                        break;
                 }
                 INFO("fn " << int(fn) << " r " << r << " c " << c);
                 REQUIRE(sp[8192 + r * d.outRowStride + c] == uint8_t(e));
@@ -139,10 +178,22 @@ TEST_CASE("POOL max and average match TFLite's integer pooling") {
         p.clampMin = sgn ? -100 : 3;
         p.clampMax = sgn ? 120 : 250;
         isa::PoolDesc d;
-        d.mode = mode; d.ifmH = h; d.ifmW = w; d.ifmC = c; d.ifmRowStride = w * c;
-        d.kernelH = kh; d.kernelW = kw; d.strideY = sy; d.strideX = sx; d.padTop = pt; d.padLeft = pl;
-        d.ofmH = oh; d.ofmW = ow; d.outAddr = 16384;
-        REQUIRE(s.run({isa::makeVecParams(p), isa::makePool(d, sgn ? isa::pool::kFlagSigned : 0)}) == isa::kIrqDone);
+        d.mode = mode;
+        d.ifmH = h;
+        d.ifmW = w;
+        d.ifmC = c;
+        d.ifmRowStride = w * c;
+        d.kernelH = kh;
+        d.kernelW = kw;
+        d.strideY = sy;
+        d.strideX = sx;
+        d.padTop = pt;
+        d.padLeft = pl;
+        d.ofmH = oh;
+        d.ofmW = ow;
+        d.outAddr = 16384;
+        REQUIRE(s.run({isa::makeVecParams(p), isa::makePool(d, sgn ? isa::pool::kFlagSigned : 0)}) ==
+                isa::kIrqDone);
         for (uint32_t oy = 0; oy < oh; ++oy)
             for (uint32_t ox = 0; ox < ow; ++ox)
                 for (uint32_t ci = 0; ci < c; ++ci) {
@@ -172,7 +223,12 @@ TEST_CASE("new opcodes reject malformed commands with an error code and offset")
         CHECK(s.dev.readReg(isa::kRegErrorOffset) == isa::kCommandBytes);
     };
     isa::ConvDesc d;
-    d.ifmH = d.ifmW = 4; d.ifmC = 2; d.ifmRowStride = 8; d.kernelH = d.kernelW = 3; d.ofmH = d.ofmW = 2; d.cout = 2;
+    d.ifmH = d.ifmW = 4;
+    d.ifmC = 2;
+    d.ifmRowStride = 8;
+    d.kernelH = d.kernelW = 3;
+    d.ofmH = d.ofmW = 2;
+    d.cout = 2;
     isa::ConvDesc wrongCout = d;
     wrongCout.cout = 3;
     expectError(isa::makeDwConv(wrongCout), ErrorCode::kBadParameter);
@@ -186,7 +242,9 @@ TEST_CASE("new opcodes reject malformed commands with an error code and offset")
     accFar.accAddr = 1u << 20;
     expectError(isa::makeDwConv(accFar), ErrorCode::kAccumulatorOutOfRange);
     isa::VecOpDesc v;
-    v.rows = 1; v.cols = 4; v.outRowStride = 4;
+    v.rows = 1;
+    v.cols = 4;
+    v.outRowStride = 4;
     isa::Command badFn = isa::makeVecOp(v);
     badFn.w[isa::vecop::kFunction] = 9;
     expectError(badFn, ErrorCode::kBadParameter);
@@ -198,7 +256,11 @@ TEST_CASE("new opcodes reject malformed commands with an error code and offset")
     vf.lutAddr = (1u << 20) - 10;
     expectError(isa::makeVecOp(vf), ErrorCode::kSramOutOfRange);
     isa::PoolDesc p;
-    p.ifmH = p.ifmW = 4; p.ifmC = 1; p.ifmRowStride = 4; p.kernelH = p.kernelW = 2; p.ofmH = p.ofmW = 2;
+    p.ifmH = p.ifmW = 4;
+    p.ifmC = 1;
+    p.ifmRowStride = 4;
+    p.kernelH = p.kernelW = 2;
+    p.ofmH = p.ofmW = 2;
     p.mode = 7;
     expectError(isa::makePool(p), ErrorCode::kBadParameter);
     p.mode = 0;

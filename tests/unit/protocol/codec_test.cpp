@@ -3,13 +3,12 @@
 // libprotobuf, and must come back equal. The nanopb side is walked generically with its field
 // iterator and matched to libprotobuf's reflection by field number, so a field that one side
 // drops or mistypes fails here.
-#include <catch2/catch.hpp>
-
 #include <google/protobuf/util/message_differencer.h>
 #include <pb_common.h>
 #include <pb_decode.h>
 #include <pb_encode.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -26,29 +25,67 @@ using google::protobuf::Reflection;
 
 namespace {
 
-#define NANOPB(T) {"npu.proto." #T, &npu_proto_##T##_msg}
+#define NANOPB(T) \
+    { "npu.proto." #T, &npu_proto_##T##_msg }
 const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
-    NANOPB(Status), NANOPB(ErrorReply), NANOPB(HelloRequest), NANOPB(HelloReply), NANOPB(PerformanceInfo),
-    NANOPB(OperandPerformance), NANOPB(HardwareConfig), NANOPB(GetCapabilitiesRequest), NANOPB(CapabilitiesReply),
-    NANOPB(Operand), NANOPB(Operation), NANOPB(Subgraph), NANOPB(Model), NANOPB(GetSupportedOperationsRequest),
-    NANOPB(SupportedOperationsReply), NANOPB(PrepareModelRequest), NANOPB(PrepareModelReply),
-    NANOPB(FetchBlobRequest), NANOPB(FetchBlobReply), NANOPB(PrepareFromCacheRequest), NANOPB(ReleaseModelRequest),
-    NANOPB(ReleaseModelReply), NANOPB(Argument), NANOPB(ExecuteRequest), NANOPB(OutputShape),
-    NANOPB(OperationProfile), NANOPB(ExecuteReply), NANOPB(CancelRequest), NANOPB(CancelReply),
-    NANOPB(AllocateBufferRequest), NANOPB(AllocateBufferReply), NANOPB(ReleaseBufferRequest),
-    NANOPB(ReleaseBufferReply), NANOPB(BufferCopyRequest), NANOPB(BufferCopyReply), NANOPB(PingRequest),
-    NANOPB(PingReply), NANOPB(ResetRequest), NANOPB(ResetReply), NANOPB(Counter), NANOPB(GetCountersRequest),
-    NANOPB(CountersReply), NANOPB(WindowWriteRequest), NANOPB(WindowWriteReply), NANOPB(WindowReadRequest),
-    NANOPB(WindowReadReply), NANOPB(DeviceEvent),
+    NANOPB(Status),
+    NANOPB(ErrorReply),
+    NANOPB(HelloRequest),
+    NANOPB(HelloReply),
+    NANOPB(PerformanceInfo),
+    NANOPB(OperandPerformance),
+    NANOPB(HardwareConfig),
+    NANOPB(GetCapabilitiesRequest),
+    NANOPB(CapabilitiesReply),
+    NANOPB(Operand),
+    NANOPB(Operation),
+    NANOPB(Subgraph),
+    NANOPB(Model),
+    NANOPB(GetSupportedOperationsRequest),
+    NANOPB(SupportedOperationsReply),
+    NANOPB(PrepareModelRequest),
+    NANOPB(PrepareModelReply),
+    NANOPB(FetchBlobRequest),
+    NANOPB(FetchBlobReply),
+    NANOPB(PrepareFromCacheRequest),
+    NANOPB(ReleaseModelRequest),
+    NANOPB(ReleaseModelReply),
+    NANOPB(Argument),
+    NANOPB(ExecuteRequest),
+    NANOPB(OutputShape),
+    NANOPB(OperationProfile),
+    NANOPB(ExecuteReply),
+    NANOPB(CancelRequest),
+    NANOPB(CancelReply),
+    NANOPB(AllocateBufferRequest),
+    NANOPB(AllocateBufferReply),
+    NANOPB(ReleaseBufferRequest),
+    NANOPB(ReleaseBufferReply),
+    NANOPB(BufferCopyRequest),
+    NANOPB(BufferCopyReply),
+    NANOPB(PingRequest),
+    NANOPB(PingReply),
+    NANOPB(ResetRequest),
+    NANOPB(ResetReply),
+    NANOPB(Counter),
+    NANOPB(GetCountersRequest),
+    NANOPB(CountersReply),
+    NANOPB(WindowWriteRequest),
+    NANOPB(WindowWriteReply),
+    NANOPB(WindowReadRequest),
+    NANOPB(WindowReadReply),
+    NANOPB(DeviceEvent),
 };
 #undef NANOPB
 
 // Room for the largest nanopb struct (ExecuteReply/ExecuteRequest are ~10-20 KiB).
 constexpr size_t kStructBytes = 128 * 1024;
-static_assert(sizeof(npu_proto_ExecuteReply) < kStructBytes && sizeof(npu_proto_ExecuteRequest) < kStructBytes);
+static_assert(sizeof(npu_proto_ExecuteReply) < kStructBytes &&
+              sizeof(npu_proto_ExecuteRequest) < kStructBytes);
 
 struct StructBuffer {
-    std::vector<std::max_align_t> storage = std::vector<std::max_align_t>(kStructBytes / sizeof(std::max_align_t));
+    std::vector<std::max_align_t> storage =
+        std::vector<std::max_align_t>(kStructBytes / sizeof(std::max_align_t));
     void* data() { return storage.data(); }
 };
 
@@ -74,7 +111,8 @@ void fill(Message* m, uint32_t& seed) {
                     f->is_repeated() ? r->AddInt32(m, f, -int32_t(v)) : r->SetInt32(m, f, -int32_t(v));
                     break;
                 case FieldDescriptor::CPPTYPE_FLOAT:
-                    f->is_repeated() ? r->AddFloat(m, f, 0.25f * float(v) + 0.5f) : r->SetFloat(m, f, 0.25f * float(v) + 0.5f);
+                    f->is_repeated() ? r->AddFloat(m, f, 0.25f * float(v) + 0.5f)
+                                     : r->SetFloat(m, f, 0.25f * float(v) + 0.5f);
                     break;
                 case FieldDescriptor::CPPTYPE_BOOL:
                     // Alternate in lists so that order matters; singular bools must be true.
@@ -244,8 +282,12 @@ bool encodeCallback(pb_ostream_t* stream, const pb_field_t* field, void* const* 
         if (!pb_encode_tag_for_field(stream, field)) return false;
         bool ok = false;
         switch (f->cpp_type()) {
-            case FieldDescriptor::CPPTYPE_UINT32: ok = pb_encode_varint(stream, r->GetRepeatedUInt32(m, f, i)); break;
-            case FieldDescriptor::CPPTYPE_BOOL: ok = pb_encode_varint(stream, r->GetRepeatedBool(m, f, i)); break;
+            case FieldDescriptor::CPPTYPE_UINT32:
+                ok = pb_encode_varint(stream, r->GetRepeatedUInt32(m, f, i));
+                break;
+            case FieldDescriptor::CPPTYPE_BOOL:
+                ok = pb_encode_varint(stream, r->GetRepeatedBool(m, f, i));
+                break;
             case FieldDescriptor::CPPTYPE_FLOAT: {
                 float v = r->GetRepeatedFloat(m, f, i);
                 ok = pb_encode_fixed32(stream, &v);
@@ -257,7 +299,8 @@ bool encodeCallback(pb_ostream_t* stream, const pb_field_t* field, void* const* 
                 ok = pb_encode_submessage(stream, field->submsg_desc, buf.data());
                 break;
             }
-            default: ok = false;
+            default:
+                ok = false;
         }
         if (!ok) return false;
     }
@@ -313,7 +356,8 @@ void toNanopb(const Message& m, const pb_msgdesc_t* desc, void* s) {
             const int n = r->FieldSize(m, f);
             REQUIRE(size_t(n) <= it.array_size);  // npu.options max_count
             *static_cast<pb_size_t*>(it.pSize) = static_cast<pb_size_t>(n);
-            for (int i = 0; i < n; ++i) setNanopb(m, f, i, it, static_cast<char*>(it.pData) + size_t(i) * it.data_size);
+            for (int i = 0; i < n; ++i)
+                setNanopb(m, f, i, it, static_cast<char*>(it.pData) + size_t(i) * it.data_size);
         } else if (it.pSize != nullptr && PB_HTYPE(it.type) == PB_HTYPE_OPTIONAL) {
             *static_cast<bool*>(it.pSize) = r->HasField(m, f);
             if (r->HasField(m, f)) setNanopb(m, f, 0, it, it.pData);
@@ -367,7 +411,8 @@ TEST_CASE("every message round-trips libprotobuf <-> nanopb in both directions")
             std::unique_ptr<Message> decoded(original->New());
             StructBuffer buf;
             attachDecodeCallbacks(desc, buf.data(), decoded.get());
-            pb_istream_t in = pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
+            pb_istream_t in =
+                pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
             INFO("nanopb decode: " << (pb_decode(&in, desc, buf.data()) ? "ok" : PB_GET_ERROR(&in)));
             REQUIRE(in.bytes_left == 0);
             fromNanopb(desc, buf.data(), decoded.get());

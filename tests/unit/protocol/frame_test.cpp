@@ -1,12 +1,12 @@
 // Frame layer: CRC32C, header encoding, and the streaming decoder's resynchronisation.
-#include <catch2/catch.hpp>
+#include "npu/protocol/frame.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "npu/protocol/crc32c.h"
-#include "npu/protocol/frame.h"
 
 using namespace npu::proto;
 
@@ -35,13 +35,15 @@ struct Recorded {
 struct Recorder : FrameListener {
     std::vector<Recorded> events;
     void onFrameEvent(const FrameEvent& e) override {
-        events.push_back({e.kind, e.header, e.haveHeader,
-                          e.payload ? std::string(reinterpret_cast<const char*>(e.payload), e.header.length) : "",
-                          e.skippedBytes});
+        events.push_back(
+            {e.kind, e.header, e.haveHeader,
+             e.payload ? std::string(reinterpret_cast<const char*>(e.payload), e.header.length) : "",
+             e.skippedBytes});
     }
     std::vector<Recorded> frames() const {
         std::vector<Recorded> out;
-        for (auto& e : events) if (e.kind == FrameEventKind::kFrame) out.push_back(e);
+        for (auto& e : events)
+            if (e.kind == FrameEventKind::kFrame) out.push_back(e);
         return out;
     }
     size_t count(FrameEventKind k) const {
@@ -51,7 +53,9 @@ struct Recorder : FrameListener {
     }
 };
 
-void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
+void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
 
 uint32_t bitwiseCrc32c(const uint8_t* p, size_t n) {
     uint32_t c = ~0u;
@@ -94,12 +98,14 @@ TEST_CASE("frame header layout is little-endian with the documented offsets") {
 
 TEST_CASE("decoder delivers frames whatever the chunking") {
     std::vector<uint8_t> stream;
-    for (int i = 0; i < 5; ++i) append(stream, makeFrame(uint8_t(i + 1), 0, 100 + i, std::string(size_t(i * 37), char('a' + i))));
+    for (int i = 0; i < 5; ++i)
+        append(stream, makeFrame(uint8_t(i + 1), 0, 100 + i, std::string(size_t(i * 37), char('a' + i))));
     for (size_t chunk : {size_t(1), size_t(3), size_t(24), size_t(25), stream.size()}) {
         std::vector<uint8_t> buffer(FrameDecoder::bufferSizeFor(1024));
         FrameDecoder d(buffer.data(), buffer.size(), 1024);
         Recorder r;
-        for (size_t off = 0; off < stream.size(); off += chunk) d.feed(stream.data() + off, std::min(chunk, stream.size() - off), r);
+        for (size_t off = 0; off < stream.size(); off += chunk)
+            d.feed(stream.data() + off, std::min(chunk, stream.size() - off), r);
         auto frames = r.frames();
         REQUIRE(r.events.size() == 5);
         REQUIRE(frames.size() == 5);

@@ -1,10 +1,11 @@
 // RpcClient against a scripted fake firmware on the other end of a loopback channel.
-#include <catch2/catch.hpp>
+#include "npu/protocol/rpc_client.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -12,7 +13,6 @@
 
 #include "npu.pb.h"
 #include "npu/protocol/frame.h"
-#include "npu/protocol/rpc_client.h"
 #include "npu/protocol/transport.h"
 
 using namespace npu::proto;
@@ -52,7 +52,8 @@ public:
     void replyFragmented(uint64_t callId, uint8_t method, const std::string& payload, size_t chunk) {
         for (size_t off = 0; off < payload.size(); off += chunk) {
             bool more = off + chunk < payload.size();
-            auto f = makeFrame(method, kFlagResponse | (more ? kFlagMore : 0), callId, payload.substr(off, chunk));
+            auto f =
+                makeFrame(method, kFlagResponse | (more ? kFlagMore : 0), callId, payload.substr(off, chunk));
             (void)transport_->write(f);
         }
     }
@@ -174,7 +175,8 @@ TEST_CASE("a call without a response times out; the late response is then unknow
 
 TEST_CASE("transport death fails a pending call with kDisconnected") {
     auto [host, fwEnd] = makeLoopbackPair();
-    auto fw = std::make_unique<FakeFirmware>(std::move(fwEnd), [](FakeFirmware&, const FrameHeader&, const std::string&) {});
+    auto fw = std::make_unique<FakeFirmware>(std::move(fwEnd),
+                                             [](FakeFirmware&, const FrameHeader&, const std::string&) {});
     auto client = makeClient(std::move(host));
     std::thread killer([&] {
         while (fw->requests.load() == 0) std::this_thread::sleep_for(1ms);

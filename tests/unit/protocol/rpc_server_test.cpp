@@ -1,12 +1,12 @@
 // The firmware RpcServer with a fake Service: frames in, frames out, no threads.
-#include <catch2/catch.hpp>
+#include "npu/fw/rpc_server.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "npu.pb.h"
-#include "npu/fw/rpc_server.h"
 #include "npu/protocol/frame.h"
 
 using namespace npu;
@@ -80,17 +80,22 @@ struct FakeService : Service {
         opInputs.clear();
         opOutputs.clear();
         for (uint32_t i = 0; i < m.operationCount; ++i) {
-            opInputs.emplace_back(m.operations[i].inputs, m.operations[i].inputs + m.operations[i].inputCount);
-            opOutputs.emplace_back(m.operations[i].outputs, m.operations[i].outputs + m.operations[i].outputCount);
+            opInputs.emplace_back(m.operations[i].inputs,
+                                  m.operations[i].inputs + m.operations[i].inputCount);
+            opOutputs.emplace_back(m.operations[i].outputs,
+                                   m.operations[i].outputs + m.operations[i].outputCount);
         }
-        if (m.operandCount > 1) scales1.assign(m.operands[1].channelScales, m.operands[1].channelScales + m.operands[1].channelScaleCount);
+        if (m.operandCount > 1)
+            scales1.assign(m.operands[1].channelScales,
+                           m.operands[1].channelScales + m.operands[1].channelScaleCount);
     }
     FwStatus supportedOperations(const ModelDesc& m, bool* supported) override {
         record(m);
         for (uint32_t i = 0; i < m.operationCount; ++i) supported[i] = (i % 2) == 0;
         return FwStatus::okStatus();
     }
-    FwStatus prepareModel(const ModelDesc& m, const npu_proto_PrepareModelRequest&, Arena&, BlobInfo* info) override {
+    FwStatus prepareModel(const ModelDesc& m, const npu_proto_PrepareModelRequest&, Arena&,
+                          BlobInfo* info) override {
         record(m);
         info->handle = 42;
         info->numInputs = m.inputCount;
@@ -102,10 +107,11 @@ struct FakeService : Service {
     }
     FwStatus fetchBlob(const npu_proto_FetchBlobRequest&, npu_proto_FetchBlobReply*) override { return {}; }
     FwStatus releaseModel(uint32_t handle) override {
-        return handle == 42 ? FwStatus::okStatus() : FwStatus::make(Code::kInvalidArgument, "unknown model %u", unsigned(handle));
+        return handle == 42 ? FwStatus::okStatus()
+                            : FwStatus::make(Code::kInvalidArgument, "unknown model %u", unsigned(handle));
     }
-    FwStatus execute(const npu_proto_ExecuteRequest&, const IoArg* in, uint32_t inCount, const IoArg*, uint32_t outCount,
-                     ExecResult* result) override {
+    FwStatus execute(const npu_proto_ExecuteRequest&, const IoArg* in, uint32_t inCount, const IoArg*,
+                     uint32_t outCount, ExecResult* result) override {
         executeInputs = inCount;
         lastInputAddr = inCount ? in[0].addr : 0;
         result->deviceCycles = 1234;
@@ -362,7 +368,8 @@ TEST_CASE("PrepareModel builds a bounds-checked ModelDesc, also from fragments")
         uint64_t callId = 11;
         for (size_t off = 0; off < payload.size(); off += maxPayload) {
             const bool more = off + maxPayload < payload.size();
-            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, callId, payload.substr(off, maxPayload));
+            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, callId,
+                               payload.substr(off, maxPayload));
             fx.server.onBytes(f.data(), f.size());
         }
         REQUIRE(fx.server.poll());
@@ -427,7 +434,8 @@ TEST_CASE("a model too large for the message limit or the arena fails clearly") 
         REQUIRE(payload.size() > 8192);
         for (size_t off = 0; off < payload.size(); off += 4096) {
             const bool more = off + 4096 < payload.size();
-            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, 20, payload.substr(off, 4096));
+            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, 20,
+                               payload.substr(off, 4096));
             fx.server.onBytes(f.data(), f.size());
         }
         auto e = errorOf(fx.only());
@@ -446,7 +454,8 @@ TEST_CASE("a model too large for the message limit or the arena fails clearly") 
         std::string payload = req.SerializeAsString();
         for (size_t off = 0; off < payload.size(); off += 4096) {
             const bool more = off + 4096 < payload.size();
-            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, 21, payload.substr(off, 4096));
+            auto f = makeFrame(proto::METHOD_PREPARE_MODEL, more ? proto::kFlagMore : 0, 21,
+                               payload.substr(off, 4096));
             fx.server.onBytes(f.data(), f.size());
         }
         REQUIRE(fx.sink.frames.empty());
@@ -465,7 +474,8 @@ TEST_CASE("a model too large for the message limit or the arena fails clearly") 
             message = rep.status().message();
         }
         INFO(message);
-        CHECK((code == uint32_t(Code::kResourceExhaustedPersistent) || code == uint32_t(Code::kResourceExhaustedTransient)));
+        CHECK((code == uint32_t(Code::kResourceExhaustedPersistent) ||
+               code == uint32_t(Code::kResourceExhaustedTransient)));
         CHECK(message.find("arena") != std::string::npos);
     }
 }

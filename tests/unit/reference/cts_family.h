@@ -19,7 +19,8 @@ struct FamilySummary {
     std::vector<std::string> failures;
 };
 
-inline std::string runOne(hal::IDevice& device, const framework::TestCase& tc, bool& pass, bool& unsupported) {
+inline std::string runOne(hal::IDevice& device, const framework::TestCase& tc, bool& pass,
+                          bool& unsupported) {
     pass = false;
     unsupported = false;
     auto supported = device.getSupportedOperations(tc.model);
@@ -32,7 +33,8 @@ inline std::string runOne(hal::IDevice& device, const framework::TestCase& tc, b
     if (!prepared) return tc.expectFailure ? "" : "prepare: " + prepared.error().message;
     auto request = framework::makeRequest(tc);
     if (!request) return "request: " + request.error().message;
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     if (!result) return tc.expectFailure ? "" : "execute: " + result.error().message;
     if (tc.expectFailure) return "expected a failure, got outputs";
     auto mismatch = framework::compareOutputs(tc, framework::readOutputs(*request), result->outputShapes);
@@ -45,7 +47,8 @@ inline FamilySummary runCtsFamily(const std::set<hal::OperationType>& types) {
     FamilySummary summary;
     ref::ReferenceDevice device;
     std::map<std::string, std::pair<int, int>> rows;  // pass, fail
-    for (const char* file : {"V1_0.jsonl.gz", "V1_1.jsonl.gz", "V1_2.jsonl.gz", "V1_3.jsonl.gz", "V1_3_cts_only.jsonl.gz"}) {
+    for (const char* file :
+         {"V1_0.jsonl.gz", "V1_1.jsonl.gz", "V1_2.jsonl.gz", "V1_3.jsonl.gz", "V1_3_cts_only.jsonl.gz"}) {
         auto reader = framework::CtsReader::open(framework::ctsDataDir() + "/" + file);
         if (!reader) {
             summary.failures.push_back(reader.error().message);
@@ -83,8 +86,8 @@ inline FamilySummary runCtsFamily(const std::set<hal::OperationType>& types) {
         }
     }
     for (const auto& [row, counts] : rows) {
-        std::cout << std::left << std::setw(60) << row << std::right << std::setw(5) << counts.first << " pass"
-                  << std::setw(5) << counts.second << " fail\n";
+        std::cout << std::left << std::setw(60) << row << std::right << std::setw(5) << counts.first
+                  << " pass" << std::setw(5) << counts.second << " fail\n";
     }
     for (const auto& f : summary.failures) std::cout << "FAIL " << f << "\n";
     std::cout << "unsupported (other operations): " << summary.unsupported << "\n";

@@ -1,13 +1,12 @@
 // FarmHash Fingerprint64 (the hash of LSH_PROJECTION) on each of its length classes.
-#include <catch2/catch.hpp>
+#include "../../../reference/src/ops/lookup.h"
 
+#include <catch2/catch.hpp>
 #include <numeric>
 
-#include "../../../reference/src/ops/lookup.h"
 #include "cts_family.h"
 
 using namespace npu;
-
 
 TEST_CASE("fingerprint64 of the empty string is farmhash's k2", "[unit][reference]") {
     CHECK(ref::ops::fingerprint64(nullptr, 0) == 0x9ae16a3b2f90404fULL);

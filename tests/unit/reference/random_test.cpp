@@ -1,13 +1,12 @@
 // RANDOM_MULTINOMIAL: determinism per seed and softmax frequencies; the Philox generator behind it.
-#include <catch2/catch.hpp>
+#include "../../../reference/src/ops/random.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
-#include "../../../reference/src/ops/random.h"
 #include "cts_family.h"
 
 using namespace npu;
-
 
 TEST_CASE("Philox4x32-10 matches the published known-answer vectors", "[unit][reference]") {
     // Random123 kat_vectors: philox4x32 10 rounds, counter 0 and key 0.
@@ -29,21 +28,23 @@ hal::Model multinomialModel(std::vector<float> logits, int32_t samples) {
         sg.operands.push_back(o);
         return uint32_t(sg.operands.size() - 1);
     };
-    const uint32_t in = add(hal::OperandType::TENSOR_FLOAT32, {1, uint32_t(logits.size())}, hal::OperandLifeTime::SUBGRAPH_INPUT);
+    const uint32_t in = add(hal::OperandType::TENSOR_FLOAT32, {1, uint32_t(logits.size())},
+                            hal::OperandLifeTime::SUBGRAPH_INPUT);
     const uint32_t count = add(hal::OperandType::INT32, {}, hal::OperandLifeTime::CONSTANT_COPY);
     sg.operands[count].location = {0, 0, 4};
     m.operandValues.resize(4);
     std::memcpy(m.operandValues.data(), &samples, 4);
     const uint32_t seeds = add(hal::OperandType::TENSOR_INT32, {2}, hal::OperandLifeTime::SUBGRAPH_INPUT);
-    const uint32_t out = add(hal::OperandType::TENSOR_INT32, {1, uint32_t(samples)}, hal::OperandLifeTime::SUBGRAPH_OUTPUT);
+    const uint32_t out =
+        add(hal::OperandType::TENSOR_INT32, {1, uint32_t(samples)}, hal::OperandLifeTime::SUBGRAPH_OUTPUT);
     sg.operations.push_back({hal::OperationType::RANDOM_MULTINOMIAL, {in, count, seeds}, {out}});
     sg.inputIndexes = {in, seeds};
     sg.outputIndexes = {out};
     return m;
 }
 
-std::vector<int32_t> sample(hal::IPreparedModel& prepared, const std::vector<float>& logits, std::array<int32_t, 2> seeds,
-                            int32_t samples) {
+std::vector<int32_t> sample(hal::IPreparedModel& prepared, const std::vector<float>& logits,
+                            std::array<int32_t, 2> seeds, int32_t samples) {
     framework::TestCase tc;
     tc.inputs.resize(2);
     tc.inputs[0].resize(logits.size() * 4);
@@ -56,7 +57,8 @@ std::vector<int32_t> sample(hal::IPreparedModel& prepared, const std::vector<flo
     tc.model = multinomialModel(logits, samples);
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
-    auto result = prepared.executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result =
+        prepared.executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
     REQUIRE(result.has_value());
     const auto bytes = framework::readOutputs(*request)[0];
     std::vector<int32_t> out(static_cast<size_t>(samples));

@@ -1,7 +1,6 @@
 // LSTM on the reference device: one step of a one-cell LSTM checked against the gate equations
 // written out by hand (regular and CIFG), including the state outputs.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 
@@ -35,7 +34,9 @@ struct ModelBuilder {
     uint32_t none() { return add(hal::OperandType::TENSOR_FLOAT32, {0}, hal::OperandLifeTime::NO_VALUE); }
 };
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sigmoid(double x) {
+    return 1.0 / (1.0 + std::exp(-x));
+}
 
 }  // namespace
 
@@ -48,10 +49,13 @@ TEST_CASE("LSTM one step of a one-cell LSTM matches the gate equations", "[unit]
     ModelBuilder b;
     std::vector<uint32_t> in;
     in.push_back(b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_INPUT));
-    for (int g = 0; g < 4; ++g) in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, inW));
-    for (int g = 0; g < 4; ++g) in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, recW));
+    for (int g = 0; g < 4; ++g)
+        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, inW));
+    for (int g = 0; g < 4; ++g)
+        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, recW));
     for (int p = 0; p < 3; ++p) in.push_back(b.none());
-    for (int g = 0; g < 4; ++g) in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1}, bias[g]));
+    for (int g = 0; g < 4; ++g)
+        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1}, bias[g]));
     in.push_back(b.none());
     in.push_back(b.none());
     in.push_back(b.constant(T::TENSOR_FLOAT32, {1, 1}, h0));
@@ -59,10 +63,11 @@ TEST_CASE("LSTM one step of a one-cell LSTM matches the gate equations", "[unit]
     in.push_back(b.constant(T::INT32, {}, int32_t{4}));  // tanh
     in.push_back(b.constant(T::FLOAT32, {}, 0.0f));
     in.push_back(b.constant(T::FLOAT32, {}, 0.0f));
-    std::vector<uint32_t> out = {b.add(T::TENSOR_FLOAT32, {1, cifg ? 3u : 4u}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-                                 b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-                                 b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-                                 b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT)};
+    std::vector<uint32_t> out = {
+        b.add(T::TENSOR_FLOAT32, {1, cifg ? 3u : 4u}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
+        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
+        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
+        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT)};
     b.model.main.operations.push_back({hal::OperationType::LSTM, in, out});
     b.model.main.inputIndexes = {in[0]};
     b.model.main.outputIndexes = out;
@@ -74,13 +79,14 @@ TEST_CASE("LSTM one step of a one-cell LSTM matches the gate equations", "[unit]
     tc.model = b.model;
     tc.inputs = {std::vector<uint8_t>(4)};
     std::memcpy(tc.inputs[0].data(), &x, 4);
-    tc.expectedOutputs = {std::vector<uint8_t>(cifg ? 12 : 16), std::vector<uint8_t>(4), std::vector<uint8_t>(4),
-                          std::vector<uint8_t>(4)};
+    tc.expectedOutputs = {std::vector<uint8_t>(cifg ? 12 : 16), std::vector<uint8_t>(4),
+                          std::vector<uint8_t>(4), std::vector<uint8_t>(4)};
     tc.expectedOutputDims = {{1, cifg ? 3u : 4u}, {1, 1}, {1, 1}, {1, 1}};
     tc.outputIgnored = {true, false, false, false};
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     REQUIRE(result.has_value());
     const auto outputs = framework::readOutputs(*request);
     float h = 0, c = 0, y = 0;

@@ -1,9 +1,8 @@
 // Every vendored CTS vector whose operations the reference device claims must pass (or, for
 // expect_failure vectors, be rejected at preparation or execution). Prints a table of
 // passed / failed / unsupported per operation and operand type.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -41,7 +40,8 @@ Outcome runVector(hal::IDevice& device, const framework::TestCase& tc) {
     }
     auto request = framework::makeRequest(tc);
     if (!request) return {Verdict::kFail, "request: " + request.error().message};
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     if (!result) {
         if (tc.expectFailure) return {Verdict::kRejected, ""};
         return {Verdict::kFail, "execute: " + result.error().message};
@@ -71,7 +71,8 @@ struct Row {
 
 TEST_CASE("reference device passes every vendored vector it claims", "[conformance][reference]") {
     std::vector<framework::TestCase> all;
-    for (const char* file : {"V1_0.jsonl.gz", "V1_1.jsonl.gz", "V1_2.jsonl.gz", "V1_3.jsonl.gz", "V1_3_cts_only.jsonl.gz"}) {
+    for (const char* file :
+         {"V1_0.jsonl.gz", "V1_1.jsonl.gz", "V1_2.jsonl.gz", "V1_3.jsonl.gz", "V1_3_cts_only.jsonl.gz"}) {
         auto cases = framework::loadCtsFile(framework::ctsDataDir() + "/" + file);
         REQUIRE(cases.has_value());
         for (auto& tc : *cases) all.push_back(std::move(tc));
@@ -94,9 +95,18 @@ TEST_CASE("reference device passes every vendored vector it claims", "[conforman
     for (size_t i = 0; i < all.size(); ++i) {
         Row& r = rows[rowOf(all[i])];
         switch (outcomes[i].verdict) {
-            case Verdict::kPass: ++r.pass; ++total.pass; break;
-            case Verdict::kRejected: ++r.rejected; ++total.rejected; break;
-            case Verdict::kUnsupported: ++r.unsupported; ++total.unsupported; break;
+            case Verdict::kPass:
+                ++r.pass;
+                ++total.pass;
+                break;
+            case Verdict::kRejected:
+                ++r.rejected;
+                ++total.rejected;
+                break;
+            case Verdict::kUnsupported:
+                ++r.unsupported;
+                ++total.unsupported;
+                break;
             case Verdict::kFail:
                 ++r.fail;
                 ++total.fail;
@@ -105,15 +115,17 @@ TEST_CASE("reference device passes every vendored vector it claims", "[conforman
         }
     }
     std::ostringstream table;
-    table << std::left << std::setw(52) << "operation / input type" << std::right << std::setw(7) << "pass" << std::setw(9)
-          << "rejected" << std::setw(7) << "fail" << std::setw(13) << "unsupported" << "\n";
+    table << std::left << std::setw(52) << "operation / input type" << std::right << std::setw(7) << "pass"
+          << std::setw(9) << "rejected" << std::setw(7) << "fail" << std::setw(13) << "unsupported"
+          << "\n";
     for (const auto& [name, r] : rows) {
         if (r.pass + r.rejected + r.fail == 0) continue;  // only what the reference claims
-        table << std::left << std::setw(52) << name << std::right << std::setw(7) << r.pass << std::setw(9) << r.rejected
-              << std::setw(7) << r.fail << std::setw(13) << r.unsupported << "\n";
+        table << std::left << std::setw(52) << name << std::right << std::setw(7) << r.pass << std::setw(9)
+              << r.rejected << std::setw(7) << r.fail << std::setw(13) << r.unsupported << "\n";
     }
-    table << std::left << std::setw(52) << "total (all 7133 vectors)" << std::right << std::setw(7) << total.pass
-          << std::setw(9) << total.rejected << std::setw(7) << total.fail << std::setw(13) << total.unsupported << "\n";
+    table << std::left << std::setw(52) << "total (all 7133 vectors)" << std::right << std::setw(7)
+          << total.pass << std::setw(9) << total.rejected << std::setw(7) << total.fail << std::setw(13)
+          << total.unsupported << "\n";
     std::cout << table.str();
     for (const auto& f : failures) std::cout << "FAIL " << f << "\n";
     std::cout.flush();

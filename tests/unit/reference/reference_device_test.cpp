@@ -1,11 +1,11 @@
 // Unit tests of the reference device: the HAL contract (claims, errors as values, output shapes)
 // and the quantized arithmetic on hand-checked values.
-#include <catch2/catch.hpp>
+#include "npu/ref/reference_device.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
 #include "npu/framework/cts_loader.h"
-#include "npu/ref/reference_device.h"
 
 using namespace npu;
 
@@ -17,10 +17,12 @@ framework::TestCase findVector(const std::string& file, const std::string& name)
     return std::move(*tc);
 }
 
-Result<hal::ExecutionResult> run(hal::IDevice& device, const framework::TestCase& tc, framework::PreparedRequest& request) {
+Result<hal::ExecutionResult> run(hal::IDevice& device, const framework::TestCase& tc,
+                                 framework::PreparedRequest& request) {
     auto prepared = NPU_TRY(device.prepareModel(tc.model));
     request = NPU_TRY(framework::makeRequest(tc));
-    return prepared->executeSynchronously(request.request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    return prepared->executeSynchronously(request.request, hal::MeasureTiming::YES, std::nullopt,
+                                          std::nullopt);
 }
 
 }  // namespace
@@ -37,15 +39,16 @@ TEST_CASE("reference device identifies itself as a CPU with capabilities", "[ref
 
 TEST_CASE("quantized ADD, CONV_2D and FULLY_CONNECTED vectors pass with timing", "[reference]") {
     ref::ReferenceDevice device;
-    for (const auto& [file, name] : {std::pair{"V1_0.jsonl.gz", "conv_quant8"},
-                                     std::pair{"V1_0.jsonl.gz", "fully_connected_quant8"}}) {
+    for (const auto& [file, name] :
+         {std::pair{"V1_0.jsonl.gz", "conv_quant8"}, std::pair{"V1_0.jsonl.gz", "fully_connected_quant8"}}) {
         INFO(name);
         auto tc = findVector(file, name);
         framework::PreparedRequest request;
         auto result = run(device, tc, request);
         REQUIRE(result.has_value());
         CHECK(result->timing.timeOnDeviceUs != hal::kNoTiming);
-        CHECK_FALSE(framework::compareOutputs(tc, framework::readOutputs(request), result->outputShapes).has_value());
+        CHECK_FALSE(
+            framework::compareOutputs(tc, framework::readOutputs(request), result->outputShapes).has_value());
     }
 }
 
@@ -144,7 +147,8 @@ TEST_CASE("an output buffer too small gives OUTPUT_INSUFFICIENT_SIZE with the ne
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
     request->request.outputs[0].location.length -= 1;
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     REQUIRE_FALSE(result.has_value());
     CHECK(result.error().status == hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE);
     REQUIRE(result.error().outputShapes.size() == 1);
@@ -167,7 +171,8 @@ TEST_CASE("dynamic output shapes are resolved at execution", "[reference]") {
     REQUIRE(result.has_value());
     REQUIRE(result->outputShapes.size() == 1);
     CHECK(result->outputShapes[0].dimensions == tc.expectedOutputDims[0]);
-    CHECK_FALSE(framework::compareOutputs(tc, framework::readOutputs(request), result->outputShapes).has_value());
+    CHECK_FALSE(
+        framework::compareOutputs(tc, framework::readOutputs(request), result->outputShapes).has_value());
 }
 
 TEST_CASE("input shapes given by the request are used (unknown model input dims)", "[reference]") {
@@ -180,13 +185,16 @@ TEST_CASE("input shapes given by the request are used (unknown model input dims)
     REQUIRE(prepared.has_value());
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
-    auto missing = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto missing = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                     std::nullopt);
     CHECK_FALSE(missing.has_value());  // the shape is not known anywhere
     request->request.inputs[0].dimensions = dims;
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     REQUIRE(result.has_value());
     CHECK(result->outputShapes[0].dimensions == dims);
-    CHECK_FALSE(framework::compareOutputs(tc, framework::readOutputs(*request), result->outputShapes).has_value());
+    CHECK_FALSE(
+        framework::compareOutputs(tc, framework::readOutputs(*request), result->outputShapes).has_value());
 }
 
 TEST_CASE("a wrong answer is caught by the comparison (the conformance test can fail)", "[reference]") {

@@ -19,8 +19,8 @@ public:
         inputData_ = std::move(data);
     }
     template <typename T>
-    SingleOp& constant(hal::OperandType type, std::vector<uint32_t> dims, const std::vector<T>& values, float scale = 0,
-                       int32_t zeroPoint = 0) {
+    SingleOp& constant(hal::OperandType type, std::vector<uint32_t> dims, const std::vector<T>& values,
+                       float scale = 0, int32_t zeroPoint = 0) {
         const uint32_t i = add(type, std::move(dims), hal::OperandLifeTime::CONSTANT_COPY, scale, zeroPoint);
         const size_t offset = model_.operandValues.size(), size = values.size() * sizeof(T);
         model_.operandValues.resize(offset + size);

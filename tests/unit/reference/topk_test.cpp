@@ -1,18 +1,16 @@
 // TOPK_V2: hand-checked rows, including ties and quant8.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "cts_family.h"
 
 using namespace npu;
 
-
 namespace {
 
 template <typename T>
-std::pair<std::vector<T>, std::vector<int32_t>> topk(hal::OperandType type, std::vector<uint32_t> dims, const std::vector<T>& data,
-                                                    int32_t k) {
+std::pair<std::vector<T>, std::vector<int32_t>> topk(hal::OperandType type, std::vector<uint32_t> dims,
+                                                     const std::vector<T>& data, int32_t k) {
     hal::Model m;
     auto& sg = m.main;
     auto add = [&](hal::OperandType t, std::vector<uint32_t> d, hal::OperandLifeTime lt) {
@@ -32,7 +30,8 @@ std::pair<std::vector<T>, std::vector<int32_t>> topk(hal::OperandType type, std:
     m.operandValues.resize(4);
     std::memcpy(m.operandValues.data(), &k, 4);
     const uint32_t values = add(type, outDims, hal::OperandLifeTime::SUBGRAPH_OUTPUT);
-    const uint32_t indices = add(hal::OperandType::TENSOR_INT32, outDims, hal::OperandLifeTime::SUBGRAPH_OUTPUT);
+    const uint32_t indices =
+        add(hal::OperandType::TENSOR_INT32, outDims, hal::OperandLifeTime::SUBGRAPH_OUTPUT);
     sg.operations.push_back({hal::OperationType::TOPK_V2, {in, kk}, {values, indices}});
     sg.inputIndexes = {in};
     sg.outputIndexes = {values, indices};
@@ -51,7 +50,8 @@ std::pair<std::vector<T>, std::vector<int32_t>> topk(hal::OperandType type, std:
     REQUIRE(prepared.has_value());
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                    std::nullopt);
     REQUIRE(result.has_value());
     const auto out = framework::readOutputs(*request);
     std::vector<T> v(n);
@@ -64,7 +64,8 @@ std::pair<std::vector<T>, std::vector<int32_t>> topk(hal::OperandType type, std:
 }  // namespace
 
 TEST_CASE("TOPK_V2 orders by value, ties by descending index", "[unit][reference]") {
-    const auto [v, idx] = topk<float>(hal::OperandType::TENSOR_FLOAT32, {2, 4}, {-2.0f, 0.2f, 0.8f, 0.2f, 5, 1, 5, 3}, 2);
+    const auto [v, idx] =
+        topk<float>(hal::OperandType::TENSOR_FLOAT32, {2, 4}, {-2.0f, 0.2f, 0.8f, 0.2f, 5, 1, 5, 3}, 2);
     CHECK(v == std::vector<float>{0.8f, 0.2f, 5, 5});
     CHECK(idx == std::vector<int32_t>{2, 3, 2, 0});
 }

@@ -34,7 +34,8 @@ struct Fixture {
     hal::CacheToken token{};
 
     Fixture() {
-        dir = fs::temp_directory_path() / ("npu-caching-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+        dir = fs::temp_directory_path() /
+              ("npu-caching-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
         fs::create_directories(dir);
         auto loop = fw::host::startLoopbackFirmware();
         REQUIRE(loop.has_value());
@@ -67,19 +68,21 @@ struct Fixture {
         fds.clear();
     }
 
-    Result<std::shared_ptr<hal::IPreparedModel>> save(const framework::TestCase& tc, std::vector<int> m, std::vector<int> d,
-                                                      const hal::CacheToken& t) {
-        return device->prepareModel(tc.model, hal::ExecutionPreference::FAST_SINGLE_ANSWER, hal::Priority::MEDIUM,
-                                    std::nullopt, m, d, t);
+    Result<std::shared_ptr<hal::IPreparedModel>> save(const framework::TestCase& tc, std::vector<int> m,
+                                                      std::vector<int> d, const hal::CacheToken& t) {
+        return device->prepareModel(tc.model, hal::ExecutionPreference::FAST_SINGLE_ANSWER,
+                                    hal::Priority::MEDIUM, std::nullopt, m, d, t);
     }
-    Result<std::shared_ptr<hal::IPreparedModel>> load(std::vector<int> m, std::vector<int> d, const hal::CacheToken& t) {
+    Result<std::shared_ptr<hal::IPreparedModel>> load(std::vector<int> m, std::vector<int> d,
+                                                      const hal::CacheToken& t) {
         return device->prepareModelFromCache(std::nullopt, m, d, t);
     }
     // Executes and compares with the vector's expected outputs.
     bool runsCorrectly(hal::IPreparedModel& prepared, const framework::TestCase& tc) {
         auto request = framework::makeRequest(tc);
         REQUIRE(request.has_value());
-        auto r = prepared.executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        auto r = prepared.executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                               std::nullopt);
         if (!r) return false;
         return !framework::compareOutputs(tc, framework::readOutputs(*request), r->outputShapes).has_value();
     }
@@ -136,7 +139,8 @@ TEST_CASE("caching: non-empty files and non-zero offsets are handled", "[caching
     CHECK(f.runsCorrectly(**loaded, f.model));
 }
 
-TEST_CASE("caching: an invalid number of cache files on save skips caching, the load then fails", "[caching]") {
+TEST_CASE("caching: an invalid number of cache files on save skips caching, the load then fails",
+          "[caching]") {
     Fixture f;
     SECTION("one model-cache file too many") {
         auto saved = f.save(f.model, {f.open("m"), f.open("extra")}, {f.open("d")}, f.token);
@@ -290,7 +294,8 @@ void toctou(bool duringLoad) {
                 f.write("d", otherData);
             }
         });
-        int m = ::open((f.dir / "m").c_str(), O_RDWR | O_CLOEXEC), d = ::open((f.dir / "d").c_str(), O_RDWR | O_CLOEXEC);
+        int m = ::open((f.dir / "m").c_str(), O_RDWR | O_CLOEXEC),
+            d = ::open((f.dir / "d").c_str(), O_RDWR | O_CLOEXEC);
         Result<std::shared_ptr<hal::IPreparedModel>> prepared =
             duringLoad ? f.load({m}, {d}, f.token) : f.save(f.model, {m}, {d}, f.token);
         stop.store(true);
@@ -300,7 +305,8 @@ void toctou(bool duringLoad) {
         if (prepared.has_value()) REQUIRE(f.runsCorrectly(**prepared, f.model));
         if (!duringLoad) {
             // Whatever the files hold now, loading them is either refused or correct.
-            int m2 = ::open((f.dir / "m").c_str(), O_RDWR | O_CLOEXEC), d2 = ::open((f.dir / "d").c_str(), O_RDWR | O_CLOEXEC);
+            int m2 = ::open((f.dir / "m").c_str(), O_RDWR | O_CLOEXEC),
+                d2 = ::open((f.dir / "d").c_str(), O_RDWR | O_CLOEXEC);
             auto loaded = f.load({m2}, {d2}, f.token);
             ::close(m2);
             ::close(d2);
@@ -310,8 +316,12 @@ void toctou(bool duringLoad) {
 }
 }  // namespace
 
-TEST_CASE("caching security: TOCTOU on save", "[caching]") { toctou(false); }
-TEST_CASE("caching security: TOCTOU on load", "[caching]") { toctou(true); }
+TEST_CASE("caching security: TOCTOU on save", "[caching]") {
+    toctou(false);
+}
+TEST_CASE("caching security: TOCTOU on load", "[caching]") {
+    toctou(true);
+}
 
 TEST_CASE("caching engine: a driver-managed cache directory serves repeated compilations", "[caching]") {
     fs::path dir = fs::temp_directory_path() / ("npu-cachedir-" + std::to_string(getpid()));
@@ -329,11 +339,14 @@ TEST_CASE("caching engine: a driver-managed cache directory serves repeated comp
         REQUIRE(prepared.has_value());
         auto request = framework::makeRequest(tc);
         REQUIRE(request.has_value());
-        auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                   std::nullopt);
         REQUIRE(r.has_value());
-        CHECK_FALSE(framework::compareOutputs(tc, framework::readOutputs(*request), r->outputShapes).has_value());
+        CHECK_FALSE(
+            framework::compareOutputs(tc, framework::readOutputs(*request), r->outputShapes).has_value());
         size_t files = 0;
-        for (const auto& e : fs::recursive_directory_iterator(dir / "compilations")) files += e.is_regular_file() ? 1 : 0;
+        for (const auto& e : fs::recursive_directory_iterator(dir / "compilations"))
+            files += e.is_regular_file() ? 1 : 0;
         CHECK(files >= 2);  // one entry: a model-cache and a data-cache file
     }
     fs::remove_all(dir);

@@ -1,10 +1,12 @@
 // The NPU HAL device end to end: shim -> transport -> firmware -> simulator, over both
 // transports: the handshake, version mismatch, dead daemon, and the conformance vectors.
+#include "npu/shim/npu_device.h"
+
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +22,6 @@
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/protocol/transport.h"
 #include "npu/ref/reference_device.h"
-#include "npu/shim/npu_device.h"
 
 extern char** environ;
 
@@ -46,7 +47,9 @@ Loopback openLoopback(const shim::ShimOptions& options = {}) {
 }
 
 std::string tempSocket(const char* tag) {
-    return (std::filesystem::temp_directory_path() / (std::string("npu-test-") + tag + "-" + std::to_string(getpid()) + ".sock")).string();
+    return (std::filesystem::temp_directory_path() /
+            (std::string("npu-test-") + tag + "-" + std::to_string(getpid()) + ".sock"))
+        .string();
 }
 
 // A daemon started by the test itself, so the test can stop or kill it.
@@ -88,7 +91,8 @@ std::string runVector(hal::IDevice& device, const framework::TestCase& tc) {
     auto supported = device.getSupportedOperations(tc.model);
     if (!supported) {
         if (tc.expectFailure) return "rejected";
-        if (supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT) return "fail: valid model rejected: " + supported.error().message;
+        if (supported.error().status == hal::ErrorStatus::INVALID_ARGUMENT)
+            return "fail: valid model rejected: " + supported.error().message;
         return "fail: getSupportedOperations: " + supported.error().message;
     }
     for (bool s : *supported) {
@@ -98,7 +102,8 @@ std::string runVector(hal::IDevice& device, const framework::TestCase& tc) {
     if (!prepared) return tc.expectFailure ? "rejected" : "fail: prepare: " + prepared.error().message;
     auto request = framework::makeRequest(tc);
     if (!request) return "fail: request: " + request.error().message;
-    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    auto result = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt,
+                                                    std::nullopt);
     if (!result) return tc.expectFailure ? "rejected" : "fail: execute: " + result.error().message;
     if (tc.expectFailure) return "fail: expected a failure, got outputs";
     auto outputs = framework::readOutputs(*request);
@@ -135,7 +140,8 @@ void runConformance(hal::IDevice& device, const char* transport) {
     for (size_t i = 0; i < failures.size() && i < 20; ++i) UNSCOPED_INFO(failures[i]);
     CHECK(failures.empty());
     CHECK(counts["pass"] > 0);
-    WARN(transport << ": " << counts["pass"] << " vectors passed on the NPU, " << counts["unsupported"] << " unsupported");
+    WARN(transport << ": " << counts["pass"] << " vectors passed on the NPU, " << counts["unsupported"]
+                   << " unsupported");
 }
 
 }  // namespace
@@ -179,7 +185,8 @@ TEST_CASE("loopback: a firmware of another protocol major version is refused wit
     CHECK_THAT(device.error().message, Catch::Contains("2") && Catch::Contains("1"));
 }
 
-TEST_CASE("loopback: an invalid model is rejected with INVALID_ARGUMENT before reaching the firmware", "[shim]") {
+TEST_CASE("loopback: an invalid model is rejected with INVALID_ARGUMENT before reaching the firmware",
+          "[shim]") {
     auto l = openLoopback();
     auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");
     tc.model.main.operations[0].inputs[0] = 999;
@@ -196,12 +203,14 @@ TEST_CASE("loopback: a quantized CONV_2D runs with device timing and a per-opera
     REQUIRE(prepared.has_value());
     auto request = framework::makeRequest(tc);
     REQUIRE(request.has_value());
-    auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt,
+                                               std::nullopt);
     REQUIRE(r.has_value());
     CHECK(r->deviceCycles > 0);
     CHECK(r->profile.size() == 1);
     CHECK(r->timing.timeInDriverUs >= r->timing.timeOnDeviceUs);
-    auto untimed = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    auto untimed = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                     std::nullopt);
     REQUIRE(untimed.has_value());
     CHECK(untimed->timing.timeOnDeviceUs == hal::kNoTiming);
     CHECK(untimed->timing.timeInDriverUs == hal::kNoTiming);
@@ -223,7 +232,8 @@ TEST_CASE("loopback: prepareModel autotunes unless told not to, and reports it",
             CHECK(info->tunedCycles <= info->greedyCycles);
             auto request = framework::makeRequest(tc);
             REQUIRE(request.has_value());
-            auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+            auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES,
+                                                       std::nullopt, std::nullopt);
             REQUIRE(r.has_value());
             CHECK(r->deviceCycles == info->tunedCycles);
         } else {
@@ -271,7 +281,8 @@ TEST_CASE("unix: a socket-activated npu-fwd serves the socket it is handed and l
         const std::string me = std::to_string(getpid());
         setenv("LISTEN_PID", me.c_str(), 1);
         setenv("LISTEN_FDS", "1", 1);
-        execl(NPU_FWD_TEST_PATH, NPU_FWD_TEST_PATH, "--once", "--idle-exit", "20", static_cast<char*>(nullptr));
+        execl(NPU_FWD_TEST_PATH, NPU_FWD_TEST_PATH, "--once", "--idle-exit", "20",
+              static_cast<char*>(nullptr));
         _exit(127);
     }
     ::close(sock);
@@ -333,7 +344,8 @@ TEST_CASE("unix: a protocol major mismatch with the daemon is refused", "[shim]"
     CHECK_THAT(device.error().message, Catch::Contains("protocol"));
 }
 
-TEST_CASE("unix: several clients share one daemon, each with its own NPU; one too many is refused", "[shim]") {
+TEST_CASE("unix: several clients share one daemon, each with its own NPU; one too many is refused",
+          "[shim]") {
     auto daemon = startDaemon("clients", {"--max-clients", "2"});
     shim::DaemonOptions options;
     options.socketPath = daemon->socket;
@@ -356,8 +368,10 @@ TEST_CASE("unix: several clients share one daemon, each with its own NPU; one to
     std::shared_ptr<hal::IDevice> again;
     for (int i = 0; i < 100 && !again; ++i) {
         auto d = shim::connectNpuDaemon(options);
-        if (d) again = *d;
-        else std::this_thread::sleep_for(50ms);
+        if (d)
+            again = *d;
+        else
+            std::this_thread::sleep_for(50ms);
     }
     REQUIRE(again != nullptr);
     CHECK(runVector(*again, tc) == "pass");
@@ -390,7 +404,8 @@ TEST_CASE("unix: the daemon killed mid-call gives DEVICE_UNAVAILABLE within the 
     }
     REQUIRE(stopped);
     auto call = std::async(std::launch::async, [&] {
-        return (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        return (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                 std::nullopt);
     });
     std::this_thread::sleep_for(100ms);
     REQUIRE(kill(daemon->pid, SIGKILL) == 0);

@@ -487,7 +487,7 @@ TEST_CASE("an invalid model exits 2 on every device, whichever validator rejects
     writeFile(
         file,
         R"({"name":"squeeze_removed","hal":"V1_1","spec":"squeeze","source":"hand-written",)"
-              R"("expect_failure":false,"is_relaxed":false,"multinomial_tolerance":0.0,"min_supported_version":"V1_1",)"
+        R"("expect_failure":false,"is_relaxed":false,"multinomial_tolerance":0.0,"min_supported_version":"V1_1",)"
         R"("main":{"operands":[{"type":"TENSOR_FLOAT32","dims":[4,1,1,2],"scale":0.0,"zero_point":0,)"
         R"("lifetime":"SUBGRAPH_INPUT","channel_quant":null,"is_ignored":false,"number_of_consumers":1,)"
         R"("data":"MzOzPzMzE0DNzExAMzODQM3MrECamclAZmbmQJqZAUE="},{"type":"TENSOR_FLOAT32","dims":[4,2],)"

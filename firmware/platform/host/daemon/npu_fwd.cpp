@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
         socketPath = *path;
     }
     if (activated >= 0 && !socketPath.empty()) {
-        std::fprintf(stderr, "npu-fwd: socket-activated: serving the socket systemd passed, not --socket %s\n",
+        std::fprintf(stderr,
+                     "npu-fwd: socket-activated: serving the socket systemd passed, not --socket %s\n",
                      socketPath.c_str());
     }
     auto listener = activated >= 0 ? npu::proto::UnixListener::adopt(activated, peerPolicy)

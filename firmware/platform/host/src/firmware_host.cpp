@@ -21,7 +21,8 @@ namespace npu::fw::host {
 
 namespace {
 constexpr std::chrono::milliseconds kPollInterval{50};  // how often a waiting loop checks stop()
-constexpr uint64_t kServerScratchBytes = 64ull << 20;   // per-request temporaries: model decoding, cached blobs
+constexpr uint64_t kServerScratchBytes = 64ull
+                                         << 20;  // per-request temporaries: model decoding, cached blobs
 }  // namespace
 
 struct FirmwareHost::Impl final : public FrameSink {
@@ -35,7 +36,7 @@ struct FirmwareHost::Impl final : public FrameSink {
     std::unique_ptr<Arena> serverArena;
     std::unique_ptr<Runtime> runtime;
     std::unique_ptr<RpcServer> server;
-    std::mutex serveMutex;               // one connection at a time
+    std::mutex serveMutex;                // one connection at a time
     proto::Transport* current = nullptr;  // the connection being served
     std::atomic<bool> stop{false};
 
@@ -66,28 +67,34 @@ FirmwareHost::~FirmwareHost() {
     if (thread_.joinable()) thread_.join();
 }
 
-int FirmwareHost::dramFd() const { return impl_->dramFd; }
+int FirmwareHost::dramFd() const {
+    return impl_->dramFd;
+}
 
 proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const FirmwareHostConfig& config) {
     using Kind = proto::Error::Kind;
     if (config.firmwareDramBytes == 0 || config.firmwareDramBytes >= config.dramBytes) {
-        return proto::fail(Kind::kInvalidArgument,
-                           "firmware DRAM (" + std::to_string(config.firmwareDramBytes) +
-                               " bytes) must be a non-empty part of device DRAM (" + std::to_string(config.dramBytes) + " bytes)");
+        return proto::fail(Kind::kInvalidArgument, "firmware DRAM (" +
+                                                       std::to_string(config.firmwareDramBytes) +
+                                                       " bytes) must be a non-empty part of device DRAM (" +
+                                                       std::to_string(config.dramBytes) + " bytes)");
     }
     auto impl = std::make_unique<Impl>();
     impl->config = config;
     impl->dramFd = memfd_create("npu-device-dram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (impl->dramFd < 0) return proto::fail(Kind::kIo, std::string("memfd_create(device DRAM): ") + std::strerror(errno));
+    if (impl->dramFd < 0)
+        return proto::fail(Kind::kIo, std::string("memfd_create(device DRAM): ") + std::strerror(errno));
     if (ftruncate(impl->dramFd, static_cast<off_t>(config.dramBytes)) != 0) {
-        return proto::fail(Kind::kIo, "ftruncate(device DRAM, " + std::to_string(config.dramBytes) + "): " + std::strerror(errno));
+        return proto::fail(Kind::kIo, "ftruncate(device DRAM, " + std::to_string(config.dramBytes) +
+                                          "): " + std::strerror(errno));
     }
     // Clients get this fd: sealed so none can shrink it under the firmware's mapping (SIGBUS).
     if (fcntl(impl->dramFd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         return proto::fail(Kind::kIo, std::string("sealing the device DRAM memfd: ") + std::strerror(errno));
     }
     void* p = mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, impl->dramFd, 0);
-    if (p == MAP_FAILED) return proto::fail(Kind::kIo, std::string("mmap(device DRAM): ") + std::strerror(errno));
+    if (p == MAP_FAILED)
+        return proto::fail(Kind::kIo, std::string("mmap(device DRAM): ") + std::strerror(errno));
     impl->dram = static_cast<uint8_t*>(p);
 
     impl->platform = std::make_unique<SimPlatform>(config.hw, impl->dram, config.dramBytes);
@@ -113,9 +120,11 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
     impl->serverMemory.reset(new uint8_t[serverBytes]);
     impl->serverArena = std::make_unique<Arena>(impl->serverMemory.get(), serverBytes);
-    impl->server = std::make_unique<RpcServer>(*impl->runtime, *impl->platform, *impl->serverArena, *impl, sc);
+    impl->server =
+        std::make_unique<RpcServer>(*impl->runtime, *impl->platform, *impl->serverArena, *impl, sc);
     if (!impl->server->ok()) {
-        return proto::fail(Kind::kResourceExhausted, std::string("firmware RPC server: ") + impl->server->initStatus().message);
+        return proto::fail(Kind::kResourceExhausted,
+                           std::string("firmware RPC server: ") + impl->server->initStatus().message);
     }
     return std::unique_ptr<FirmwareHost>(new FirmwareHost(std::move(impl)));
 }

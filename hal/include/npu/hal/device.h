@@ -35,8 +35,7 @@ public:
         int syncFence = -1;  // -1: already complete
         ExecutionResult result;
     };
-    virtual Result<FencedResult> executeFenced(const Request& request,
-                                               const std::vector<int>& waitFor,
+    virtual Result<FencedResult> executeFenced(const Request& request, const std::vector<int>& waitFor,
                                                MeasureTiming measure, const Deadline& deadline,
                                                std::optional<std::chrono::nanoseconds> loopTimeout,
                                                std::optional<std::chrono::nanoseconds> timeoutAfterFence);
@@ -49,9 +48,8 @@ class IBurst {
 public:
     virtual ~IBurst() = default;
     virtual Result<ExecutionResult> executeSynchronously(
-        const Request& request, const std::vector<int64_t>& memoryIdentifierTokens,
-        MeasureTiming measure, const Deadline& deadline,
-        std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
+        const Request& request, const std::vector<int64_t>& memoryIdentifierTokens, MeasureTiming measure,
+        const Deadline& deadline, std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
     virtual Status releaseMemoryResource(int64_t memoryIdentifierToken) = 0;
 };
 
@@ -89,13 +87,13 @@ public:
     // modelCache / dataCache: borrowed fds (the caller keeps ownership); empty when the caller
     // does not cache. token: meaningful only when cache fds are given.
     virtual Result<std::shared_ptr<IPreparedModel>> prepareModel(
-        const Model& model, ExecutionPreference preference, Priority priority,
-        const Deadline& deadline, const std::vector<int>& modelCache,
-        const std::vector<int>& dataCache, const CacheToken& token) = 0;
+        const Model& model, ExecutionPreference preference, Priority priority, const Deadline& deadline,
+        const std::vector<int>& modelCache, const std::vector<int>& dataCache, const CacheToken& token) = 0;
 
-    virtual Result<std::shared_ptr<IPreparedModel>> prepareModelFromCache(
-        const Deadline& deadline, const std::vector<int>& modelCache,
-        const std::vector<int>& dataCache, const CacheToken& token);
+    virtual Result<std::shared_ptr<IPreparedModel>> prepareModelFromCache(const Deadline& deadline,
+                                                                          const std::vector<int>& modelCache,
+                                                                          const std::vector<int>& dataCache,
+                                                                          const CacheToken& token);
 
     virtual Result<DeviceBuffer> allocate(const BufferDesc& desc,
                                           const std::vector<std::shared_ptr<IPreparedModel>>& preparedModels,
@@ -104,8 +102,8 @@ public:
 
     // Convenience: prepare without caching, default preference and priority, no deadline.
     Result<std::shared_ptr<IPreparedModel>> prepareModel(const Model& model) {
-        return prepareModel(model, ExecutionPreference::FAST_SINGLE_ANSWER, Priority::MEDIUM,
-                            std::nullopt, {}, {}, CacheToken{});
+        return prepareModel(model, ExecutionPreference::FAST_SINGLE_ANSWER, Priority::MEDIUM, std::nullopt,
+                            {}, {}, CacheToken{});
     }
 };
 

@@ -44,9 +44,9 @@ inline std::unexpected<Error> generalFailure(std::string message) {
 
 // Propagates the error of a Result-returning expression; evaluates to its value otherwise.
 // Usage: auto x = NPU_TRY(f());   or   NPU_TRY(g());   (for Result<void>)
-#define NPU_TRY(expr)                                                        \
-    ({                                                                       \
-        auto&& npuTryResult_ = (expr);                                       \
+#define NPU_TRY(expr)                                                                 \
+    ({                                                                                \
+        auto&& npuTryResult_ = (expr);                                                \
         if (!npuTryResult_) return std::unexpected(std::move(npuTryResult_).error()); \
-        std::move(npuTryResult_).value();                                    \
+        std::move(npuTryResult_).value();                                             \
     })

@@ -49,10 +49,10 @@ struct HwConfig {
     uint32_t dmaMaxOutstanding = 16;   // outstanding DRAM requests (bursts) in flight
     uint32_t dramBytesPerCycle = 16;   // DRAM bandwidth
     uint32_t dramLatencyCycles = 200;
-    uint32_t tokenQueueDepth = 16;     // outstanding tokens per (from, to) queue pair
-    uint32_t commandQueueDepth = 32;   // commands buffered per unit queue (load/compute/store)
-    uint32_t decodeCycles = 2;         // command processor front end, per command
-    bool fp16Mac = false;              // the array also takes fp16 x fp16 -> fp32
+    uint32_t tokenQueueDepth = 16;    // outstanding tokens per (from, to) queue pair
+    uint32_t commandQueueDepth = 32;  // commands buffered per unit queue (load/compute/store)
+    uint32_t decodeCycles = 2;        // command processor front end, per command
+    bool fp16Mac = false;             // the array also takes fp16 x fp16 -> fp32
     FaultConfig faults;
 };
 
@@ -60,7 +60,9 @@ struct HwConfig {
 // limit ("arrayRows = 0: must be in [1, 65535]").
 Result<void> validate(const HwConfig& c);
 // Whether a configuration is one the register map can describe and the model can run.
-inline bool isValid(const HwConfig& c) { return validate(c).has_value(); }
+inline bool isValid(const HwConfig& c) {
+    return validate(c).has_value();
+}
 
 // Parses a JSON object; absent keys keep their defaults, unknown keys are errors (a typo must not
 // silently run the defaults). `where` names the source in messages (a file name).

@@ -33,8 +33,8 @@ struct LayerSpec {
     uint64_t ifmH = 0, ifmW = 0, channels = 0, kernelH = 0, kernelW = 0, filters = 0, stride = 1;
 
     static LayerSpec gemm(uint64_t m, uint64_t n, uint64_t k, std::string name = "gemm");
-    static LayerSpec conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64_t s,
-                          uint64_t filters, uint64_t stride, std::string name = "conv");
+    static LayerSpec conv(uint64_t h, uint64_t w, uint64_t c, uint64_t r, uint64_t s, uint64_t filters,
+                          uint64_t stride, std::string name = "conv");
 };
 
 struct SimOptions {
@@ -78,9 +78,9 @@ struct LayerReport {
     // Stall cycles of the array by cause; stallCycles is their sum.
     uint64_t stallDma = 0, stallWriteback = 0, stallDependency = 0, stallCycles = 0;
     uint64_t macs = 0;
-    double utilization = 0;        // macs / (R * C * cycles)
-    double mappingEfficiency = 0;  // mean over folds of used PEs / (R * C)
-    double computeUtilization = 0; // macs / (R * C * computeCycles)
+    double utilization = 0;         // macs / (R * C * cycles)
+    double mappingEfficiency = 0;   // mean over folds of used PEs / (R * C)
+    double computeUtilization = 0;  // macs / (R * C * computeCycles)
     // Bytes per memory and operand.
     uint64_t dramIfmapRead = 0, dramFilterRead = 0, dramOfmapWrite = 0;
     uint64_t sramIfmapRead = 0, sramFilterRead = 0, sramOfmapWrite = 0;
@@ -111,7 +111,6 @@ std::string csvRow(const LayerReport& r, const HwConfig& config);
 // Chrome/Perfetto Trace Event Format: one track per unit, counter tracks for DRAM bandwidth and
 // scratchpad occupancy; `layers` are laid end to end on the time axis.
 std::string traceJson(const std::vector<LayerReport>& layers, const HwConfig& config);
-std::string summaryJson(const std::vector<LayerReport>& layers, const HwConfig& config,
-                        bool scalesimCompat);
+std::string summaryJson(const std::vector<LayerReport>& layers, const HwConfig& config, bool scalesimCompat);
 
 }  // namespace npu::sim

@@ -22,15 +22,29 @@ struct ArrayMapping {
     constexpr uint64_t folds() const { return rowFolds * colFolds; }
 };
 
-constexpr uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+constexpr uint64_t ceilDiv(uint64_t a, uint64_t b) {
+    return (a + b - 1) / b;
+}
 
 constexpr ArrayMapping mapGemm(isa::Dataflow d, uint64_t rows, uint64_t cols, uint64_t m, uint64_t n,
                                uint64_t k) {
     ArrayMapping a;
     switch (d) {
-        case isa::Dataflow::kOutputStationary: a.sr = m; a.sc = n; a.t = k; break;
-        case isa::Dataflow::kWeightStationary: a.sr = k; a.sc = n; a.t = m; break;
-        case isa::Dataflow::kInputStationary: a.sr = k; a.sc = m; a.t = n; break;
+        case isa::Dataflow::kOutputStationary:
+            a.sr = m;
+            a.sc = n;
+            a.t = k;
+            break;
+        case isa::Dataflow::kWeightStationary:
+            a.sr = k;
+            a.sc = n;
+            a.t = m;
+            break;
+        case isa::Dataflow::kInputStationary:
+            a.sr = k;
+            a.sc = m;
+            a.t = n;
+            break;
     }
     a.rowFolds = ceilDiv(a.sr, rows);
     a.colFolds = ceilDiv(a.sc, cols);
@@ -48,12 +62,14 @@ constexpr uint64_t isolatedFoldCycles(isa::Dataflow d, uint64_t rows, uint64_t c
 // A fold whose fill and drain overlap its neighbours' (double-buffered PE registers): the array
 // accepts a new wavefront every cycle, so a fold costs its stream length, but never less than the
 // R cycles it takes to swap the stationary operand or drain the outputs.
-constexpr uint64_t overlappedFoldCycles(uint64_t rows, uint64_t t) { return t > rows ? t : rows; }
+constexpr uint64_t overlappedFoldCycles(uint64_t rows, uint64_t t) {
+    return t > rows ? t : rows;
+}
 
 // SCALE-Sim v2's reported total cycles for a GEMM with no memory stalls: every fold runs in
 // isolation and the count is the cycle index of the last output write (hence the - 1).
-constexpr uint64_t scalesimCycles(isa::Dataflow d, uint64_t rows, uint64_t cols, uint64_t m,
-                                  uint64_t n, uint64_t k) {
+constexpr uint64_t scalesimCycles(isa::Dataflow d, uint64_t rows, uint64_t cols, uint64_t m, uint64_t n,
+                                  uint64_t k) {
     const ArrayMapping a = mapGemm(d, rows, cols, m, n, k);
     return a.folds() * isolatedFoldCycles(d, rows, cols, a.t) - 1;
 }

@@ -107,17 +107,24 @@ private:
 };
 
 // Little-endian helpers (the wire is little-endian whatever the CPU).
-inline void storeLe16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
+inline void storeLe16(uint8_t* p, uint16_t v) {
+    p[0] = uint8_t(v);
+    p[1] = uint8_t(v >> 8);
+}
 inline void storeLe32(uint8_t* p, uint32_t v) {
     for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 inline void storeLe64(uint8_t* p, uint64_t v) {
     for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
-inline uint16_t loadLe16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+inline uint16_t loadLe16(const uint8_t* p) {
+    return uint16_t(p[0] | p[1] << 8);
+}
 inline uint32_t loadLe32(const uint8_t* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
-inline uint64_t loadLe64(const uint8_t* p) { return uint64_t(loadLe32(p)) | uint64_t(loadLe32(p + 4)) << 32; }
+inline uint64_t loadLe64(const uint8_t* p) {
+    return uint64_t(loadLe32(p)) | uint64_t(loadLe32(p + 4)) << 32;
+}
 
 }  // namespace npu::proto

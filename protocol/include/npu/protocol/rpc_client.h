@@ -42,9 +42,9 @@ public:
     // it into `reply`. An ERROR frame becomes Error{kRemote, message, code}. Transport death
     // fails every pending call with kDisconnected promptly. fds received with the response are
     // appended to `receivedFds` (closed if it is null).
-    Result<void> call(Method method, const google::protobuf::Message& request, google::protobuf::Message& reply,
-                      std::chrono::milliseconds timeout, std::span<const int> sendFds = {},
-                      std::vector<UniqueFd>* receivedFds = nullptr);
+    Result<void> call(Method method, const google::protobuf::Message& request,
+                      google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                      std::span<const int> sendFds = {}, std::vector<UniqueFd>* receivedFds = nullptr);
 
     // Responses whose call id matches no pending call (late replies after a timeout, a confused
     // peer): counted and logged, never fatal.
@@ -66,7 +66,8 @@ private:
     // The leader's read: one transport read (up to `timeout`), fed to the decoder.
     void readOnce(std::chrono::milliseconds timeout);
     void failAll(const Error& error);
-    Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload, std::span<const int> fds);
+    Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
+                            std::span<const int> fds);
 
     std::unique_ptr<Transport> transport_;
     const uint32_t maxPayload_;

@@ -15,7 +15,15 @@
 namespace npu::proto {
 
 struct Error {
-    enum class Kind { kTimeout, kDisconnected, kProtocol, kRemote, kIo, kInvalidArgument, kResourceExhausted };
+    enum class Kind {
+        kTimeout,
+        kDisconnected,
+        kProtocol,
+        kRemote,
+        kIo,
+        kInvalidArgument,
+        kResourceExhausted
+    };
     Kind kind = Kind::kIo;
     std::string message;
     uint32_t remoteCode = 0;  // HAL ErrorStatus when kRemote

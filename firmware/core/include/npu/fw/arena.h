@@ -29,7 +29,9 @@ public:
         return t;
     }
     size_t mark() const { return used_; }
-    void release(size_t mark) { if (mark <= used_) used_ = mark; }
+    void release(size_t mark) {
+        if (mark <= used_) used_ = mark;
+    }
     size_t used() const { return used_; }
     size_t peak() const { return peak_; }
     size_t capacity() const { return size_; }

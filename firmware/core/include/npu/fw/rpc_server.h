@@ -38,14 +38,16 @@ class Service {
 public:
     virtual void capabilities(npu_proto_CapabilitiesReply* reply) = 0;
     virtual FwStatus supportedOperations(const ModelDesc& model, bool* supported) = 0;
-    virtual FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
-                                  BlobInfo* info) = 0;
+    virtual FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
+                                  Arena& scratch, BlobInfo* info) = 0;
     virtual FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
                                       BlobInfo* info) = 0;
-    virtual FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) = 0;
+    virtual FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request,
+                               npu_proto_FetchBlobReply* reply) = 0;
     virtual FwStatus releaseModel(uint32_t handle) = 0;
-    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
-                             const IoArg* outputs, uint32_t outputCount, ExecResult* result) = 0;
+    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs,
+                             uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
+                             ExecResult* result) = 0;
     virtual FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) = 0;
     virtual FwStatus releaseBuffer(uint32_t token) = 0;
     virtual FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) = 0;
@@ -63,13 +65,16 @@ protected:
 class RuntimeService final : public Service {
 public:
     RuntimeService(Runtime& runtime, Platform& platform, uint64_t hostWindowAddr, uint64_t hostWindowBytes)
-        : runtime_(runtime), platform_(platform), windowAddr_(hostWindowAddr), windowBytes_(hostWindowBytes),
+        : runtime_(runtime),
+          platform_(platform),
+          windowAddr_(hostWindowAddr),
+          windowBytes_(hostWindowBytes),
           startUs_(platform.nowUs()) {}
 
     void capabilities(npu_proto_CapabilitiesReply* reply) override;
     FwStatus supportedOperations(const ModelDesc& model, bool* supported) override;
-    FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request, Arena& scratch,
-                          BlobInfo* info) override;
+    FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
+                          Arena& scratch, BlobInfo* info) override;
     FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
                               BlobInfo* info) override;
     FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) override;
@@ -108,10 +113,10 @@ protected:
 
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
-    uint32_t maxMessageBytes = 4u << 20;  // largest reassembled request (MORE fragments)
-    uint32_t maxReplyBytes = 256u << 10;  // largest encoded reply (fragmented on the wire)
-    uint32_t queueDepth = 16;             // queued requests before RESOURCE_EXHAUSTED_TRANSIENT
-    uint32_t queueBytes = 8u << 20;       // bytes of queued request payloads
+    uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
+    uint32_t maxReplyBytes = 256u << 10;                   // largest encoded reply (fragmented on the wire)
+    uint32_t queueDepth = 16;        // queued requests before RESOURCE_EXHAUSTED_TRANSIENT
+    uint32_t queueBytes = 8u << 20;  // bytes of queued request payloads
 
     // HelloReply fields, from the platform.
     const char* firmwareVersion = "npu-fw 0.1.0";
@@ -127,11 +132,11 @@ struct RpcServerConfig {
 struct RpcServerStats {
     uint64_t framesReceived = 0;
     uint64_t requestsHandled = 0;
-    uint64_t badFrames = 0;        // CRC, oversize, bad version, truncated
-    uint64_t garbageBytes = 0;     // skipped while resynchronising
-    uint64_t queueFull = 0;        // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
+    uint64_t badFrames = 0;     // CRC, oversize, bad version, truncated
+    uint64_t garbageBytes = 0;  // skipped while resynchronising
+    uint64_t queueFull = 0;     // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
     uint64_t cancelled = 0;
-    uint64_t sinkFailures = 0;     // FrameSink::writeFrame returned false
+    uint64_t sinkFailures = 0;  // FrameSink::writeFrame returned false
 };
 
 class RpcServer final : private proto::FrameListener {
@@ -140,7 +145,8 @@ public:
     // after each request. `arena` must not be the Runtime's (its allocations would be released).
     RpcServer(Service& service, Arena& arena, FrameSink& sink, const RpcServerConfig& config);
     // The same over the firmware Runtime (RuntimeService owned by the server).
-    RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink, const RpcServerConfig& config);
+    RpcServer(Runtime& runtime, Platform& platform, Arena& arena, FrameSink& sink,
+              const RpcServerConfig& config);
     RpcServer(const RpcServer&) = delete;
     RpcServer& operator=(const RpcServer&) = delete;
 

@@ -40,13 +40,13 @@ struct FwStatus {
 
 // ---- The model as decoded from the wire (main subgraph), in arena memory ---------------------
 struct OperandDesc {
-    uint32_t type = 0;       // HAL OperandType
+    uint32_t type = 0;  // HAL OperandType
     uint32_t rank = 0;
     uint32_t dims[kMaxRank] = {};
     float scale = 0.0f;
     int32_t zeroPoint = 0;
-    uint32_t lifetime = 0;   // HAL OperandLifeTime
-    uint64_t dataAddr = 0;   // constants: DRAM address of the value staged by the host
+    uint32_t lifetime = 0;  // HAL OperandLifeTime
+    uint64_t dataAddr = 0;  // constants: DRAM address of the value staged by the host
     uint32_t dataLength = 0;
     const float* channelScales = nullptr;  // per-channel quantization
     uint32_t channelScaleCount = 0;
@@ -77,9 +77,9 @@ struct ModelDesc {
 // ---- Execution ------------------------------------------------------------------------------
 struct IoArg {
     bool hasNoValue = false;
-    uint64_t addr = 0;     // DRAM address (host window)
-    uint32_t length = 0;   // bytes available
-    uint32_t rank = 0;     // 0 = the model's dimensions
+    uint64_t addr = 0;    // DRAM address (host window)
+    uint32_t length = 0;  // bytes available
+    uint32_t rank = 0;    // 0 = the model's dimensions
     uint32_t dims[kMaxRank] = {};
 };
 
@@ -164,8 +164,8 @@ public:
     // `allowAutotune` both allow it.
     FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true);
     FwStatus release(uint32_t handle);
-    FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount,
-                     const IoArg* outputs, uint32_t outputCount, ExecResult* result);
+    FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
+                     uint32_t outputCount, ExecResult* result);
     // Drops every blob and resets the NPU.
     FwStatus reset();
 
