@@ -60,6 +60,7 @@ enum class ErrorCode : uint32_t {
     kTokenOverflow = 9,          // more outstanding tokens than the queue depth
     kNotEnabled = 10,            // DOORBELL while CTRL.ENABLE is clear
     kDmaError = 11,              // the DRAM returned an error for a DMA transfer (bus fault)
+    kSramEcc = 12,               // the scratchpad's ECC found a corrupted word (data is suspect)
 };
 
 constexpr const char* errorCodeName(ErrorCode c) {
@@ -88,6 +89,8 @@ constexpr const char* errorCodeName(ErrorCode c) {
             return "NOT_ENABLED";
         case ErrorCode::kDmaError:
             return "DMA_ERROR";
+        case ErrorCode::kSramEcc:
+            return "SRAM_ECC";
     }
     return "UNKNOWN";
 }

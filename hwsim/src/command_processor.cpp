@@ -81,6 +81,7 @@ void CommandProcessor::processQueue() {
             s_.faults.sramFlipAddress < s_.scratchpad.size()) {
             s_.scratchpad[s_.faults.sramFlipAddress] ^=
                 static_cast<uint8_t>(1u << (s_.faults.sramFlipBit & 7));
+            if (s_.faults.sramEcc) return fail(ErrorCode::kSramEcc, offset);
         }
         if (step == Step::kFault) return;
         if (!s_.pmu.frozen()) ++s_.pmu.commands;

@@ -140,6 +140,13 @@ Result<HwConfig> parseHwConfig(std::string_view text, std::string_view where) {
             if (!v.is_object()) return std::unexpected(src + ": faults must be an object");
             for (auto f = v.begin(); f != v.end(); ++f) {
                 const std::string fk = "faults." + f.key();
+                if (f.key() == "sram_ecc") {
+                    if (!f.value().is_boolean())
+                        return std::unexpected(src + ": " + fk + " = " + f.value().dump() +
+                                               ": must be true or false");
+                    c.faults.sramEcc = f.value().get<bool>();
+                    continue;
+                }
                 auto n = readU64(f.value(), fk);
                 if (!n) return std::unexpected(n.error());
                 if (f.key() == "hang_at_command")

@@ -43,6 +43,19 @@ TEST_CASE("SRAM bit flip after the N-th command, also through the API") {
     CHECK(s.dev.scratchpad()[0] == (0x10 ^ 0x04));
 }
 
+TEST_CASE("SRAM bit flip with ECC: detected, the command faults with SRAM_ECC at its offset") {
+    auto c = sim::parseHwConfig(
+        R"({"faults": {"sram_flip_after_command": 2, "sram_flip_address": 3, "sram_flip_bit": 1, "sram_ecc": true}})");
+    REQUIRE(c.has_value());
+    CHECK(c->faults.sramEcc);
+    Sim s(*c);
+    CHECK(s.run({isa::makeNop(), s.load(0, 0, 16), isa::makeNop()}) == isa::kIrqError);
+    CHECK(s.dev.readReg(isa::kRegErrorCode) == uint32_t(ErrorCode::kSramEcc));
+    CHECK(s.dev.readReg(isa::kRegErrorOffset) == isa::kCommandBytes);
+    CHECK(std::string(isa::errorCodeName(ErrorCode::kSramEcc)) == "SRAM_ECC");
+    CHECK_FALSE(sim::parseHwConfig(R"({"faults": {"sram_ecc": 1}})").has_value());
+}
+
 TEST_CASE("delayed interrupt: DONE appears only after N polls") {
     sim::HwConfig c;
     c.faults.irqDelayPolls = 3;

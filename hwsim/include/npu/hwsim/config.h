@@ -29,6 +29,9 @@ struct FaultConfig {
     uint64_t sramFlipAfterCommand = 0;
     uint32_t sramFlipAddress = 0;
     uint32_t sramFlipBit = 0;
+    // The scratchpad has ECC: the flip above is detected when it happens and the command
+    // faults with ERROR_CODE SRAM_ECC instead of leaving silently corrupted data.
+    bool sramEcc = false;
     // Completion IRQs (DONE, ERROR) become visible only after this many further register reads
     // of IRQ_STATUS / irqPending() polls. 0 = off.
     uint32_t irqDelayPolls = 0;
