@@ -58,6 +58,8 @@ const char* methodName(uint32_t m) {
             return "Reset";
         case npu_proto_Method_METHOD_GET_COUNTERS:
             return "GetCounters";
+        case npu_proto_Method_METHOD_INJECT_FAULTS:
+            return "InjectFaults";
         case npu_proto_Method_METHOD_FETCH_BLOB:
             return "FetchBlob";
         default:
@@ -497,10 +499,16 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             }
             for (uint32_t i = 0; i < req->inputs_count; ++i) toIoArg(req->inputs[i], &args[i]);
             for (uint32_t i = 0; i < req->outputs_count; ++i) toIoArg(req->outputs[i], &args[kMaxIo + i]);
+            result->deviceFault = kDeviceFaultNone;
             FwStatus st =
                 service_->execute(*req, args, req->inputs_count, args + kMaxIo, req->outputs_count, result);
             rep->has_status = true;
             setStatus(&rep->status, st);
+            if (!st.ok()) {
+                rep->device_fault = result->deviceFault;
+                if (result->deviceFault == kDeviceFaultHang) stats_.npuHangs++;
+                if (result->deviceFault == kDeviceFaultData) stats_.npuDataFaults++;
+            }
             if (st.ok() || st.code == Code::kOutputInsufficientSize) {
                 rep->device_cycles = result->deviceCycles;
                 rep->clock_hz = result->clockHz;
@@ -570,7 +578,25 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             npu_proto_ResetReply rep = npu_proto_ResetReply_init_zero;
             rep.has_status = true;
             setStatus(&rep.status, service_->reset());
+            stats_.resets++;
             return sendReply(id, entry.method, npu_proto_ResetReply_fields, &rep);
+        }
+        case npu_proto_Method_METHOD_INJECT_FAULTS: {
+            npu_proto_InjectFaultsRequest req = npu_proto_InjectFaultsRequest_init_zero;
+            npu_proto_InjectFaultsReply rep = npu_proto_InjectFaultsReply_init_zero;
+            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+            if (!pb_decode(&in, npu_proto_InjectFaultsRequest_fields, &req)) {
+                return sendError(id, Code::kInvalidArgument, "InjectFaults call %llu: cannot decode: %s", idl,
+                                 PB_GET_ERROR(&in));
+            }
+            rep.has_status = true;
+            setStatus(&rep.status,
+                      config_.faultInjector != nullptr
+                          ? config_.faultInjector->injectFaults(req)
+                          : FwStatus::make(Code::kGeneralFailure,
+                                           "fault injection is off in this firmware host (start npu-fwd "
+                                           "with --fault-injection)"));
+            return sendReply(id, entry.method, npu_proto_InjectFaultsReply_fields, &rep);
         }
         case npu_proto_Method_METHOD_GET_COUNTERS: {
             auto* rep = zeroed<npu_proto_CountersReply>(arena_);
@@ -579,11 +605,17 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
             const struct {
                 const char* name;
                 uint64_t value;
-            } mine[] = {
-                {"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
-                {"rpc.bad_frames", stats_.badFrames},           {"rpc.garbage_bytes", stats_.garbageBytes},
-                {"rpc.queue_full", stats_.queueFull},           {"rpc.cancelled", stats_.cancelled},
-                {"rpc.arena_bytes", arena_.capacity()},         {"rpc.arena_peak_bytes", arena_.peak()}};
+            } mine[] = {{"rpc.frames_received", stats_.framesReceived},
+                        {"rpc.requests", stats_.requestsHandled},
+                        {"rpc.bad_frames", stats_.badFrames},
+                        {"rpc.garbage_bytes", stats_.garbageBytes},
+                        {"rpc.queue_full", stats_.queueFull},
+                        {"rpc.cancelled", stats_.cancelled},
+                        {"rpc.arena_bytes", arena_.capacity()},
+                        {"rpc.arena_peak_bytes", arena_.peak()},
+                        {"rpc.resets", stats_.resets},
+                        {"npu.hangs", stats_.npuHangs},
+                        {"npu.data_faults", stats_.npuDataFaults}};
             for (const auto& c : mine) appendCounter(rep, c.name, c.value);
             service_->counters(rep);
             if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);

@@ -75,6 +75,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     if ((inputCount > 0 && inputs == nullptr) || outputs == nullptr || result == nullptr) {
         return FwStatus::make(Code::kInvalidArgument, "execute: missing argument arrays");
     }
+    result->deviceFault = kDeviceFaultNone;
     result->deviceCycles = 0;
     result->profileCount = 0;
     result->outputCount = outputCount;
@@ -152,6 +153,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         p.writeReg(isa::kRegDoorbell, 1);
         if (!p.waitForIrq(ctx.irqTimeoutUs)) {
             resetNpu(p);
+            result->deviceFault = kDeviceFaultHang;
             status = FwStatus::make(Code::kGeneralFailure,
                                     "operation %" PRIu32 " (type %" PRIu32
                                     "): NPU raised no interrupt within %" PRIu32 " us",
@@ -164,6 +166,11 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
             const uint32_t code = p.readReg(isa::kRegErrorCode);
             const uint32_t offset = p.readReg(isa::kRegErrorOffset);
             resetNpu(p);
+            // A bus or memory error corrupts data; any other code is a malformed command stream.
+            if (code == static_cast<uint32_t>(isa::ErrorCode::kDmaError) ||
+                code == static_cast<uint32_t>(isa::ErrorCode::kSramEcc)) {
+                result->deviceFault = kDeviceFaultData;
+            }
             status = FwStatus::make(Code::kGeneralFailure,
                                     "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32
                                     ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",

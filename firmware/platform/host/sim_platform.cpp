@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "hwsim/isa/registers.h"
+
 namespace npu::fw::host {
 
 SimPlatform::SimPlatform(const sim::HwConfig& config, uint8_t* dram, uint64_t dramSize)
@@ -12,6 +14,15 @@ uint32_t SimPlatform::readReg(uint32_t offset) {
 }
 void SimPlatform::writeReg(uint32_t offset, uint32_t value) {
     device_.writeReg(offset, value);
+    if (faultsArmed_ && offset == isa::kRegCtrl && (value & isa::kCtrlSoftReset) != 0) {
+        device_.injectFaults({});
+        faultsArmed_ = false;
+    }
+}
+
+void SimPlatform::armFaultsOnce(const sim::FaultConfig& faults) {
+    device_.injectFaults(faults);
+    faultsArmed_ = true;
 }
 
 bool SimPlatform::waitForIrq(uint32_t /*timeoutUs*/) {

@@ -24,8 +24,12 @@ public:
     uint64_t nowUs() override;
 
     sim::Device& device() { return device_; }
+    // Arms `faults` once: the next NPU soft reset (the firmware's recovery from the fault they
+    // cause) disarms them, so a replayed request does not meet the same fault again.
+    void armFaultsOnce(const sim::FaultConfig& faults);
 
 private:
+    bool faultsArmed_ = false;
     uint8_t* dram_;
     uint64_t dramSize_;
     sim::Device device_;

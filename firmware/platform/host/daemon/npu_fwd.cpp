@@ -7,7 +7,7 @@
 // (SO_PEERCRED); the default socket lives in a private 0700 directory (docs/reliability.md).
 //
 //   npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS] [--max-clients N] [--hw-config FILE]
-//           [--allow-group GID]
+//           [--allow-group GID] [--fault-injection]
 #include <signal.h>
 #include <unistd.h>
 
@@ -104,7 +104,8 @@ int usage(const char* msg) {
         "  --idle-exit SECONDS exit when no client has been connected for SECONDS (0 = never)\n"
         "  --max-clients N     clients served at once, each with its own NPU (default 8)\n"
         "  --hw-config FILE    the simulated NPU's hardware config JSON (docs/hw-config.md)\n"
-        "  --allow-group GID   also serve peers whose gid is GID (default: our own uid only)\n",
+        "  --allow-group GID   also serve peers whose gid is GID (default: our own uid only)\n"
+        "  --fault-injection   let clients inject NPU faults and crashes (reliability tests only)\n",
         msg, defaultSocketText().c_str());
     return 2;
 }
@@ -144,6 +145,14 @@ int main(int argc, char** argv) {
             if (end == nullptr || *end != '\0' || gid < 0 || gid > 0xFFFFFFFEL)
                 return usage("--allow-group takes a numeric group id from 0 to 4294967294");
             peerPolicy.allowedGroup = static_cast<uint32_t>(gid);
+        } else if (arg == "--fault-injection") {
+            // An injected crash takes the whole daemon down, as a real firmware crash would
+            // take its card: every client loses its NPU and must restart it.
+            firmwareConfig.faultInjection = true;
+            firmwareConfig.onCrash = [] {
+                std::fprintf(stderr, "npu-fwd: injected crash: exiting\n");
+                _exit(70);
+            };
         } else if (arg == "--help" || arg == "-h") {
             usage("the firmware daemon");
             return 0;

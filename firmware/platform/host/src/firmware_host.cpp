@@ -25,7 +25,7 @@ constexpr uint64_t kServerScratchBytes = 64ull
                                          << 20;  // per-request temporaries: model decoding, cached blobs
 }  // namespace
 
-struct FirmwareHost::Impl final : public FrameSink {
+struct FirmwareHost::Impl final : public FrameSink, public FaultInjector {
     FirmwareHostConfig config;
     int dramFd = -1;
     uint8_t* dram = nullptr;
@@ -39,6 +39,28 @@ struct FirmwareHost::Impl final : public FrameSink {
     std::mutex serveMutex;                // one connection at a time
     proto::Transport* current = nullptr;  // the connection being served
     std::atomic<bool> stop{false};
+    uint64_t crashAtUs = 0;  // an injected crash is due then (0: none); serve loop thread only
+
+    FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
+        sim::FaultConfig f;
+        f.hangAtCommand = r.hang_at_command;
+        f.dmaErrorAtTransfer = r.dma_error_at_transfer;
+        f.sramFlipAfterCommand = r.sram_flip_after_command;
+        f.sramFlipAddress = r.sram_flip_address;
+        f.sramFlipBit = r.sram_flip_bit;
+        f.sramEcc = r.sram_ecc;
+        if (f.sramFlipAfterCommand != 0 &&
+            (f.sramFlipAddress >= config.hw.scratchpadBytes || f.sramFlipBit > 7)) {
+            return FwStatus::make(
+                Code::kInvalidArgument,
+                "InjectFaults: SRAM flip at byte %u bit %u is outside the %llu-byte scratchpad",
+                f.sramFlipAddress, f.sramFlipBit, static_cast<unsigned long long>(config.hw.scratchpadBytes));
+        }
+        platform->armFaultsOnce(f);
+        if (r.crash_after_ms > 0) crashAtUs = platform->nowUs() + uint64_t{r.crash_after_ms} * 1000;
+        return FwStatus::okStatus();
+    }
+    bool crashDue() { return crashAtUs != 0 && platform->nowUs() >= crashAtUs; }
 
     ~Impl() {
         server.reset();
@@ -117,6 +139,7 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     sc.deviceMemoryBytes = config.dramBytes;
     sc.hostWindowAddr = config.firmwareDramBytes;
     sc.hostWindowBytes = config.dramBytes - config.firmwareDramBytes;
+    if (config.faultInjection) sc.faultInjector = impl.get();
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
     impl->serverMemory.reset(new uint8_t[serverBytes]);
     impl->serverArena = std::make_unique<Arena>(impl->serverMemory.get(), serverBytes);
@@ -134,15 +157,19 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
     impl_->current = &transport;
     std::vector<uint8_t> buffer(64 * 1024);
     auto stopping = [&] { return impl_->stop.load() || (externalStop != nullptr && externalStop->load()); };
-    while (!stopping()) {
+    bool crashed = false;
+    while (!stopping() && !crashed) {
         auto n = transport.read(buffer, nullptr, kPollInterval);
-        if (!n) {
-            if (n.error().kind == proto::Error::Kind::kTimeout) continue;
-            break;  // peer gone or transport broken
+        if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
+        if (n) impl_->server->onBytes(buffer.data(), *n);
+        while (!(crashed = impl_->crashDue()) && impl_->server->poll()) {
         }
-        impl_->server->onBytes(buffer.data(), *n);
-        while (impl_->server->poll()) {
-        }
+    }
+    if (crashed) {
+        // An injected crash: queued requests are never answered, the connection just drops.
+        impl_->crashAtUs = 0;
+        if (impl_->config.onCrash) impl_->config.onCrash();
+        transport.shutdown();
     }
     impl_->server->onDisconnect();
     while (impl_->server->poll()) {
@@ -160,6 +187,39 @@ void FirmwareHost::start(std::unique_ptr<proto::Transport> transport) {
 void FirmwareHost::stop() {
     impl_->stop.store(true);
     if (owned_) owned_->shutdown();
+}
+
+namespace {
+// The host end of a loopback channel that owns its firmware (declared first: stopped last).
+class OwningLoopbackTransport final : public proto::Transport {
+public:
+    OwningLoopbackTransport(std::unique_ptr<FirmwareHost> firmware, std::unique_ptr<proto::Transport> hostEnd)
+        : firmware_(std::move(firmware)), hostEnd_(std::move(hostEnd)) {}
+    ~OwningLoopbackTransport() override {
+        hostEnd_->shutdown();
+        firmware_.reset();
+    }
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        return hostEnd_->write(bytes, fds);
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        return hostEnd_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { hostEnd_->shutdown(); }
+    std::string describe() const override { return hostEnd_->describe(); }
+
+private:
+    std::unique_ptr<FirmwareHost> firmware_;
+    std::unique_ptr<proto::Transport> hostEnd_;
+};
+}  // namespace
+
+proto::Result<std::unique_ptr<proto::Transport>> startLoopbackTransport(const FirmwareHostConfig& config) {
+    auto loop = startLoopbackFirmware(config);
+    if (!loop) return std::unexpected(loop.error());
+    return std::unique_ptr<proto::Transport>(
+        new OwningLoopbackTransport(std::move(loop->firmware), std::move(loop->hostEnd)));
 }
 
 proto::Result<LoopbackFirmware> startLoopbackFirmware(const FirmwareHostConfig& config) {

@@ -111,6 +111,16 @@ protected:
     ~CounterSource() = default;
 };
 
+// Fault injection a platform offers to reliability tests (METHOD_INJECT_FAULTS); a platform
+// without it leaves RpcServerConfig::faultInjector null and the call is refused.
+class FaultInjector {
+public:
+    virtual FwStatus injectFaults(const npu_proto_InjectFaultsRequest& request) = 0;
+
+protected:
+    ~FaultInjector() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
@@ -127,6 +137,7 @@ struct RpcServerConfig {
     uint64_t hostWindowBytes = 0;
 
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
+    FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
 };
 
 struct RpcServerStats {
@@ -136,7 +147,10 @@ struct RpcServerStats {
     uint64_t garbageBytes = 0;  // skipped while resynchronising
     uint64_t queueFull = 0;     // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
     uint64_t cancelled = 0;
-    uint64_t sinkFailures = 0;  // FrameSink::writeFrame returned false
+    uint64_t sinkFailures = 0;   // FrameSink::writeFrame returned false
+    uint64_t resets = 0;         // Reset calls served
+    uint64_t npuHangs = 0;       // executions failed with device_fault HANG
+    uint64_t npuDataFaults = 0;  // executions failed with device_fault DATA
 };
 
 class RpcServer final : private proto::FrameListener {

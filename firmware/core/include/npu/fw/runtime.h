@@ -97,7 +97,13 @@ struct OutputShapeInfo {
     bool sufficient = true;
 };
 
+// ExecResult::deviceFault (ExecuteReply.device_fault): why an execution failed on the device.
+inline constexpr uint32_t kDeviceFaultNone = 0;
+inline constexpr uint32_t kDeviceFaultHang = 1;  // no interrupt: the NPU was reset, nothing completed
+inline constexpr uint32_t kDeviceFaultData = 2;  // DMA error or SRAM ECC: the outputs may be corrupt
+
 struct ExecResult {
+    uint32_t deviceFault = kDeviceFaultNone;
     uint64_t deviceCycles = 0;
     uint64_t clockHz = 0;  // the NPU clock the cycles count, to turn them into device time
     uint32_t profileCount = 0;

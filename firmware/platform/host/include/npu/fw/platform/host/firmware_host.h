@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +23,11 @@ struct FirmwareHostConfig {
     uint32_t queueDepth = 16;
     uint32_t maxPayloadBytes = 1u << 20;
     sim::HwConfig hw;
+    // Serve METHOD_INJECT_FAULTS (reliability tests, npu-fwd --fault-injection); off: refused.
+    bool faultInjection = false;
+    // What an injected crash (InjectFaults.crash_after_ms) does besides dropping the connection
+    // without an answer: npu-fwd exits the process; unset, only this firmware host's loop ends.
+    std::function<void()> onCrash;
 };
 
 class FirmwareHost {
@@ -55,5 +61,10 @@ struct LoopbackFirmware {
     std::unique_ptr<proto::Transport> hostEnd;
 };
 proto::Result<LoopbackFirmware> startLoopbackFirmware(const FirmwareHostConfig& config = {});
+
+// The same as one transport that owns its firmware: destroying it stops the firmware thread.
+// What a shim's transport factory returns to restart a lost loopback firmware.
+proto::Result<std::unique_ptr<proto::Transport>> startLoopbackTransport(
+    const FirmwareHostConfig& config = {});
 
 }  // namespace npu::fw::host
