@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace npu::shim {
 
@@ -30,12 +31,7 @@ Status checkStatus(const proto::Status& status, const char* what) {
     return fail(code, std::string(what) + ": " + status.message());
 }
 
-Status Connection::call(proto::Method method, const google::protobuf::Message& request,
-                        google::protobuf::Message& reply, std::chrono::milliseconds timeout,
-                        const char* what) {
-    auto result = rpc_->call(method, request, reply, timeout);
-    if (result) return {};
-    const proto::Error& e = result.error();
+Status mapRpcError(const proto::Error& e, std::chrono::milliseconds timeout, const char* what) {
     switch (e.kind) {
         case proto::Error::Kind::kTimeout:
             return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
@@ -68,7 +64,40 @@ uint64_t windowChunkBytes(const proto::HelloReply& hello) {
 }
 }  // namespace
 
-Status Connection::pushWindow(uint64_t addr, uint64_t bytes, const char* what) {
+std::shared_ptr<proto::RpcClient> Connection::rpc() const {
+    std::lock_guard lock(rpcMutex_);
+    return rpc_;
+}
+
+Status Connection::call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
+                        google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                        const char* what) {
+    auto result = rpc()->call(method, request, reply, timeout);
+    if (result) {
+        std::lock_guard lock(gateMutex_);
+        lastHeard_ = std::chrono::steady_clock::now();
+        return {};
+    }
+    if (result.error().kind == proto::Error::Kind::kTimeout) {
+        callTimeouts_++;
+        attempt.lost = Attempt::Loss::kTimeout;
+    } else if (result.error().kind == proto::Error::Kind::kDisconnected) {
+        disconnects_++;
+        attempt.lost = Attempt::Loss::kDisconnected;
+    }
+    return mapRpcError(result.error(), timeout, what);
+}
+
+Status Connection::call(proto::Method method, const google::protobuf::Message& request,
+                        google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                        const char* what) {
+    Attempt attempt = enter();
+    Status s = call(attempt, method, request, reply, timeout, what);
+    leave();
+    return s;
+}
+
+Status Connection::pushWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what) {
     if (windowShared_) return {};
     const uint64_t chunk = windowChunkBytes(hello_);
     for (uint64_t done = 0; done < bytes; done += chunk) {
@@ -77,13 +106,13 @@ Status Connection::pushWindow(uint64_t addr, uint64_t bytes, const char* what) {
         request.set_addr(addr + done);
         request.set_data(window_->hostPointer(addr + done), n);
         proto::WindowWriteReply reply;
-        NPU_TRY(call(proto::METHOD_WINDOW_WRITE, request, reply, options_.callTimeout, what));
+        NPU_TRY(call(attempt, proto::METHOD_WINDOW_WRITE, request, reply, options_.callTimeout, what));
         NPU_TRY(checkStatus(reply.status(), what));
     }
     return {};
 }
 
-Status Connection::pullWindow(uint64_t addr, uint64_t bytes, const char* what) {
+Status Connection::pullWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what) {
     if (windowShared_) return {};
     const uint64_t chunk = windowChunkBytes(hello_);
     for (uint64_t done = 0; done < bytes; done += chunk) {
@@ -92,7 +121,7 @@ Status Connection::pullWindow(uint64_t addr, uint64_t bytes, const char* what) {
         request.set_addr(addr + done);
         request.set_length(static_cast<uint32_t>(n));
         proto::WindowReadReply reply;
-        NPU_TRY(call(proto::METHOD_WINDOW_READ, request, reply, options_.callTimeout, what));
+        NPU_TRY(call(attempt, proto::METHOD_WINDOW_READ, request, reply, options_.callTimeout, what));
         NPU_TRY(checkStatus(reply.status(), what));
         if (reply.data().size() != n) {
             return generalFailure(std::string(what) + ": window read at " + std::to_string(addr + done) +
@@ -104,8 +133,44 @@ Status Connection::pullWindow(uint64_t addr, uint64_t bytes, const char* what) {
     return {};
 }
 
+// The version handshake on a new RPC client; maps the window (or makes a local one) into *window.
+Status Connection::handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>* window,
+                             const std::string& peer) {
+    proto::HelloRequest hello;
+    hello.set_major(options_.protocolMajor);
+    hello.set_minor(kProtocolMinor);
+    hello.set_host_version(std::string("npu-shim ") + kShimVersion);
+    std::vector<proto::UniqueFd> fds;
+    auto r = rpc.call(proto::METHOD_HELLO, hello, hello_, options_.callTimeout, {}, &fds);
+    if (!r) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "handshake with the firmware on " + peer + " failed: " + r.error().message);
+    }
+    if (hello_.status().code() != 0) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " refused the handshake: " + hello_.status().message());
+    }
+    if (hello_.major() != options_.protocolMajor) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " speaks protocol " + std::to_string(hello_.major()) + "." +
+                        std::to_string(hello_.minor()) + ", this driver speaks " +
+                        std::to_string(options_.protocolMajor) + "." + std::to_string(kProtocolMinor));
+    }
+    if (!windowShared_) {  // USB: a local window whose bytes travel in WINDOW_WRITE / WINDOW_READ calls
+        *window = NPU_TRY(HostWindow::local(hello_.host_window_addr(), hello_.host_window_bytes()));
+        return {};
+    }
+    if (fds.empty()) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "firmware on " + peer + " did not share its device memory");
+    }
+    *window =
+        NPU_TRY(HostWindow::map(fds.front().get(), hello_.host_window_addr(), hello_.host_window_bytes()));
+    return {};
+}
+
 Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Transport> transport,
-                                                     const ShimOptions& options) {
+                                                     TransportFactory restart, const ShimOptions& options) {
     const std::string peer = transport->describe();
     const bool shared = transport->sharesMemory();
     auto rpc = proto::RpcClient::create(std::move(transport));
@@ -115,43 +180,12 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
     }
     std::shared_ptr<Connection> c(new Connection());
     c->options_ = options;
+    c->restart_ = std::move(restart);
     c->rpc_ = std::move(*rpc);
-
-    proto::HelloRequest hello;
-    hello.set_major(options.protocolMajor);
-    hello.set_minor(kProtocolMinor);
-    hello.set_host_version(std::string("npu-shim ") + kShimVersion);
-    std::vector<proto::UniqueFd> fds;
-    auto r = c->rpc_->call(proto::METHOD_HELLO, hello, c->hello_, options.callTimeout, {}, &fds);
-    if (!r) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                    "handshake with the firmware on " + peer + " failed: " + r.error().message);
-    }
-    if (c->hello_.status().code() != 0) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                    "firmware on " + peer + " refused the handshake: " + c->hello_.status().message());
-    }
-    if (c->hello_.major() != options.protocolMajor) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                    "firmware on " + peer + " speaks protocol " + std::to_string(c->hello_.major()) + "." +
-                        std::to_string(c->hello_.minor()) + ", this driver speaks " +
-                        std::to_string(options.protocolMajor) + "." + std::to_string(kProtocolMinor));
-    }
-    if (!shared) {  // USB: a local window whose bytes travel in WINDOW_WRITE / WINDOW_READ calls
-        auto window = HostWindow::local(c->hello_.host_window_addr(), c->hello_.host_window_bytes());
-        if (!window) return std::unexpected(window.error());
-        c->window_ = std::move(*window);
-        c->windowShared_ = false;
-        return c;
-    }
-    if (fds.empty()) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                    "firmware on " + peer + " did not share its device memory");
-    }
-    auto window =
-        HostWindow::map(fds.front().get(), c->hello_.host_window_addr(), c->hello_.host_window_bytes());
-    if (!window) return std::unexpected(window.error());
-    c->window_ = std::move(*window);
+    c->windowShared_ = shared;
+    NPU_TRY(c->handshake(*c->rpc_, &c->window_, peer));
+    if (options.recovery.watchdogPeriod.count() > 0)
+        c->watchdog_ = std::thread([c = c.get()] { c->watchdog(); });
     return c;
 }
 

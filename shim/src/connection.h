@@ -5,9 +5,16 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "host_window.h"
 #include "npu.pb.h"
@@ -29,39 +36,122 @@ private:
     pid_t pid_;
 };
 
+// One try of an operation against the firmware as it is at `epoch` (Connection::runRecovering).
+// `lost` says why the try failed when the firmware, not the request, was at fault.
+struct Attempt {
+    enum class Loss { kNone, kTimeout, kDisconnected, kNpuHang };
+    uint64_t epoch = 0;
+    Loss lost = Loss::kNone;
+};
+
 class Connection {
 public:
+    // `restart` (may be empty) makes a new transport to a fresh firmware host when the current
+    // one is lost; without it recovery stops at the Reset call.
     static Result<std::shared_ptr<Connection>> open(std::unique_ptr<proto::Transport> transport,
-                                                    const ShimOptions& options);
+                                                    TransportFactory restart, const ShimOptions& options);
+    ~Connection();
 
-    // One RPC; maps transport and remote failures to HAL errors. `what` names the call in
-    // error messages.
+    // One RPC on the current firmware; maps transport and remote failures to HAL errors and
+    // records a lost firmware in `attempt`. `what` names the call in error messages.
+    Status call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
+                google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
+    // The same outside any operation (no recovery): release, counters, fault injection.
     Status call(proto::Method method, const google::protobuf::Message& request,
                 google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
+
+    // Runs `attempt` and, when it failed because the firmware was lost (a call timed out or the
+    // connection dropped, the NPU hung, or another caller reset the firmware meanwhile), recovers
+    // the firmware (ping -> Reset -> restart, restoring prepared models) and replays it, up to
+    // options.recovery.maxReplays times. `keep` holds the window blocks the firmware may use:
+    // they are freed by the caller only once the firmware was confirmed done, reset or
+    // restarted; after a failed recovery they are quarantined instead.
+    Status runRecovering(const char* what, std::vector<WindowBlock>& keep,
+                         const std::function<Status(Attempt&)>& attempt);
+
+    // Prepared models, restored after a reset or restart by `restore` (which prepares the model
+    // again on the recovered firmware and returns its new handle). Registration fails (and the
+    // attempt is replayed) when the firmware was reset since the attempt began.
+    using RestoreFn = std::function<Result<uint32_t>(Connection&, Attempt&)>;
+    Result<uint64_t> registerModel(const Attempt& attempt, uint32_t handle, RestoreFn restore);
+    Result<uint32_t> modelHandle(uint64_t id);
+    void releaseModel(uint64_t id);
+
+    NpuCounters counters() const;
+    void countDataFault() { dataFaults_++; }
 
     HostWindow& window() { return *window_; }
     // Transports without shared memory (USB, docs/usb.md): the host window is local memory and
     // these move [addr, addr + bytes) to / from the device's copy in chunked WINDOW_WRITE /
     // WINDOW_READ calls. No-ops where the window is shared.
-    Status pushWindow(uint64_t addr, uint64_t bytes, const char* what);
-    Status pullWindow(uint64_t addr, uint64_t bytes, const char* what);
+    Status pushWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what);
+    Status pullWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what);
     bool windowShared() const { return windowShared_; }
     const proto::HelloReply& hello() const { return hello_; }
     const ShimOptions& options() const { return options_; }
-    void adoptDaemon(std::unique_ptr<DaemonProcess> daemon) { daemon_ = std::move(daemon); }
+    void adoptDaemon(std::unique_ptr<DaemonProcess> daemon);
 
 private:
+    struct ModelEntry {
+        uint32_t handle = 0;
+        RestoreFn restore;
+        std::string lost;  // why it could not be restored (empty: usable)
+    };
+
     Connection() = default;
+    Status handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>* window, const std::string& peer);
+    std::shared_ptr<proto::RpcClient> rpc() const;
+    Attempt enter();
+    void leave();
+    // Escalates for a loss seen at `epoch`; OK when the firmware is usable again (or was
+    // recovered by someone else meanwhile).
+    Status recover(uint64_t epoch, Attempt::Loss loss);
+    bool ping();
+    Status resetFirmware();
+    Status restartFirmware();
+    void restoreModels();
+    void beginRecovery();
+    void endRecovery();
+    void watchdog();
+    void quarantine(std::vector<WindowBlock>& blocks);
+
     std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;
-    std::unique_ptr<proto::RpcClient> rpc_;
+    TransportFactory restart_;
+    mutable std::mutex rpcMutex_;
+    std::shared_ptr<proto::RpcClient> rpc_;
     std::unique_ptr<HostWindow> window_;
     proto::HelloReply hello_;
     bool windowShared_ = true;
+
+    // The gate: operations run while no recovery is in progress; a reset or restart bumps the
+    // epoch so that an operation begun before it knows to replay.
+    std::mutex gateMutex_;
+    std::condition_variable gateChanged_;
+    bool recovering_ = false;
+    uint32_t active_ = 0;
+    uint64_t epoch_ = 1;
+    std::chrono::steady_clock::time_point lastHeard_ = std::chrono::steady_clock::now();
+    std::mutex recoverMutex_;  // one recovery at a time
+
+    std::mutex modelsMutex_;
+    uint64_t nextModelId_ = 1;
+    std::map<uint64_t, ModelEntry> models_;
+    std::vector<WindowBlock> quarantined_;  // blocks a lost firmware may still use
+
+    std::atomic<uint64_t> pings_{0}, pingFailures_{0}, callTimeouts_{0}, disconnects_{0}, resets_{0},
+        restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
+        dataFaults_{0};
+
+    bool stopWatchdog_ = false;  // under gateMutex_
+    std::thread watchdog_;
 };
 
 // The HAL device over an open connection (npu_device.cpp).
 std::shared_ptr<hal::IDevice> makeNpuDevice(std::shared_ptr<Connection> connection);
+
+// A transport or remote failure of a call that waited up to `timeout`, as a HAL error.
+Status mapRpcError(const proto::Error& e, std::chrono::milliseconds timeout, const char* what);
 
 // Turns a reply's Status into a Result, prefixing `what`.
 Status checkStatus(const proto::Status& status, const char* what);

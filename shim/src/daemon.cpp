@@ -63,6 +63,7 @@ Result<pid_t> spawnDaemon(const std::string& binary, const std::string& path, co
     std::vector<std::string> args = {binary, "--socket", path, "--idle-exit",
                                      std::to_string(options.idleExitSeconds)};
     if (!options.hwConfigPath.empty()) args.insert(args.end(), {"--hw-config", options.hwConfigPath});
+    if (options.faultInjection) args.push_back("--fault-injection");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -115,6 +116,54 @@ std::string defaultSocketPath() {
     return path ? *path : std::string();
 }
 
+namespace {
+
+// Connects to the daemon on `path`, starting one when nobody listens (a daemon started here goes
+// to *spawned). `firstTime`: a daemon that already listens must not be asked for a hardware
+// config it was not started with; on a restart any daemon there is taken.
+Result<std::unique_ptr<proto::Transport>> reachDaemon(const DaemonOptions& options, const std::string& path,
+                                                      bool firstTime,
+                                                      std::unique_ptr<DaemonProcess>* spawned) {
+    auto transport = proto::connectUnix(path, std::chrono::milliseconds(200), peerPolicy(options));
+    if (transport && firstTime && !options.hwConfigPath.empty()) {
+        return invalidArgument(
+            "--hw-config: a firmware daemon already listens on " + path +
+            " with the hardware config it was started with; stop it, or start it with npu-fwd "
+            "--hw-config " +
+            options.hwConfigPath);
+    }
+    if (transport) return std::move(*transport);
+    if (transport.error().kind != proto::Error::Kind::kTimeout) {
+        // Not "nobody listens" but something wrong with who listens (another user's daemon).
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, transport.error().message);
+    }
+    if (!options.spawnIfAbsent) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "no firmware daemon listens on " + path + " (" +
+                                                              transport.error().message +
+                                                              "); start one with: npu-fwd --socket " + path);
+    }
+    // Say it here: the daemon would refuse the path too, but its stderr goes to /dev/null.
+    if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        return invalidArgument("socket path " + path +
+                               " exists and is not a socket; refusing to start a daemon there (it would "
+                               "replace the file): choose another --socket");
+    }
+    const std::string binary = findDaemon(options);
+    auto daemon = std::make_unique<DaemonProcess>(NPU_TRY(spawnDaemon(binary, path, options)));
+    auto started = awaitDaemon(*daemon, binary, path, options);
+    if (!started) {
+        // Several clients start (or restart) one at once: another one's daemon may have taken
+        // the path, and ours exited.
+        auto other = proto::connectUnix(path, std::chrono::milliseconds(500), peerPolicy(options));
+        if (other) return std::move(*other);
+    }
+    if (!started) return std::unexpected(started.error());
+    *spawned = std::move(daemon);
+    return std::move(*started);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& options) {
     std::string path = options.socketPath;
     if (path.empty()) {
@@ -122,36 +171,20 @@ Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& opti
         if (!fallback) return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, fallback.error().message);
         path = *fallback;
     }
-    auto transport = proto::connectUnix(path, std::chrono::milliseconds(200), peerPolicy(options));
     std::unique_ptr<DaemonProcess> daemon;
-    if (transport && !options.hwConfigPath.empty()) {
-        return invalidArgument(
-            "--hw-config: a firmware daemon already listens on " + path +
-            " with the hardware config it was started with; stop it, or start it with npu-fwd "
-            "--hw-config " +
-            options.hwConfigPath);
-    }
-    if (!transport && transport.error().kind != proto::Error::Kind::kTimeout) {
-        // Not "nobody listens" but something wrong with who listens (another user's daemon).
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, transport.error().message);
-    }
-    if (!transport) {
-        if (!options.spawnIfAbsent) {
-            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                        "no firmware daemon listens on " + path + " (" + transport.error().message +
-                            "); start one with: npu-fwd --socket " + path);
-        }
-        // Say it here: the daemon would refuse the path too, but its stderr goes to /dev/null.
-        if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-            return invalidArgument("socket path " + path +
-                                   " exists and is not a socket; refusing to start a daemon there (it would "
-                                   "replace the file): choose another --socket");
-        }
-        const std::string binary = findDaemon(options);
-        daemon = std::make_unique<DaemonProcess>(NPU_TRY(spawnDaemon(binary, path, options)));
-        transport = NPU_TRY(awaitDaemon(*daemon, binary, path, options));
-    }
-    auto connection = NPU_TRY(Connection::open(std::move(*transport), options.shim));
+    auto transport = NPU_TRY(reachDaemon(options, path, true, &daemon));
+    // A restart (the daemon died or hung) reaches it again, starting a new one if need be; the
+    // daemons started then live as long as the device's connection.
+    auto restarted = std::make_shared<std::vector<std::unique_ptr<DaemonProcess>>>();
+    TransportFactory restart = [options, path,
+                                restarted]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        std::unique_ptr<DaemonProcess> spawned;
+        auto t = reachDaemon(options, path, false, &spawned);
+        if (spawned) restarted->push_back(std::move(spawned));
+        if (!t) return proto::fail(proto::Error::Kind::kDisconnected, t.error().message);
+        return std::move(*t);
+    };
+    auto connection = NPU_TRY(Connection::open(std::move(transport), std::move(restart), options.shim));
     if (daemon) connection->adoptDaemon(std::move(daemon));
     return makeNpuDevice(std::move(connection));
 }

@@ -113,6 +113,18 @@ void HostWindow::free(uint64_t addr) {
     freeBlocks_[offset] = len;
 }
 
+Status HostWindow::adoptMemory(HostWindow& fresh) {
+    if (fresh.base_ != base_ || fresh.size_ != size_) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "the restarted firmware offers a host window at " + std::to_string(fresh.base_) + " of " +
+                        std::to_string(fresh.size_) + " bytes, the lost one had " + std::to_string(base_) +
+                        " and " + std::to_string(size_));
+    }
+    std::lock_guard lock(mutex_);
+    memory_ = std::move(fresh.memory_);
+    return {};
+}
+
 uint64_t HostWindow::bytesInUse() const {
     std::lock_guard lock(mutex_);
     uint64_t total = 0;

@@ -29,6 +29,11 @@ public:
     uint64_t base() const { return base_; }
     uint64_t size() const { return size_; }
     uint64_t bytesInUse() const;
+    // Takes the memory of `fresh` (the window of a restarted firmware), keeping every allocation:
+    // blocks held across the restart stay valid at the same device addresses. Refused when the
+    // new window has another address or size. The caller makes sure nobody touches the window
+    // meanwhile.
+    Status adoptMemory(HostWindow& fresh);
 
     // The largest window accepted from a peer (a bound on what a hostile reply makes us map).
     static constexpr uint64_t kMaxWindowBytes = uint64_t{16} << 30;

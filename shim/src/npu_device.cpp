@@ -41,46 +41,135 @@ std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const 
     return std::min(classTimeout, std::max(left, std::chrono::milliseconds(1)));
 }
 
+// Compiles `model` on the firmware as it is now; the staged constants go to `keep`.
+Result<proto::PrepareModelReply> compileOnFirmware(Connection& c, Attempt& a, const hal::Model& model,
+                                                   hal::ExecutionPreference preference,
+                                                   hal::Priority priority, const hal::Deadline& deadline,
+                                                   std::vector<WindowBlock>& keep) {
+    proto::PrepareModelRequest request;
+    keep.push_back(NPU_TRY(marshalModel(model, c.window(), request.mutable_model())));
+    NPU_TRY(c.pushWindow(a, keep.back().addr(), keep.back().bytes(), "prepareModel: send constants"));
+    request.set_preference(static_cast<uint32_t>(preference));
+    request.set_priority(static_cast<uint32_t>(priority));
+    request.set_deadline_ns(budgetNs(deadline));
+    request.set_no_autotune(!c.options().autotune);
+    proto::PrepareModelReply reply;
+    NPU_TRY(c.call(a, proto::METHOD_PREPARE_MODEL, request, reply,
+                   waitFor(c.options().prepareTimeout, deadline), "prepareModel"));
+    NPU_TRY(checkStatus(reply.status(), "prepareModel"));
+    return reply;
+}
+
+struct LoadedModel {
+    uint32_t handle = 0;
+    hal::Model ioModel;
+};
+
+// Hands a verified cached blob to the firmware (which validates it fully) without compiling.
+Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages& images,
+                                   const hal::Deadline& deadline, std::vector<WindowBlock>& keep) {
+    auto decoded = NPU_TRY(decodeModelCache(images.model));
+    HostWindow& window = c.window();
+    const uint64_t modelBytes = decoded.firmwareModelBlob.size();
+    const uint64_t dataBytes = images.data.size();
+    keep.emplace_back(&window, NPU_TRY(window.allocate(modelBytes)), modelBytes);
+    WindowBlock& modelBlock = keep.back();
+    if (modelBytes > 0) std::memcpy(modelBlock.data(), decoded.firmwareModelBlob.data(), modelBytes);
+    NPU_TRY(c.pushWindow(a, modelBlock.addr(), modelBytes, "prepareModelFromCache: model blob"));
+    const uint64_t modelAddr = modelBlock.addr();
+    keep.emplace_back(&window, NPU_TRY(window.allocate(dataBytes)), dataBytes);
+    WindowBlock& dataBlock = keep.back();
+    if (dataBytes > 0) std::memcpy(dataBlock.data(), images.data.data(), dataBytes);
+    NPU_TRY(c.pushWindow(a, dataBlock.addr(), dataBytes, "prepareModelFromCache: data blob"));
+    proto::PrepareFromCacheRequest request;
+    request.set_model_blob_addr(modelAddr);
+    request.set_model_blob_bytes(modelBytes);
+    request.set_data_blob_addr(dataBlock.addr());
+    request.set_data_blob_bytes(dataBytes);
+    request.set_deadline_ns(budgetNs(deadline));
+    proto::PrepareModelReply reply;
+    NPU_TRY(c.call(a, proto::METHOD_PREPARE_FROM_CACHE, request, reply,
+                   waitFor(c.options().prepareTimeout, deadline), "prepareModelFromCache"));
+    if (reply.status().code() != 0) {
+        // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
+        // usable cache, compile again.
+        return generalFailure("prepareModelFromCache: firmware rejected the cached blob: " +
+                              reply.status().message());
+    }
+    if (reply.num_inputs() != decoded.ioModel.main.inputIndexes.size() ||
+        reply.num_outputs() != decoded.ioModel.main.outputIndexes.size()) {
+        proto::ReleaseModelRequest release;
+        release.set_model_handle(reply.model_handle());
+        proto::ReleaseModelReply released;
+        (void)c.call(a, proto::METHOD_RELEASE_MODEL, release, released, c.options().callTimeout,
+                     "releaseModel");
+        return generalFailure(
+            "prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
+    }
+    return LoadedModel{reply.model_handle(), std::move(decoded.ioModel)};
+}
+
 class NpuPreparedModel final : public hal::IPreparedModel {
 public:
-    NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel,
-                     NpuCompileInfo compileInfo = {})
+    // `id`: the model in the connection's registry, which knows its handle on the firmware as it
+    // is now (a reset or restart gives it a new one).
+    NpuPreparedModel(std::shared_ptr<Connection> connection, uint64_t id,
+                     std::shared_ptr<const hal::Model> ioModel, NpuCompileInfo compileInfo = {})
         : connection_(std::move(connection)),
-          handle_(handle),
+          id_(id),
           model_(std::move(ioModel)),
           compileInfo_(compileInfo) {}
 
     const NpuCompileInfo& compileInfo() const { return compileInfo_; }
 
-    ~NpuPreparedModel() override {
-        proto::ReleaseModelRequest request;
-        request.set_model_handle(handle_);
-        proto::ReleaseModelReply reply;
-        // Best effort: a lost connection has released everything anyway.
-        (void)connection_->call(proto::METHOD_RELEASE_MODEL, request, reply,
-                                connection_->options().callTimeout, "releaseModel");
-    }
+    ~NpuPreparedModel() override { connection_->releaseModel(id_); }
 
     Result<hal::ExecutionResult> executeSynchronously(
         const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
         std::optional<std::chrono::nanoseconds> loopTimeout) override {
         const auto start = Clock::now();
-        NPU_TRY(hal::validateRequest(request, model_));
+        NPU_TRY(hal::validateRequest(request, *model_));
         if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
             return invalidArgument("executeSynchronously: loop timeout " +
                                    std::to_string(loopTimeout->count()) + " ns is outside [0, 15 s]");
         }
-        NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
+        // The blocks outlive every attempt and the recovery between them (the firmware may
+        // still write outputs into them until it is confirmed done, reset or restarted).
+        std::vector<WindowBlock> blocks;
+        hal::ExecutionResult result;
+        NPU_TRY(connection_->runRecovering("execute", blocks, [&](Attempt& a) -> Status {
+            blocks.clear();
+            NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
+            result = NPU_TRY(executeOnce(a, request, measure, deadline, loopTimeout, blocks));
+            return {};
+        }));
+        if (measure == hal::MeasureTiming::YES) {
+            result.timing.timeInDriverUs = static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+            // The HAL requires timeInDriver >= timeOnDevice when both are reported. Simulated
+            // device time is not host time, so report the larger as the driver's time.
+            if (result.timing.timeOnDeviceUs != hal::kNoTiming &&
+                result.timing.timeInDriverUs < result.timing.timeOnDeviceUs) {
+                result.timing.timeInDriverUs = result.timing.timeOnDeviceUs;
+            }
+        }
+        return result;
+    }
 
+private:
+    // One execution on the firmware as it is now: stage the inputs, execute, fetch the outputs.
+    Result<hal::ExecutionResult> executeOnce(Attempt& a, const hal::Request& request,
+                                             hal::MeasureTiming measure, const hal::Deadline& deadline,
+                                             std::optional<std::chrono::nanoseconds> loopTimeout,
+                                             std::vector<WindowBlock>& blocks) {
         HostWindow& window = connection_->window();
         proto::ExecuteRequest wire;
-        wire.set_model_handle(handle_);
+        wire.set_model_handle(NPU_TRY(connection_->modelHandle(id_)));
         wire.set_measure_timing(measure == hal::MeasureTiming::YES);
         wire.set_deadline_ns(budgetNs(deadline));
         wire.set_loop_timeout_ns(
             static_cast<uint64_t>((loopTimeout ? *loopTimeout : kDefaultLoopTimeout).count()));
 
-        std::vector<WindowBlock> blocks;
         blocks.reserve(request.inputs.size() + request.outputs.size());
         auto stage = [&](const hal::RequestArgument& arg, proto::Argument* out, bool isInput,
                          size_t index) -> Status {
@@ -119,11 +208,12 @@ public:
         }
 
         for (size_t b = 0; b < firstOutputBlock; ++b) {
-            NPU_TRY(connection_->pushWindow(blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
+            NPU_TRY(connection_->pushWindow(a, blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
         }
         proto::ExecuteReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_EXECUTE, wire, reply,
+        NPU_TRY(connection_->call(a, proto::METHOD_EXECUTE, wire, reply,
                                   waitFor(connection_->options().executeTimeout, deadline), "execute"));
+        NPU_TRY(checkDeviceFault(a, reply));
 
         if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {
             Error e{hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE, "execute: " + reply.status().message(), {}};
@@ -138,7 +228,7 @@ public:
             if (outputBlock[i] < 0) continue;
             const auto& arg = request.outputs[i];
             auto& memory = std::get<std::shared_ptr<hal::Memory>>(request.pools[arg.location.poolIndex]);
-            NPU_TRY(connection_->pullWindow(blocks[outputBlock[i]].addr(), arg.location.length,
+            NPU_TRY(connection_->pullWindow(a, blocks[outputBlock[i]].addr(), arg.location.length,
                                             "execute: fetch outputs"));
             std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(),
                         arg.location.length);
@@ -154,27 +244,33 @@ public:
             result.profile.push_back({p.operation_index(), static_cast<hal::OperationType>(p.type()),
                                       p.cycles(), p.macs(), p.stall_cycles()});
         }
-        if (measure == hal::MeasureTiming::YES) {
-            if (reply.clock_hz() > 0) {
-                result.timing.timeOnDeviceUs = static_cast<uint64_t>(
-                    static_cast<double>(reply.device_cycles()) * 1e6 / static_cast<double>(reply.clock_hz()));
-            }
-            result.timing.timeInDriverUs = static_cast<uint64_t>(
-                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
-            // The HAL requires timeInDriver >= timeOnDevice when both are reported. Simulated
-            // device time is not host time, so report the larger as the driver's time.
-            if (result.timing.timeOnDeviceUs != hal::kNoTiming &&
-                result.timing.timeInDriverUs < result.timing.timeOnDeviceUs) {
-                result.timing.timeInDriverUs = result.timing.timeOnDeviceUs;
-            }
+        if (measure == hal::MeasureTiming::YES && reply.clock_hz() > 0) {
+            result.timing.timeOnDeviceUs = static_cast<uint64_t>(static_cast<double>(reply.device_cycles()) *
+                                                                 1e6 / static_cast<double>(reply.clock_hz()));
         }
         return result;
     }
 
-private:
+    // A hung NPU (reset by the firmware, nothing completed) makes the attempt replayable; a data
+    // fault fails the request: its outputs may be corrupt and are never returned.
+    Status checkDeviceFault(Attempt& a, const proto::ExecuteReply& reply) {
+        if (reply.status().code() == 0) return {};
+        if (reply.device_fault() == 1) {
+            a.lost = Attempt::Loss::kNpuHang;
+            return generalFailure("execute: the NPU hung: " + reply.status().message());
+        }
+        if (reply.device_fault() == 2) {
+            connection_->countDataFault();
+            return generalFailure("execute: the NPU reported a data fault (" + reply.status().message() +
+                                  "); the outputs may be corrupt and were not returned; the request may be "
+                                  "submitted again");
+        }
+        return {};
+    }
+
     std::shared_ptr<Connection> connection_;
-    uint32_t handle_;
-    hal::Model model_;  // the model's I/O description, for request validation
+    uint64_t id_;
+    std::shared_ptr<const hal::Model> model_;  // the model's I/O description, for request validation
     NpuCompileInfo compileInfo_;
 };
 
@@ -188,23 +284,23 @@ public:
     hal::DeviceType getType() const override { return hal::DeviceType::ACCELERATOR; }
 
     Result<hal::Capabilities> getCapabilities() override {
-        proto::GetCapabilitiesRequest request;
-        proto::CapabilitiesReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_GET_CAPABILITIES, request, reply,
-                                  connection_->options().callTimeout, "getCapabilities"));
-        NPU_TRY(checkStatus(reply.status(), "getCapabilities"));
+        proto::CapabilitiesReply reply = NPU_TRY(capabilities());
         return capabilitiesFromWire(reply);
     }
 
     Result<std::vector<bool>> getSupportedOperations(const hal::Model& model) override {
         NPU_TRY(hal::validateModel(model));
-        proto::GetSupportedOperationsRequest request;
-        auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
-        NPU_TRY(
-            connection_->pushWindow(staged.addr(), staged.bytes(), "getSupportedOperations: send constants"));
+        std::vector<WindowBlock> keep;
         proto::SupportedOperationsReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,
-                                  connection_->options().callTimeout, "getSupportedOperations"));
+        NPU_TRY(connection_->runRecovering("getSupportedOperations", keep, [&](Attempt& a) -> Status {
+            keep.clear();
+            proto::GetSupportedOperationsRequest request;
+            keep.push_back(NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model())));
+            NPU_TRY(connection_->pushWindow(a, keep.back().addr(), keep.back().bytes(),
+                                            "getSupportedOperations: send constants"));
+            return connection_->call(a, proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,
+                                     connection_->options().callTimeout, "getSupportedOperations");
+        }));
         NPU_TRY(checkStatus(reply.status(), "getSupportedOperations"));
         if (static_cast<size_t>(reply.supported_size()) != model.main.operations.size()) {
             return generalFailure("getSupportedOperations: firmware answered for " +
@@ -251,46 +347,32 @@ public:
             }
         }
 
-        proto::PrepareModelRequest request;
-        auto staged = NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model()));
-        NPU_TRY(connection_->pushWindow(staged.addr(), staged.bytes(), "prepareModel: send constants"));
-        request.set_preference(static_cast<uint32_t>(preference));
-        request.set_priority(static_cast<uint32_t>(priority));
-        request.set_deadline_ns(budgetNs(deadline));
-        request.set_no_autotune(!connection_->options().autotune);
-        proto::PrepareModelReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
-                                  waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"));
-        NPU_TRY(checkStatus(reply.status(), "prepareModel"));
-        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
-        if (compiled.tuningTrials > 0) {
-            proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
-                        compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
-                        static_cast<unsigned long long>(compiled.tunedCycles));
-        }
-
-        // The prepared model keeps the model for request validation (its I/O operands).
-        auto prepared =
-            std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model, compiled);
-        if (cache != nullptr) {
-            // Caching never fails the compilation (the VTS caching tests expect the prepared
-            // model even when the files cannot be used); the caller's next load fails instead.
-            auto images = fetchImages(reply, model);
-            if (!images) {
-                proto::logError("cache", "prepareModel: cannot fetch the compiled blob for caching: %s",
-                                images.error().message.c_str());
-            } else if (halCaching) {
-                if (auto saved = cache->save(token, *images, modelCache, dataCache); !saved) {
-                    proto::logError("cache", "prepareModel: compilation not cached: %s",
-                                    saved.error().message.c_str());
-                }
-            } else if (cache->hasDirectory()) {
-                if (auto kept = cache->remember(model, preference, *images); !kept) {
-                    proto::logError("cache", "prepareModel: compilation not cached: %s",
-                                    kept.error().message.c_str());
-                }
+        // The prepared model and its restore after a reset share the one copy of the model.
+        auto kept = std::make_shared<const hal::Model>(model);
+        Connection::RestoreFn restore = [kept, preference, priority](Connection& c,
+                                                                     Attempt& a) -> Result<uint32_t> {
+            std::vector<WindowBlock> staged;
+            return NPU_TRY(compileOnFirmware(c, a, *kept, preference, priority, {}, staged)).model_handle();
+        };
+        std::vector<WindowBlock> keep;
+        std::shared_ptr<NpuPreparedModel> prepared;
+        NPU_TRY(connection_->runRecovering("prepareModel", keep, [&](Attempt& a) -> Status {
+            keep.clear();
+            auto reply =
+                NPU_TRY(compileOnFirmware(*connection_, a, model, preference, priority, deadline, keep));
+            const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
+            if (compiled.tuningTrials > 0) {
+                proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
+                            compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
+                            static_cast<unsigned long long>(compiled.tunedCycles));
             }
-        }
+            if (cache != nullptr) {
+                saveToCache(*cache, a, reply, model, preference, halCaching, token, modelCache, dataCache);
+            }
+            const uint64_t id = NPU_TRY(connection_->registerModel(a, reply.model_handle(), restore));
+            prepared = std::make_shared<NpuPreparedModel>(connection_, id, kept, compiled);
+            return {};
+        }));
         return prepared;
     }
 
@@ -304,11 +386,7 @@ public:
     }
 
     Result<NpuInfo> info() {
-        proto::GetCapabilitiesRequest request;
-        proto::CapabilitiesReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_GET_CAPABILITIES, request, reply,
-                                  connection_->options().callTimeout, "getCapabilities"));
-        NPU_TRY(checkStatus(reply.status(), "getCapabilities"));
+        proto::CapabilitiesReply reply = NPU_TRY(capabilities());
         const auto& hello = connection_->hello();
         const auto& hw = reply.hw();
         NpuInfo info;
@@ -331,7 +409,70 @@ public:
         return info;
     }
 
+    NpuCounters counters() {
+        NpuCounters c = connection_->counters();
+        proto::GetCountersRequest request;
+        proto::CountersReply reply;
+        // Best effort: the shim's own counters matter most when the firmware is unreachable.
+        if (connection_->call(proto::METHOD_GET_COUNTERS, request, reply, connection_->options().callTimeout,
+                              "getCounters")) {
+            for (const auto& counter : reply.counters())
+                c.firmware.emplace_back(counter.name(), counter.value());
+        }
+        return c;
+    }
+
+    Status injectFaults(const NpuFaultPlan& plan) {
+        proto::InjectFaultsRequest request;
+        request.set_hang_at_command(plan.hangAtCommand);
+        request.set_dma_error_at_transfer(plan.dmaErrorAtTransfer);
+        request.set_sram_flip_after_command(plan.sramFlipAfterCommand);
+        request.set_sram_flip_address(plan.sramFlipAddress);
+        request.set_sram_flip_bit(plan.sramFlipBit);
+        request.set_sram_ecc(plan.sramEcc);
+        request.set_crash_after_ms(plan.crashAfterMs);
+        proto::InjectFaultsReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_INJECT_FAULTS, request, reply,
+                                  connection_->options().callTimeout, "injectFaults"));
+        return checkStatus(reply.status(), "injectFaults");
+    }
+
 private:
+    Result<proto::CapabilitiesReply> capabilities() {
+        std::vector<WindowBlock> none;
+        proto::CapabilitiesReply reply;
+        NPU_TRY(connection_->runRecovering("getCapabilities", none, [&](Attempt& a) -> Status {
+            proto::GetCapabilitiesRequest request;
+            return connection_->call(a, proto::METHOD_GET_CAPABILITIES, request, reply,
+                                     connection_->options().callTimeout, "getCapabilities");
+        }));
+        NPU_TRY(checkStatus(reply.status(), "getCapabilities"));
+        return reply;
+    }
+
+    // Caching never fails the compilation (the VTS caching tests expect the prepared model even
+    // when the files cannot be used); the caller's next load fails instead.
+    void saveToCache(CompilationCache& cache, Attempt& a, const proto::PrepareModelReply& reply,
+                     const hal::Model& model, hal::ExecutionPreference preference, bool halCaching,
+                     const hal::CacheToken& token, const std::vector<int>& modelCache,
+                     const std::vector<int>& dataCache) {
+        auto images = fetchImages(a, reply, model);
+        if (!images) {
+            proto::logError("cache", "prepareModel: cannot fetch the compiled blob for caching: %s",
+                            images.error().message.c_str());
+        } else if (halCaching) {
+            if (auto saved = cache.save(token, *images, modelCache, dataCache); !saved) {
+                proto::logError("cache", "prepareModel: compilation not cached: %s",
+                                saved.error().message.c_str());
+            }
+        } else if (cache.hasDirectory()) {
+            if (auto kept = cache.remember(model, preference, *images); !kept) {
+                proto::logError("cache", "prepareModel: compilation not cached: %s",
+                                kept.error().message.c_str());
+            }
+        }
+    }
+
     Result<CompilationCache*> compilationCache() {
         std::lock_guard lock(cacheMutex_);
         if (!cache_) {
@@ -344,7 +485,8 @@ private:
     }
 
     // The firmware's blob of a freshly compiled model, in internal buffers.
-    Result<CacheImages> fetchImages(const proto::PrepareModelReply& prepared, const hal::Model& model) {
+    Result<CacheImages> fetchImages(Attempt& a, const proto::PrepareModelReply& prepared,
+                                    const hal::Model& model) {
         HostWindow& window = connection_->window();
         const uint64_t modelBytes = prepared.model_blob_bytes();
         const uint64_t dataBytes = prepared.data_blob_bytes();
@@ -357,59 +499,41 @@ private:
         request.set_data_blob_addr(dataBlock.addr());
         request.set_data_blob_capacity(dataBytes);
         proto::FetchBlobReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_FETCH_BLOB, request, reply,
+        NPU_TRY(connection_->call(a, proto::METHOD_FETCH_BLOB, request, reply,
                                   connection_->options().callTimeout, "fetchBlob"));
         NPU_TRY(checkStatus(reply.status(), "fetchBlob"));
         if (reply.model_blob_bytes() > modelBytes || reply.data_blob_bytes() > dataBytes) {
             return generalFailure("fetchBlob: the firmware wrote more than it announced");
         }
         NPU_TRY(
-            connection_->pullWindow(modelBlock.addr(), reply.model_blob_bytes(), "fetchBlob: model blob"));
-        NPU_TRY(connection_->pullWindow(dataBlock.addr(), reply.data_blob_bytes(), "fetchBlob: data blob"));
+            connection_->pullWindow(a, modelBlock.addr(), reply.model_blob_bytes(), "fetchBlob: model blob"));
+        NPU_TRY(
+            connection_->pullWindow(a, dataBlock.addr(), reply.data_blob_bytes(), "fetchBlob: data blob"));
         CacheImages images;
         images.model = encodeModelCache(model, {modelBlock.data(), reply.model_blob_bytes()});
         images.data.assign(dataBlock.data(), dataBlock.data() + reply.data_blob_bytes());
         return images;
     }
 
-    // Hands a verified cached blob to the firmware (which validates it fully) without compiling.
+    // Loads a verified cached blob; a reset or restart loads it again from the same images.
     Result<std::shared_ptr<hal::IPreparedModel>> prepareFromImages(const CacheImages& images,
                                                                    const hal::Deadline& deadline) {
-        auto decoded = NPU_TRY(decodeModelCache(images.model));
-        HostWindow& window = connection_->window();
-        const uint64_t modelBytes = decoded.firmwareModelBlob.size();
-        const uint64_t dataBytes = images.data.size();
-        WindowBlock modelBlock(&window, NPU_TRY(window.allocate(modelBytes)), modelBytes);
-        WindowBlock dataBlock(&window, NPU_TRY(window.allocate(dataBytes)), dataBytes);
-        if (modelBytes > 0) std::memcpy(modelBlock.data(), decoded.firmwareModelBlob.data(), modelBytes);
-        if (dataBytes > 0) std::memcpy(dataBlock.data(), images.data.data(), dataBytes);
-        NPU_TRY(connection_->pushWindow(modelBlock.addr(), modelBytes, "prepareModelFromCache: model blob"));
-        NPU_TRY(connection_->pushWindow(dataBlock.addr(), dataBytes, "prepareModelFromCache: data blob"));
-        proto::PrepareFromCacheRequest request;
-        request.set_model_blob_addr(modelBlock.addr());
-        request.set_model_blob_bytes(modelBytes);
-        request.set_data_blob_addr(dataBlock.addr());
-        request.set_data_blob_bytes(dataBytes);
-        request.set_deadline_ns(budgetNs(deadline));
-        proto::PrepareModelReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_PREPARE_FROM_CACHE, request, reply,
-                                  waitFor(connection_->options().prepareTimeout, deadline),
-                                  "prepareModelFromCache"));
-        if (reply.status().code() != 0) {
-            // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
-            // usable cache, compile again.
-            return generalFailure("prepareModelFromCache: firmware rejected the cached blob: " +
-                                  reply.status().message());
-        }
-        if (reply.num_inputs() != decoded.ioModel.main.inputIndexes.size() ||
-            reply.num_outputs() != decoded.ioModel.main.outputIndexes.size()) {
-            // Wrapping the handle releases it in the firmware when `loaded` goes out of scope.
-            auto loaded = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), hal::Model{});
-            return generalFailure(
-                "prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
-        }
-        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(),
-                                                  std::move(decoded.ioModel));
+        auto kept = std::make_shared<const CacheImages>(images);
+        Connection::RestoreFn restore = [kept](Connection& c, Attempt& a) -> Result<uint32_t> {
+            std::vector<WindowBlock> staged;
+            return NPU_TRY(loadOnFirmware(c, a, *kept, {}, staged)).handle;
+        };
+        std::vector<WindowBlock> keep;
+        std::shared_ptr<NpuPreparedModel> prepared;
+        NPU_TRY(connection_->runRecovering("prepareModelFromCache", keep, [&](Attempt& a) -> Status {
+            keep.clear();
+            auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, deadline, keep));
+            const uint64_t id = NPU_TRY(connection_->registerModel(a, loaded.handle, restore));
+            prepared = std::make_shared<NpuPreparedModel>(
+                connection_, id, std::make_shared<const hal::Model>(std::move(loaded.ioModel)));
+            return {};
+        }));
+        return prepared;
     }
 
     std::shared_ptr<Connection> connection_;
@@ -431,9 +555,33 @@ Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {
     return npu->compileInfo();
 }
 
+Result<NpuCounters> queryNpuCounters(hal::IDevice& device) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr)
+        return invalidArgument("queryNpuCounters: the device is not an NPU device of this shim");
+    return npu->counters();
+}
+
+Status injectNpuFaults(hal::IDevice& device, const NpuFaultPlan& plan) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr)
+        return invalidArgument("injectNpuFaults: the device is not an NPU device of this shim");
+    return npu->injectFaults(plan);
+}
+
 Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Transport> transport,
                                                       const ShimOptions& options) {
-    auto connection = NPU_TRY(Connection::open(std::move(transport), options));
+    auto connection = NPU_TRY(Connection::open(std::move(transport), {}, options));
+    return std::make_shared<NpuDevice>(std::move(connection));
+}
+
+Result<std::shared_ptr<hal::IDevice>> createNpuDevice(TransportFactory factory, const ShimOptions& options) {
+    auto first = factory();
+    if (!first) {
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "cannot reach the firmware: " + first.error().message);
+    }
+    auto connection = NPU_TRY(Connection::open(std::move(*first), std::move(factory), options));
     return std::make_shared<NpuDevice>(std::move(connection));
 }
 

@@ -55,7 +55,8 @@ inline CLI::Validator finiteNumberIn(double lo, double hi, const char* unit = ""
         fmt::format("NUMBER in [{:g} - {:g}]{}", lo, hi, unit));
 }
 
-// --call-timeout, --prepare-timeout, --execute-timeout: the NPU's call timeouts per class.
+// --call-timeout, --prepare-timeout, --execute-timeout: the NPU's call timeouts per class;
+// --watchdog: the idle ping period (docs/reliability.md).
 inline void addTimeoutOptions(CLI::App* cmd, DeviceChoice& choice) {
     cmd->add_option("--call-timeout", choice.callTimeoutSeconds,
                     "npu: seconds a control call (hello, capabilities, supported operations) may take "
@@ -67,6 +68,9 @@ inline void addTimeoutOptions(CLI::App* cmd, DeviceChoice& choice) {
     cmd->add_option("--execute-timeout", choice.executeTimeoutSeconds,
                     "npu: seconds one execution without a deadline may take (default 30)")
         ->check(finiteNumberIn(0.001, 86400, " s"));
+    cmd->add_option("--watchdog", choice.watchdogSeconds,
+                    "npu: seconds between the watchdog's pings of an idle firmware (default 1)")
+        ->check(finiteNumberIn(0.01, 3600, " s"));
 }
 
 }  // namespace npu::tools

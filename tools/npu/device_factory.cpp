@@ -39,22 +39,22 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
     applyTimeout(choice.callTimeoutSeconds, shimOptions.callTimeout);
     applyTimeout(choice.prepareTimeoutSeconds, shimOptions.prepareTimeout);
     applyTimeout(choice.executeTimeoutSeconds, shimOptions.executeTimeout);
+    applyTimeout(choice.watchdogSeconds, shimOptions.recovery.watchdogPeriod);
     // Checked here for every transport, so a bad file is named before any daemon starts.
     const fw::host::FirmwareHostConfig fwConfig = NPU_TRY(firmwareConfig(choice.hwConfigPath));
     if (choice.transport == "loopback") {
-        auto loop = fw::host::startLoopbackFirmware(fwConfig);
-        if (!loop) {
-            return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                        "cannot start the in-process firmware: " + loop.error().message);
-        }
-        opened.firmware = std::move(loop->firmware);
-        opened.device = NPU_TRY(shim::createNpuDevice(std::move(loop->hostEnd), shimOptions));
+        // The shim restarts a lost in-process firmware with a new one from this factory.
+        fw::host::FirmwareHostConfig config = fwConfig;
+        config.faultInjection = choice.faultInjection;
+        shim::TransportFactory factory = [config] { return fw::host::startLoopbackTransport(config); };
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(factory), shimOptions));
         return opened;
     }
     if (choice.transport == "unix") {
         shim::DaemonOptions options;
         options.socketPath = choice.socketPath;
         options.hwConfigPath = choice.hwConfigPath;
+        options.faultInjection = choice.faultInjection;
         options.shim = shimOptions;
         opened.device = NPU_TRY(shim::connectNpuDaemon(options));
         return opened;
@@ -78,7 +78,14 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
             return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
                         "cannot start the firmware under QEMU: " + transport.error().message);
         }
-        opened.device = NPU_TRY(shim::createNpuDevice(std::move(*transport), shimOptions));
+        // A lost QEMU is started again the same way.
+        auto pending = std::make_shared<std::unique_ptr<proto::Transport>>(std::move(*transport));
+        shim::TransportFactory factory = [qemu,
+                                          pending]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+            if (*pending) return std::move(*pending);  // the one started above, once
+            return proto::startQemu(qemu);
+        };
+        opened.device = NPU_TRY(shim::createNpuDevice(std::move(factory), shimOptions));
         return opened;
     }
     return invalidArgument("--transport: unknown transport '" + choice.transport +

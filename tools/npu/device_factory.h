@@ -24,6 +24,10 @@ struct DeviceChoice {
     double callTimeoutSeconds = 0;
     double prepareTimeoutSeconds = 0;
     double executeTimeoutSeconds = 0;
+    // npu: let the firmware host take injected faults (npu stress; docs/reliability.md).
+    bool faultInjection = false;
+    // npu: the watchdog's idle ping period in seconds (0 = the shim's default).
+    double watchdogSeconds = 0;
 };
 
 struct OpenedDevice {

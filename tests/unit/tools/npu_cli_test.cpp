@@ -372,7 +372,10 @@ TEST_CASE("a daemon started by npu conformance does not hold the caller's output
     CHECK_THAT(slurp(out), Catch::Contains("1 passed"));
 }
 
-TEST_CASE("a daemon killed during npu conformance costs errors, not failures, and is restarted",
+// The shim restarts the daemon and replays the vector's calls (docs/reliability.md, "Watchdog,
+// reset, replay"), so the lost daemon costs nothing; the worker's own reconnection (counted in
+// devices_lost) remains for a device the shim cannot recover.
+TEST_CASE("a daemon killed during npu conformance is restarted by the shim: nothing fails or errs",
           "[cli][reliability]") {
     TempDir dir;
     const std::string socket = dir.path + "/kill.sock";
@@ -387,12 +390,11 @@ TEST_CASE("a daemon killed during npu conformance costs errors, not failures, an
     reap(daemon);
     stopDaemonAt(socket);  // the daemon the worker restarted
     INFO(r.output);
-    CHECK(r.exitCode == 1);
-    CHECK_THAT(r.output, Catch::Contains("\"errors\": 1"));
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(r.output, Catch::Contains("\"errors\": 0"));
     CHECK_THAT(r.output, Catch::Contains("\"failed\": 0"));
-    CHECK_THAT(r.output, Catch::Contains("\"passed\": 2"));
-    CHECK_THAT(r.output, Catch::Contains("\"devices_lost\": 1"));
-    CHECK_THAT(r.output, Catch::Contains("device lost"));
+    CHECK_THAT(r.output, Catch::Contains("\"passed\": 3"));
+    CHECK_THAT(r.output, Catch::Contains("\"devices_lost\": 0"));
 }
 
 TEST_CASE("sizes from the user are bounded with a message naming the limit", "[cli][reliability]") {

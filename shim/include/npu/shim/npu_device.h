@@ -6,21 +6,31 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "npu/hal/device.h"
-
-namespace npu::proto {
-class Transport;
-}
+#include "npu/protocol/transport.h"
 
 namespace npu::shim {
 
 inline constexpr uint32_t kProtocolMajor = 1;
 inline constexpr uint32_t kProtocolMinor = 0;
 inline constexpr const char* kShimVersion = "0.1.0";
+
+// The watchdog and recovery (docs/reliability.md, "Watchdog, reset, replay").
+struct RecoveryOptions {
+    // An idle connection (no call in flight, nothing heard for this long) is pinged this often;
+    // 0 = no watchdog thread (a lost firmware is then found by the next call).
+    std::chrono::milliseconds watchdogPeriod{1000};
+    std::chrono::milliseconds pingTimeout{1000};   // a ping unanswered for this long escalates
+    std::chrono::milliseconds resetTimeout{2000};  // the Reset call; then the host is restarted
+    uint32_t maxReplays = 3;                       // replays of one request before it fails
+};
 
 // Call timeouts per call class (docs/reliability.md). A HAL deadline, when given, shortens them.
 struct ShimOptions {
@@ -42,12 +52,20 @@ struct ShimOptions {
     // Let the firmware autotune tilings at prepareModel (docs/firmware.md): slower compiles,
     // fewer device cycles. Off: the planner's tilings.
     bool autotune = true;
+    RecoveryOptions recovery;
 };
+
+// Makes a transport to a fresh firmware host (a new loopback firmware thread, a reconnection to
+// npu-fwd that starts it again if it died, a new QEMU): how the shim restarts a lost firmware.
+using TransportFactory = std::function<proto::Result<std::unique_ptr<proto::Transport>>()>;
 
 // Performs the version handshake over `transport` and maps the device-memory window.
 // Errors: DEVICE_UNAVAILABLE when the firmware does not answer, answers with another protocol
 // major version, or closes the connection.
 Result<std::shared_ptr<hal::IDevice>> createNpuDevice(std::unique_ptr<proto::Transport> transport,
+                                                      const ShimOptions& options = {});
+// The same over transports from `factory`: a lost firmware host is restarted with a new one.
+Result<std::shared_ptr<hal::IDevice>> createNpuDevice(TransportFactory factory,
                                                       const ShimOptions& options = {});
 
 struct DaemonOptions {
@@ -69,6 +87,8 @@ struct DaemonOptions {
     // already listens keeps the config it was started with, so connecting to one with this set
     // is refused (INVALID_ARGUMENT) rather than silently running on another configuration.
     std::string hwConfigPath;
+    // Start the daemon with --fault-injection (reliability tests: injectNpuFaults).
+    bool faultInjection = false;
     ShimOptions shim;
 };
 
@@ -109,5 +129,37 @@ struct NpuCompileInfo {
 };
 // INVALID_ARGUMENT when `prepared` is not a prepared model of this shim.
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
+
+// What the watchdog and recovery did (docs/reliability.md), and the firmware's own counters.
+struct NpuCounters {
+    uint64_t pings = 0;             // watchdog and escalation pings sent
+    uint64_t pingFailures = 0;      // pings unanswered in time (or on a dropped connection)
+    uint64_t callTimeouts = 0;      // calls the firmware did not answer within their timeout
+    uint64_t disconnects = 0;       // calls that met a dropped connection
+    uint64_t resets = 0;            // Reset calls the firmware answered
+    uint64_t restarts = 0;          // firmware hosts restarted (new transport and handshake)
+    uint64_t modelsRestored = 0;    // prepared models prepared again after a reset or restart
+    uint64_t modelsLost = 0;        // prepared models that could not be restored
+    uint64_t requestsReplayed = 0;  // operations run again after a loss
+    uint64_t requestsFailed = 0;    // operations failed because recovery failed or gave up
+    uint64_t npuHangs = 0;          // executions the NPU hung on (reset by the firmware, replayed)
+    uint64_t dataFaults = 0;        // executions failed for a data fault (DMA error, SRAM ECC)
+    std::vector<std::pair<std::string, uint64_t>> firmware;  // GetCounters (empty if unreachable)
+};
+// INVALID_ARGUMENT when `device` is not an NPU device of this shim.
+Result<NpuCounters> queryNpuCounters(hal::IDevice& device);
+
+// Faults to arm in the firmware host's simulated NPU (proto InjectFaultsRequest, hw-config
+// "faults"); each fires once. Refused unless the host runs with fault injection on.
+struct NpuFaultPlan {
+    uint64_t hangAtCommand = 0;
+    uint64_t dmaErrorAtTransfer = 0;
+    uint64_t sramFlipAfterCommand = 0;
+    uint32_t sramFlipAddress = 0;
+    uint32_t sramFlipBit = 0;
+    bool sramEcc = true;
+    uint32_t crashAfterMs = 0;  // the firmware host dies this long after the call
+};
+Status injectNpuFaults(hal::IDevice& device, const NpuFaultPlan& plan);
 
 }  // namespace npu::shim

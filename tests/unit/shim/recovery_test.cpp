@@ -1,0 +1,279 @@
+// The watchdog, reset, restart and replay of the shim (docs/reliability.md): one test per
+// recovery path, each checking the answer against the CPU reference and the counters.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "../../../tools/npu/demo_network.h"
+#include "npu/fw/platform/host/firmware_host.h"
+#include "npu/ref/reference_device.h"
+#include "npu/shim/npu_device.h"
+
+namespace {
+
+using namespace npu;
+using namespace std::chrono_literals;
+
+// The demo network with its input, and the reference's answer for it.
+struct Workload {
+    tools::DemoNetwork net = tools::makeDemoNetwork();
+    std::vector<uint8_t> expected;
+    Workload() {
+        ref::ReferenceDevice reference;
+        auto prepared = prepare(reference);
+        expected = run(*prepared).value();
+    }
+    std::shared_ptr<hal::IPreparedModel> prepare(hal::IDevice& device) const {
+        auto p = device.prepareModel(net.model, hal::ExecutionPreference::FAST_SINGLE_ANSWER,
+                                     hal::Priority::MEDIUM, {}, {}, {}, {});
+        REQUIRE(p.has_value());
+        return *p;
+    }
+    Result<std::vector<uint8_t>> run(hal::IPreparedModel& prepared) const {
+        size_t outBytes = 1;
+        for (uint32_t d : net.outputDims) outBytes *= d;
+        std::shared_ptr<hal::Memory> pool(hal::Memory::create(net.input.size() + outBytes));
+        std::memcpy(pool->data(), net.input.data(), net.input.size());
+        hal::Request request;
+        request.pools.push_back(pool);
+        request.inputs.push_back({false, {0, 0, static_cast<uint32_t>(net.input.size())}, {}});
+        request.outputs.push_back(
+            {false, {0, static_cast<uint32_t>(net.input.size()), static_cast<uint32_t>(outBytes)}, {}});
+        NPU_TRY(prepared.executeSynchronously(request, hal::MeasureTiming::NO, {}, {}));
+        return std::vector<uint8_t>(pool->data() + net.input.size(),
+                                    pool->data() + net.input.size() + outBytes);
+    }
+};
+
+const Workload& workload() {
+    static Workload w;
+    return w;
+}
+
+shim::ShimOptions quickOptions() {
+    shim::ShimOptions o;
+    o.autotune = false;
+    o.recovery.watchdogPeriod = 0ms;  // the tests drive recovery through their calls
+    return o;
+}
+
+std::shared_ptr<hal::IDevice> openLoopback(const shim::ShimOptions& options = quickOptions()) {
+    fw::host::FirmwareHostConfig config;
+    config.faultInjection = true;
+    auto device = shim::createNpuDevice(
+        shim::TransportFactory([config] { return fw::host::startLoopbackTransport(config); }), options);
+    REQUIRE(device.has_value());
+    return *device;
+}
+
+shim::NpuCounters counters(hal::IDevice& device) {
+    auto c = shim::queryNpuCounters(device);
+    REQUIRE(c.has_value());
+    return *c;
+}
+
+uint64_t firmwareCounter(const shim::NpuCounters& c, const std::string& name) {
+    for (const auto& [n, v] : c.firmware) {
+        if (n == name) return v;
+    }
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("an NPU hang: the firmware resets the NPU, the shim replays, the answer is right and single") {
+    auto device = openLoopback();
+    auto prepared = workload().prepare(*device);
+    shim::NpuFaultPlan plan;
+    plan.hangAtCommand = 2;
+    REQUIRE(shim::injectNpuFaults(*device, plan).has_value());
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(*device);
+    CHECK(c.npuHangs == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    CHECK(firmwareCounter(c, "npu.hangs") == 1);
+    // The fault fired once: the next request runs clean.
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    CHECK(counters(*device).requestsReplayed == 1);
+}
+
+TEST_CASE("a data fault (DMA error, SRAM ECC) fails the request with a clear error, never a wrong answer") {
+    auto device = openLoopback();
+    auto prepared = workload().prepare(*device);
+    shim::NpuFaultPlan dma;
+    dma.dmaErrorAtTransfer = 1;
+    shim::NpuFaultPlan flip;
+    flip.sramFlipAfterCommand = 1;
+    flip.sramFlipAddress = 5;
+    flip.sramFlipBit = 3;
+    flip.sramEcc = true;
+    for (const auto& plan : {dma, flip}) {
+        REQUIRE(shim::injectNpuFaults(*device, plan).has_value());
+        auto out = workload().run(*prepared);
+        REQUIRE_FALSE(out.has_value());
+        CHECK(out.error().status == hal::ErrorStatus::GENERAL_FAILURE);
+        CHECK_THAT(out.error().message, Catch::Contains("data fault") && Catch::Contains("not returned"));
+        CHECK(workload().run(*prepared).value() == workload().expected);
+    }
+    const auto c = counters(*device);
+    CHECK(c.dataFaults == 2);
+    CHECK(c.requestsReplayed == 0);
+    CHECK(firmwareCounter(c, "npu.data_faults") == 2);
+}
+
+TEST_CASE("fault injection is refused by a firmware host that does not allow it") {
+    auto loop = fw::host::startLoopbackTransport({});
+    REQUIRE(loop.has_value());
+    auto device = shim::createNpuDevice(std::move(*loop), quickOptions());
+    REQUIRE(device.has_value());
+    auto r = shim::injectNpuFaults(**device, shim::NpuFaultPlan{1, 0, 0, 0, 0, false, 0});
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error().message, Catch::Contains("--fault-injection"));
+}
+
+TEST_CASE("a crashed loopback firmware is restarted, the model restored, the request replayed") {
+    auto device = openLoopback();
+    auto prepared = workload().prepare(*device);
+    shim::NpuFaultPlan crash;
+    crash.crashAfterMs = 1;
+    REQUIRE(shim::injectNpuFaults(*device, crash).has_value());
+    std::this_thread::sleep_for(200ms);  // the firmware host's loop notices within its poll interval
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(*device);
+    CHECK(c.restarts == 1);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+}
+
+TEST_CASE("the watchdog finds a dead firmware while idle and restores the models before the next request") {
+    auto options = quickOptions();
+    options.recovery.watchdogPeriod = 50ms;
+    auto device = openLoopback(options);
+    auto prepared = workload().prepare(*device);
+    shim::NpuFaultPlan crash;
+    crash.crashAfterMs = 1;
+    REQUIRE(shim::injectNpuFaults(*device, crash).has_value());
+    // Bounded wait for the watchdog's restart (no timed assertion: the loop ends on the counter).
+    for (int i = 0; i < 200 && counters(*device).restarts == 0; ++i) std::this_thread::sleep_for(25ms);
+    const auto before = counters(*device);
+    CHECK(before.restarts == 1);
+    CHECK(before.modelsRestored == 1);
+    CHECK(before.pings >= 1);
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    CHECK(counters(*device).requestsReplayed == 0);  // restored before the request came
+}
+
+namespace {
+// A transport that can be made deaf: it then swallows every write and never delivers a byte, as
+// a hung firmware host would. Made by the factory below; only the first one is frozen.
+class FreezableTransport final : public proto::Transport {
+public:
+    FreezableTransport(std::unique_ptr<proto::Transport> inner, std::shared_ptr<std::atomic<bool>> frozen)
+        : inner_(std::move(inner)), frozen_(std::move(frozen)) {}
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        if (frozen_->load()) return {};
+        return inner_->write(bytes, fds);
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        if (frozen_->load()) {
+            std::this_thread::sleep_for(std::min(timeout, std::chrono::milliseconds(20)));
+            return proto::fail(proto::Error::Kind::kTimeout, "frozen");
+        }
+        return inner_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { inner_->shutdown(); }
+    std::string describe() const override { return "freezable " + inner_->describe(); }
+
+private:
+    std::unique_ptr<proto::Transport> inner_;
+    std::shared_ptr<std::atomic<bool>> frozen_;
+};
+}  // namespace
+
+TEST_CASE("a hung firmware host: the call times out, ping and Reset go unanswered, the host is restarted") {
+    auto frozen = std::make_shared<std::atomic<bool>>(false);
+    auto made = std::make_shared<int>(0);
+    shim::TransportFactory factory = [frozen, made]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        auto t = fw::host::startLoopbackTransport({});
+        if (!t) return std::unexpected(t.error());
+        // Only the first host hangs; the restarted one gets a flag of its own.
+        auto flag = (*made)++ == 0 ? frozen : std::make_shared<std::atomic<bool>>(false);
+        return std::unique_ptr<proto::Transport>(new FreezableTransport(std::move(*t), flag));
+    };
+    auto options = quickOptions();
+    options.executeTimeout = 300ms;
+    options.recovery.pingTimeout = 100ms;
+    options.recovery.resetTimeout = 100ms;
+    auto device = shim::createNpuDevice(std::move(factory), options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    frozen->store(true);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 1);
+    CHECK(c.resets == 0);
+    CHECK(c.restarts == 1);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+}
+
+TEST_CASE("a device opened on a single transport cannot restart: the request fails, it is not lost") {
+    auto loop = fw::host::startLoopbackFirmware({});
+    REQUIRE(loop.has_value());
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd), quickOptions());
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    loop->firmware.reset();  // the firmware thread ends: the connection drops
+    auto out = workload().run(*prepared);
+    REQUIRE_FALSE(out.has_value());
+    CHECK(out.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(out.error().message, Catch::Contains("could not be recovered"));
+    CHECK(counters(**device).requestsFailed == 1);
+}
+
+TEST_CASE("a killed npu-fwd is started again, the model restored, the request replayed") {
+    const std::string dir =
+        std::filesystem::temp_directory_path() / ("npu-recovery-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+    shim::DaemonOptions options;
+    options.socketPath = dir + "/npu-fwd.sock";
+    options.daemonPath = NPU_FWD_TEST_PATH;
+    options.faultInjection = true;
+    options.idleExitSeconds = 5;
+    options.shim = quickOptions();
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    // Kill the daemon for real: a crash injected through it exits the process (status 70).
+    shim::NpuFaultPlan crash;
+    crash.crashAfterMs = 1;
+    REQUIRE(shim::injectNpuFaults(**device, crash).has_value());
+    std::this_thread::sleep_for(200ms);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.restarts == 1);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    device->reset();
+    prepared.reset();
+    std::filesystem::remove_all(dir);
+}
