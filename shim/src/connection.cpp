@@ -22,6 +22,13 @@ DaemonProcess::~DaemonProcess() {
     waitpid(pid_, nullptr, 0);
 }
 
+bool DaemonProcess::reapIfExited() {
+    if (pid_ <= 0) return true;
+    if (waitpid(pid_, nullptr, WNOHANG) != pid_) return false;
+    pid_ = 0;
+    return true;
+}
+
 Status checkStatus(const proto::Status& status, const char* what) {
     if (status.code() == 0) return {};
     auto code = static_cast<hal::ErrorStatus>(status.code());

@@ -31,6 +31,8 @@ public:
     ~DaemonProcess();
     pid_t pid() const { return pid_; }
     void forget() { pid_ = 0; }  // the process was reaped already
+    // Reaps the process if it has exited (a daemon that crashed); true then.
+    bool reapIfExited();
 
 private:
     pid_t pid_;
@@ -143,7 +145,8 @@ private:
         restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
         dataFaults_{0};
 
-    bool stopWatchdog_ = false;  // under gateMutex_
+    bool stopWatchdog_ = false;             // under gateMutex_
+    std::condition_variable watchdogWake_;  // only the destructor wakes it early
     std::thread watchdog_;
 };
 

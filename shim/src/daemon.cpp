@@ -178,6 +178,7 @@ Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& opti
     auto restarted = std::make_shared<std::vector<std::unique_ptr<DaemonProcess>>>();
     TransportFactory restart = [options, path,
                                 restarted]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        std::erase_if(*restarted, [](const auto& d) { return d->reapIfExited(); });  // crashed ones
         std::unique_ptr<DaemonProcess> spawned;
         auto t = reachDaemon(options, path, false, &spawned);
         if (spawned) restarted->push_back(std::move(spawned));

@@ -25,7 +25,7 @@ Connection::~Connection() {
         std::lock_guard lock(gateMutex_);
         stopWatchdog_ = true;
     }
-    gateChanged_.notify_all();
+    watchdogWake_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
     if (auto r = rpc()) r->close();
 }
@@ -233,7 +233,7 @@ void Connection::watchdog() {
     const auto period = options_.recovery.watchdogPeriod;
     std::unique_lock lock(gateMutex_);
     while (!stopWatchdog_) {
-        gateChanged_.wait_for(lock, period);
+        watchdogWake_.wait_for(lock, period);
         if (stopWatchdog_) break;
         const bool idle = active_ == 0 && !recovering_;
         if (!idle || std::chrono::steady_clock::now() - lastHeard_ < period) continue;

@@ -7,6 +7,7 @@
 #include "cmd_info_usb.h"
 #include "commands.h"
 #include "npu/shim/npu_device.h"
+#include "stress_engine.h"
 
 namespace npu::tools {
 
@@ -70,6 +71,7 @@ int cmdInfo(const DeviceChoice& choice, bool json) {
             {"while_exec_time", caps->whilePerformance.execTime},
             {"model_cache_files", cacheFiles->numModelCache},
             {"data_cache_files", cacheFiles->numDataCache}};
+        if (auto counters = shim::queryNpuCounters(device)) j["reliability"] = reliabilityJson(*counters);
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
@@ -97,6 +99,7 @@ int cmdInfo(const DeviceChoice& choice, bool json) {
     fmt::print("  {:<32} {:>11}\n", "IF / WHILE", perf(caps->ifPerformance.execTime));
     fmt::print("  compilation cache  {} model file(s), {} data file(s)\n", cacheFiles->numModelCache,
                cacheFiles->numDataCache);
+    if (auto counters = shim::queryNpuCounters(device)) printReliability(*counters);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "cmd_conformance.h"
 #include "cmd_onnx.h"
 #include "cmd_sim.h"
+#include "cmd_stress.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
     npu::tools::OnnxCli onnxCli(app);
+    npu::tools::StressCli stressCli(app);
 
     // CLI11 reads an unknown word as a stray argument and says only "A subcommand is required".
     if (argc > 1 && argv[1][0] != '-') {
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();
+    if (stressCli.parsed()) return stressCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;
 }
