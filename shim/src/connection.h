@@ -41,7 +41,8 @@ private:
 // One try of an operation against the firmware as it is at `epoch` (Connection::runRecovering).
 // `lost` says why the try failed when the firmware, not the request, was at fault.
 struct Attempt {
-    enum class Loss { kNone, kTimeout, kDisconnected, kNpuHang };
+    // kDataFault: the NPU may have corrupted the request's data; it is failed, never replayed.
+    enum class Loss { kNone, kTimeout, kDisconnected, kNpuHang, kDataFault };
     uint64_t epoch = 0;
     Loss lost = Loss::kNone;
 };
@@ -76,7 +77,9 @@ public:
     // attempt is replayed) when the firmware was reset since the attempt began.
     using RestoreFn = std::function<Result<uint32_t>(Connection&, Attempt&)>;
     Result<uint64_t> registerModel(const Attempt& attempt, uint32_t handle, RestoreFn restore);
-    Result<uint32_t> modelHandle(uint64_t id);
+    // The model's handle on the firmware as it is now; a model not restored yet marks `attempt`
+    // lost, so that it is recovered and replayed.
+    Result<uint32_t> modelHandle(Attempt& attempt, uint64_t id);
     void releaseModel(uint64_t id);
 
     NpuCounters counters() const;
@@ -111,7 +114,8 @@ private:
     bool ping();
     Status resetFirmware();
     Status restartFirmware();
-    void restoreModels();
+    // Prepares again every model without a handle; false when the firmware was lost meanwhile.
+    bool restoreModels();
     void beginRecovery();
     void endRecovery();
     void watchdog();

@@ -164,7 +164,7 @@ private:
                                              std::vector<WindowBlock>& blocks) {
         HostWindow& window = connection_->window();
         proto::ExecuteRequest wire;
-        wire.set_model_handle(NPU_TRY(connection_->modelHandle(id_)));
+        wire.set_model_handle(NPU_TRY(connection_->modelHandle(a, id_)));
         wire.set_measure_timing(measure == hal::MeasureTiming::YES);
         wire.set_deadline_ns(budgetNs(deadline));
         wire.set_loop_timeout_ns(
@@ -260,6 +260,7 @@ private:
             return generalFailure("execute: the NPU hung: " + reply.status().message());
         }
         if (reply.device_fault() == 2) {
+            a.lost = Attempt::Loss::kDataFault;
             connection_->countDataFault();
             return generalFailure("execute: the NPU reported a data fault (" + reply.status().message() +
                                   "); the outputs may be corrupt and were not returned; the request may be "

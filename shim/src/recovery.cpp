@@ -18,6 +18,7 @@ namespace {
 constexpr std::chrono::milliseconds kDrainTimeout{10000};  // operations leave once their calls fail
 constexpr int kRestartTries = 3;
 constexpr std::chrono::milliseconds kRestartBackoff{200};
+constexpr int kRestoreRounds = 3;
 }  // namespace
 
 Connection::~Connection() {
@@ -83,6 +84,7 @@ Status Connection::runRecovering(const char* what, std::vector<WindowBlock>& kee
             now = epoch_;
         }
         if (a.lost == Attempt::Loss::kNone && now == a.epoch) return s;  // the request's own error
+        if (a.lost == Attempt::Loss::kDataFault) return s;
         if (a.lost == Attempt::Loss::kNpuHang) npuHangs_++;
         if (a.lost == Attempt::Loss::kTimeout || a.lost == Attempt::Loss::kDisconnected) {
             if (Status r = recover(a.epoch, a.lost); !r) {
@@ -174,17 +176,20 @@ Status Connection::restartFirmware() {
                                                           std::to_string(kRestartTries) + " tries: " + why);
 }
 
-void Connection::restoreModels() {
+bool Connection::restoreModels() {
     std::vector<std::pair<uint64_t, RestoreFn>> todo;
     {
         std::lock_guard lock(modelsMutex_);
         for (auto& [id, m] : models_) {
-            if (m.lost.empty()) todo.emplace_back(id, m.restore);
+            if (m.lost.empty() && m.handle == 0) todo.emplace_back(id, m.restore);
         }
     }
     for (auto& [id, restore] : todo) {
         Attempt a{0, Attempt::Loss::kNone};
         auto handle = restore(*this, a);
+        if (!handle && (a.lost == Attempt::Loss::kTimeout || a.lost == Attempt::Loss::kDisconnected)) {
+            return false;  // the firmware was lost again: the caller recovers it once more
+        }
         std::unique_lock lock(modelsMutex_);
         auto it = models_.find(id);
         if (it == models_.end()) {  // released meanwhile: let the firmware drop it too
@@ -207,6 +212,7 @@ void Connection::restoreModels() {
                             handle.error().message.c_str());
         }
     }
+    return true;
 }
 
 Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
@@ -217,15 +223,26 @@ Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
     }
     if (loss == Attempt::Loss::kTimeout && rpc()->connected() && ping()) return {};
     beginRecovery();
-    Status done =
-        rpc()->connected() ? resetFirmware() : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
-    if (!done) done = restartFirmware();
-    if (done) {
-        std::lock_guard lock(modelsMutex_);
-        quarantined_.clear();  // the firmware that could have used them is reset or gone
+    Status done;
+    // A firmware lost again while the models are restored (another client's crash of a shared
+    // daemon) is recovered again, a bounded number of times.
+    for (int round = 0; round < kRestoreRounds; ++round) {
+        done = round == 0 && rpc()->connected() ? resetFirmware()
+                                                : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
+        if (!done) done = restartFirmware();
+        if (!done) break;
+        {
+            std::lock_guard lock(modelsMutex_);
+            quarantined_.clear();  // the firmware that could have used them is reset or gone
+        }
+        if (restoreModels()) break;
+        if (round + 1 == kRestoreRounds) {
+            done = fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                        "the firmware was lost " + std::to_string(kRestoreRounds) +
+                            " times while the prepared models were restored");
+        }
     }
-    if (done) restoreModels();
-    endRecovery();
+    endRecovery();  // models left without a handle are restored by the next recovery
     return done;
 }
 
@@ -269,7 +286,7 @@ Result<uint64_t> Connection::registerModel(const Attempt& attempt, uint32_t hand
     return id;
 }
 
-Result<uint32_t> Connection::modelHandle(uint64_t id) {
+Result<uint32_t> Connection::modelHandle(Attempt& attempt, uint64_t id) {
     std::lock_guard lock(modelsMutex_);
     auto it = models_.find(id);
     if (it == models_.end()) return generalFailure("the prepared model was released");
@@ -277,6 +294,11 @@ Result<uint32_t> Connection::modelHandle(uint64_t id) {
         return fail(
             hal::ErrorStatus::DEVICE_UNAVAILABLE,
             "the prepared model was lost in a firmware reset and could not be restored: " + it->second.lost);
+    }
+    if (it->second.handle == 0) {  // a recovery failed before it restored this model: recover again
+        attempt.lost = Attempt::Loss::kDisconnected;
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                    "the prepared model is not restored on the firmware yet");
     }
     return it->second.handle;
 }
