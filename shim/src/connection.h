@@ -117,6 +117,7 @@ private:
     // Prepares again every model without a handle; false when the firmware was lost meanwhile.
     bool restoreModels();
     void beginRecovery();
+    void forgetHandles();
     void endRecovery();
     void watchdog();
     void quarantine(std::vector<WindowBlock>& blocks);

@@ -54,8 +54,14 @@ void Connection::beginRecovery() {
         recovering_ = true;
         ++epoch_;
     }
+    forgetHandles();
+}
+
+void Connection::forgetHandles() {
+    // None is valid on the firmware that comes back; a handle kept from a lost firmware could
+    // name another model on the new one (handles start again there).
     std::lock_guard lock(modelsMutex_);
-    for (auto& [id, m] : models_) m.handle = 0;  // none is valid on the firmware that comes back
+    for (auto& [id, m] : models_) m.handle = 0;
 }
 
 void Connection::endRecovery() {
@@ -235,6 +241,7 @@ Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
             std::lock_guard lock(modelsMutex_);
             quarantined_.clear();  // the firmware that could have used them is reset or gone
         }
+        if (round > 0) forgetHandles();  // those restored on the firmware lost in the last round
         if (restoreModels()) break;
         if (round + 1 == kRestoreRounds) {
             done = fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,

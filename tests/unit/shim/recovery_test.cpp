@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../../../tools/npu/demo_network.h"
+#include "npu/framework/cts_loader.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
@@ -276,4 +277,72 @@ TEST_CASE("a killed npu-fwd is started again, the model restored, the request re
     device->reset();
     prepared.reset();
     std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A loopback transport that drops its connection at its N-th write (0: never), as a firmware
+// host crashing in the middle of the restore would.
+class DyingTransport final : public proto::Transport {
+public:
+    DyingTransport(std::unique_ptr<proto::Transport> inner, int dieAtWrite)
+        : inner_(std::move(inner)), dieAt_(dieAtWrite) {}
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        if (dieAt_ > 0 && ++writes_ >= dieAt_) {
+            inner_->shutdown();
+            return proto::fail(proto::Error::Kind::kDisconnected, "died");
+        }
+        return inner_->write(bytes, fds);
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        return inner_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { inner_->shutdown(); }
+    std::string describe() const override { return "dying " + inner_->describe(); }
+
+private:
+    std::unique_ptr<proto::Transport> inner_;
+    int dieAt_;
+    int writes_ = 0;
+};
+}  // namespace
+
+TEST_CASE(
+    "a firmware lost again during the restore: every model is restored on the last one, no stale handle") {
+    // Transport 1 serves the prepares and is crashed; transport 2 dies at its 3rd write (after
+    // the handshake and the first model's restore); transport 3 is healthy.
+    auto made = std::make_shared<int>(0);
+    fw::host::FirmwareHostConfig config;
+    config.faultInjection = true;
+    shim::TransportFactory factory = [made, config]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        auto t = fw::host::startLoopbackTransport(config);
+        if (!t) return std::unexpected(t.error());
+        const int n = ++*made;
+        return std::unique_ptr<proto::Transport>(new DyingTransport(std::move(*t), n == 2 ? 3 : 0));
+    };
+    auto device = shim::createNpuDevice(std::move(factory), quickOptions());
+    REQUIRE(device.has_value());
+    auto demo = workload().prepare(**device);  // restored first (registered first)
+    auto relu = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "relu_quant8_1");
+    REQUIRE(relu.has_value());
+    auto reluPrepared = (**device).prepareModel(relu->model, hal::ExecutionPreference::FAST_SINGLE_ANSWER,
+                                                hal::Priority::MEDIUM, {}, {}, {}, {});
+    REQUIRE(reluPrepared.has_value());
+    shim::NpuFaultPlan crash;
+    crash.crashAfterMs = 1;
+    REQUIRE(shim::injectNpuFaults(**device, crash).has_value());
+    std::this_thread::sleep_for(200ms);
+    // With a stale handle the demo request would run the relu model (its output fits the demo's).
+    auto out = workload().run(*demo);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.restarts == 2);
+    CHECK(c.modelsRestored == 3);  // demo on transport 2, then demo and relu on transport 3
+    CHECK(c.modelsLost == 0);
+    auto request = framework::makeRequest(*relu);
+    REQUIRE(request.has_value());
+    REQUIRE(
+        (*reluPrepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, {}, {}).has_value());
+    CHECK_FALSE(framework::compareOutputs(*relu, framework::readOutputs(*request), {}).has_value());
 }
