@@ -86,6 +86,15 @@ uint64_t firmwareCounter(const shim::NpuCounters& c, const std::string& name) {
     return 0;
 }
 
+// Makes the firmware host die 1 ms after the call (npu-fwd exits, a loopback thread ends) and
+// waits past the host loop's poll interval, so that the next call meets a dropped connection.
+void crashHost(hal::IDevice& device, bool wait = true) {
+    shim::NpuFaultPlan crash;
+    crash.crashAfterMs = 1;
+    REQUIRE(shim::injectNpuFaults(device, crash).has_value());
+    if (wait) std::this_thread::sleep_for(200ms);
+}
+
 }  // namespace
 
 TEST_CASE("an NPU hang: the firmware resets the NPU, the shim replays, the answer is right and single") {
@@ -144,10 +153,7 @@ TEST_CASE("fault injection is refused by a firmware host that does not allow it"
 TEST_CASE("a crashed loopback firmware is restarted, the model restored, the request replayed") {
     auto device = openLoopback();
     auto prepared = workload().prepare(*device);
-    shim::NpuFaultPlan crash;
-    crash.crashAfterMs = 1;
-    REQUIRE(shim::injectNpuFaults(*device, crash).has_value());
-    std::this_thread::sleep_for(200ms);  // the firmware host's loop notices within its poll interval
+    crashHost(*device);
     auto out = workload().run(*prepared);
     REQUIRE(out.has_value());
     CHECK(*out == workload().expected);
@@ -163,9 +169,7 @@ TEST_CASE("the watchdog finds a dead firmware while idle and restores the models
     options.recovery.watchdogPeriod = 50ms;
     auto device = openLoopback(options);
     auto prepared = workload().prepare(*device);
-    shim::NpuFaultPlan crash;
-    crash.crashAfterMs = 1;
-    REQUIRE(shim::injectNpuFaults(*device, crash).has_value());
+    crashHost(*device, false);
     // Bounded wait for the watchdog's restart (no timed assertion: the loop ends on the counter).
     for (int i = 0; i < 200 && counters(*device).restarts == 0; ++i) std::this_thread::sleep_for(25ms);
     const auto before = counters(*device);
@@ -263,10 +267,7 @@ TEST_CASE("a killed npu-fwd is started again, the model restored, the request re
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
     // Kill the daemon for real: a crash injected through it exits the process (status 70).
-    shim::NpuFaultPlan crash;
-    crash.crashAfterMs = 1;
-    REQUIRE(shim::injectNpuFaults(**device, crash).has_value());
-    std::this_thread::sleep_for(200ms);
+    crashHost(**device);
     auto out = workload().run(*prepared);
     REQUIRE(out.has_value());
     CHECK(*out == workload().expected);
@@ -328,10 +329,7 @@ TEST_CASE(
     auto reluPrepared = (**device).prepareModel(relu->model, hal::ExecutionPreference::FAST_SINGLE_ANSWER,
                                                 hal::Priority::MEDIUM, {}, {}, {}, {});
     REQUIRE(reluPrepared.has_value());
-    shim::NpuFaultPlan crash;
-    crash.crashAfterMs = 1;
-    REQUIRE(shim::injectNpuFaults(**device, crash).has_value());
-    std::this_thread::sleep_for(200ms);
+    crashHost(**device);
     // With a stale handle the demo request would run the relu model (its output fits the demo's).
     auto out = workload().run(*demo);
     REQUIRE(out.has_value());
