@@ -255,6 +255,7 @@ Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
 
 void Connection::watchdog() {
     const auto period = options_.recovery.watchdogPeriod;
+    bool reported = false;
     std::unique_lock lock(gateMutex_);
     while (!stopWatchdog_) {
         watchdogWake_.wait_for(lock, period);
@@ -269,12 +270,16 @@ void Connection::watchdog() {
         lock.lock();
         --active_;
         gateChanged_.notify_all();
-        if (alive) continue;
+        if (alive) {
+            reported = false;
+            continue;
+        }
         lock.unlock();
-        if (Status r = recover(epoch, connected ? Attempt::Loss::kTimeout : Attempt::Loss::kDisconnected);
-            !r) {
+        Status r = recover(epoch, connected ? Attempt::Loss::kTimeout : Attempt::Loss::kDisconnected);
+        if (!r && !reported) {  // said once, not every period while the firmware stays lost
             proto::logError("driver", "watchdog: the firmware is lost: %s", r.error().message.c_str());
         }
+        reported = !r;
         lock.lock();
     }
 }

@@ -67,6 +67,8 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(PingReply),
     NANOPB(ResetRequest),
     NANOPB(ResetReply),
+    NANOPB(InjectFaultsRequest),
+    NANOPB(InjectFaultsReply),
     NANOPB(Counter),
     NANOPB(GetCountersRequest),
     NANOPB(CountersReply),
