@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -11,8 +12,10 @@
 #include <thread>
 
 #include "../../../tools/npu/demo_network.h"
+#include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/protocol/frame.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 
@@ -343,4 +346,64 @@ TEST_CASE(
     REQUIRE(
         (*reluPrepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, {}, {}).has_value());
     CHECK_FALSE(framework::compareOutputs(*relu, framework::readOutputs(*request), {}).has_value());
+}
+
+namespace {
+// Loses the first frame of each method in `drop` on the way to the firmware, as a flaky link
+// would: the call then gets no answer.
+class DroppingTransport final : public proto::Transport {
+public:
+    DroppingTransport(std::unique_ptr<proto::Transport> inner, std::vector<uint8_t> drop)
+        : inner_(std::move(inner)), drop_(std::move(drop)) {}
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        proto::FrameHeader h;
+        if (bytes.size() >= proto::kFrameHeaderSize && proto::parseFrameHeader(bytes.data(), &h)) {
+            auto it = std::find(drop_.begin(), drop_.end(), h.type);
+            if (it != drop_.end()) {
+                drop_.erase(it);
+                return {};
+            }
+        }
+        return inner_->write(bytes, fds);
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        return inner_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { inner_->shutdown(); }
+    std::string describe() const override { return "dropping " + inner_->describe(); }
+    void arm(std::vector<uint8_t> drop) { drop_ = std::move(drop); }
+
+private:
+    std::unique_ptr<proto::Transport> inner_;
+    std::vector<uint8_t> drop_;
+};
+}  // namespace
+
+TEST_CASE(
+    "an execution and the ping after it are lost: Reset answers, the model is restored, the request "
+    "replayed") {
+    // A single transport (no restart), whose drop list is armed once the model is prepared.
+    auto loop = fw::host::startLoopbackTransport({});
+    REQUIRE(loop.has_value());
+    auto dropping = std::make_unique<DroppingTransport>(std::move(*loop), std::vector<uint8_t>{});
+    DroppingTransport* link = dropping.get();
+    auto options = quickOptions();
+    options.executeTimeout = 300ms;
+    options.recovery.pingTimeout = 100ms;
+    auto device = shim::createNpuDevice(std::move(dropping), options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    link->arm({static_cast<uint8_t>(proto::METHOD_EXECUTE), static_cast<uint8_t>(proto::METHOD_PING)});
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 1);
+    CHECK(c.resets == 1);
+    CHECK(c.restarts == 0);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(firmwareCounter(c, "rpc.resets") == 1);
 }
