@@ -89,6 +89,24 @@ uint64_t firmwareCounter(const shim::NpuCounters& c, const std::string& name) {
     return 0;
 }
 
+// A transport that passes everything to `inner_`; the link faults below override a part.
+class ForwardingTransport : public proto::Transport {
+public:
+    explicit ForwardingTransport(std::unique_ptr<proto::Transport> inner) : inner_(std::move(inner)) {}
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        return inner_->write(bytes, fds);
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        return inner_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { inner_->shutdown(); }
+    std::string describe() const override { return "test link to " + inner_->describe(); }
+
+protected:
+    std::unique_ptr<proto::Transport> inner_;
+};
+
 // Makes the firmware host die 1 ms after the call (npu-fwd exits, a loopback thread ends) and
 // waits past the host loop's poll interval, so that the next call meets a dropped connection.
 void crashHost(hal::IDevice& device, bool wait = true) {
@@ -186,10 +204,10 @@ TEST_CASE("the watchdog finds a dead firmware while idle and restores the models
 namespace {
 // A transport that can be made deaf: it then swallows every write and never delivers a byte, as
 // a hung firmware host would. Made by the factory below; only the first one is frozen.
-class FreezableTransport final : public proto::Transport {
+class FreezableTransport final : public ForwardingTransport {
 public:
     FreezableTransport(std::unique_ptr<proto::Transport> inner, std::shared_ptr<std::atomic<bool>> frozen)
-        : inner_(std::move(inner)), frozen_(std::move(frozen)) {}
+        : ForwardingTransport(std::move(inner)), frozen_(std::move(frozen)) {}
     proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
         if (frozen_->load()) return {};
         return inner_->write(bytes, fds);
@@ -202,11 +220,8 @@ public:
         }
         return inner_->read(buffer, fds, timeout);
     }
-    void shutdown() override { inner_->shutdown(); }
-    std::string describe() const override { return "freezable " + inner_->describe(); }
 
 private:
-    std::unique_ptr<proto::Transport> inner_;
     std::shared_ptr<std::atomic<bool>> frozen_;
 };
 }  // namespace
@@ -286,10 +301,10 @@ TEST_CASE("a killed npu-fwd is started again, the model restored, the request re
 namespace {
 // A loopback transport that drops its connection at its N-th write (0: never), as a firmware
 // host crashing in the middle of the restore would.
-class DyingTransport final : public proto::Transport {
+class DyingTransport final : public ForwardingTransport {
 public:
     DyingTransport(std::unique_ptr<proto::Transport> inner, int dieAtWrite)
-        : inner_(std::move(inner)), dieAt_(dieAtWrite) {}
+        : ForwardingTransport(std::move(inner)), dieAt_(dieAtWrite) {}
     proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
         if (dieAt_ > 0 && ++writes_ >= dieAt_) {
             inner_->shutdown();
@@ -297,15 +312,8 @@ public:
         }
         return inner_->write(bytes, fds);
     }
-    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
-                               std::chrono::milliseconds timeout) override {
-        return inner_->read(buffer, fds, timeout);
-    }
-    void shutdown() override { inner_->shutdown(); }
-    std::string describe() const override { return "dying " + inner_->describe(); }
 
 private:
-    std::unique_ptr<proto::Transport> inner_;
     int dieAt_;
     int writes_ = 0;
 };
@@ -351,10 +359,10 @@ TEST_CASE(
 namespace {
 // Loses the first frame of each method in `drop` on the way to the firmware, as a flaky link
 // would: the call then gets no answer.
-class DroppingTransport final : public proto::Transport {
+class DroppingTransport final : public ForwardingTransport {
 public:
     DroppingTransport(std::unique_ptr<proto::Transport> inner, std::vector<uint8_t> drop)
-        : inner_(std::move(inner)), drop_(std::move(drop)) {}
+        : ForwardingTransport(std::move(inner)), drop_(std::move(drop)) {}
     proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
         proto::FrameHeader h;
         if (bytes.size() >= proto::kFrameHeaderSize && proto::parseFrameHeader(bytes.data(), &h)) {
@@ -366,16 +374,9 @@ public:
         }
         return inner_->write(bytes, fds);
     }
-    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
-                               std::chrono::milliseconds timeout) override {
-        return inner_->read(buffer, fds, timeout);
-    }
-    void shutdown() override { inner_->shutdown(); }
-    std::string describe() const override { return "dropping " + inner_->describe(); }
     void arm(std::vector<uint8_t> drop) { drop_ = std::move(drop); }
 
 private:
-    std::unique_ptr<proto::Transport> inner_;
     std::vector<uint8_t> drop_;
 };
 }  // namespace
