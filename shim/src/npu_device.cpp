@@ -408,8 +408,8 @@ private:
             return generalFailure(
                 "prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
         }
-        return std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(),
-                                                  std::move(decoded.ioModel));
+        return std::make_shared<NpuPreparedModel>(
+            connection_, reply.model_handle(), std::move(decoded.ioModel), NpuCompileInfo{.fromCache = true});
     }
 
     std::shared_ptr<Connection> connection_;

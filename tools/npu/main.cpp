@@ -50,12 +50,22 @@ int main(int argc, char** argv) {
     run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
     run->add_option("--name", name, "the vector's name")->required();
     addDeviceOptions(run, true);
-    std::string dotFile;
-    run->add_option("--dot", dotFile, "also write the model as a Graphviz graph to FILE");
+    npu::tools::RunOptions runOptions;
+    run->add_option("--dot", runOptions.dotFile, "also write the model as a Graphviz graph to FILE");
+    run->add_option("--output", runOptions.outputFile,
+                    "write the outputs as NumPy arrays: output 0 to FILE.npy, output k to FILE_k.npy");
     run->add_option("--cache-dir", choice.cacheDir,
                     "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", choice.cacheStateDir,
                     "the cache key's secret and token map (default: XDG state dir)");
+
+    std::string listFile;
+    std::vector<std::string> listFilters;
+    auto* list = app.add_subcommand("list", "List the vectors of a JSON-lines file: names and operations");
+    list->add_option("file", listFile, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
+    list->add_option("--filter", listFilters, "only names matching GLOB (repeatable)")
+        ->allow_extra_args(false);
+    list->add_flag("--json", json, "print JSON");
 
     auto* demo = app.add_subcommand("demo", "The main job: a small quantized CNN through the whole stack");
     addDeviceOptions(demo, false);
@@ -131,7 +141,11 @@ int main(int argc, char** argv) {
     }
 
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
-    if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json, dotFile);
+    if (run->parsed()) {
+        runOptions.json = json;
+        return npu::tools::cmdRun(choice, file, name, runOptions);
+    }
+    if (list->parsed()) return npu::tools::cmdList(listFile, listFilters, json);
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
     if (benchRpc->parsed() && benchTransport == "usb")
         return npu::tools::cmdBenchRpcUsb(json, iterations, choice.usbDevice);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,7 @@ TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies 
         auto r = npu("run " + kV10 + " --name conv_quant8" + dirs);
         INFO(r.output);
         CHECK(r.exitCode == 0);
+        CHECK_THAT(r.output, Catch::Contains(i == 0 ? ", compiled" : ", loaded from the compilation cache"));
     }
     const std::string where = " " + root + "/compilations --state-dir " + root + "/state";
     auto list = npu("cache list" + where + " --json");
@@ -509,4 +511,58 @@ TEST_CASE("npu run of an unsupported operation says why", "[cli][reliability]") 
     INFO(r.output);
     CHECK(r.exitCode == 3);
     CHECK_THAT(r.output, Catch::Contains("why:") && Catch::Contains("FLOOR"));
+}
+
+TEST_CASE("npu run shows whole outputs, time in the right unit, and writes --output .npy", "[cli]") {
+    auto text = npu("run " + kV10 + " --name conv_quant8");
+    INFO(text.output);
+    CHECK(text.exitCode == 0);
+    // 683 cycles at 1 GHz: fractional microseconds, not "0 us".
+    CHECK_THAT(text.output,
+               Catch::Matches("(.|\\n)*device +[0-9]+ cycles = [0-9]+\\.[0-9]{3} us simulated(.|\\n)*"));
+    CHECK_THAT(text.output, Catch::Contains("summed over the queues"));
+
+    auto reference = npu("run " + kV10 + " --name conv_quant8 --device reference");
+    INFO(reference.output);
+    CHECK_THAT(reference.output, Catch::Contains("us on the CPU") && !Catch::Contains("device time"));
+
+    auto json = npu("run " + kV10 + " --name conv_quant8 --json");
+    const auto start = json.output.find('{');
+    REQUIRE(start != std::string::npos);
+    const auto j = nlohmann::json::parse(json.output.substr(start));
+    REQUIRE(j["outputs"][0]["values"].is_array());
+    CHECK(j["outputs"][0]["values"] == nlohmann::json::array({15, 15, 15, 15}));
+    CHECK(j["outputs"][0]["dims"] == nlohmann::json::array({1, 2, 2, 1}));
+    CHECK(j["device_time_us"].get<double>() > 0.0);
+
+    const std::string npy = "/tmp/npu-cli-out-" + std::to_string(getpid()) + ".npy";
+    auto written = npu("run " + kV10 + " --name conv_quant8 --output " + npy);
+    CHECK(written.exitCode == 0);
+    std::ifstream in(npy, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::remove(npy.c_str());
+    REQUIRE(bytes.size() % 64 == 4);  // the header pads to a multiple of 64, then 4 bytes of data
+    CHECK(bytes.compare(0, 6, "\x93NUMPY") == 0);
+    CHECK_THAT(bytes, Catch::Contains("'descr': '|u1'") && Catch::Contains("'shape': (1, 2, 2, 1)"));
+    CHECK(bytes.substr(bytes.size() - 4) == std::string(4, '\x0f'));
+
+    auto unwritable = npu("run " + kV10 + " --name conv_quant8 --output /nonexistent/dir/out.npy");
+    CHECK(unwritable.exitCode == 2);
+    CHECK_THAT(unwritable.output, Catch::Contains("/nonexistent/dir/out.npy"));
+}
+
+TEST_CASE("npu list lists the vectors; a wrong --name suggests the closest", "[cli]") {
+    auto list = npu("list " + kV10 + " --filter 'conv_quant8*'");
+    INFO(list.output);
+    CHECK(list.exitCode == 0);
+    CHECK_THAT(list.output, Catch::Contains("conv_quant8_channels") && Catch::Contains("CONV_2D") &&
+                                Catch::Contains("16 vector(s)"));
+    CHECK_THAT(list.output, !Catch::Contains("conv_float"));
+    auto typo = npu("run " + kV10 + " --name conv_qant8");
+    INFO(typo.output);
+    CHECK(typo.exitCode == 2);
+    CHECK_THAT(typo.output, Catch::Contains("did you mean: conv_quant8"));
+    auto nothing = npu("run " + kV10 + " --name zzzzzzzzzzzzzzzzzzzz");
+    CHECK_THAT(nothing.output, Catch::Contains("npu list FILE lists its vectors"));
+    CHECK(npu("list /nonexistent.jsonl").exitCode == 2);
 }

@@ -58,8 +58,13 @@ Result<TestCase> parseCtsLine(const std::string& line, const std::string& where)
 
 // All test cases of one file.
 Result<std::vector<TestCase>> loadCtsFile(const std::string& path);
-// The vector named `name` in the file at `path`; INVALID_ARGUMENT naming both when absent.
+// The vector named `name` in the file at `path`; INVALID_ARGUMENT naming both when absent, with
+// the closest names of the file as suggestions.
 Result<TestCase> findTestCase(const std::string& path, const std::string& name);
+// Up to `limit` of `names` closest to `name` (containing it, or a small edit distance away),
+// closest first.
+std::vector<std::string> closestNames(const std::string& name, const std::vector<std::string>& names,
+                                      size_t limit);
 
 // Absolute path of the vendored tests/cts folder; the environment variable NPU_CTS_DIR
 // overrides the path compiled in by meson.

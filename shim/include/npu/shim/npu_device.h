@@ -106,6 +106,7 @@ struct NpuCompileInfo {
     uint32_t tuningTrials = 0;  // trial executions run by the autotuner
     uint64_t greedyCycles = 0;  // device cycles with the planner's tilings
     uint64_t tunedCycles = 0;   // device cycles with the tilings chosen
+    bool fromCache = false;     // loaded from a compilation cache, not compiled
 };
 // INVALID_ARGUMENT when `prepared` is not a prepared model of this shim.
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
