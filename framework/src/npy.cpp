@@ -38,7 +38,8 @@ std::string npyDescrOf(hal::OperandType type) {
 Result<std::string> encodeNpy(hal::OperandType type, const std::vector<uint32_t>& dims,
                               const std::vector<uint8_t>& bytes) {
     const std::string descr = npyDescrOf(type);
-    if (descr.empty()) return invalidArgument(std::string("no .npy dtype for ") + std::string(hal::toString(type)));
+    if (descr.empty())
+        return invalidArgument(std::string("no .npy dtype for ") + std::string(hal::toString(type)));
     uint64_t elements = 1;
     std::string shape;
     for (uint32_t d : dims) {
@@ -52,7 +53,7 @@ Result<std::string> encodeNpy(hal::OperandType type, const std::vector<uint32_t>
     const uint64_t itemBytes = static_cast<uint64_t>(std::stoi(descr.substr(2)));
     if (elements * itemBytes != bytes.size()) {
         return invalidArgument("the tensor has " + std::to_string(bytes.size()) + " bytes, its shape needs " +
-                       std::to_string(elements * itemBytes));
+                               std::to_string(elements * itemBytes));
     }
     std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
     const size_t prefix = 10;  // magic (6), version (2), header length (2)
