@@ -1,5 +1,6 @@
 // The npu command line as a user meets it: exit codes and messages for good and bad input.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -338,14 +339,24 @@ TEST_CASE("npu-fwd --max-clients 1 tells the extra client the limit", "[cli][rel
     TempDir dir;
     const std::string socket = dir.path + "/fwd.sock";
     const pid_t daemon = startDaemon({"--socket", socket, "--max-clients", "1", "--idle-exit", "30"}, socket);
-    ::usleep(500'000);  // startDaemon's probe connection has come and gone
-    // Hold the one place with a raw connection (the daemon serves it as a client).
-    int holder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
-    REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    ::usleep(300'000);  // accepted and counted
+    // Hold the one place with a raw connection (the daemon serves it as a client). While
+    // startDaemon's probe connection is still counted (a loaded machine), the daemon refuses the
+    // holder: it closes a refused connection after 1 s without a handshake, so a holder that sees
+    // no EOF within 1.5 s is being served. Try again until one is.
+    int holder = -1;
+    for (int attempt = 0; attempt < 20 && holder < 0; ++attempt) {
+        holder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+        REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        pollfd p{holder, POLLIN, 0};
+        if (::poll(&p, 1, 1500) != 0) {
+            ::close(holder);
+            holder = -1;
+        }
+    }
+    REQUIRE(holder >= 0);
     auto r = npu("info --transport unix --socket " + socket);
     INFO(r.output);
     CHECK(r.exitCode != 0);
