@@ -43,9 +43,13 @@ double medianUs(int iterations, const std::function<bool()>& once) {
 }
 
 // One quantized ADD of two 1x64 tensors, executed through the shim.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why) {
+    auto failed = [why](const std::string& step, const std::string& message) {
+        if (why != nullptr) *why = step + ": " + message;
+        return -1.0;
+    };
     auto device = shim::createNpuDevice(std::move(transport));
-    if (!device) return -1.0;
+    if (!device) return failed("opening the device", device.error().message);
     ModelBuilder b;
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
     uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
@@ -60,13 +64,17 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
     tc.expectedOutputDims = {{1, 64}};
     tc.outputIgnored = {false};
     auto prepared = (*device)->prepareModel(tc.model);
+    if (!prepared) return failed("prepareModel", prepared.error().message);
     auto request = framework::makeRequest(tc);
-    if (!prepared || !request) return -1.0;
-    return medianUs(iterations, [&] {
-        return (*prepared)
-            ->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
-            .has_value();
+    if (!request) return failed("makeRequest", request.error().message);
+    std::string lastError;
+    const double us = medianUs(iterations, [&] {
+        auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                   std::nullopt);
+        if (!r) lastError = r.error().message;
+        return r.has_value();
     });
+    return us < 0 ? failed("executeSynchronously", lastError) : us;
 }
 
 namespace {
@@ -141,13 +149,22 @@ std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
 // takes milliseconds: a smaller sample keeps the benchmark short.
 constexpr int kMaxQemuIterations = 300;
 
-// Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails.
+// Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails, and the
+// reason goes to stderr.
 void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec) {
     proto::QemuOptions options;
     options.hwConfigPath = hwConfigPath;
     const int n = std::min(iterations, kMaxQemuIterations);
-    if (auto t = proto::startQemu(options)) *ping = pingUs(std::move(*t), n);
-    if (auto t = proto::startQemu(options)) *exec = execUs(std::move(*t), n);
+    if (auto t = proto::startQemu(options))
+        *ping = pingUs(std::move(*t), n);
+    else
+        fmt::print(stderr, "npu bench rpc: ping_qemu_us: {}\n", t.error().message);
+    std::string why;
+    if (auto t = proto::startQemu(options))
+        *exec = execUs(std::move(*t), n, &why);
+    else
+        why = t.error().message;
+    if (*exec < 0) fmt::print(stderr, "npu bench rpc: exec_qemu_us: {}\n", why);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // Timing pieces shared by the RPC benchmarks (npu bench rpc over every transport).
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "npu/protocol/transport.h"
 
@@ -12,7 +13,8 @@ namespace npu::tools {
 double medianUs(int iterations, const std::function<bool()>& once);
 
 // Median time in microseconds of one quantized ADD of two 1x64 tensors executed through the shim
-// over `transport`; -1 when the device cannot be opened or the model does not run.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations);
+// over `transport`; -1 when the device cannot be opened or the model does not run, and then
+// `why` (if given) says which step failed and how.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why = nullptr);
 
 }  // namespace npu::tools

@@ -86,7 +86,7 @@ private:
 };
 
 // GetCounters entries of this platform: proof that the UART interrupts fire, the bridge's
-// round trips, and the firmware's DDR memory.
+// round trips, the clock, and the firmware's DDR memory.
 class PlatformCounters final : public CounterSource {
 public:
     PlatformCounters(const MailboxPlatform& platform, const DdrRingReader& ring, const Arena& ddr)
@@ -101,6 +101,7 @@ public:
         appendCounter(reply, "qemu.ring_resyncs", ring_.resyncs());
         appendCounter(reply, "qemu.ddr_arena_bytes", ddr_.capacity());
         appendCounter(reply, "qemu.ddr_arena_used_bytes", ddr_.peak());
+        appendCounter(reply, "qemu.clock_backsteps", uptimeBacksteps());
     }
 
 private:

@@ -170,3 +170,33 @@ TEST_CASE("qemu: a missing firmware image or emulator is refused, naming it", "[
     REQUIRE_FALSE(transport.has_value());
     CHECK_THAT(transport.error().message, Catch::Contains("no-such-qemu-system-arm"));
 }
+
+TEST_CASE("qemu: two emulators started one after the other in one process each execute a model many times",
+          "[shim][qemu]") {
+    // npu bench rpc's sequence: one emulator for the Pings, then a second for the executions.
+    // Each execution makes ~31 register accesses through the mailbox, each timed by the
+    // firmware's SysTick clock; a clock that stepped back made one of them time out at once.
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "conv_quant8");
+    REQUIRE(tc.has_value());
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
+    REQUIRE(loopback.has_value());
+    const Outcome expected = runOnce(**loopback, *tc);
+    for (int emulator = 0; emulator < 2; ++emulator) {
+        INFO("emulator " << emulator);
+        QemuDevice q = openQemu();
+        auto prepared = q.device->prepareModel(tc->model);
+        REQUIRE(prepared.has_value());
+        auto request = framework::makeRequest(*tc);
+        REQUIRE(request.has_value());
+        for (int i = 0; i < 150; ++i) {
+            auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES,
+                                                       std::nullopt, std::nullopt);
+            INFO("execution " << i << ": " << (r ? std::string("ok") : r.error().message));
+            REQUIRE(r.has_value());
+            REQUIRE(r->deviceCycles == expected.cycles);
+            REQUIRE(framework::readOutputs(*request) == expected.outputs);
+        }
+    }
+}
