@@ -278,11 +278,13 @@ public:
     }
     std::string describe() const override { return description_; }
     QemuProcesses processes() const { return {qemuPid_, bridgePid_}; }
+    Result<void> sendDoorbells(size_t count);
 
 private:
     Result<void> spawnBridge();
     Result<void> spawnQemu();
     Result<void> acceptUart0(UnixListener& listener);
+    Result<void> ringDoorbells(size_t count);  // writeMutex_ held
     // Why the transport is dead (a child exited), or empty while both run.
     std::string deadChild();
     std::string childReport();
@@ -421,6 +423,20 @@ void QemuTransport::killAndReap() {
     }
 }
 
+Result<void> QemuTransport::ringDoorbells(size_t count) {
+    const std::vector<uint8_t> bells(count, 0);  // the value does not matter: the ring's head does
+    if (auto r = uart0_->write(bells); !r) {
+        std::string dead = deadChild();
+        return fail(Error::Kind::kDisconnected, dead.empty() ? r.error().message : dead);
+    }
+    return {};
+}
+
+Result<void> QemuTransport::sendDoorbells(size_t count) {
+    std::lock_guard lock(writeMutex_);
+    return ringDoorbells(count);
+}
+
 Result<void> QemuTransport::write(std::span<const uint8_t> bytes, std::span<const int> fds) {
     if (!fds.empty()) {
         return fail(Error::Kind::kInvalidArgument,
@@ -435,11 +451,7 @@ Result<void> QemuTransport::write(std::span<const uint8_t> bytes, std::span<cons
         if (n > 0) {
             done += n;
             lastProgress = Clock::now();
-            const uint8_t bell = 0;
-            if (auto r = uart0_->write(std::span<const uint8_t>(&bell, 1)); !r) {
-                std::string dead = deadChild();
-                return fail(Error::Kind::kDisconnected, dead.empty() ? r.error().message : dead);
-            }
+            if (auto r = ringDoorbells(1); !r) return r;
             continue;
         }
         if (std::string dead = deadChild(); !dead.empty()) return fail(Error::Kind::kDisconnected, dead);
@@ -462,6 +474,7 @@ Result<size_t> QemuTransport::read(std::span<uint8_t> buffer, std::vector<Unique
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         auto r = uart0_->read(buffer, nullptr, std::clamp(left, 0ms, kLivenessSlice));
         if (r) {
+            if (options_.replyTap) options_.replyTap(buffer.first(*r));
             // The DDR travels with the first reply bytes (the Hello reply's), once.
             if (fds != nullptr && *r > 0 && !ddrSent_.exchange(true))
                 fds->emplace_back(fcntl(ddr_.get(), F_DUPFD_CLOEXEC, 0));
@@ -508,6 +521,13 @@ Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options) {
 QemuProcesses qemuProcesses(const Transport& transport) {
     const auto* q = dynamic_cast<const QemuTransport*>(&transport);
     return q != nullptr ? q->processes() : QemuProcesses{};
+}
+
+Result<void> qemuSendDoorbells(Transport& transport, size_t count) {
+    auto* q = dynamic_cast<QemuTransport*>(&transport);
+    if (q == nullptr)
+        return fail(Error::Kind::kInvalidArgument, transport.describe() + ": not a qemu transport");
+    return q->sendDoorbells(count);
 }
 
 }  // namespace npu::proto
