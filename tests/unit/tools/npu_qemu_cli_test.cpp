@@ -1,7 +1,8 @@
 // The npu command line over --transport qemu (the firmware image on an emulated Cortex-M55):
-// the demo network bit-identical to loopback with the same cycles, info naming the image, and a
-// CTS subset of every operation type the NPU claims passing. Skipped (exit 77, with the reason)
-// when qemu-system-arm, the image or the bridge is missing.
+// the demo network bit-identical to loopback with the same cycles, info naming the image, and
+// `npu conformance` running the convolution vectors over it. (A vector of every operation type
+// the NPU claims, against loopback, is tests/unit/shim/npu_qemu_test.cpp's.) Skipped (exit 77,
+// with the reason) when qemu-system-arm, the image or the bridge is missing.
 #include <sys/wait.h>
 
 #include <array>
@@ -70,8 +71,9 @@ TEST_CASE("npu info --transport qemu names the image's core, build id and footpr
     CHECK_THAT(r.output, Catch::Contains("transport qemu"));
 }
 
-TEST_CASE("npu conformance --transport qemu passes a vector of every operation type the NPU claims",
-          "[cli][qemu]") {
+TEST_CASE(
+    "npu conformance --transport qemu passes the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED vectors",
+    "[cli][qemu]") {
     const auto j = npuJson(
         "conformance --transport qemu --json -j 2 --filter conv_quant8 --filter conv_quant8_large "
         "--filter depthwise_conv2d_quant8 --filter depthwise_conv2d_quant8_large --filter "
