@@ -19,12 +19,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "npu/protocol/ddr_ring.h"
+#include "npu/protocol/program_directory.h"
 
 namespace npu::proto {
 namespace {
@@ -167,6 +169,50 @@ Result<UniqueFd> listenUnix(const std::string& path) {
 
 }  // namespace
 
+std::string programDirectory() {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) return {};
+    std::string dir(path, static_cast<size_t>(n));
+    const size_t slash = dir.rfind('/');
+    return slash == std::string::npos ? std::string() : dir.substr(0, slash);
+}
+
+namespace {
+
+// Where the image or the bridge is looked for when neither the caller nor the environment names
+// it: relative to the running program (an installed /usr/bin/npu finds its neighbours under
+// /usr; a program in the build tree's tools/ or tests/ finds the build tree's), then where
+// `meson install` puts it (a vendor's program linking the library from elsewhere). No build path
+// is compiled in, so an installed or relocated program never runs a stale build tree's image.
+// Returns the first candidate that passes access(mode), else every candidate tried.
+struct Found {
+    std::string path;
+    std::string tried;
+};
+Found findInstalled(std::initializer_list<const char*> besideProgram, const char* installed, int mode) {
+    std::vector<std::string> candidates;
+    if (const std::string dir = programDirectory(); !dir.empty()) {
+        for (const char* relative : besideProgram) candidates.push_back(dir + "/" + relative);
+    }
+    if (installed != nullptr && *installed != '\0') candidates.emplace_back(installed);
+    Found f;
+    for (const auto& c : candidates) {
+        if (access(c.c_str(), mode) == 0) return {c, {}};
+        f.tried += (f.tried.empty() ? "" : ", ") + c;
+    }
+    return f;
+}
+
+#ifndef NPU_QEMU_IMAGE_INSTALL_PATH
+#define NPU_QEMU_IMAGE_INSTALL_PATH ""
+#endif
+#ifndef NPU_QEMU_BRIDGE_INSTALL_PATH
+#define NPU_QEMU_BRIDGE_INSTALL_PATH ""
+#endif
+
+}  // namespace
+
 Result<QemuPaths> resolveQemuPaths(const QemuOptions& o) {
     QemuPaths p;
     const std::string qemu = o.qemuBinary.empty() ? envOr("NPU_QEMU", "qemu-system-arm") : o.qemuBinary;
@@ -176,27 +222,31 @@ Result<QemuPaths> resolveQemuPaths(const QemuOptions& o) {
                                           " not found (install qemu-system-arm: scripts/setup.sh; " +
                                           "or set NPU_QEMU to the emulator)");
     }
-#ifdef NPU_QEMU_IMAGE_BUILD_PATH
-    const std::string defaultImage = NPU_QEMU_IMAGE_BUILD_PATH;
-#else
-    const std::string defaultImage;
-#endif
-#ifdef NPU_QEMU_BRIDGE_BUILD_PATH
-    const std::string defaultBridge = NPU_QEMU_BRIDGE_BUILD_PATH;
-#else
-    const std::string defaultBridge;
-#endif
-    p.imagePath = o.imagePath.empty() ? envOr("NPU_QEMU_IMAGE", defaultImage) : o.imagePath;
-    if (p.imagePath.empty() || access(p.imagePath.c_str(), R_OK) != 0) {
-        return fail(Error::Kind::kIo, "qemu transport: firmware image '" + p.imagePath +
-                                          "' is missing (build it with " +
-                                          "scripts/cross-build-firmware.sh, or set NPU_QEMU_IMAGE)");
+    p.imagePath = o.imagePath.empty() ? envOr("NPU_QEMU_IMAGE", "") : o.imagePath;
+    if (p.imagePath.empty()) {
+        Found f = findInstalled({"../share/npu-stack/firmware/npu-fw-m55.elf", "../firmware/npu-fw-m55.elf"},
+                                NPU_QEMU_IMAGE_INSTALL_PATH, R_OK);
+        if (f.path.empty()) {
+            return fail(Error::Kind::kIo, "qemu transport: no firmware image (looked for " + f.tried +
+                                              "; build it with scripts/cross-build-firmware.sh, or set " +
+                                              "NPU_QEMU_IMAGE)");
+        }
+        p.imagePath = f.path;
+    } else if (access(p.imagePath.c_str(), R_OK) != 0) {
+        return fail(Error::Kind::kIo, "qemu transport: firmware image '" + p.imagePath + "' is missing");
     }
-    p.bridgePath = o.bridgePath.empty() ? envOr("NPU_QEMU_BRIDGE", defaultBridge) : o.bridgePath;
-    if (p.bridgePath.empty() || access(p.bridgePath.c_str(), X_OK) != 0) {
-        return fail(Error::Kind::kIo, "qemu transport: NPU bridge '" + p.bridgePath +
-                                          "' is missing (build target " +
-                                          "hwsim/npu-qemu-bridge, or set NPU_QEMU_BRIDGE)");
+    p.bridgePath = o.bridgePath.empty() ? envOr("NPU_QEMU_BRIDGE", "") : o.bridgePath;
+    if (p.bridgePath.empty()) {
+        Found f = findInstalled({"npu-qemu-bridge", "../hwsim/npu-qemu-bridge"}, NPU_QEMU_BRIDGE_INSTALL_PATH,
+                                X_OK);
+        if (f.path.empty()) {
+            return fail(Error::Kind::kIo,
+                        "qemu transport: no NPU bridge (looked for " + f.tried +
+                            "; build target hwsim/npu-qemu-bridge, or set NPU_QEMU_BRIDGE)");
+        }
+        p.bridgePath = f.path;
+    } else if (access(p.bridgePath.c_str(), X_OK) != 0) {
+        return fail(Error::Kind::kIo, "qemu transport: NPU bridge '" + p.bridgePath + "' is missing");
     }
     return p;
 }

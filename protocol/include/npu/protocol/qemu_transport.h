@@ -21,9 +21,14 @@
 namespace npu::proto {
 
 struct QemuOptions {
-    std::string qemuBinary;    // empty: $NPU_QEMU, else qemu-system-arm on PATH
-    std::string imagePath;     // empty: $NPU_QEMU_IMAGE, else the build tree's firmware image
-    std::string bridgePath;    // empty: $NPU_QEMU_BRIDGE, else the build tree's npu-qemu-bridge
+    std::string qemuBinary;  // empty: $NPU_QEMU, else qemu-system-arm on PATH
+    // Empty: $NPU_QEMU_IMAGE, else the image relative to the running program (an installed
+    // bin/npu finds ../share/npu-stack/firmware/npu-fw-m55.elf, a program in the build tree's
+    // tools/ or tests/ ../firmware/npu-fw-m55.elf), else where `meson install` puts it.
+    std::string imagePath;
+    // Empty: $NPU_QEMU_BRIDGE, else npu-qemu-bridge beside the running program (installed), or
+    // the build tree's ../hwsim/npu-qemu-bridge, else where `meson install` puts it.
+    std::string bridgePath;
     std::string hwConfigPath;  // the simulated NPU's config (the bridge's --hw-config); empty = defaults
     std::chrono::milliseconds startTimeout{10'000};  // QEMU and the bridge connect within this
     std::chrono::milliseconds writeTimeout{10'000};  // a full request ring that stays full this long fails
