@@ -43,7 +43,8 @@ double medianUs(int iterations, const std::function<bool()>& once) {
 }
 
 // One quantized ADD of two 1x64 tensors, executed through the shim.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why) {
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why,
+              std::map<std::string, double>* perExecution) {
     auto failed = [why](const std::string& step, const std::string& message) {
         if (why != nullptr) *why = step + ": " + message;
         return -1.0;
@@ -67,14 +68,27 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::
     if (!prepared) return failed("prepareModel", prepared.error().message);
     auto request = framework::makeRequest(tc);
     if (!request) return failed("makeRequest", request.error().message);
+    auto before = shim::queryFirmwareCounters(**device);
+    if (perExecution != nullptr && !before) return failed("getCounters", before.error().message);
     std::string lastError;
+    int executions = 0;
     const double us = medianUs(iterations, [&] {
         auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
                                                    std::nullopt);
         if (!r) lastError = r.error().message;
+        ++executions;
         return r.has_value();
     });
-    return us < 0 ? failed("executeSynchronously", lastError) : us;
+    if (us < 0) return failed("executeSynchronously", lastError);
+    if (perExecution != nullptr) {
+        auto after = shim::queryFirmwareCounters(**device);
+        if (!after) return failed("getCounters", after.error().message);
+        for (const auto& [name, value] : *after) {
+            const auto was = before->find(name);
+            (*perExecution)[name] = double(value - (was != before->end() ? was->second : 0)) / executions;
+        }
+    }
+    return us;
 }
 
 namespace {
@@ -150,8 +164,10 @@ std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
 constexpr int kMaxQemuIterations = 300;
 
 // Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails, and the
-// reason goes to stderr.
-void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec) {
+// reason goes to stderr. `mailboxTrips`: register-mailbox round trips per execution, measured
+// by the firmware's own counter.
+void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec,
+                 double* mailboxTrips) {
     proto::QemuOptions options;
     options.hwConfigPath = hwConfigPath;
     const int n = std::min(iterations, kMaxQemuIterations);
@@ -160,11 +176,14 @@ void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, 
     else
         fmt::print(stderr, "npu bench rpc: ping_qemu_us: {}\n", t.error().message);
     std::string why;
+    std::map<std::string, double> perExecution;
     if (auto t = proto::startQemu(options))
-        *exec = execUs(std::move(*t), n, &why);
+        *exec = execUs(std::move(*t), n, &why, &perExecution);
     else
         why = t.error().message;
     if (*exec < 0) fmt::print(stderr, "npu bench rpc: exec_qemu_us: {}\n", why);
+    if (auto trips = perExecution.find("qemu.mailbox_round_trips"); trips != perExecution.end())
+        *mailboxTrips = trips->second;
 }
 
 }  // namespace
@@ -199,8 +218,9 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
     // qemu: measured when qemu-system-arm, the image and the bridge are there; else null with
     // the reason (not an error: the emulator is optional on a development machine).
     double qemuFigures[2] = {-1, -1};
+    double qemuMailboxTrips = -1;
     auto qemuPaths = proto::resolveQemuPaths({});
-    if (qemuPaths) measureQemu(hwConfigPath, iterations, &qemuFigures[0], &qemuFigures[1]);
+    if (qemuPaths) measureQemu(hwConfigPath, iterations, &qemuFigures[0], &qemuFigures[1], &qemuMailboxTrips);
     const std::string qemuSkipped = qemuPaths ? "" : qemuPaths.error().message;
 
     static const char* kKeys[] = {"ping_loopback_us", "ping_unix_us", "exec_loopback_us", "exec_unix_us",
@@ -213,6 +233,7 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
         nlohmann::json j;
         for (int i = 0; i < 5; ++i) j[kKeys[i]] = orNull(figures[i]);
         for (int i = 0; i < 2; ++i) j[kQemuKeys[i]] = orNull(qemuFigures[i]);
+        j["exec_qemu_mailbox_round_trips"] = orNull(qemuMailboxTrips);
         j["iterations"] = iterations;
         j["qemu_iterations"] = std::min(iterations, kMaxQemuIterations);
         if (!qemuSkipped.empty()) j["qemu_skipped"] = qemuSkipped;
@@ -227,6 +248,8 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
             fmt::print("over the emulated Cortex-M55, {} iterations\n",
                        std::min(iterations, kMaxQemuIterations));
             for (int i = 0; i < 2; ++i) fmt::print("  {:<18} {:>9.2f} us\n", kQemuKeys[i], qemuFigures[i]);
+            fmt::print("  register-mailbox round trips per execution (firmware counter): {:.1f}\n",
+                       qemuMailboxTrips);
         } else {
             fmt::print("  qemu figures skipped: {}\n", qemuSkipped);
         }

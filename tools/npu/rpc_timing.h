@@ -1,6 +1,7 @@
 #pragma once
 // Timing pieces shared by the RPC benchmarks (npu bench rpc over every transport).
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,9 @@ double medianUs(int iterations, const std::function<bool()>& once);
 // Median time in microseconds of one quantized ADD of two 1x64 tensors executed through the shim
 // over `transport`; -1 when the device cannot be opened or the model does not run, and then
 // `why` (if given) says which step failed and how.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why = nullptr);
+// `perExecution` (if given) receives, per execution, how much each firmware counter
+// (GetCounters) grew over all of them.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why = nullptr,
+              std::map<std::string, double>* perExecution = nullptr);
 
 }  // namespace npu::tools

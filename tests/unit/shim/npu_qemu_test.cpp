@@ -255,6 +255,9 @@ TEST_CASE(
         CHECK(onQemu.operationCycles == onLoopback.operationCycles);
         CHECK(onQemu.tuningTrials == onLoopback.tuningTrials);
     }
+    auto counters = shim::queryFirmwareCounters(*q.device);
+    REQUIRE(counters.has_value());
+    CHECK((*counters)["qemu.mailbox_failures"] == 0);
     std::string covered;
     for (const auto& [claim, tc] : chosen) covered += describe(claim) + " (" + tc.name + ")\n";
     std::printf("qemu CTS subset: %zu vectors, %zu operation types:\n%s", chosen.size(), operations.size(),
@@ -288,5 +291,11 @@ TEST_CASE("qemu: two emulators started one after the other in one process each e
             REQUIRE(r->deviceCycles == expected.cycles);
             REQUIRE(framework::readOutputs(*request) == expected.outputs);
         }
+        // The firmware's own account: no register access failed, the clock never stepped back.
+        auto counters = shim::queryFirmwareCounters(*q.device);
+        REQUIRE(counters.has_value());
+        CHECK((*counters)["qemu.mailbox_round_trips"] >= 150 * 10);
+        CHECK((*counters)["qemu.mailbox_failures"] == 0);
+        CHECK((*counters)["qemu.clock_backsteps"] == 0);
     }
 }
