@@ -42,12 +42,13 @@ struct Booted {
     std::vector<UniqueFd> fds;
 };
 
-Booted bootAndHello() {
+Booted bootAndHello(const QemuOptions& options = {}) {
     skipUnlessQemuRuns();
-    auto transport = startQemu({});
+    auto transport = startQemu(options);
     REQUIRE(transport.has_value());
     Booted b;
     b.processes = qemuProcesses(**transport);
+    b.transport = transport->get();
     auto client = RpcClient::create(std::move(*transport));
     REQUIRE(client.has_value());
     b.client = std::move(*client);
@@ -265,24 +266,6 @@ struct Corrupter {
     }
 };
 
-Booted bootWith(const QemuOptions& options) {
-    skipUnlessQemuRuns();
-    auto transport = startQemu(options);
-    REQUIRE(transport.has_value());
-    Booted b;
-    b.processes = qemuProcesses(**transport);
-    b.transport = transport->get();
-    auto client = RpcClient::create(std::move(*transport));
-    REQUIRE(client.has_value());
-    b.client = std::move(*client);
-    HelloRequest hello;
-    hello.set_major(1);
-    auto r = b.client->call(METHOD_HELLO, hello, b.hello, 10s, {}, &b.fds);
-    INFO((r ? std::string("ok") : r.error().message));
-    REQUIRE(r.has_value());
-    return b;
-}
-
 }  // namespace
 
 TEST_CASE("a reply frame corrupted on its way from the guest fails only its call, and the channel resyncs",
@@ -290,7 +273,7 @@ TEST_CASE("a reply frame corrupted on its way from the guest fails only its call
     auto corrupter = std::make_shared<Corrupter>();
     QemuOptions options;
     options.replyTap = [corrupter](std::span<uint8_t> bytes) { (*corrupter)(bytes); };
-    Booted b = bootWith(options);
+    Booted b = bootAndHello(options);
     REQUIRE(ping(*b.client, 1).has_value());
 
     // A payload byte (past the 24-byte header): the CRC no longer matches, the header names the
@@ -325,7 +308,7 @@ TEST_CASE("a reply frame corrupted on its way from the guest fails only its call
 
 TEST_CASE("more doorbell bytes than the firmware's UART ring holds: back-pressure, no loss, no damage",
           "[qemu]") {
-    Booted b = bootWith({});
+    Booted b = bootAndHello();
     Transport& transport = *b.transport;
     auto before = counters(*b.client);
     // Keep the firmware busy on its request ring (garbage: no byte is a frame magic, so it only

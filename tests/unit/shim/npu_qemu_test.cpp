@@ -82,15 +82,26 @@ Outcome runOnce(hal::IDevice& device, const framework::TestCase& tc) {
     return o;
 }
 
+// The in-process firmware (loopback) the qemu results are compared with.
+struct Loopback {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::shared_ptr<hal::IDevice> device;
+};
+
+Loopback openLoopback() {
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd));
+    REQUIRE(device.has_value());
+    return {std::move(loop->firmware), *device};
+}
+
 }  // namespace
 
 TEST_CASE("qemu: CONV_2D and FULLY_CONNECTED vectors give loopback's bytes and simulated cycles",
           "[shim][qemu]") {
     QemuDevice q = openQemu();
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
-    REQUIRE(loopback.has_value());
+    Loopback loopback = openLoopback();
     for (const char* name :
          {"conv_quant8", "conv_quant8_large", "conv_quant8_all_inputs_as_internal", "fully_connected_quant8",
           "fully_connected_quant8_2", "fully_connected_quant8_large"}) {
@@ -98,7 +109,7 @@ TEST_CASE("qemu: CONV_2D and FULLY_CONNECTED vectors give loopback's bytes and s
         auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", name);
         REQUIRE(tc.has_value());
         const Outcome onQemu = runOnce(*q.device, *tc);
-        const Outcome onLoopback = runOnce(**loopback, *tc);
+        const Outcome onLoopback = runOnce(*loopback.device, *tc);
         CHECK(onQemu.outputs == onLoopback.outputs);
         CHECK(onQemu.cycles > 0);
         CHECK(onQemu.cycles == onLoopback.cycles);
@@ -236,11 +247,8 @@ TEST_CASE(
     "qemu: the cheapest CTS vector of every operation type the NPU claims gives loopback's bytes and cycles",
     "[shim][qemu]") {
     QemuDevice q = openQemu();
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
-    REQUIRE(loopback.has_value());
-    const auto chosen = cheapestClaimedVectors(**loopback);
+    Loopback loopback = openLoopback();
+    const auto chosen = cheapestClaimedVectors(*loopback.device);
     std::set<hal::OperationType> operations;
     for (const auto& [claim, tc] : chosen) operations.insert(claim.operation);
     // The NPU claims the convolutions, the vector-unit and the copy operations (docs/conformance.md):
@@ -249,7 +257,7 @@ TEST_CASE(
     for (const auto& [claim, tc] : chosen) {
         INFO(describe(claim) << ": " << tc.name);
         const Outcome onQemu = runOnce(*q.device, tc);
-        const Outcome onLoopback = runOnce(**loopback, tc);
+        const Outcome onLoopback = runOnce(*loopback.device, tc);
         CHECK(onQemu.outputs == onLoopback.outputs);
         CHECK(onQemu.cycles == onLoopback.cycles);
         CHECK(onQemu.operationCycles == onLoopback.operationCycles);
@@ -271,11 +279,8 @@ TEST_CASE("qemu: two emulators started one after the other in one process each e
     // firmware's SysTick clock; a clock that stepped back made one of them time out at once.
     auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "conv_quant8");
     REQUIRE(tc.has_value());
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
-    REQUIRE(loopback.has_value());
-    const Outcome expected = runOnce(**loopback, *tc);
+    Loopback loopback = openLoopback();
+    const Outcome expected = runOnce(*loopback.device, *tc);
     for (int emulator = 0; emulator < 2; ++emulator) {
         INFO("emulator " << emulator);
         QemuDevice q = openQemu();
