@@ -93,6 +93,8 @@ TEST_CASE("the firmware image boots under QEMU and answers Hello and Ping over t
     CHECK(c["rpc.arena_peak_bytes"] <= c["rpc.arena_bytes"]);
     CHECK(c["runtime.arena_peak_bytes"] > 0);
     CHECK(c["runtime.arena_peak_bytes"] <= c["runtime.arena_bytes"]);
+    CHECK(c["qemu.ddr_arena_used_bytes"] > 0);  // the DDR the runtime and RPC arenas were carved from
+    CHECK(c["qemu.ddr_arena_used_bytes"] <= c["qemu.ddr_arena_bytes"]);
     CHECK(c["qemu.uart0_rx_interrupts"] > 0);
     CHECK(c["qemu.uart1_rx_interrupts"] > 0);
     CHECK(c["qemu.mailbox_round_trips"] > 0);
