@@ -1,9 +1,9 @@
 // The npu command line over --transport qemu (the firmware image on an emulated Cortex-M55):
-// the demo network bit-identical to loopback with the same cycles, info naming the image, and
-// `npu conformance` running the convolution vectors over it, `npu bench rpc` measuring its figures.
-// (A vector of every operation type
-// the NPU claims, against loopback, is tests/unit/shim/npu_qemu_test.cpp's.) Skipped (exit 77,
-// with the reason) when qemu-system-arm, the image or the bridge is missing.
+// the demo network bit-identical to loopback with the same cycles, info naming the image,
+// `npu conformance` running the convolution vectors over it, and `npu bench rpc` measuring its
+// figures. (A vector of every operation type the NPU claims, against loopback, is
+// tests/unit/shim/npu_qemu_test.cpp's.) Skipped (exit 77, with the reason) when
+// qemu-system-arm, the image or the bridge is missing.
 #include <sys/wait.h>
 
 #include <array>
