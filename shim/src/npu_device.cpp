@@ -303,6 +303,17 @@ public:
         return prepareFromImages(images, deadline);
     }
 
+    Result<std::map<std::string, uint64_t>> counters() {
+        proto::GetCountersRequest request;
+        proto::CountersReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_COUNTERS, request, reply,
+                                  connection_->options().callTimeout, "getCounters"));
+        NPU_TRY(checkStatus(reply.status(), "getCounters"));
+        std::map<std::string, uint64_t> byName;
+        for (const auto& c : reply.counters()) byName[c.name()] = c.value();
+        return byName;
+    }
+
     Result<NpuInfo> info() {
         proto::GetCapabilitiesRequest request;
         proto::CapabilitiesReply reply;
@@ -423,6 +434,13 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
     return npu->info();
+}
+
+Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr)
+        return invalidArgument("queryFirmwareCounters: the device is not an NPU device of this shim");
+    return npu->counters();
 }
 
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {

@@ -1,7 +1,9 @@
 #pragma once
 // Timing pieces shared by the RPC benchmarks (npu bench rpc over every transport).
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "npu/protocol/transport.h"
 
@@ -12,7 +14,11 @@ namespace npu::tools {
 double medianUs(int iterations, const std::function<bool()>& once);
 
 // Median time in microseconds of one quantized ADD of two 1x64 tensors executed through the shim
-// over `transport`; -1 when the device cannot be opened or the model does not run.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations);
+// over `transport`; -1 when the device cannot be opened or the model does not run, and then
+// `why` (if given) says which step failed and how.
+// `perExecution` (if given) receives, per execution, how much each firmware counter
+// (GetCounters) grew over all of them.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why = nullptr,
+              std::map<std::string, double>* perExecution = nullptr);
 
 }  // namespace npu::tools

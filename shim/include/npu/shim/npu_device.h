@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,11 @@ struct NpuInfo {
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
 Result<NpuInfo> queryNpuInfo(hal::IDevice& device);
+
+// The firmware's counters (GetCounters: RPC, runtime and platform entries such as
+// qemu.mailbox_round_trips; docs/protocol.md), by name. INVALID_ARGUMENT when `device` is not
+// an NPU device of this shim.
+Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device);
 
 // What the firmware reported when it compiled a prepared model (all 0 for one loaded from a
 // cache, which is never re-tuned).
