@@ -95,9 +95,10 @@ private:
     hal::Deadline deadline_;
 };
 
-Result<std::shared_ptr<ReferencePreparedModel>> ReferencePreparedModel::create(const hal::Model& model) {
+Result<std::shared_ptr<ReferencePreparedModel>> ReferencePreparedModel::create(
+    const hal::Model& model, std::shared_ptr<hal::BufferRegistry> buffers) {
     NPU_TRY(hal::validateModel(model));
-    std::shared_ptr<ReferencePreparedModel> prepared(new ReferencePreparedModel(model));
+    std::shared_ptr<ReferencePreparedModel> prepared(new ReferencePreparedModel(model, std::move(buffers)));
     NPU_TRY(prepared->prepare());
     return prepared;
 }
@@ -347,11 +348,11 @@ Result<std::vector<RuntimeOperand>> ReferencePreparedModel::runReferenced(
     return outputs;
 }
 
-Result<hal::ExecutionResult> ReferencePreparedModel::executeSynchronously(
+Result<hal::ExecutionResult> ReferencePreparedModel::executeShared(
     const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
     std::optional<std::chrono::nanoseconds> loopTimeout) {
     const auto start = std::chrono::steady_clock::now();
-    if (deadline && start > *deadline) {
+    if (deadline && start >= *deadline) {
         return fail(hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT,
                     "execution: the deadline had passed before it started");
     }
