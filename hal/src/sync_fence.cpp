@@ -1,5 +1,6 @@
 #include "npu/hal/sync_fence.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -88,6 +89,7 @@ Status validateSyncFences(const std::vector<int>& fences) {
 
 Status waitForSyncFences(const std::vector<int>& fences, Clock::time_point until, ErrorStatus onTimeout,
                          int cancelFd) {
+    if (fences.empty()) return {};
     Epoll epoll;
     NPU_TRY(addFences(epoll, fences));
     constexpr uint64_t kCancelKey = ~uint64_t{0};
@@ -129,10 +131,22 @@ Status waitForSyncFences(const std::vector<int>& fences, Clock::time_point until
 }
 
 Result<bool> waitForSyncFence(int fence, std::chrono::milliseconds timeout) {
-    auto waited = waitForSyncFences({fence}, Clock::now() + timeout, ErrorStatus::MISSED_DEADLINE_TRANSIENT);
-    if (waited) return true;
-    if (waited.error().status == ErrorStatus::MISSED_DEADLINE_TRANSIENT) return false;
-    return std::unexpected(waited.error());
+    // One fd: poll() without an epoll instance (a client waits for each execution this way).
+    pollfd p{fence, POLLIN, 0};
+    const auto until = Clock::now() + timeout;
+    while (true) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+        const int n = poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 1000)));
+        if (n < 0 && errno != EINTR)
+            return generalFailure(std::string("sync fence: poll: ") + std::strerror(errno));
+        if (n > 0) {
+            if ((p.revents & POLLNVAL) != 0)
+                return invalidArgument("sync fence fd " + std::to_string(fence) + " is closed");
+            if ((p.revents & POLLIN) != 0) return true;
+            return generalFailure("sync fence fd " + std::to_string(fence) + " reported an error or hung up");
+        }
+        if (Clock::now() >= until) return false;
+    }
 }
 
 }  // namespace npu::hal
