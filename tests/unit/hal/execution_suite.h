@@ -682,3 +682,36 @@ inline void checkDynamicBuffer(IDevice& device) {
 }
 
 }  // namespace npu::hal::test
+
+// The suite as Catch2 test cases named "PREFIX: ...", each on fresh devices from OPEN(), a function
+// returning an object whose `device` member (a std::shared_ptr<hal::IDevice>) stays usable while
+// the object lives. Dynamic-shape buffers (checkDynamicBuffer) are left to each device's file.
+#define NPU_HAL_EXECUTION_CASE(PREFIX, NAME, TAGS, CHECK_CALL) \
+    TEST_CASE(PREFIX ": " NAME, TAGS) {                        \
+        auto d = OPEN_DEVICE();                                \
+        auto other = OPEN_DEVICE();                            \
+        (void)other;                                           \
+        CHECK_CALL;                                            \
+    }
+#define NPU_HAL_EXECUTION_SUITE(PREFIX, TAGS)                                                               \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "asynchronous execution reports through its callback", TAGS,             \
+                           npu::hal::test::checkAsyncExecution(*d.device))                                  \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "fenced execution", TAGS,                                                \
+                           npu::hal::test::checkFencedExecution(*d.device))                                 \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "burst tokens, bad tokens and double release", TAGS,                     \
+                           npu::hal::test::checkBurst(*d.device))                                           \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "reusable execution", TAGS,                                              \
+                           npu::hal::test::checkReusableExecution(*d.device))                               \
+    NPU_HAL_EXECUTION_CASE(PREFIX,                                                                          \
+                           "QualityOfService deadlines NOW, UNLIMITED, SHORT on prepare and execute", TAGS, \
+                           npu::hal::test::checkQualityOfService(*d.device))                                \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "OUTPUT_INSUFFICIENT_SIZE shapes and timing", TAGS,                      \
+                           npu::hal::test::checkShapesAndTiming(*d.device))                                 \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain allocation validation", TAGS,                              \
+                           npu::hal::test::checkAllocateValidation(*d.device, *other.device))               \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain copies with shared memory and mappable files", TAGS,       \
+                           npu::hal::test::checkBufferCopies(*d.device))                                    \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain execution with device memory", TAGS,                       \
+                           npu::hal::test::checkExecutionWithDeviceMemory(*d.device, *other.device))        \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain concurrent reads and writes", TAGS,                        \
+                           npu::hal::test::checkConcurrentBufferAccess(*d.device))

@@ -63,59 +63,8 @@ std::unique_ptr<UnixClients> openUnix(const char* tag) {
 
 }  // namespace
 
-TEST_CASE("npu loopback: asynchronous execution reports through its callback", "[shim][execution]") {
-    auto l = openLoopback();
-    checkAsyncExecution(*l.device);
-}
-
-TEST_CASE("npu loopback: fenced execution", "[shim][execution]") {
-    auto l = openLoopback();
-    checkFencedExecution(*l.device);
-}
-
-TEST_CASE("npu loopback: burst tokens, bad tokens and double release", "[shim][execution]") {
-    auto l = openLoopback();
-    checkBurst(*l.device);
-}
-
-TEST_CASE("npu loopback: reusable execution", "[shim][execution]") {
-    auto l = openLoopback();
-    checkReusableExecution(*l.device);
-}
-
-TEST_CASE("npu loopback: QualityOfService deadlines NOW, UNLIMITED, SHORT on prepare and execute",
-          "[shim][execution]") {
-    auto l = openLoopback();
-    checkQualityOfService(*l.device);
-}
-
-TEST_CASE("npu loopback: OUTPUT_INSUFFICIENT_SIZE shapes and timing", "[shim][execution]") {
-    auto l = openLoopback();
-    checkShapesAndTiming(*l.device);
-}
-
-TEST_CASE("npu loopback: MemoryDomain allocation validation", "[shim][memory-domain]") {
-    auto l = openLoopback();
-    auto other = openLoopback();
-    checkAllocateValidation(*l.device, *other.device);
-}
-
-TEST_CASE("npu loopback: MemoryDomain copies with shared memory and mappable files",
-          "[shim][memory-domain]") {
-    auto l = openLoopback();
-    checkBufferCopies(*l.device);
-}
-
-TEST_CASE("npu loopback: MemoryDomain execution with device memory", "[shim][memory-domain]") {
-    auto l = openLoopback();
-    auto other = openLoopback();
-    checkExecutionWithDeviceMemory(*l.device, *other.device);
-}
-
-TEST_CASE("npu loopback: MemoryDomain concurrent reads and writes", "[shim][memory-domain]") {
-    auto l = openLoopback();
-    checkConcurrentBufferAccess(*l.device);
-}
+#define OPEN_DEVICE openLoopback
+NPU_HAL_EXECUTION_SUITE("npu loopback", "[shim][execution]")
 
 TEST_CASE("npu loopback: MemoryDomain dynamic shapes", "[shim][memory-domain]") {
     auto l = openLoopback();
