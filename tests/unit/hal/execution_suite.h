@@ -24,6 +24,7 @@
 
 #include "npu/hal/device.h"
 #include "npu/hal/execution_callback.h"
+#include "npu/hal/prepared_model_base.h"
 #include "npu/hal/sync_fence.h"
 
 namespace npu::hal::test {
@@ -427,6 +428,53 @@ inline void checkShapesAndTiming(IDevice& device) {
     CHECK(badMeasure.error().status == ErrorStatus::INVALID_ARGUMENT);
 }
 
+// Two outputs (a + b twice): an OUTPUT_INSUFFICIENT_SIZE names the needed shape of every output.
+inline void checkEveryOutputShape(IDevice& device) {
+    Model model = addModel();
+    Operand second = model.main.operands[3];
+    model.main.operands.push_back(second);
+    model.main.operations.push_back({OperationType::ADD, {0, 1, 2}, {4}});
+    model.main.outputIndexes = {3, 4};
+    auto prepared = prepare(device, model);
+    auto r = addRequest(2, 2);
+    auto out2 = Memory::create(2);  // the second output needs 4 bytes
+    r.request.pools.push_back(std::shared_ptr<Memory>(std::move(out2)));
+    r.request.outputs.push_back({false, {1, 0, 2, 0}, {}});
+    auto result = prepared->executeSynchronously(r.request, MeasureTiming::YES, std::nullopt, std::nullopt);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().status == ErrorStatus::OUTPUT_INSUFFICIENT_SIZE);
+    REQUIRE(result.error().outputShapes.size() == 2);
+    for (const auto& shape : result.error().outputShapes)
+        CHECK(shape.dimensions == std::vector<uint32_t>{1, 4});
+    CHECK(result.error().outputShapes[0].isSufficient);
+    CHECK_FALSE(result.error().outputShapes[1].isSufficient);
+}
+
+// The asynchronous executions in flight per prepared model are bounded: fenced executions held
+// by a fence fill every place, one more is RESOURCE_EXHAUSTED_TRANSIENT, and all finish once the
+// fence signals.
+inline void checkInFlightLimit(IDevice& device, size_t limit) {
+    auto prepared = prepare(device);
+    auto r = addRequest(1, 1);
+    EventFd gate;
+    std::vector<FencedResult> held;
+    for (size_t i = 0; i < limit; ++i) {
+        auto fenced = prepared->executeFenced(r.request, {gate.fd}, MeasureTiming::NO, std::nullopt,
+                                              std::nullopt, std::nullopt);
+        REQUIRE(fenced.has_value());
+        held.push_back(*fenced);
+    }
+    auto callback = std::make_shared<ExecutionCallback>();
+    auto refused = prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, callback);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().status == ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT);
+    gate.signal();
+    for (const auto& f : held) CHECK(finishedInfo(f).status == ErrorStatus::NONE);
+    REQUIRE(
+        prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, callback).has_value());
+    CHECK(callback->wait(kWait).has_value());
+}
+
 // ---- memory domains --------------------------------------------------------------------------
 
 inline BufferRole role(uint32_t ioIndex, uint32_t modelIndex = 0, float probability = 1.0f) {
@@ -705,6 +753,11 @@ inline void checkDynamicBuffer(IDevice& device) {
     NPU_HAL_EXECUTION_CASE(PREFIX,                                                                          \
                            "QualityOfService deadlines NOW, UNLIMITED, SHORT on prepare and execute", TAGS, \
                            npu::hal::test::checkQualityOfService(*d.device))                                \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "OUTPUT_INSUFFICIENT_SIZE names every output's shape", TAGS,             \
+                           npu::hal::test::checkEveryOutputShape(*d.device))                                \
+    NPU_HAL_EXECUTION_CASE(                                                                                 \
+        PREFIX, "asynchronous executions in flight are bounded", TAGS,                                      \
+        npu::hal::test::checkInFlightLimit(*d.device, npu::hal::PreparedModelBase::kMaxAsyncExecutions))    \
     NPU_HAL_EXECUTION_CASE(PREFIX, "OUTPUT_INSUFFICIENT_SIZE shapes and timing", TAGS,                      \
                            npu::hal::test::checkShapesAndTiming(*d.device))                                 \
     NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain allocation validation", TAGS,                              \
