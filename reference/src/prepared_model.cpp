@@ -254,8 +254,9 @@ Status ReferencePreparedModel::bindInputs(const hal::Request& request, std::vect
         const auto* memory =
             std::get_if<std::shared_ptr<hal::Memory>>(&request.pools[arg.location.poolIndex]);
         if (memory == nullptr || !*memory) {
-            return invalidArgument(where +
-                                   "driver-managed buffers are not supported by the reference device");
+            // PreparedModelBase resolves driver-managed buffer tokens to their memory first.
+            return generalFailure(where + "pool " + std::to_string(arg.location.poolIndex) +
+                                  " is not shared memory (an unresolved buffer token)");
         }
         if (size_t{arg.location.offset} + arg.location.length > (*memory)->size()) {
             return invalidArgument(where + "location beyond the end of pool " +

@@ -42,8 +42,6 @@ std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const 
     return std::min(classTimeout, std::max(left, std::chrono::milliseconds(1)));
 }
 
-// Every execution mode comes from hal::PreparedModelBase (docs/execution.md); this class runs
-// one request whose pools are shared memory, staged through the host window.
 // A call that ran out of time after the caller's deadline passed missed its deadline: the
 // device is not unavailable for that (QoS, docs/execution.md).
 Status missedIfLate(Status status, const hal::Deadline& deadline) {
@@ -55,6 +53,8 @@ Status missedIfLate(Status status, const hal::Deadline& deadline) {
                 "the deadline passed before the firmware answered (" + status.error().message + ")");
 }
 
+// Every execution mode comes from hal::PreparedModelBase (docs/execution.md); this class runs
+// one request whose pools are shared memory, staged through the host window.
 class NpuPreparedModel final : public hal::PreparedModelBase {
 public:
     NpuPreparedModel(std::shared_ptr<Connection> connection, std::shared_ptr<hal::BufferRegistry> buffers,
