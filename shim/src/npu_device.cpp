@@ -8,6 +8,7 @@
 #include "compilation_cache.h"
 #include "connection.h"
 #include "marshal.h"
+#include "npu/hal/prepared_model_base.h"
 #include "npu/hal/validation.h"
 #include "npu/protocol/vlog.h"
 
@@ -41,18 +42,35 @@ std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const 
     return std::min(classTimeout, std::max(left, std::chrono::milliseconds(1)));
 }
 
-class NpuPreparedModel final : public hal::IPreparedModel {
+// A call that ran out of time after the caller's deadline passed missed its deadline: the
+// device is not unavailable for that (QoS, docs/execution.md).
+Status missedIfLate(Status status, const hal::Deadline& deadline) {
+    if (status || !deadline || status.error().status != hal::ErrorStatus::DEVICE_UNAVAILABLE ||
+        Clock::now() < *deadline) {
+        return status;
+    }
+    return fail(hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT,
+                "the deadline passed before the firmware answered (" + status.error().message + ")");
+}
+
+// Every execution mode comes from hal::PreparedModelBase (docs/execution.md); this class runs
+// one request whose pools are shared memory, staged through the host window.
+class NpuPreparedModel final : public hal::PreparedModelBase {
 public:
-    NpuPreparedModel(std::shared_ptr<Connection> connection, uint32_t handle, hal::Model ioModel,
-                     NpuCompileInfo compileInfo = {})
-        : connection_(std::move(connection)),
+    NpuPreparedModel(std::shared_ptr<Connection> connection, std::shared_ptr<hal::BufferRegistry> buffers,
+                     uint32_t handle, hal::Model ioModel, NpuCompileInfo compileInfo = {})
+        : PreparedModelBase(std::move(buffers)),
+          connection_(std::move(connection)),
           handle_(handle),
           model_(std::move(ioModel)),
           compileInfo_(compileInfo) {}
 
     const NpuCompileInfo& compileInfo() const { return compileInfo_; }
 
+    const hal::Model& ioModel() const override { return model_; }
+
     ~NpuPreparedModel() override {
+        stopAsyncExecutions();  // before the firmware lets go of the model
         proto::ReleaseModelRequest request;
         request.set_model_handle(handle_);
         proto::ReleaseModelReply reply;
@@ -61,9 +79,10 @@ public:
                                 connection_->options().callTimeout, "releaseModel");
     }
 
-    Result<hal::ExecutionResult> executeSynchronously(
-        const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
-        std::optional<std::chrono::nanoseconds> loopTimeout) override {
+protected:
+    Result<hal::ExecutionResult> executeShared(const hal::Request& request, hal::MeasureTiming measure,
+                                               const hal::Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> loopTimeout) override {
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, model_));
         if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
@@ -89,12 +108,14 @@ public:
                 out->set_has_no_value(true);
                 return {};
             }
-            const auto& pool = request.pools[arg.location.poolIndex];
-            if (const uint32_t* token = std::get_if<uint32_t>(&pool)) {
-                out->set_buffer_token(*token);
-                return {};
+            // Driver-managed buffers were resolved to their shared memory by PreparedModelBase.
+            const auto* pool =
+                std::get_if<std::shared_ptr<hal::Memory>>(&request.pools[arg.location.poolIndex]);
+            if (pool == nullptr || !*pool) {
+                return generalFailure("execute: pool " + std::to_string(arg.location.poolIndex) +
+                                      " is not shared memory (an unresolved buffer token)");
             }
-            const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
+            const auto& memory = *pool;
             auto addr = window.allocate(arg.location.length);
             if (!addr) {
                 return fail(addr.error().status, std::string(isInput ? "input " : "output ") +
@@ -122,8 +143,10 @@ public:
             NPU_TRY(connection_->pushWindow(blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
         }
         proto::ExecuteReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_EXECUTE, wire, reply,
-                                  waitFor(connection_->options().executeTimeout, deadline), "execute"));
+        NPU_TRY(missedIfLate(
+            connection_->call(proto::METHOD_EXECUTE, wire, reply,
+                              waitFor(connection_->options().executeTimeout, deadline), "execute"),
+            deadline));
 
         if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {
             Error e{hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE, "execute: " + reply.status().message(), {}};
@@ -259,8 +282,10 @@ public:
         request.set_deadline_ns(budgetNs(deadline));
         request.set_no_autotune(!connection_->options().autotune);
         proto::PrepareModelReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
-                                  waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"));
+        NPU_TRY(missedIfLate(
+            connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
+                              waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"),
+            deadline));
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
         const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
         if (compiled.tuningTrials > 0) {
@@ -271,7 +296,7 @@ public:
 
         // The prepared model keeps the model for request validation (its I/O operands).
         auto prepared =
-            std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), model, compiled);
+            std::make_shared<NpuPreparedModel>(connection_, buffers_, reply.model_handle(), model, compiled);
         if (cache != nullptr) {
             // Caching never fails the compilation (the VTS caching tests expect the prepared
             // model even when the files cannot be used); the caller's next load fails instead.
@@ -312,6 +337,15 @@ public:
         std::map<std::string, uint64_t> byName;
         for (const auto& c : reply.counters()) byName[c.name()] = c.value();
         return byName;
+    }
+
+    // Memory domains, first step: the buffer lives in host shared memory held by the shim and is
+    // staged through the host window at each execution like any request pool (docs/execution.md).
+    Result<hal::DeviceBuffer> allocate(
+        const hal::BufferDesc& desc, const std::vector<std::shared_ptr<hal::IPreparedModel>>& preparedModels,
+        const std::vector<hal::BufferRole>& inputRoles,
+        const std::vector<hal::BufferRole>& outputRoles) override {
+        return hal::allocateDeviceBuffer(buffers_, desc, preparedModels, inputRoles, outputRoles);
     }
 
     Result<NpuInfo> info() {
@@ -415,15 +449,18 @@ private:
         if (reply.num_inputs() != decoded.ioModel.main.inputIndexes.size() ||
             reply.num_outputs() != decoded.ioModel.main.outputIndexes.size()) {
             // Wrapping the handle releases it in the firmware when `loaded` goes out of scope.
-            auto loaded = std::make_shared<NpuPreparedModel>(connection_, reply.model_handle(), hal::Model{});
+            auto loaded =
+                std::make_shared<NpuPreparedModel>(connection_, buffers_, reply.model_handle(), hal::Model{});
             return generalFailure(
                 "prepareModelFromCache: the cached blob's I/O counts do not match its model cache");
         }
-        return std::make_shared<NpuPreparedModel>(
-            connection_, reply.model_handle(), std::move(decoded.ioModel), NpuCompileInfo{.fromCache = true});
+        return std::make_shared<NpuPreparedModel>(connection_, buffers_, reply.model_handle(),
+                                                  std::move(decoded.ioModel),
+                                                  NpuCompileInfo{.fromCache = true});
     }
 
     std::shared_ptr<Connection> connection_;
+    std::shared_ptr<hal::BufferRegistry> buffers_ = std::make_shared<hal::BufferRegistry>();
     std::mutex cacheMutex_;
     std::unique_ptr<CompilationCache> cache_;
 };

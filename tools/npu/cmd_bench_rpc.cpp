@@ -42,15 +42,7 @@ double medianUs(int iterations, const std::function<bool()>& once) {
     return us[us.size() / 2];
 }
 
-// One quantized ADD of two 1x64 tensors, executed through the shim.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why,
-              std::map<std::string, double>* perExecution) {
-    auto failed = [why](const std::string& step, const std::string& message) {
-        if (why != nullptr) *why = step + ": " + message;
-        return -1.0;
-    };
-    auto device = shim::createNpuDevice(std::move(transport));
-    if (!device) return failed("opening the device", device.error().message);
+framework::TestCase oneAddCase() {
     ModelBuilder b;
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
     uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
@@ -64,6 +56,19 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::
     tc.expectedOutputs = {std::vector<uint8_t>(64)};
     tc.expectedOutputDims = {{1, 64}};
     tc.outputIgnored = {false};
+    return tc;
+}
+
+// One quantized ADD of two 1x64 tensors, executed through the shim.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why,
+              std::map<std::string, double>* perExecution) {
+    auto failed = [why](const std::string& step, const std::string& message) {
+        if (why != nullptr) *why = step + ": " + message;
+        return -1.0;
+    };
+    auto device = shim::createNpuDevice(std::move(transport));
+    if (!device) return failed("opening the device", device.error().message);
+    const framework::TestCase tc = oneAddCase();
     auto prepared = (*device)->prepareModel(tc.model);
     if (!prepared) return failed("prepareModel", prepared.error().message);
     auto request = framework::makeRequest(tc);
@@ -91,22 +96,6 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::
     return us;
 }
 
-namespace {
-
-double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
-    auto rpc = proto::RpcClient::create(std::move(transport));
-    if (!rpc) return -1.0;
-    uint64_t nonce = 0;
-    return medianUs(iterations, [&] {
-        proto::PingRequest request;
-        request.set_nonce(++nonce);
-        proto::PingReply reply;
-        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
-        return r.has_value() && reply.nonce() == nonce;
-    });
-}
-
-// The floor: 32-byte messages echoed over a connected AF_UNIX stream socket by a second thread.
 double bareSocketUs(int iterations) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1.0;
@@ -140,11 +129,6 @@ double bareSocketUs(int iterations) {
     return us;
 }
 
-// A firmware host serving one Unix-socket connection from a thread of this process.
-struct UnixFirmware {
-    std::unique_ptr<fw::host::FirmwareHost> firmware;
-    std::unique_ptr<proto::Transport> client;
-};
 std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
                                               const fw::host::FirmwareHostConfig& config) {
     auto listener = proto::UnixListener::listen(path);
@@ -157,6 +141,21 @@ std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
     if (!server) return std::nullopt;
     (*fw)->start(std::move(*server));
     return UnixFirmware{std::move(*fw), std::move(*client)};
+}
+
+namespace {
+
+double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+    auto rpc = proto::RpcClient::create(std::move(transport));
+    if (!rpc) return -1.0;
+    uint64_t nonce = 0;
+    return medianUs(iterations, [&] {
+        proto::PingRequest request;
+        request.set_nonce(++nonce);
+        proto::PingReply reply;
+        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
+        return r.has_value() && reply.nonce() == nonce;
+    });
 }
 
 // Over the emulated Cortex-M55 every round trip crosses QEMU's UART and the DDR ring, so it

@@ -20,6 +20,8 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
 int cmdList(const std::string& file, const std::vector<std::string>& filters, bool json);
 int cmdDemo(const DeviceChoice& choice, bool json);
 int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath);
+// npu bench exec: per-execution overhead of sync, async, fenced and burst (cmd_bench_exec.cpp).
+int cmdBenchExec(bool json, int iterations, const std::string& hwConfigPath);
 // npu bench rpc --transport usb (cmd_bench_usb.cpp): the RPC figures over USB next to a raw
 // libusb bulk echo of the same device.
 int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice);

@@ -91,6 +91,16 @@ int main(int argc, char** argv) {
     benchRpc->add_option("--hw-config", benchHwConfig, "the simulated NPU's config JSON (docs/hw-config.md)")
         ->check(CLI::ExistingFile);
 
+    auto* benchExec = bench->add_subcommand(
+        "exec",
+        "Per-execution overhead of sync, async, fenced and burst over loopback and unix, and a bare socket");
+    benchExec->add_flag("--json", json, "print JSON");
+    benchExec->add_option("--iterations", iterations, "executions per figure")
+        ->check(CLI::Range(10, 1000000))
+        ->capture_default_str();
+    benchExec->add_option("--hw-config", benchHwConfig, "the simulated NPU's config JSON (docs/hw-config.md)")
+        ->check(CLI::ExistingFile);
+
     auto* benchCache = bench->add_subcommand(
         "cache",
         "Compile vs. prepare-from-cache of the largest model the NPU compiles, and hashing throughput");
@@ -150,6 +160,7 @@ int main(int argc, char** argv) {
     if (benchRpc->parsed() && benchTransport == "usb")
         return npu::tools::cmdBenchRpcUsb(json, iterations, choice.usbDevice);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations, benchHwConfig);
+    if (benchExec->parsed()) return npu::tools::cmdBenchExec(json, iterations, benchHwConfig);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations, benchHwConfig);
     if (benchSimCli.parsed()) return benchSimCli.run();
     if (simCli.parsed()) return simCli.run();
