@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "npu.pb.h"
+#include "npu/protocol/ddr_ring.h"
 #include "npu/protocol/frame.h"
 #include "npu/protocol/rpc_client.h"
 
@@ -316,7 +317,7 @@ TEST_CASE("more doorbell bytes than the firmware's UART ring holds: back-pressur
     // Keep the firmware busy on its request ring (garbage: no byte is a frame magic, so it only
     // counts them) while doorbells arrive faster than its main loop reads them: its UART0 receive
     // ring (256 bytes) fills, the RX interrupt pauses, and QEMU stops taking bytes from the socket.
-    constexpr size_t kGarbage = 3u << 20;
+    constexpr size_t kGarbage = kQemuRingBytes - 4096;  // all the request ring holds, at once
     constexpr size_t kDoorbells = 2048;
     const std::vector<uint8_t> garbage(kGarbage, 0x00);
     size_t rounds = 0;
@@ -328,7 +329,7 @@ TEST_CASE("more doorbell bytes than the firmware's UART ring holds: back-pressur
         // Requests ride in the DDR ring, not behind the doorbells: this Ping may overtake them.
         REQUIRE(ping(*b.client, rounds, 60s).has_value());
         after = counters(*b.client);
-    } while (after["qemu.uart_rx_ring_full"] == before["qemu.uart_rx_ring_full"] && rounds < 4);
+    } while (after["qemu.uart_rx_ring_full"] == before["qemu.uart_rx_ring_full"] && rounds < 8);
     INFO("rounds " << rounds);
     // Every doorbell still reaches the firmware, however long the back-pressure lasted (bounded
     // wait: QEMU feeds the guest a byte per main-loop iteration).
