@@ -128,6 +128,7 @@ private:
     void emitPool(BlobWriter& w, const OpPlan& plan);
     void emitCopy(BlobWriter& w, const OpPlan& plan);
     void emitPad(BlobWriter& w, const OpPlan& plan);
+    void emitSoftmax(BlobWriter& w, const OpPlan& plan);
     void emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in, const OperandDesc& out,
                    uint32_t sramAddr);
 
@@ -433,7 +434,9 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
     const uint64_t outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
     const uint32_t k = p.depthwise ? p.kh * p.kw : p.kh * p.kw * p.cin;
-    // The input rows a tile needs, clipped to the image (padding rows are never loaded).
+    // The input rows a tile needs, clipped to the image (padding rows are never loaded). A tile
+    // whose windows all lie in the padding (end == first) gets one row of zero points instead:
+    // every tap then adds nothing, so its outputs are bias-only through the same REQUANT.
     auto window = [&](uint32_t t, uint32_t* b, uint32_t* r0, uint32_t* mt, uint32_t* first, uint32_t* end,
                       uint32_t* padTop) {
         *b = t / tilesPerImage;
@@ -441,9 +444,9 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
         *mt = std::min(m, p.outH - *r0);
         const int64_t y0 = int64_t{*r0} * p.strideY - p.padTop;
         const int64_t y1 = int64_t{*r0 + *mt - 1} * p.strideY - p.padTop + static_cast<int64_t>(effH);
-        *first = static_cast<uint32_t>(std::max<int64_t>(0, y0));
-        *end = static_cast<uint32_t>(std::min<int64_t>(p.inH, y1));
-        *padTop = static_cast<uint32_t>(*first - y0);
+        *first = static_cast<uint32_t>(std::clamp<int64_t>(y0, 0, p.inH));
+        *end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
+        *padTop = *end > *first ? static_cast<uint32_t>(*first - y0) : 0;
     };
     emitMacOp(
         w, plan, k, p.cout, model_.operands[p.filter], model_.operands[p.bias], p.batch * tilesPerImage,
@@ -451,6 +454,14 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
         [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
             uint32_t b, r0, mt, first, end, padTop;
             window(t, &b, &r0, &mt, &first, &end, &padTop);
+            if (end == first) {  // all padding: one row of zero points (see window)
+                isa::DmaBox fill;
+                fill.sramAddr = sram;
+                fill.innerBytes = p.inW * (p.depthwise ? ct : p.cin);
+                w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
+                                    static_cast<uint32_t>(plan.zpIn) & 0xFF));
+                return;
+            }
             if (p.depthwise) {
                 emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
                 return;
@@ -479,7 +490,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
             window(t, &b, &r0, &mt, &first, &end, &padTop);
             isa::ConvDesc d;
             d.ifmAddr = sram;
-            d.ifmH = end - first;
+            d.ifmH = std::max(end - first, 1u);
             d.ifmW = p.inW;
             d.ifmC = p.depthwise ? ct : p.cin;
             d.ifmRowStride = p.inW * d.ifmC;
@@ -931,6 +942,51 @@ void ModelCompiler::emitPad(BlobWriter& w, const OpPlan& plan) {
         [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, true)); });
 }
 
+// SOFTMAX: tiles of whole slabs (outer index) loaded, computed by SOFTMAX commands and stored in
+// a double-buffered pipeline; the tensor is contiguous, so each tile is one 1-D copy each way.
+void ModelCompiler::emitSoftmax(BlobWriter& w, const OpPlan& plan) {
+    const SoftmaxPlan& p = plan.softmax;
+    const uint32_t buffer = softmaxBufferBytes(target_);
+    const uint32_t slab = p.len * p.inner;
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    auto slabsOf = [&](uint32_t t) { return std::min(p.slabTile, p.outer - t * p.slabTile); };
+    auto box = [&](uint32_t t, uint32_t sram) {
+        isa::DmaBox d;
+        d.dramOffset = uint64_t{t} * p.slabTile * slab;
+        d.sramAddr = sram;
+        d.innerBytes = slabsOf(t) * slab;
+        return d;
+    };
+    emitPipeline(
+        w, (p.outer + p.slabTile - 1) / p.slabTile,
+        [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, box(t, (t % 2) * buffer)); },
+        [&](uint32_t t) {
+            isa::SoftmaxDesc d;
+            d.cols = p.len;
+            d.multiplier = p.multiplier;
+            d.leftShift = p.leftShift;
+            d.diffMin = p.diffMin;
+            const uint32_t flags = plan.signedIn ? isa::softmax::kFlagSigned : 0u;
+            if (p.inner == 1) {  // one row per slab: the whole tile in one command
+                d.rows = slabsOf(t);
+                d.inAddr = (t % 2) * buffer;
+                d.outAddr = (2 + t % 2) * buffer;
+                d.inRowStride = d.outRowStride = p.len;
+                w.emit(isa::makeSoftmax(d, flags));
+                return;
+            }
+            for (uint32_t k = 0; k < slabsOf(t); ++k) {  // `inner` rows, elements `inner` apart
+                d.rows = p.inner;
+                d.inAddr = (t % 2) * buffer + k * slab;
+                d.outAddr = (2 + t % 2) * buffer + k * slab;
+                d.inRowStride = d.outRowStride = 1;
+                d.inColStride = d.outColStride = p.inner;
+                w.emit(isa::makeSoftmax(d, flags));
+            }
+        },
+        [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, box(t, (2 + t % 2) * buffer)); });
+}
+
 void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
     for (uint32_t i = 0; i < model_.operandCount; ++i) constOffset_[i] = 0;
     for (uint32_t o = 0; o < model_.operationCount; ++o) {
@@ -958,6 +1014,9 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpPad:
             case hal::kOpPadV2:
                 emitPad(w, plan);
+                break;
+            case hal::kOpSoftmax:
+                emitSoftmax(w, plan);
                 break;
             default:
                 if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 
 namespace npu::fw {
@@ -394,17 +395,13 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     }
     p.outH = static_cast<uint32_t>(outH);
     p.outW = static_cast<uint32_t>(outW);
-    // NPU limits: 16-bit tile fields, and every output row must touch a real input row (the
-    // row tiler never loads an empty input window).
+    // NPU limits: 16-bit tile fields. (Output rows whose window lies wholly in the padding are
+    // computed from a row of zero points: bias only, as the reference.)
     if (p.inH > kMax16 || p.inW > kMax16 || p.kh > kMax16 || p.kw > kMax16 || p.strideX > kMax16 ||
-        p.strideY > kMax16 || p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.outH > kMax16 ||
-        p.outW > kMax16) {
+        p.strideY > kMax16 || p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.padTop > kMax16 ||
+        p.outH > kMax16 || p.outW > kMax16) {
         return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
     }
-    if (p.padTop >= effH || p.padBottom >= effH)
-        return c.fail("top/bottom padding %" PRIu32 "/%" PRIu32
-                      " not smaller than the dilated filter height %llu (not supported)",
-                      p.padTop, p.padBottom, static_cast<unsigned long long>(effH));
 
     // Tiling.
     const uint64_t k = dw ? uint64_t{p.kh} * p.kw : uint64_t{p.kh} * p.kw * p.cin;
@@ -990,6 +987,81 @@ FwStatus planPad(const Checker& c, OpPlan* plan) {
     return FwStatus::okStatus();
 }
 
+// ---- SOFTMAX -----------------------------------------------------------------------------------
+
+// A constant FLOAT32 scalar.
+FwStatus floatScalar(const Checker& c, uint32_t i, float* value) {
+    if (!c.inputExists(i)) return c.fail("input %" PRIu32 " (scalar) has no value", i);
+    const OperandDesc& d = c.in(i);
+    if (d.type != hal::kFloat32)
+        return c.fail("input %" PRIu32 " (operand %" PRIu32 ") has type %" PRIu32 ", expected FLOAT32", i,
+                      c.op.inputs[i], d.type);
+    const uint8_t* p = constantData(c.target, d);
+    if ((d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) || p == nullptr ||
+        d.dataLength != 4)
+        return c.fail("input %" PRIu32 " (operand %" PRIu32 ") must be a 4-byte constant", i, c.op.inputs[i]);
+    const uint32_t bits = static_cast<uint32_t>(readI32(p, 0));
+    std::memcpy(value, &bits, 4);
+    return FwStatus::okStatus();
+}
+
+// SOFTMAX (TENSOR_QUANT8_ASYMM / _SIGNED): the reference's integer algorithm (TFLite's), run by
+// the vector unit's SOFTMAX command with the parameters computed here.
+FwStatus planSoftmax(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    SoftmaxPlan& p = plan->softmax;
+    if (op.inputCount != 2 && op.inputCount != 3)
+        return c.fail("has %" PRIu32 " inputs; SOFTMAX takes 2 or 3", op.inputCount);
+    FwStatus st = c.dataTensor(0, "input", 1, 4);
+    if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (!(st = sameShape(c, input, output)).ok()) return st;
+    const int32_t zp = plan->signedOut ? -128 : 0;
+    if (output.scale != 1.0f / 256 || output.zeroPoint != zp)
+        return c.fail("output scale %g / zero point %" PRId32
+                      "; SOFTMAX outputs scale 1/256, zero point %" PRId32,
+                      output.scale, output.zeroPoint, zp);
+    float beta = 0;
+    if (!(st = floatScalar(c, 1, &beta)).ok()) return st;
+    int32_t axis = -1;
+    if (op.inputCount == 3 && !(st = c.scalar(2, hal::kInt32, &axis)).ok()) return st;
+    const int32_t rank = static_cast<int32_t>(input.rank);
+    if (axis < -rank || axis >= rank)
+        return c.fail("axis %" PRId32 " out of range for rank %" PRId32, axis, rank);
+    const uint32_t ax = static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+    SoftmaxParams sp;
+    if (!(beta > 0) || !softmaxParams(beta, input.scale, &sp))
+        return c.fail(
+            "beta %g with input scale %g: beta * scale * 2^26 must lie in (1, 2^31) (TFLite's "
+            "integer softmax; a left shift above 31 would overflow)",
+            beta, input.scale);
+    uint64_t outer = 1, inner = 1;
+    for (uint32_t k = 0; k < ax; ++k) outer *= input.dims[k];
+    for (uint32_t k = ax + 1; k < input.rank; ++k) inner *= input.dims[k];
+    p.len = input.dims[ax];
+    if (p.len > isa::softmax::kMaxRowLength)
+        return c.fail("axis length %" PRIu32 " over %" PRIu32
+                      " (the Q12.19 sum of exponentials could overflow)",
+                      p.len, isa::softmax::kMaxRowLength);
+    const uint64_t slab = uint64_t{p.len} * inner;
+    const uint32_t buffer = softmaxBufferBytes(c.target);
+    if (slab > buffer)
+        return c.fail("one softmax slab (%" PRIu32 " x %llu bytes) does not fit a %" PRIu32
+                      "-byte scratchpad tile",
+                      p.len, static_cast<unsigned long long>(inner), buffer);
+    p.input = op.inputs[0];
+    p.output = op.outputs[0];
+    p.outer = static_cast<uint32_t>(outer);
+    p.inner = static_cast<uint32_t>(inner);
+    p.slabTile = static_cast<uint32_t>(std::min<uint64_t>(outer, buffer / slab));
+    p.multiplier = sp.multiplier;
+    p.leftShift = sp.leftShift;
+    p.diffMin = sp.diffMin;
+    return FwStatus::okStatus();
+}
+
 }  // namespace
 
 const char* operationName(uint32_t type) {
@@ -1036,6 +1108,8 @@ const char* operationName(uint32_t type) {
             return "SQUEEZE";
         case hal::kOpHardSwish:
             return "HARD_SWISH";
+        case hal::kOpSoftmax:
+            return "SOFTMAX";
         default:
             return "operation";
     }
@@ -1108,6 +1182,8 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpPad:
         case hal::kOpPadV2:
             return planPad(c, plan);
+        case hal::kOpSoftmax:
+            return planSoftmax(c, plan);
         default:
             if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,

@@ -28,6 +28,9 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
                           kOpRelu = 19, kOpRelu1 = 20, kOpRelu6 = 21, kOpReshape = 22, kOpTanh = 28,
                           kOpSqueeze = 34, kOpSub = 36, kOpMul = 18, kOpMaximum = 65, kOpMinimum = 66,
                           kOpPad = 32, kOpPadV2 = 69, kOpHardSwish = 99;
+// Numbers of HAL OperationType (tests/unit/firmware/test_softmax.cpp checks them against the enum).
+inline constexpr uint32_t kOpSoftmax = 25, kOpGroupedConv2d = 55, kOpTransposeConv2d = 91;
+inline constexpr uint32_t kFloat32 = 0;
 // ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
 constexpr bool isBinaryOp(uint32_t type) {
     return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
@@ -124,6 +127,19 @@ struct PadPlan {
     uint8_t value = 0;
 };
 
+// SOFTMAX over axis a of a tensor viewed as [outer, len, inner] (len: the axis): `slabTile` slabs
+// of len x inner bytes per double-buffered tile; a SOFTMAX command per slab (`inner` rows whose
+// elements lie `inner` bytes apart) or, when inner == 1, one per tile (a row per slab).
+struct SoftmaxPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t outer = 0, len = 0, inner = 0, slabTile = 0;
+    int32_t multiplier = 0, leftShift = 0, diffMin = 0;
+};
+// The SOFTMAX scratchpad: two input and two output tile buffers of this many bytes.
+inline uint32_t softmaxBufferBytes(const CompileTarget& t) {
+    return t.scratchpadBytes / 4 / 64 * 64;
+}
+
 struct OpPlan {
     uint32_t type = 0;
     ConvPlan conv;
@@ -132,6 +148,7 @@ struct OpPlan {
     PoolPlan pool;
     CopyPlan copy;
     PadPlan pad;
+    SoftmaxPlan softmax;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation

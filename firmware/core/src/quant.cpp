@@ -105,4 +105,27 @@ void byteMapTable(ByteMap map, const ByteQuant& in, const ByteQuant& out, uint8_
     }
 }
 
+bool softmaxParams(float beta, float inputScale, SoftmaxParams* out) {
+    constexpr int kScaledDiffIntegerBits = 5;
+    const double real = std::min(static_cast<double>(beta) * static_cast<double>(inputScale) *
+                                     static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)),
+                                 static_cast<double>((int64_t{1} << 31) - 1));
+    if (!(real > 1.0)) return false;
+    int exponent = 0;
+    const double q = std::frexp(real, &exponent);
+    int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+    if (fixed == (int64_t{1} << 31)) {
+        fixed /= 2;
+        ++exponent;
+    }
+    if (exponent > 31) return false;
+    out->multiplier = static_cast<int32_t>(fixed);
+    out->leftShift = exponent;
+    const double radius = static_cast<double>((1 << kScaledDiffIntegerBits) - 1) *
+                          static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)) /
+                          std::ldexp(1.0, exponent);
+    out->diffMin = -static_cast<int32_t>(std::floor(radius));
+    return true;
+}
+
 }  // namespace npu::fw

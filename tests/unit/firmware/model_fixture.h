@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "npu/fw/runtime.h"
@@ -225,6 +226,20 @@ inline BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
     INFO(st.message);
     REQUIRE(st.ok());
     return info;
+}
+
+// A model whose operation 0 is not claimed and whose prepare fails naming it and the rule.
+inline void expectRefused(Harness& h, ModelBuilder& mb, const std::string& opName, const std::string& why) {
+    bool supported = true;
+    REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());
+    CHECK_FALSE(supported);
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    const FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
+    INFO(st.message);
+    CHECK(st.code == Code::kInvalidArgument);
+    CHECK(std::string(st.message).find("operation 0 (" + opName + ")") != std::string::npos);
+    CHECK(std::string(st.message).find(why) != std::string::npos);
 }
 
 // HAL 1.3: the int8 twin of uint8 data is every byte shifted by -128.

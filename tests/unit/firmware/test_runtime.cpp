@@ -690,30 +690,23 @@ TEST_CASE("prepare rejects an unsupported model with a message naming the operat
     CHECK(h.runtime.loadedModels() == 0);
 }
 
-TEST_CASE("DEPTHWISE_CONV_2D padding as large as the dilated filter is refused, naming the limit") {
-    Harness h;
-    REQUIRE(h.runtime.init().ok());
-    ModelBuilder mb(h);
-    Quant q{0.5f, 10};
-    std::vector<uint8_t> f(2 * 2 * 3, 1);
-    std::vector<int32_t> bias(3, 0);
-    uint32_t x = mb.input({1, 4, 4, 3}, q);
-    uint32_t fo = mb.constant(5, {1, 2, 2, 3}, 0.5f, 0, f.data(), f.size());
-    uint32_t bo = mb.constant(4, {3}, 0.25f, 0, bias.data(), 12);
-    uint32_t y = mb.output({1, 6, 3, 3}, q);  // top padding 3 >= dilated height 2 (+ bottom 0)
-    mb.op(kDepthwise,
-          {x, fo, bo, mb.i32(0), mb.i32(0), mb.i32(3), mb.i32(0), mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)},
-          {y});
-    bool supported = true;
-    REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());
-    CHECK_FALSE(supported);
-    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
-    BlobInfo info;
-    FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
-    INFO(st.message);
-    CHECK(st.code == Code::kInvalidArgument);
-    CHECK(std::string(st.message).find("operation 0 (DEPTHWISE_CONV_2D)") != std::string::npos);
-    CHECK(std::string(st.message).find("dilated filter height") != std::string::npos);
+TEST_CASE("CONV_2D and DEPTHWISE_CONV_2D paddings past the dilated filter: bias-only rows, bit-exact") {
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt
+    // Top padding 3 >= dilated height 2, bottom 4; left/right past the filter too.
+    runDepthwiseCase({1, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, 0, 3, 4, 0, false, false}, 1, 160);
+    runDepthwiseCase({1, 5, 4, 2, 4, 2, 2, 1, 2, 1, 1, false, 0, 3, 4, 5, 6, 1, true, false}, 2, 161, {},
+                     ConvTypes::kInt8PerChannel);
+    runConvCase({1, 4, 5, 3, 4, 1, 1, 1, 1, 1, 1, false, 0, 1, 2, 2, 3, 0, false, false}, 162);
+    runConvCase({2, 6, 4, 2, 3, 3, 2, 1, 2, 2, 1, false, 0, 4, 0, 7, 9, 3, true, true}, 163, {},
+                ConvTypes::kInt8);
+    // Tiles of whole padding rows on a small scratchpad.
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({1, 9, 12, 8, 40, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 12, 15, 1, false, false}, 164, hw);
+    runDepthwiseCase({1, 9, 12, 40, 40, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 12, 15, 0, false, false}, 1, 165,
+                     hw);
 }
 
 namespace {
