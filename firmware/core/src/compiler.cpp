@@ -119,9 +119,9 @@ private:
     void emitAll(BlobWriter& w, uint8_t* opTable);
     TensorRef ref(BlobWriter& w, uint32_t operand);
     template <typename LoadIn, typename Compute, typename StoreOut>
-    void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, const OperandDesc& filter,
-                   const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
-                   Compute compute, StoreOut storeOut);
+    void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, uint32_t channelBase,
+                   const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap,
+                   uint64_t outCap, LoadIn loadIn, Compute compute, StoreOut storeOut);
     void emitConv(BlobWriter& w, const OpPlan& plan);
     void emitFc(BlobWriter& w, const OpPlan& plan);
     void emitAdd(BlobWriter& w, const OpPlan& plan);
@@ -298,11 +298,13 @@ uint32_t macFlags(const OpPlan& plan) {
     return (plan.signedIn ? isa::kMacFlagSignedA : 0u) | (plan.signedWeights ? isa::kMacFlagSignedB : 0u);
 }
 
+// Output channels [channelBase, channelBase + cout) of the filter and bias (a GROUPED_CONV_2D
+// group; 0 and all of them otherwise); loadIn / compute / storeOut see channels relative to it.
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
-                              const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles,
-                              uint64_t inCap, uint64_t outCap, LoadIn loadIn, Compute compute,
-                              StoreOut storeOut) {
+                              uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
+                              uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
+                              Compute compute, StoreOut storeOut) {
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
     const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
@@ -316,7 +318,8 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
     w.emit(isa::makeVecParams(plan.vec));
     for (uint32_t c0 = 0; c0 < cout; c0 += coutTile) {
         const uint32_t ct = std::min(coutTile, cout - c0);
-        if (c0 > 0) w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
+        if (c0 > 0 || channelBase > 0)
+            w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
         // Weights re-laid out K-major with this tile's output channels contiguous (the array's
         // column order), followed by the tile's int32 biases.
         const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
@@ -324,11 +327,12 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
         if (uint8_t* dst = w.data(dataOffset)) {
             for (uint32_t kk = 0; kk < k; ++kk) {
                 for (uint32_t co = 0; co < ct; ++co) {
-                    dst[uint64_t{kk} * ct + co] = depthwise ? weights[uint64_t{kk} * cout + c0 + co]
-                                                            : weights[uint64_t{c0 + co} * k + kk];
+                    dst[uint64_t{kk} * ct + co] = depthwise
+                                                      ? weights[uint64_t{kk} * cout + c0 + co]
+                                                      : weights[uint64_t{channelBase + c0 + co} * k + kk];
                 }
             }
-            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * c0, 4ull * ct);
+            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (channelBase + c0), 4ull * ct);
         }
         emitPipeline(
             w, rowTiles,
@@ -363,7 +367,7 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                 for (uint32_t co = 0; co < ct; ++co) {
                     isa::VecParams v = plan.vec;
                     QuantizedMultiplier qm;
-                    channelMultiplier(plan, c0 + co, &qm);  // representable: checked by the planner
+                    channelMultiplier(plan, channelBase + c0 + co, &qm);  // checked by the planner
                     v.outMult = qm.multiplier;
                     v.outShift = qm.shift;
                     w.emit(isa::makeVecParams(v));
@@ -422,18 +426,53 @@ void emitDepthwiseLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, ui
     }
 }
 
+// The input tile of CONV_2D / GROUPED_CONV_2D group g: input rows [first, end) of image b, the
+// group's channels, HWC in the scratchpad. NHWC with one group is one 2-D copy of whole rows; a
+// group's channel slice is a box of pixels x channels; NCHW is transposed element by element
+// (slow on purpose: narrow bursts).
+isa::DmaBox convInputBox(const ConvPlan& p, uint32_t b, uint32_t first, uint32_t end, uint32_t g,
+                         uint32_t sram) {
+    const uint32_t cinG = p.cinGroup();
+    isa::DmaBox box;
+    box.sramAddr = sram;
+    if (!p.nchw && p.groups == 1) {
+        box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin;
+        box.innerBytes = p.inW * p.cin;
+        box.rows = end - first;
+        box.dramRowStride = box.sramRowStride = p.inW * p.cin;
+    } else if (!p.nchw) {
+        box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin + uint64_t{g} * cinG;
+        box.innerBytes = cinG;
+        box.rows = (end - first) * p.inW;
+        box.dramRowStride = p.cin;
+        box.sramRowStride = cinG;
+    } else {
+        box.dramOffset = (uint64_t{b} * p.cin + uint64_t{g} * cinG) * p.inH * p.inW + uint64_t{first} * p.inW;
+        box.innerBytes = 1;
+        box.rows = (end - first) * p.inW;
+        box.dramRowStride = 1;
+        box.sramRowStride = cinG;
+        box.planes = cinG;
+        box.dramPlaneStride = p.inH * p.inW;
+        box.sramPlaneStride = 1;
+    }
+    return box;
+}
+
 void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
     const ConvPlan& p = plan.conv;
     const uint32_t m = p.tiling.rowTile;
     const uint32_t tilesPerImage = (p.outH + m - 1) / m;
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
-    // Depthwise: the input tile holds the channel tile's channels, not the whole depth.
-    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cin;
+    // Depthwise: the input tile holds the channel tile's channels; grouped: the group's.
+    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cinGroup();
     const uint64_t inCap =
         align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH) * p.inW * inDepth, 64);
     const uint64_t outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
-    const uint32_t k = p.depthwise ? p.kh * p.kw : p.kh * p.kw * p.cin;
+    const uint32_t k = static_cast<uint32_t>(p.taps());
+    const uint32_t cinG = p.cinGroup(), coutG = p.coutGroup();
+    uint32_t g = 0;  // the group being emitted (GROUPED_CONV_2D; else 0)
     // The input rows a tile needs, clipped to the image (padding rows are never loaded). A tile
     // whose windows all lie in the padding (end == first) gets one row of zero points instead:
     // every tap then adds nothing, so its outputs are bias-only through the same REQUANT.
@@ -448,93 +487,78 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
         *end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
         *padTop = *end > *first ? static_cast<uint32_t>(*first - y0) : 0;
     };
-    emitMacOp(
-        w, plan, k, p.cout, model_.operands[p.filter], model_.operands[p.bias], p.batch * tilesPerImage,
-        inCap, outCap,
-        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            if (end == first) {  // all padding: one row of zero points (see window)
-                isa::DmaBox fill;
-                fill.sramAddr = sram;
-                fill.innerBytes = p.inW * (p.depthwise ? ct : p.cin);
-                w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
-                                    static_cast<uint32_t>(plan.zpIn) & 0xFF));
-                return;
-            }
-            if (p.depthwise) {
-                emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
-                return;
-            }
-            isa::DmaBox box;
-            box.sramAddr = sram;
-            if (!p.nchw) {
-                box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin;
-                box.innerBytes = p.inW * p.cin;
-                box.rows = end - first;
-                box.dramRowStride = box.sramRowStride = p.inW * p.cin;
-            } else {  // transpose CHW -> HWC element by element (slow on purpose: narrow bursts)
-                box.dramOffset = uint64_t{b} * p.cin * p.inH * p.inW + uint64_t{first} * p.inW;
-                box.innerBytes = 1;
-                box.rows = (end - first) * p.inW;
-                box.dramRowStride = 1;
-                box.sramRowStride = p.cin;
-                box.planes = p.cin;
-                box.dramPlaneStride = p.inH * p.inW;
-                box.sramPlaneStride = 1;
-            }
-            w.dma(Opcode::kDmaLoad, in, box);
-        },
-        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            isa::ConvDesc d;
-            d.ifmAddr = sram;
-            d.ifmH = std::max(end - first, 1u);
-            d.ifmW = p.inW;
-            d.ifmC = p.depthwise ? ct : p.cin;
-            d.ifmRowStride = p.inW * d.ifmC;
-            d.wAddr = 0;
-            d.kernelH = p.kh;
-            d.kernelW = p.kw;
-            d.strideY = p.strideY;
-            d.strideX = p.strideX;
-            d.dilY = p.dilY;
-            d.dilX = p.dilX;
-            d.padTop = padTop;
-            d.padLeft = p.padLeft;
-            d.ofmH = mt;
-            d.ofmW = p.outW;
-            d.cout = ct;
-            d.accAddr = acc;
-            d.zpIn = plan.zpIn;
-            d.zpW = plan.zpWeights;
-            w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
-            return mt * p.outW;
-        },
-        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            isa::DmaBox box;
-            box.sramAddr = sram;
-            if (!p.nchw) {
-                box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + c0;
-                box.innerBytes = ct;
-                box.rows = mt * p.outW;
-                box.dramRowStride = p.cout;
-                box.sramRowStride = ct;
-            } else {
-                box.dramOffset = (uint64_t{b} * p.cout + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
-                box.innerBytes = 1;
-                box.rows = mt * p.outW;
-                box.dramRowStride = 1;
-                box.sramRowStride = ct;
-                box.planes = ct;
-                box.dramPlaneStride = p.outH * p.outW;
-                box.sramPlaneStride = 1;
-            }
-            w.dma(Opcode::kDmaStore, out, box);
-        });
+    for (; g < p.groups; ++g)
+        emitMacOp(
+            w, plan, k, coutG, g * coutG, model_.operands[p.filter], model_.operands[p.bias],
+            p.batch * tilesPerImage, inCap, outCap,
+            [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                if (end == first) {  // all padding: one row of zero points (see window)
+                    isa::DmaBox fill;
+                    fill.sramAddr = sram;
+                    fill.innerBytes = p.inW * (p.depthwise ? ct : cinG);
+                    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
+                                        static_cast<uint32_t>(plan.zpIn) & 0xFF));
+                    return;
+                }
+                if (p.depthwise) {
+                    emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
+                    return;
+                }
+                w.dma(Opcode::kDmaLoad, in, convInputBox(p, b, first, end, g, sram));
+            },
+            [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                isa::ConvDesc d;
+                d.ifmAddr = sram;
+                d.ifmH = std::max(end - first, 1u);
+                d.ifmW = p.inW;
+                d.ifmC = p.depthwise ? ct : cinG;
+                d.ifmRowStride = p.inW * d.ifmC;
+                d.wAddr = 0;
+                d.kernelH = p.kh;
+                d.kernelW = p.kw;
+                d.strideY = p.strideY;
+                d.strideX = p.strideX;
+                d.dilY = p.dilY;
+                d.dilX = p.dilX;
+                d.padTop = padTop;
+                d.padLeft = p.padLeft;
+                d.ofmH = mt;
+                d.ofmW = p.outW;
+                d.cout = ct;
+                d.accAddr = acc;
+                d.zpIn = plan.zpIn;
+                d.zpW = plan.zpWeights;
+                w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
+                return mt * p.outW;
+            },
+            [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                isa::DmaBox box;
+                box.sramAddr = sram;
+                if (!p.nchw) {
+                    box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + g * coutG + c0;
+                    box.innerBytes = ct;
+                    box.rows = mt * p.outW;
+                    box.dramRowStride = p.cout;
+                    box.sramRowStride = ct;
+                } else {
+                    box.dramOffset =
+                        (uint64_t{b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
+                    box.innerBytes = 1;
+                    box.rows = mt * p.outW;
+                    box.dramRowStride = 1;
+                    box.sramRowStride = ct;
+                    box.planes = ct;
+                    box.dramPlaneStride = p.outH * p.outW;
+                    box.sramPlaneStride = 1;
+                }
+                w.dma(Opcode::kDmaStore, out, box);
+            });
 }
 
 void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
@@ -542,7 +566,7 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
     const uint32_t m = p.tiling.rowTile, k = p.inputSize;
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
     emitMacOp(
-        w, plan, k, p.units, model_.operands[p.weights], model_.operands[p.bias], (p.batch + m - 1) / m,
+        w, plan, k, p.units, 0, model_.operands[p.weights], model_.operands[p.bias], (p.batch + m - 1) / m,
         align(uint64_t{m} * k, 64), align(uint64_t{m} * p.tiling.coutTile, 64),
         [&](uint32_t t, uint32_t sram, uint32_t, uint32_t) {
             isa::DmaBox box;
@@ -995,6 +1019,7 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
         switch (plan.type) {
             case hal::kOpConv2d:
             case hal::kOpDepthwiseConv2d:
+            case hal::kOpGroupedConv2d:
                 emitConv(w, plan);
                 break;
             case hal::kOpFullyConnected:

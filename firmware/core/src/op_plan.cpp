@@ -16,6 +16,11 @@ constexpr uint32_t kMax16 = 0xFFFF;
 constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 30;  // well inside hwsim's per-command cap
 constexpr int32_t kAddLeftShift = 20;
 
+int32_t readI32(const uint8_t* p, uint32_t i) {
+    return static_cast<int32_t>(p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
+                                (uint32_t{p[4 * i + 3]} << 24));
+}
+
 // Collects the operation's identity so every message names it.
 struct Checker {
     const CompileTarget& target;
@@ -226,8 +231,8 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
         const ConvPlan& p = plan.conv;
         if (p.depthwise && coutTile % p.multiplier != 0) return 0;
         // Depthwise: the input tile holds the tile's channels (input channels repeated).
-        const uint64_t k = p.depthwise ? uint64_t{p.kh} * p.kw : uint64_t{p.kh} * p.kw * p.cin;
-        const uint64_t inDepth = p.depthwise ? coutTile : p.cin;
+        const uint64_t k = p.taps();
+        const uint64_t inDepth = p.depthwise ? coutTile : p.cinGroup();
         const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
         const uint64_t weights = alignUp(uint64_t{coutTile} * (k + 4), 64);
         if (weights > t.scratchpadBytes) return 0;
@@ -253,19 +258,53 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
     return static_cast<uint32_t>(m);
 }
 
-// CONV_2D and DEPTHWISE_CONV_2D: the same signature but for DEPTHWISE's depth multiplier
-// (one input after the strides), its filter [1, kh, kw, cout] and per-channel dimension 3.
+// The reference accumulates in 64 bits and saturates accumulator + bias to int32 before it
+// requantizes; the NPU's accumulator and REQUANT's bias add are 32-bit and wrap. They agree
+// exactly when no partial sum can leave int32, which holds if, for every output channel,
+// sum_k |w_k - zpW| * max|x - zpIn| + |bias| <= INT32_MAX. Otherwise the operation is refused
+// (never a wrong answer). Weights are [channel][k] (`channelStride` 1 ... k) or, for depthwise,
+// [k][channel]: element (ch, kk) at ch * channelStride + kk * tapStride.
+FwStatus accumulatorFits(const Checker& c, const uint8_t* weights, const uint8_t* bias, uint32_t channels,
+                         uint64_t taps, uint64_t channelStride, uint64_t tapStride, int32_t zpW, bool signedW,
+                         int32_t zpIn, bool signedIn) {
+    const int32_t lo = signedIn ? -128 : 0;
+    const uint64_t maxX = static_cast<uint64_t>(std::max(zpIn - lo, lo + 255 - zpIn));
+    for (uint32_t ch = 0; ch < channels; ++ch) {
+        uint64_t sum = 0;
+        for (uint64_t kk = 0; kk < taps; ++kk) {
+            const uint8_t raw = weights[ch * channelStride + kk * tapStride];
+            const int32_t w = (signedW ? static_cast<int32_t>(static_cast<int8_t>(raw)) : raw) - zpW;
+            sum += static_cast<uint64_t>(w < 0 ? -w : w);
+        }
+        const int64_t b = readI32(bias, ch);
+        const uint64_t worst = sum * maxX + static_cast<uint64_t>(b < 0 ? -b : b);
+        if (worst > static_cast<uint64_t>(INT32_MAX))
+            return c.fail(
+                "output channel %" PRIu32 ": worst-case accumulator %llu (sum |w| x %llu + |bias %" PRId64
+                "|) exceeds int32; the NPU's 32-bit accumulator would wrap where the reference saturates",
+                ch, static_cast<unsigned long long>(worst), static_cast<unsigned long long>(maxX), b);
+    }
+    return FwStatus::okStatus();
+}
+
+// CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
+// multiplier / GROUPED's group count (one input after the strides), DEPTHWISE's filter
+// [1, kh, kw, cout] with per-channel dimension 3, and GROUPED's layout input being required and
+// its lack of dilation.
 FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     ConvPlan& p = plan->conv;
-    const bool dw = op.type == hal::kOpDepthwiseConv2d;
-    const uint32_t d = dw ? 1 : 0;  // inputs after the strides shift by one (the multiplier)
+    const bool dw = op.type == hal::kOpDepthwiseConv2d, grouped = op.type == hal::kOpGroupedConv2d;
+    const uint32_t d = dw || grouped ? 1 : 0;  // inputs after the strides shift by one
     if (op.inputCount < 7 + d || op.inputCount > 13 + d)
         return c.fail("has %" PRIu32 " inputs; %s takes %" PRIu32 "..%" PRIu32 "", op.inputCount,
                       operationName(op.type), 7 + d, 13 + d);
     const bool implicit = op.inputCount == 7 + d ||
                           (op.inputCount >= 8 + d && c.inputExists(7 + d) && c.in(7 + d).type == hal::kBool);
     const uint32_t base = (implicit ? 7 : 10) + d;  // index of the optional layout input
+    if (grouped && op.inputCount != base + 1)
+        return c.fail("has %" PRIu32 " inputs; the %s padding signature of GROUPED_CONV_2D takes %" PRIu32,
+                      op.inputCount, implicit ? "implicit" : "explicit", base + 1);
     if (op.inputCount != base && op.inputCount != base + 1 && op.inputCount != base + 3) {
         return c.fail("has %" PRIu32 " inputs; the %s padding signature takes %" PRIu32 ", %" PRIu32
                       " or %" PRIu32 "",
@@ -301,11 +340,14 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             !(st = c.scalar(base + 2, hal::kInt32, &dilH)).ok())
             return st;
     }
-    if (dw && !(st = c.scalar(implicit ? 6 : 9, hal::kInt32, &multiplier)).ok()) return st;
-    if (multiplier < 1) return c.fail("depth multiplier %" PRId32 " must be >= 1", multiplier);
+    if ((dw || grouped) && !(st = c.scalar(implicit ? 6 : 9, hal::kInt32, &multiplier)).ok()) return st;
+    if (multiplier < 1)
+        return c.fail("%s %" PRId32 " must be >= 1", grouped ? "group count" : "depth multiplier",
+                      multiplier);
     p.nchw = layout != 0;
     p.depthwise = dw;
-    p.multiplier = static_cast<uint32_t>(multiplier);
+    p.multiplier = dw ? static_cast<uint32_t>(multiplier) : 1;
+    p.groups = grouped ? static_cast<uint32_t>(multiplier) : 1;
     p.input = op.inputs[0];
     p.filter = op.inputs[1];
     p.bias = op.inputs[2];
@@ -324,6 +366,11 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             return c.fail("filter depth %" PRIu32 " is not input depth %" PRIu32
                           " times depth multiplier %" PRIu32 "",
                           p.cout, p.cin, p.multiplier);
+    } else if (grouped) {
+        if (p.cin % p.groups != 0 || p.cout % p.groups != 0 || uint64_t{filter.dims[3]} * p.groups != p.cin)
+            return c.fail("input depth %" PRIu32 ", output depth %" PRIu32 " and filter depth %" PRIu32
+                          " do not fit %" PRIu32 " groups",
+                          p.cin, p.cout, filter.dims[3], p.groups);
     } else if (filter.dims[3] != p.cin) {
         return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32 "", filter.dims[3], p.cin);
     }
@@ -404,9 +451,9 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     }
 
     // Tiling.
-    const uint64_t k = dw ? uint64_t{p.kh} * p.kw : uint64_t{p.kh} * p.kw * p.cin;
+    const uint64_t k = p.taps();
     const CompileTarget& t = c.target;
-    uint32_t cT = chooseCoutTile(t, k, p.cout);
+    uint32_t cT = chooseCoutTile(t, k, p.coutGroup());
     if (cT == 0)
         return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
                       static_cast<unsigned long long>(k));
@@ -419,6 +466,10 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     if (m == 0)
         return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
     p.tiling = {cT, m};
+    st = accumulatorFits(c, constantData(c.target, filter), constantData(c.target, bias), p.cout, k,
+                         dw ? 1 : k, dw ? p.cout : 1, perChannel ? 0 : filter.zeroPoint, plan->signedWeights,
+                         input.zeroPoint, plan->signedIn);
+    if (!st.ok()) return st;
 
     if (perChannel) {
         for (uint32_t ch = 0; ch < p.cout; ++ch) {
@@ -484,6 +535,10 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     }
     if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
     p.tiling = {cT, static_cast<uint32_t>(m)};
+    st = accumulatorFits(c, constantData(c.target, weights), constantData(c.target, c.in(2)), p.units,
+                         p.inputSize, p.inputSize, 1, weights.zeroPoint, plan->signedWeights, input.zeroPoint,
+                         plan->signedIn);
+    if (!st.ok()) return st;
 
     QuantizedMultiplier qm;
     const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) /
@@ -786,11 +841,6 @@ FwStatus planLut(const Checker& c, OpPlan* plan) {
     return FwStatus::okStatus();
 }
 
-int32_t readI32(const uint8_t* p, uint32_t i) {
-    return static_cast<int32_t>(p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
-                                (uint32_t{p[4 * i + 3]} << 24));
-}
-
 // The reference's RESHAPE shape rule: at most one -1, inferred from the element count.
 FwStatus reshapedShape(const Checker& c, const OperandDesc& input, const uint8_t* shape, uint32_t count,
                        uint32_t* dims, uint32_t* rank) {
@@ -1072,6 +1122,8 @@ const char* operationName(uint32_t type) {
             return "CONV_2D";
         case hal::kOpDepthwiseConv2d:
             return "DEPTHWISE_CONV_2D";
+        case hal::kOpGroupedConv2d:
+            return "GROUPED_CONV_2D";
         case hal::kOpFullyConnected:
             return "FULLY_CONNECTED";
         case hal::kOpSub:
@@ -1162,6 +1214,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
     switch (c.op.type) {
         case hal::kOpConv2d:
         case hal::kOpDepthwiseConv2d:
+        case hal::kOpGroupedConv2d:
             return planConv(c, plan);
         case hal::kOpFullyConnected:
             return planFc(c, plan);
@@ -1196,7 +1249,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
 uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTiling* out) {
     if (!hal::isConvOp(plan.type) && plan.type != hal::kOpFullyConnected) return 0;
     const MacTiling greedy = hal::isConvOp(plan.type) ? plan.conv.tiling : plan.fc.tiling;
-    const uint32_t cout = hal::isConvOp(plan.type) ? plan.conv.cout : plan.fc.units;
+    const uint32_t cout = hal::isConvOp(plan.type) ? plan.conv.coutGroup() : plan.fc.units;
     uint32_t n = 0;
     auto add = [&](uint32_t cT, uint32_t m) {
         if (n == kMaxTilingCandidates || cT == 0 || m == 0 || m > maxRowTile(target, plan, cT)) return;

@@ -35,9 +35,9 @@ inline constexpr uint32_t kFloat32 = 0;
 constexpr bool isBinaryOp(uint32_t type) {
     return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
 }
-// CONV_2D or DEPTHWISE_CONV_2D: both planned into a ConvPlan.
+// CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D: all planned into a ConvPlan.
 constexpr bool isConvOp(uint32_t type) {
-    return type == kOpConv2d || type == kOpDepthwiseConv2d;
+    return type == kOpConv2d || type == kOpDepthwiseConv2d || type == kOpGroupedConv2d;
 }
 // Element-wise unary operations the vector unit runs as a 256-entry lookup table.
 constexpr bool isLutOp(uint32_t type) {
@@ -66,6 +66,14 @@ struct ConvPlan {
     // in the array) computes it.
     bool depthwise = false;
     uint32_t multiplier = 1;
+    // GROUPED_CONV_2D: `groups` independent convolutions, group g reading input channels
+    // [g * cinGroup, +cinGroup) and writing output channels [g * coutGroup, +coutGroup); the
+    // filter [cout][kh][kw][cinGroup] is CONV_2D's layout per group. 1 for CONV_2D.
+    uint32_t groups = 1;
+    uint32_t cinGroup() const { return depthwise ? cin : cin / groups; }
+    uint32_t coutGroup() const { return depthwise ? cout : cout / groups; }
+    // Filter taps per output channel (the MAC's K).
+    uint64_t taps() const { return uint64_t{kh} * kw * (depthwise ? 1 : cinGroup()); }
     MacTiling tiling;
 };
 

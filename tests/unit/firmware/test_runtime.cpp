@@ -8,7 +8,7 @@ using namespace fwtest;
 
 namespace {
 
-constexpr uint32_t kAdd = 0, kConv = 3, kDepthwise = 4, kFc = 9;
+constexpr uint32_t kAdd = 0, kConv = 3, kDepthwise = 4, kFc = 9, kGroupedConv = 55;
 
 struct ConvCase {
     uint32_t n, h, w, cin, cout, kh, kw;
@@ -23,9 +23,12 @@ struct ConvCase {
 
 // The integer convolution of TFLite/NNAPI: in and f hold (value - zero point); mult[co] is the
 // requantization multiplier of output channel co (one for all channels unless per-channel).
+// GROUPED_CONV_2D: `groups` groups, filter [cout][kh][kw][cin / groups].
 std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const std::vector<int>& f,
                          const std::vector<int32_t>& bias, const std::vector<std::pair<int32_t, int>>& mult,
-                         int outZp, int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow) {
+                         int outZp, int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow,
+                         uint32_t groups = 1) {
+    const uint32_t cinG = c.cin / groups, coutG = c.cout / groups;
     auto inAt = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t ch) {
         return c.nchw ? in[((b * c.cin + ch) * c.h + y) * c.w + x]
                       : in[((b * c.h + y) * c.w + x) * c.cin + ch];
@@ -41,8 +44,9 @@ std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const st
                             int y = int(oy * c.sy + ky * c.dy) - int(pt),
                                 x = int(ox * c.sx + kx * c.dx) - int(pl);
                             if (y < 0 || x < 0 || y >= int(c.h) || x >= int(c.w)) continue;
-                            for (uint32_t ci = 0; ci < c.cin; ++ci)
-                                acc += inAt(b, y, x, ci) * f[((co * c.kh + ky) * c.kw + kx) * c.cin + ci];
+                            for (uint32_t ci = 0; ci < cinG; ++ci)
+                                acc += inAt(b, y, x, co / coutG * cinG + ci) *
+                                       f[((co * c.kh + ky) * c.kw + kx) * cinG + ci];
                         }
                     acc += bias[co];
                     const auto& [m, sh] = mult[mult.size() == 1 ? 0 : co];
@@ -97,8 +101,9 @@ std::vector<std::pair<int32_t, int>> requantMultipliers(float inputScale,
 // type, or TENSOR_QUANT8_SYMM_PER_CHANNEL.
 enum class ConvTypes { kUint8, kInt8, kUint8PerChannel, kInt8PerChannel };
 
+// groups > 1: GROUPED_CONV_2D (no dilation; the layout input is required).
 void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
-                 ConvTypes types = ConvTypes::kUint8) {
+                 ConvTypes types = ConvTypes::kUint8, uint32_t groups = 1) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
@@ -131,7 +136,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     }
     const uint32_t oh = outSize(c.h, c.kh, c.sy, c.dy, pt, pb), ow = outSize(c.w, c.kw, c.sx, c.dx, pl, pr);
     auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
-    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin);
+    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin / groups);
     auto bias = randomBias(rng, c.cout, 5000);
     // Bytes as the type reads them, minus the zero point.
     auto centred = [](const std::vector<uint8_t>& bytes, bool asSigned, int zp) {
@@ -147,7 +152,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     std::vector<uint32_t> outDims =
         c.nchw ? std::vector<uint32_t>{c.n, c.cout, oh, ow} : std::vector<uint32_t>{c.n, oh, ow, c.cout};
     uint32_t x = mb.input(inDims, qi, dataType);
-    uint32_t fo = mb.constant(perChannel ? 11 : dataType, {c.cout, c.kh, c.kw, c.cin},
+    uint32_t fo = mb.constant(perChannel ? 11 : dataType, {c.cout, c.kh, c.kw, c.cin / groups},
                               perChannel ? 0.0f : qf.scale, qf.zp, f.data(), f.size());
     if (perChannel) {
         mb.operands[fo].channelScales = channelScales.data();
@@ -157,7 +162,13 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     uint32_t bo =
         mb.constant(4, {c.cout}, perChannel ? 0.0f : qi.scale * qf.scale, 0, bias.data(), bias.size() * 4);
     uint32_t y = mb.output(outDims, qo, dataType);
-    mb.op(kConv, convolutionArgs(mb, c, {x, fo, bo}, 0), {y});
+    if (groups == 1) {
+        mb.op(kConv, convolutionArgs(mb, c, {x, fo, bo}, 0), {y});
+    } else {
+        auto args = convolutionArgs(mb, c, {x, fo, bo}, groups);
+        if (!c.nchw && !c.optionalArgs) args.push_back(mb.boolean(false));  // the layout is required
+        mb.op(kGroupedConv, args, {y});
+    }
     const ModelDesc& model = mb.build();
 
     const BlobInfo info = prepareClaimed(h, model);
@@ -167,7 +178,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     refActRange(c.act, qo.scale, qo.zp, &lo, &hi, signedData);
     const auto values =
         refConv(c, centred(in, signedData, qi.zp), centred(f, signedData || perChannel, qf.zp), bias, mult,
-                qo.zp, lo, hi, pl, pt, oh, ow);
+                qo.zp, lo, hi, pl, pt, oh, ow, groups);
     std::vector<uint8_t> expect(values.size());
     for (size_t i = 0; i < values.size(); ++i) expect[i] = uint8_t(values[i]);  // the byte of a uint8 or int8
     Run r = execute(h, info, {in}, {expect.size()});
@@ -221,6 +232,24 @@ TEST_CASE("CONV_2D with TENSOR_QUANT8_ASYMM_SIGNED and per-channel filters, bit-
     hw.arrayRows = hw.arrayCols = 8;
     runConvCase({1, 17, 13, 5, 70, 3, 3, 2, 1, 1, 2, false, 0, 2, 1, 1, 2, 3, true, true}, seed++, hw,
                 ConvTypes::kInt8PerChannel);
+}
+
+TEST_CASE("GROUPED_CONV_2D bit-exact: groups, padding, strides, NCHW, int8, per-channel, tiling") {
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt; groups
+    runConvCase({1, 5, 5, 4, 6, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 170, {},
+                ConvTypes::kUint8, 2);
+    runConvCase({2, 7, 6, 6, 9, 3, 2, 2, 1, 1, 1, true, 1, 0, 0, 0, 0, 1, false, false}, 171, {},
+                ConvTypes::kInt8, 3);
+    runConvCase({1, 6, 5, 8, 4, 2, 3, 1, 2, 1, 1, true, 2, 0, 0, 0, 0, 3, true, false}, 172, {},
+                ConvTypes::kUint8PerChannel, 4);
+    runConvCase({1, 4, 4, 6, 6, 3, 3, 1, 1, 1, 1, false, 0, 2, 1, 4, 5, 0, true, false}, 173, {},
+                ConvTypes::kInt8PerChannel, 6);  // one channel per group; rows wholly in padding
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({1, 17, 13, 20, 70, 3, 3, 2, 1, 1, 1, false, 0, 2, 1, 1, 2, 3, false, false}, 174, hw,
+                ConvTypes::kInt8, 2);  // channel and row tiles per group
 }
 
 TEST_CASE("CONV_2D tiles rows and output channels on a small scratchpad") {
@@ -793,5 +822,65 @@ TEST_CASE("autotuning picks per-operation tilings: same outputs, never more cycl
              << hw.scratchpadBytes / 1024 << " KiB): greedy " << greedy.run.result.deviceCycles
              << " cycles, tuned " << tuned.run.result.deviceCycles << " cycles, " << tuned.info.tuningTrials
              << " trials");
+    }
+}
+
+TEST_CASE("the 32-bit accumulator: models that could wrap are refused, the largest that cannot are exact") {
+    // CONV_2D 1x1 of one channel: out = MBQM(x * w + bias) + zp, uint8, zero points 0, w = 200.
+    auto conv = [](Harness& h, ModelBuilder& mb, int32_t bias, uint32_t* x) {
+        REQUIRE(h.runtime.init().ok());
+        static const uint8_t w = 200;
+        *x = mb.input({1, 2, 2, 1}, {1.0f, 0});
+        const uint32_t fo = mb.constant(5, {1, 1, 1, 1}, 1.0f, 0, &w, 1);
+        const uint32_t bo = mb.constant(4, {1}, 1.0f, 0, &bias, 4);
+        const uint32_t y = mb.output({1, 2, 2, 1}, {float(1 << 24), 0});
+        mb.op(kConv,
+              {*x, fo, bo, mb.i32(0), mb.i32(0), mb.i32(0), mb.i32(0), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    };
+    SECTION("a bias within 200 x 255 of INT32_MAX is refused, naming the operation") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        conv(h, mb, INT32_MAX - 200 * 255 + 1, &x);
+        expectRefused(h, mb, "CONV_2D", "worst-case accumulator 2147483648");
+    }
+    SECTION("a negative extreme bias likewise") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        conv(h, mb, INT32_MIN + 1, &x);
+        expectRefused(h, mb, "CONV_2D", "exceeds int32");
+    }
+    SECTION("the largest bias that cannot wrap runs bit-exact") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        const int32_t bias = INT32_MAX - 200 * 255;
+        conv(h, mb, bias, &x);
+        const BlobInfo info = prepareClaimed(h, mb.build());
+        const std::vector<uint8_t> in = {0, 1, 128, 255};
+        int32_t m;
+        int s;
+        refQuantizeMultiplier(1.0 / double(1 << 24), &m, &s);
+        std::vector<uint8_t> expect;
+        for (uint8_t v : in)
+            expect.push_back(uint8_t(std::min(255, std::max(0, refMbqm(v * 200 + bias, m, s)))));
+        Run r = execute(h, info, {in}, {4});
+        REQUIRE(r.status.ok());
+        CHECK(r.outputs[0] == expect);
+        CHECK(expect[3] == 128);  // (255 * 200 + bias) / 2^24 rounds to 128: the top of int32 reached
+    }
+    SECTION("FULLY_CONNECTED with K = 40000 weights of 255 is refused") {
+        Harness h;
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        std::vector<uint8_t> w(40000, 255);
+        const int32_t bias = 0;
+        const uint32_t x = mb.input({1, 40000}, {1.0f, 0});
+        const uint32_t wo = mb.constant(5, {1, 40000}, 1.0f, 0, w.data(), w.size());
+        const uint32_t bo = mb.constant(4, {1}, 1.0f, 0, &bias, 4);
+        const uint32_t y = mb.output({1, 1}, {float(1 << 24), 0});
+        mb.op(kFc, {x, wo, bo, mb.i32(0)}, {y});
+        expectRefused(h, mb, "FULLY_CONNECTED", "sum |w| x 255");
     }
 }

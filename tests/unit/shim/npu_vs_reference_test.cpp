@@ -1,5 +1,5 @@
-// Differential test: random quantized CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and ADD models
-// (and chains of them), and chains of AVERAGE_POOL_2D, MAX_POOL_2D, RELU, RELU1, RELU6, LOGISTIC,
+// Differential test: random quantized CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, FULLY_CONNECTED and ADD
+// models (and chains of them), and chains of AVERAGE_POOL_2D, MAX_POOL_2D, RELU, RELU1, RELU6, LOGISTIC,
 // TANH, HARD_SWISH, RESHAPE, SQUEEZE, CONCATENATION, SUB, MUL, MAXIMUM, MINIMUM, PAD and PAD_V2 with
 // convolutions, ending in SOFTMAX now and then, run on the NPU (shim -> loopback -> firmware -> hwsim) and on
 // the CPU reference. Every model the NPU claims must give the reference's bytes exactly; what it does not
@@ -129,12 +129,16 @@ uint32_t addConvolution(RandomModel& m, uint32_t x, bool nchw, bool depthwise) {
                    w = nchw ? in.dimensions[3] : in.dimensions[2];
     const uint32_t cin = nchw ? in.dimensions[1] : in.dimensions[3];
     const uint32_t multiplier = depthwise && m.uniform(0, 2) == 0 ? uint32_t(m.uniform(2, 3)) : 1;
-    const uint32_t cout = depthwise ? cin * multiplier : uint32_t(m.uniform(1, 9));
+    // A third of the CONV_2Ds are GROUPED_CONV_2D with a group count dividing the input depth.
+    uint32_t groups = 1;
+    if (!depthwise && m.uniform(0, 2) == 0) groups = uint32_t(m.uniform(1, int(cin)));
+    while (cin % groups != 0) --groups;
+    const uint32_t cout = depthwise ? cin * multiplier : groups * uint32_t(m.uniform(1, groups > 1 ? 3 : 9));
     const uint32_t kh = uint32_t(m.uniform(1, std::min<int>(4, int(h)))),
                    kw = uint32_t(m.uniform(1, std::min<int>(4, int(w))));
     const uint32_t sx = uint32_t(m.uniform(1, 3)), sy = uint32_t(m.uniform(1, 3));
     uint32_t dx = 1, dy = 1;
-    if (m.uniform(0, 3) == 0) {
+    if (m.uniform(0, 3) == 0 && groups == 1) {
         dx = uint32_t(m.uniform(1, 2));
         dy = uint32_t(m.uniform(1, 2));
         if ((kw - 1) * dx + 1 > w) dx = 1;
@@ -147,8 +151,8 @@ uint32_t addConvolution(RandomModel& m, uint32_t x, bool nchw, bool depthwise) {
     const OperandType filterType = perChannel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : type;
     const int32_t filterZp = perChannel ? 0 : m.zeroPoint(type);
     // CONV_2D filters are [cout, kh, kw, cin], depthwise ones [1, kh, kw, cout].
-    const std::vector<uint32_t> filterDims =
-        depthwise ? std::vector<uint32_t>{1, kh, kw, cout} : std::vector<uint32_t>{cout, kh, kw, cin};
+    const std::vector<uint32_t> filterDims = depthwise ? std::vector<uint32_t>{1, kh, kw, cout}
+                                                       : std::vector<uint32_t>{cout, kh, kw, cin / groups};
     auto filterBytes = m.randomBytes(RandomModel::elements(filterDims));
     const uint32_t f = m.constantBytes(filterType, filterDims, filterBytes.data(), filterBytes.size(),
                                        perChannel ? 0.0f : filterScale, filterZp);
@@ -184,16 +188,22 @@ uint32_t addConvolution(RandomModel& m, uint32_t x, bool nchw, bool depthwise) {
                                  m.i32(int(sx)), m.i32(int(sy))});
     }
     if (depthwise) args.push_back(m.i32(int(multiplier)));
+    if (groups > 1) args.push_back(m.i32(int(groups)));
     args.push_back(m.i32(m.uniform(0, 3)));  // fused activation
-    if (nchw || dx != 1 || dy != 1 || m.coin()) {
+    if (groups > 1) {
+        args.push_back(m.boolean(nchw));  // GROUPED_CONV_2D: the layout is required, no dilation
+    } else if (nchw || dx != 1 || dy != 1 || m.coin()) {
         args.push_back(m.boolean(nchw));
         if (dx != 1 || dy != 1 || m.coin()) args.insert(args.end(), {m.i32(int(dx)), m.i32(int(dy))});
     }
-    const float os = outputScale(m, in.scale * filterScale, kh * kw * (depthwise ? 1 : cin));
+    const float os = outputScale(m, in.scale * filterScale, kh * kw * (depthwise ? 1 : cin / groups));
     std::vector<uint32_t> outDims =
         nchw ? std::vector<uint32_t>{n, cout, oh, ow} : std::vector<uint32_t>{n, oh, ow, cout};
     const uint32_t y = m.operand(type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, os, m.zeroPoint(type));
-    m.op(depthwise ? hal::OperationType::DEPTHWISE_CONV_2D : hal::OperationType::CONV_2D, args, {y});
+    m.op(depthwise    ? hal::OperationType::DEPTHWISE_CONV_2D
+         : groups > 1 ? hal::OperationType::GROUPED_CONV_2D
+                      : hal::OperationType::CONV_2D,
+         args, {y});
     return y;
 }
 
@@ -551,7 +561,7 @@ TEST_CASE(
     ref::ReferenceDevice reference;
 
     constexpr uint32_t kModels = 1000;
-    uint32_t claimed = 0, withDepthwise = 0, claimedDepthwise = 0;
+    uint32_t claimed = 0, withDepthwise = 0, claimedDepthwise = 0, withGrouped = 0, claimedGrouped = 0;
     for (uint32_t seed = 1; seed <= kModels; ++seed) {
         const framework::TestCase tc = randomModel(seed);
         INFO(tc.name);
@@ -559,15 +569,21 @@ TEST_CASE(
         const bool hasDepthwise = std::any_of(ops.begin(), ops.end(), [](const hal::Operation& op) {
             return op.type == hal::OperationType::DEPTHWISE_CONV_2D;
         });
+        const bool hasGrouped = std::any_of(ops.begin(), ops.end(), [](const hal::Operation& op) {
+            return op.type == hal::OperationType::GROUPED_CONV_2D;
+        });
         withDepthwise += hasDepthwise ? 1 : 0;
+        withGrouped += hasGrouped ? 1 : 0;
         if (!claimedAndBitExact(**npuDevice, reference, tc)) continue;
         ++claimed;
         claimedDepthwise += hasDepthwise ? 1 : 0;
+        claimedGrouped += hasGrouped ? 1 : 0;
     }
     // The generator stays mostly inside what the NPU takes, so most models must be claimed:
     // a drop here means the NPU stopped claiming something it used to run.
     std::cout << claimed << " of " << kModels << " random models claimed by the NPU and bit-exact; "
-              << claimedDepthwise << " of the " << withDepthwise << " with a DEPTHWISE_CONV_2D\n";
+              << claimedDepthwise << " of the " << withDepthwise << " with a DEPTHWISE_CONV_2D, "
+              << claimedGrouped << " of the " << withGrouped << " with a GROUPED_CONV_2D\n";
     INFO(claimed << " of " << kModels << " models claimed, " << claimedDepthwise << " of " << withDepthwise
                  << " with DEPTHWISE_CONV_2D");
     // Today 1000 of 1000, and 353 of 353 with a DEPTHWISE_CONV_2D (paddings past the dilated
@@ -575,6 +591,8 @@ TEST_CASE(
     CHECK(claimed >= kModels * 80 / 100);
     CHECK(withDepthwise >= kModels / 4);  // the generator does exercise depthwise
     CHECK(claimedDepthwise >= withDepthwise * 60 / 100);
+    CHECK(withGrouped >= kModels / 20);  // 59 today (a group count needs an input depth > 1)
+    CHECK(claimedGrouped >= withGrouped * 80 / 100);
 }
 
 TEST_CASE("random pooling, activation, copy and element-wise chains: the NPU gives the reference's bytes",
