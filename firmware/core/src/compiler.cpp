@@ -111,6 +111,7 @@ public:
         : target_(t), model_(m), tilings_(tilings) {}
 
     FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
+    FwStatus measure(Arena& scratch, CompiledSize* size);
 
 private:
     FwStatus checkModel();
@@ -308,6 +309,11 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
     const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
+    // TRANSPOSE_CONV_2D runs the kernel flipped in both spatial dimensions: tap t of kh*kw reads
+    // tap kh*kw - 1 - t (k = taps x cin).
+    const bool flip = hal::isConvOp(plan.type) && plan.conv.transposed;
+    const uint32_t cin = flip ? plan.conv.cin : 1;
+    auto source = [&](uint32_t kk) { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; };
     const uint64_t weightCap = align(uint64_t{coutTile} * (k + 4), 64);
     const uint32_t inBuf[2] = {static_cast<uint32_t>(weightCap), static_cast<uint32_t>(weightCap + inCap)};
     const uint32_t outBuf[2] = {static_cast<uint32_t>(weightCap + 2 * inCap),
@@ -327,9 +333,9 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
         if (uint8_t* dst = w.data(dataOffset)) {
             for (uint32_t kk = 0; kk < k; ++kk) {
                 for (uint32_t co = 0; co < ct; ++co) {
-                    dst[uint64_t{kk} * ct + co] = depthwise
-                                                      ? weights[uint64_t{kk} * cout + c0 + co]
-                                                      : weights[uint64_t{channelBase + c0 + co} * k + kk];
+                    dst[uint64_t{kk} * ct + co] =
+                        depthwise ? weights[uint64_t{kk} * cout + c0 + co]
+                                  : weights[uint64_t{channelBase + c0 + co} * k + source(kk)];
                 }
             }
             std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (channelBase + c0), 4ull * ct);
@@ -459,6 +465,44 @@ isa::DmaBox convInputBox(const ConvPlan& p, uint32_t b, uint32_t first, uint32_t
     return box;
 }
 
+// TRANSPOSE_CONV_2D's input tile: upsampled rows [first, end) of image b (zero points between
+// the real pixels, which are `upStride` apart), HWC in the scratchpad. One fill, then the real
+// rows inside the tile scattered by the DMA's strides (NHWC: one box; NCHW: one per row).
+void emitUpsampledLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, uint32_t b, uint32_t first,
+                       uint32_t end, int32_t zpIn, uint32_t sram) {
+    const uint64_t rowBytes = uint64_t{p.inW} * p.cin;
+    isa::DmaBox fill;
+    fill.sramAddr = sram;
+    fill.innerBytes = static_cast<uint32_t>((end - first) * rowBytes);
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, static_cast<uint32_t>(zpIn) & 0xFF));
+    const uint32_t sy = p.upStrideY, iy0 = (first + sy - 1) / sy, iy1 = (end - 1) / sy;
+    if (iy0 > iy1) return;  // no real row in this tile
+    isa::DmaBox box;
+    box.rows = p.realInW;
+    box.sramRowStride = p.upStrideX * p.cin;
+    if (!p.nchw) {
+        box.dramOffset = (uint64_t{b} * p.realInH + iy0) * p.realInW * p.cin;
+        box.sramAddr = static_cast<uint32_t>(sram + (uint64_t{iy0} * sy - first) * rowBytes);
+        box.innerBytes = p.cin;
+        box.dramRowStride = p.cin;
+        box.planes = iy1 - iy0 + 1;
+        box.dramPlaneStride = p.realInW * p.cin;
+        box.sramPlaneStride = static_cast<uint32_t>(sy * rowBytes);
+        w.dma(Opcode::kDmaLoad, in, box);
+        return;
+    }
+    for (uint32_t iy = iy0; iy <= iy1; ++iy) {
+        box.dramOffset = uint64_t{b} * p.cin * p.realInH * p.realInW + uint64_t{iy} * p.realInW;
+        box.sramAddr = static_cast<uint32_t>(sram + (uint64_t{iy} * sy - first) * rowBytes);
+        box.innerBytes = 1;
+        box.dramRowStride = 1;
+        box.planes = p.cin;
+        box.dramPlaneStride = p.realInH * p.realInW;
+        box.sramPlaneStride = 1;
+        w.dma(Opcode::kDmaLoad, in, box);
+    }
+}
+
 void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
     const ConvPlan& p = plan.conv;
     const uint32_t m = p.tiling.rowTile;
@@ -504,6 +548,10 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
                 }
                 if (p.depthwise) {
                     emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
+                    return;
+                }
+                if (p.transposed) {
+                    emitUpsampledLoad(w, in, p, b, first, end, plan.zpIn, sram);
                     return;
                 }
                 w.dma(Opcode::kDmaLoad, in, convInputBox(p, b, first, end, g, sram));
@@ -1020,6 +1068,7 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpConv2d:
             case hal::kOpDepthwiseConv2d:
             case hal::kOpGroupedConv2d:
+            case hal::kOpTransposeConv2d:
                 emitConv(w, plan);
                 break;
             case hal::kOpFullyConnected:
@@ -1056,6 +1105,28 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             writeU32(e + 12, w.commandCount());
         }
     }
+}
+
+FwStatus ModelCompiler::measure(Arena& scratch, CompiledSize* size) {
+    FwStatus st = checkModel();
+    if (!st.ok()) return st;
+    plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
+    if (plans_ == nullptr)
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (plans)");
+    for (uint32_t o = 0; o < model_.operationCount; ++o) {
+        if (!(st = planOperation(target_, model_, o, &plans_[o])).ok()) return st;
+    }
+    if (!(st = planMemory(scratch)).ok()) return st;
+    BlobWriter counter(nullptr, nullptr, nullptr);
+    emitAll(counter, nullptr);
+    const uint64_t metaOffset =
+        align(blob::kHeaderBytesValue, kBlobAlign) + uint64_t{counter.commandCount()} * isa::kCommandBytes;
+    const uint64_t metaBytes = expectedMetaBytes(model_.inputCount + model_.outputCount,
+                                                 model_.operationCount, counter.relocCount());
+    size->blobBytes = align(metaOffset + metaBytes, kBlobAlign) + counter.dataBytes();
+    size->activationBytes = activationBytes_;
+    size->commandCount = counter.commandCount();
+    return FwStatus::okStatus();
 }
 
 FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
@@ -1147,6 +1218,12 @@ FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena
                       const uint8_t** image, uint64_t* size, const MacTiling* tilings) {
     ModelCompiler compiler(target, model, tilings);
     return compiler.run(scratch, image, size);
+}
+
+FwStatus measureModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
+                      CompiledSize* size) {
+    ModelCompiler compiler(target, model, nullptr);
+    return compiler.measure(scratch, size);
 }
 
 FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,

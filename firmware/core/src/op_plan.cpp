@@ -287,6 +287,85 @@ FwStatus accumulatorFits(const Checker& c, const uint8_t* weights, const uint8_t
     return FwStatus::okStatus();
 }
 
+// The operands every convolution shares: a rank-4 quant8 input and output, a constant filter
+// (per-tensor of the same type, or per-channel along `perChannelDim`) and an INT32 bias;
+// records signedness and, for per-channel filters, the scales.
+FwStatus convOperands(const Checker& c, OpPlan* plan, uint32_t perChannelDim) {
+    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    if (!st.ok()) return st;
+    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4, perChannelDim)).ok()) return st;
+    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
+    if (!(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& output = c.out(0);
+    if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
+    if (filter.type == hal::kTensorQuant8SymmPerChannel) {
+        if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+        plan->signedWeights = true;
+        plan->channelScales = filter.channelScales;
+        plan->inputScale = input.scale;
+        plan->outputScale = output.scale;
+        return FwStatus::okStatus();
+    }
+    if (!(st = sameDataType(c, "input, filter and output", {&input, &filter, &output}, plan)).ok()) return st;
+    plan->signedWeights = plan->signedIn;
+    return FwStatus::okStatus();
+}
+
+// A planned convolution's tiling (channel and row tiles), the accumulator bound and the
+// requantization parameters. (plan->conv: shapes set.)
+FwStatus convTilingAndRequant(const Checker& c, OpPlan* plan) {
+    ConvPlan& p = plan->conv;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& bias = c.in(2);
+    const OperandDesc& output = c.out(0);
+    const bool dw = p.depthwise, perChannel = filter.type == hal::kTensorQuant8SymmPerChannel;
+    FwStatus st;
+    const uint64_t k = p.taps();
+    const CompileTarget& t = c.target;
+    uint32_t cT = chooseCoutTile(t, k, p.coutGroup());
+    if (cT == 0)
+        return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
+                      static_cast<unsigned long long>(k));
+    uint32_t m = 0;
+    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits
+    // (maxRowTile takes only whole depth-multiplier groups).
+    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
+        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
+    }
+    if (m == 0)
+        return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
+    p.tiling = {cT, m};
+    st = accumulatorFits(c, constantData(c.target, filter), constantData(c.target, bias), p.cout, k,
+                         dw ? 1 : k, dw ? p.cout : 1, perChannel ? 0 : filter.zeroPoint, plan->signedWeights,
+                         input.zeroPoint, plan->signedIn);
+    if (!st.ok()) return st;
+
+    if (perChannel) {
+        for (uint32_t ch = 0; ch < p.cout; ++ch) {
+            QuantizedMultiplier qc;
+            if (!channelMultiplier(*plan, ch, &qc))
+                return c.fail("requantization multiplier of channel %" PRIu32 " not representable", ch);
+        }
+        plan->zpIn = input.zeroPoint;
+        plan->zpWeights = 0;
+        plan->vec.outOffset = output.zeroPoint;
+        return FwStatus::okStatus();
+    }
+    QuantizedMultiplier qm;
+    const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) /
+                        static_cast<double>(output.scale);
+    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
+    plan->vec.outMult = qm.multiplier;
+    plan->vec.outShift = qm.shift;
+    plan->vec.outOffset = output.zeroPoint;
+    plan->zpIn = input.zeroPoint;
+    plan->zpWeights = filter.zeroPoint;
+    return FwStatus::okStatus();
+}
+
 // CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
 // multiplier / GROUPED's group count (one input after the strides), DEPTHWISE's filter
 // [1, kh, kw, cout] with per-channel dimension 3, and GROUPED's layout input being required and
@@ -310,28 +389,12 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
                       " or %" PRIu32 "",
                       op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
     }
-    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    FwStatus st = convOperands(c, plan, dw ? 3 : 0);
     if (!st.ok()) return st;
-    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4, dw ? 3 : 0)).ok()) return st;
-    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
-    if (!(st = c.outputTensor(4)).ok()) return st;
     const OperandDesc& input = c.in(0);
     const OperandDesc& filter = c.in(1);
     const OperandDesc& bias = c.in(2);
     const OperandDesc& output = c.out(0);
-    if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
-    const bool perChannel = filter.type == hal::kTensorQuant8SymmPerChannel;
-    if (perChannel) {
-        if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
-        plan->signedWeights = true;
-        plan->channelScales = filter.channelScales;
-        plan->inputScale = input.scale;
-        plan->outputScale = output.scale;
-    } else {
-        if (!(st = sameDataType(c, "input, filter and output", {&input, &filter, &output}, plan)).ok())
-            return st;
-        plan->signedWeights = plan->signedIn;
-    }
 
     int32_t layout = 0, dilW = 1, dilH = 1, multiplier = 1;
     if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
@@ -450,48 +513,113 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
         return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
     }
 
-    // Tiling.
-    const uint64_t k = p.taps();
-    const CompileTarget& t = c.target;
-    uint32_t cT = chooseCoutTile(t, k, p.coutGroup());
-    if (cT == 0)
-        return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
-                      static_cast<unsigned long long>(k));
-    uint32_t m = 0;
-    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits
-    // (maxRowTile takes only whole depth-multiplier groups).
-    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
-    }
-    if (m == 0)
-        return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
-    p.tiling = {cT, m};
-    st = accumulatorFits(c, constantData(c.target, filter), constantData(c.target, bias), p.cout, k,
-                         dw ? 1 : k, dw ? p.cout : 1, perChannel ? 0 : filter.zeroPoint, plan->signedWeights,
-                         input.zeroPoint, plan->signedIn);
-    if (!st.ok()) return st;
+    return convTilingAndRequant(c, plan);
+}
 
-    if (perChannel) {
-        for (uint32_t ch = 0; ch < p.cout; ++ch) {
-            QuantizedMultiplier qc;
-            if (!channelMultiplier(*plan, ch, &qc))
-                return c.fail("requantization multiplier of channel %" PRIu32 " not representable", ch);
+void samePadding(uint32_t in, uint32_t stride, uint32_t filter, uint32_t* head, uint32_t* tail);
+
+// TRANSPOSE_CONV_2D (explicit: input, filter, bias, 4 paddings, 2 strides, activation, layout;
+// implicit: input, filter, bias, output shape, scheme, 2 strides, activation, layout) as the
+// equivalent CONV_2D over the input upsampled by the strides (ConvPlan::transposed).
+FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    ConvPlan& p = plan->conv;
+    if (op.inputCount != 9 && op.inputCount != 11)
+        return c.fail("has %" PRIu32 " inputs; TRANSPOSE_CONV_2D takes 9 (implicit) or 11 (explicit)",
+                      op.inputCount);
+    const bool implicit = op.inputCount == 9;
+    FwStatus st = convOperands(c, plan, 0);
+    if (!st.ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& output = c.out(0);
+    const uint32_t s0 = implicit ? 5 : 7;  // the strides
+    int32_t v[4] = {}, strideW = 0, strideH = 0, layout = 0;
+    if (!(st = c.scalar(s0, hal::kInt32, &strideW)).ok() ||
+        !(st = c.scalar(s0 + 1, hal::kInt32, &strideH)).ok() ||
+        !(st = c.activation(s0 + 2, output, &plan->vec)).ok() ||
+        !(st = c.scalar(s0 + 3, hal::kBool, &layout)).ok())
+        return st;
+    if (strideW < 1 || strideH < 1) return c.fail("strides must be >= 1");
+    p.nchw = layout != 0;
+    p.transposed = true;
+    p.input = op.inputs[0];
+    p.filter = op.inputs[1];
+    p.bias = op.inputs[2];
+    p.output = op.outputs[0];
+    p.batch = input.dims[0];
+    p.realInH = p.nchw ? input.dims[2] : input.dims[1];
+    p.realInW = p.nchw ? input.dims[3] : input.dims[2];
+    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    p.cout = filter.dims[0];
+    p.kh = filter.dims[1];
+    p.kw = filter.dims[2];
+    if (filter.dims[3] != p.cin)
+        return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32, filter.dims[3], p.cin);
+    if (c.in(2).dims[0] != p.cout)
+        return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", c.in(2).dims[0],
+                      p.cout);
+    int64_t outH = 0, outW = 0;
+    uint32_t pads[4] = {};  // left, right, top, bottom
+    if (implicit) {
+        int32_t scheme = 0;
+        if (!(st = c.constantTensor(3, "output shape", hal::kTensorInt32, 1)).ok() ||
+            !(st = c.scalar(4, hal::kInt32, &scheme)).ok())
+            return st;
+        if (c.in(3).dims[0] != 4)
+            return c.fail("output shape has %" PRIu32 " elements, expected 4", c.in(3).dims[0]);
+        if (scheme != 1 && scheme != 2)
+            return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
+        const uint8_t* shape = constantData(c.target, c.in(3));
+        outH = readI32(shape, p.nchw ? 2 : 1);
+        outW = readI32(shape, p.nchw ? 3 : 2);
+        if (outH < 1 || outW < 1 || outH > kMax16 || outW > kMax16)
+            return c.fail("output shape %lld x %lld outside 1..65535", static_cast<long long>(outH),
+                          static_cast<long long>(outW));
+        // As the reference: the padding of a forward convolution whose input is the output.
+        if (scheme == 1) {
+            samePadding(static_cast<uint32_t>(outW), static_cast<uint32_t>(strideW), p.kw, &pads[0],
+                        &pads[1]);
+            samePadding(static_cast<uint32_t>(outH), static_cast<uint32_t>(strideH), p.kh, &pads[2],
+                        &pads[3]);
         }
-        plan->zpIn = input.zeroPoint;
-        plan->zpWeights = 0;
-        plan->vec.outOffset = output.zeroPoint;
-        return FwStatus::okStatus();
+    } else {
+        for (uint32_t i = 0; i < 4; ++i) {
+            if (!(st = c.scalar(3 + i, hal::kInt32, &v[i])).ok()) return st;
+            if (v[i] < 0) return c.fail("negative explicit padding");
+            pads[i] = static_cast<uint32_t>(v[i]);
+        }
+        outH = (int64_t{p.realInH} - 1) * strideH + p.kh - pads[2] - pads[3];
+        outW = (int64_t{p.realInW} - 1) * strideW + p.kw - pads[0] - pads[1];
+        if (outH < 1 || outW < 1)
+            return c.fail("output spatial size %lld x %lld is not positive", static_cast<long long>(outH),
+                          static_cast<long long>(outW));
     }
-    QuantizedMultiplier qm;
-    const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) /
-                        static_cast<double>(output.scale);
-    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
-    plan->vec.outMult = qm.multiplier;
-    plan->vec.outShift = qm.shift;
-    plan->vec.outOffset = output.zeroPoint;
-    plan->zpIn = input.zeroPoint;
-    plan->zpWeights = filter.zeroPoint;
-    return FwStatus::okStatus();
+    if (pads[0] >= p.kw || pads[2] >= p.kh)
+        return c.fail("left/top padding %" PRIu32 "/%" PRIu32 " not below the filter %" PRIu32 "x%" PRIu32
+                      " (the equivalent convolution would crop its input; not supported)",
+                      pads[0], pads[2], p.kw, p.kh);
+    const uint64_t upH = (uint64_t{p.realInH} - 1) * strideH + 1,
+                   upW = (uint64_t{p.realInW} - 1) * strideW + 1;
+    if (upH > kMax16 || upW > kMax16 || p.kh > kMax16 || p.kw > kMax16)
+        return c.fail("the upsampled input %llu x %llu exceeds the NPU's 16-bit tile fields",
+                      static_cast<unsigned long long>(upH), static_cast<unsigned long long>(upW));
+    p.inH = static_cast<uint32_t>(upH);
+    p.inW = static_cast<uint32_t>(upW);
+    p.upStrideX = static_cast<uint32_t>(strideW);
+    p.upStrideY = static_cast<uint32_t>(strideH);
+    p.padLeft = p.kw - 1 - pads[0];
+    p.padTop = p.kh - 1 - pads[2];
+    p.outH = static_cast<uint32_t>(outH);
+    p.outW = static_cast<uint32_t>(outW);
+    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : p.outH, p.nchw ? p.outH : p.outW,
+                                p.nchw ? p.outW : p.cout};
+    for (uint32_t k = 0; k < 4; ++k) {
+        if (output.dims[k] != expect[k])
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
+                          output.dims[k], expect[k]);
+    }
+    return convTilingAndRequant(c, plan);
 }
 
 FwStatus planFc(const Checker& c, OpPlan* plan) {
@@ -1124,6 +1252,8 @@ const char* operationName(uint32_t type) {
             return "DEPTHWISE_CONV_2D";
         case hal::kOpGroupedConv2d:
             return "GROUPED_CONV_2D";
+        case hal::kOpTransposeConv2d:
+            return "TRANSPOSE_CONV_2D";
         case hal::kOpFullyConnected:
             return "FULLY_CONNECTED";
         case hal::kOpSub:
@@ -1216,6 +1346,8 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpDepthwiseConv2d:
         case hal::kOpGroupedConv2d:
             return planConv(c, plan);
+        case hal::kOpTransposeConv2d:
+            return planTransposeConv(c, plan);
         case hal::kOpFullyConnected:
             return planFc(c, plan);
         case hal::kOpAdd:

@@ -35,9 +35,10 @@ inline constexpr uint32_t kFloat32 = 0;
 constexpr bool isBinaryOp(uint32_t type) {
     return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
 }
-// CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D: all planned into a ConvPlan.
+// CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D or TRANSPOSE_CONV_2D: all planned into a ConvPlan.
 constexpr bool isConvOp(uint32_t type) {
-    return type == kOpConv2d || type == kOpDepthwiseConv2d || type == kOpGroupedConv2d;
+    return type == kOpConv2d || type == kOpDepthwiseConv2d || type == kOpGroupedConv2d ||
+           type == kOpTransposeConv2d;
 }
 // Element-wise unary operations the vector unit runs as a 256-entry lookup table.
 constexpr bool isLutOp(uint32_t type) {
@@ -70,6 +71,12 @@ struct ConvPlan {
     // [g * cinGroup, +cinGroup) and writing output channels [g * coutGroup, +coutGroup); the
     // filter [cout][kh][kw][cinGroup] is CONV_2D's layout per group. 1 for CONV_2D.
     uint32_t groups = 1;
+    // TRANSPOSE_CONV_2D, run as the equivalent CONV_2D: the input upsampled by the strides
+    // (zero points between the real pixels: inH x inW here is the upsampled size, `realInH` x
+    // `realInW` the tensor's), stride 1, the kernel flipped in both spatial dimensions, padding
+    // kernel - 1 - the transpose's padding.
+    bool transposed = false;
+    uint32_t upStrideX = 1, upStrideY = 1, realInH = 0, realInW = 0;
     uint32_t cinGroup() const { return depthwise ? cin : cin / groups; }
     uint32_t coutGroup() const { return depthwise ? cout : cout / groups; }
     // Filter taps per output channel (the MAC's K).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -217,9 +218,9 @@ inline Run execute(Harness& h, const BlobInfo& info, const std::vector<std::vect
 
 // The model must be claimed and prepare; returns its blob.
 inline BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
-    bool supported = false;
-    REQUIRE(h.runtime.supportedOperations(model, &supported).ok());
-    REQUIRE(supported);
+    std::unique_ptr<bool[]> supported(new bool[model.operationCount]);  // one per operation
+    REQUIRE(h.runtime.supportedOperations(model, supported.get()).ok());
+    for (uint32_t i = 0; i < model.operationCount; ++i) REQUIRE(supported[i]);
     Arena scratch(h.scratchMem.data(), h.scratchMem.size());
     BlobInfo info;
     FwStatus st = h.runtime.prepare(model, scratch, &info);

@@ -260,6 +260,60 @@ uint32_t addAdd(RandomModel& m, uint32_t x) {
     return y;
 }
 
+// TRANSPOSE_CONV_2D with random strides, explicit paddings below the filter or an implicit
+// SAME / VALID output shape, per-tensor or per-channel filters.
+uint32_t addTransposeConv(RandomModel& m, uint32_t x, bool nchw) {
+    const hal::Operand in = m.at(x);
+    const OperandType type = in.type;
+    const uint32_t n = in.dimensions[0], cin = nchw ? in.dimensions[1] : in.dimensions[3];
+    const uint32_t h = nchw ? in.dimensions[2] : in.dimensions[1],
+                   w = nchw ? in.dimensions[3] : in.dimensions[2];
+    const uint32_t cout = uint32_t(m.uniform(1, 6)), kh = uint32_t(m.uniform(1, 4)),
+                   kw = uint32_t(m.uniform(1, 4));
+    const uint32_t sx = uint32_t(m.uniform(1, 3)), sy = uint32_t(m.uniform(1, 3));
+    const bool perChannel = m.uniform(0, 2) == 0;
+    const float filterScale = m.uniformReal(0.002f, 0.05f);
+    const std::vector<uint32_t> filterDims = {cout, kh, kw, cin};
+    auto filterBytes = m.randomBytes(RandomModel::elements(filterDims));
+    const uint32_t f = m.constantBytes(perChannel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : type,
+                                       filterDims, filterBytes.data(), filterBytes.size(),
+                                       perChannel ? 0.0f : filterScale, perChannel ? 0 : m.zeroPoint(type));
+    if (perChannel) {
+        hal::SymmPerChannelQuantParams q;
+        for (uint32_t c = 0; c < cout; ++c) q.scales.push_back(filterScale * m.uniformReal(0.25f, 4.0f));
+        q.channelDim = 0;
+        const_cast<hal::Operand&>(m.at(f)).channelQuant = q;
+    }
+    std::vector<int32_t> bias(cout);
+    for (auto& b : bias) b = m.uniform(-3000, 3000);
+    const uint32_t b = m.constantBytes(OperandType::TENSOR_INT32, {cout}, bias.data(), bias.size() * 4,
+                                       perChannel ? 0.0f : in.scale * filterScale, 0);
+    std::vector<uint32_t> args = {x, f, b};
+    uint32_t oh = 0, ow = 0;
+    if (m.coin()) {  // implicit: an output shape near the natural one
+        oh = std::max<int>(1, int((h - 1) * sy + kh) - m.uniform(0, 2));
+        ow = std::max<int>(1, int((w - 1) * sx + kw) - m.uniform(0, 2));
+        const std::vector<int32_t> shape = nchw ? std::vector<int32_t>{int(n), int(cout), int(oh), int(ow)}
+                                                : std::vector<int32_t>{int(n), int(oh), int(ow), int(cout)};
+        args.push_back(m.constantBytes(OperandType::TENSOR_INT32, {4}, shape.data(), 16));
+        args.push_back(m.i32(m.uniform(1, 2)));
+    } else {
+        const uint32_t pl = uint32_t(m.uniform(0, int(kw) - 1)), pr = uint32_t(m.uniform(0, int(kw) - 1)),
+                       pt = uint32_t(m.uniform(0, int(kh) - 1)), pb = uint32_t(m.uniform(0, int(kh) - 1));
+        if ((w - 1) * sx + kw <= pl + pr || (h - 1) * sy + kh <= pt + pb) return x;  // no output left
+        oh = (h - 1) * sy + kh - pt - pb;
+        ow = (w - 1) * sx + kw - pl - pr;
+        args.insert(args.end(), {m.i32(int(pl)), m.i32(int(pr)), m.i32(int(pt)), m.i32(int(pb))});
+    }
+    args.insert(args.end(), {m.i32(int(sx)), m.i32(int(sy)), m.i32(m.uniform(0, 3)), m.boolean(nchw)});
+    const float os = outputScale(m, in.scale * filterScale, kh * kw * cin);
+    const std::vector<uint32_t> outDims =
+        nchw ? std::vector<uint32_t>{n, cout, oh, ow} : std::vector<uint32_t>{n, oh, ow, cout};
+    const uint32_t y = m.operand(type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, os, m.zeroPoint(type));
+    m.op(hal::OperationType::TRANSPOSE_CONV_2D, args, {y});
+    return y;
+}
+
 framework::TestCase randomModel(uint32_t seed) {
     RandomModel m(seed);
     const OperandType type =
@@ -487,7 +541,9 @@ framework::TestCase randomVectorModel(uint32_t seed) {
         if (kind == 5 || (!spatial && m.uniform(0, 2) == 0)) {
             x = m.uniform(0, 3) == 0 ? addPad(m, x) : addBinary(m, x);
         } else if (kind == 0) {
-            x = m.coin() ? addPool(m, x, nchw) : addConvolution(m, x, nchw, m.coin());
+            const int conv = m.uniform(0, 3);
+            x = conv == 0 ? addPool(m, x, nchw)
+                          : (conv == 1 ? addTransposeConv(m, x, nchw) : addConvolution(m, x, nchw, m.coin()));
         } else if (kind == 1) {
             x = addUnary(m, x);
         } else if (kind == 2) {
