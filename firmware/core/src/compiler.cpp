@@ -114,6 +114,11 @@ public:
     FwStatus measure(Arena& scratch, CompiledSize* size);
 
 private:
+    struct Layout {
+        uint64_t cmdOffset = 0, metaOffset = 0, metaBytes = 0, dataOffset = 0, total = 0;
+    };
+    FwStatus planAll(Arena& scratch);
+    Layout layoutOf(const BlobWriter& counter) const;
     FwStatus checkModel();
     FwStatus planMemory(Arena& scratch);
     bool aliasesInput(uint32_t opIndex) const;
@@ -1108,28 +1113,18 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
 }
 
 FwStatus ModelCompiler::measure(Arena& scratch, CompiledSize* size) {
-    FwStatus st = checkModel();
+    FwStatus st = planAll(scratch);
     if (!st.ok()) return st;
-    plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
-    if (plans_ == nullptr)
-        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (plans)");
-    for (uint32_t o = 0; o < model_.operationCount; ++o) {
-        if (!(st = planOperation(target_, model_, o, &plans_[o])).ok()) return st;
-    }
-    if (!(st = planMemory(scratch)).ok()) return st;
     BlobWriter counter(nullptr, nullptr, nullptr);
     emitAll(counter, nullptr);
-    const uint64_t metaOffset =
-        align(blob::kHeaderBytesValue, kBlobAlign) + uint64_t{counter.commandCount()} * isa::kCommandBytes;
-    const uint64_t metaBytes = expectedMetaBytes(model_.inputCount + model_.outputCount,
-                                                 model_.operationCount, counter.relocCount());
-    size->blobBytes = align(metaOffset + metaBytes, kBlobAlign) + counter.dataBytes();
+    size->blobBytes = layoutOf(counter).total;
     size->activationBytes = activationBytes_;
     size->commandCount = counter.commandCount();
     return FwStatus::okStatus();
 }
 
-FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+// Every operation planned (with the given tilings) and the activation memory placed.
+FwStatus ModelCompiler::planAll(Arena& scratch) {
     FwStatus st = checkModel();
     if (!st.ok()) return st;
     plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
@@ -1151,16 +1146,29 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
                                   o, tilings_[o].coutTile, tilings_[o].rowTile);
         applyTiling(&plans_[o], tilings_[o]);
     }
-    if (!(st = planMemory(scratch)).ok()) return st;
+    return planMemory(scratch);
+}
 
+ModelCompiler::Layout ModelCompiler::layoutOf(const BlobWriter& counter) const {
+    Layout l;
+    l.cmdOffset = align(blob::kHeaderBytesValue, kBlobAlign);
+    l.metaOffset = l.cmdOffset + uint64_t{counter.commandCount()} * isa::kCommandBytes;
+    l.metaBytes = expectedMetaBytes(model_.inputCount + model_.outputCount, model_.operationCount,
+                                    counter.relocCount());
+    l.dataOffset = align(l.metaOffset + l.metaBytes, kBlobAlign);
+    l.total = l.dataOffset + counter.dataBytes();
+    return l;
+}
+
+FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+    FwStatus st = planAll(scratch);
+    if (!st.ok()) return st;
     BlobWriter counter(nullptr, nullptr, nullptr);
     emitAll(counter, nullptr);
     const uint32_t numIo = model_.inputCount + model_.outputCount;
-    const uint64_t cmdOffset = align(blob::kHeaderBytesValue, kBlobAlign);
-    const uint64_t metaOffset = cmdOffset + uint64_t{counter.commandCount()} * isa::kCommandBytes;
-    const uint64_t metaBytes = expectedMetaBytes(numIo, model_.operationCount, counter.relocCount());
-    const uint64_t dataOffset = align(metaOffset + metaBytes, kBlobAlign);
-    const uint64_t total = dataOffset + counter.dataBytes();
+    const Layout layout = layoutOf(counter);
+    const uint64_t cmdOffset = layout.cmdOffset, metaOffset = layout.metaOffset, metaBytes = layout.metaBytes,
+                   dataOffset = layout.dataOffset, total = layout.total;
     if (total > UINT32_MAX || activationBytes_ > UINT32_MAX) {
         return FwStatus::make(Code::kInvalidArgument, "compiled model too large (%llu bytes)",
                               static_cast<unsigned long long>(total));

@@ -287,6 +287,21 @@ FwStatus accumulatorFits(const Checker& c, const uint8_t* weights, const uint8_t
     return FwStatus::okStatus();
 }
 
+// The requantization of a MAC operation with per-tensor weights: input x weights / output scale.
+FwStatus perTensorRequant(const Checker& c, OpPlan* plan, const OperandDesc& input,
+                          const OperandDesc& weights, const OperandDesc& output) {
+    QuantizedMultiplier qm;
+    const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) /
+                        static_cast<double>(output.scale);
+    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
+    plan->vec.outMult = qm.multiplier;
+    plan->vec.outShift = qm.shift;
+    plan->vec.outOffset = output.zeroPoint;
+    plan->zpIn = input.zeroPoint;
+    plan->zpWeights = weights.zeroPoint;
+    return FwStatus::okStatus();
+}
+
 // The operands every convolution shares: a rank-4 quant8 input and output, a constant filter
 // (per-tensor of the same type, or per-channel along `perChannelDim`) and an INT32 bias;
 // records signedness and, for per-channel filters, the scales.
@@ -354,16 +369,7 @@ FwStatus convTilingAndRequant(const Checker& c, OpPlan* plan) {
         plan->vec.outOffset = output.zeroPoint;
         return FwStatus::okStatus();
     }
-    QuantizedMultiplier qm;
-    const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) /
-                        static_cast<double>(output.scale);
-    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
-    plan->vec.outMult = qm.multiplier;
-    plan->vec.outShift = qm.shift;
-    plan->vec.outOffset = output.zeroPoint;
-    plan->zpIn = input.zeroPoint;
-    plan->zpWeights = filter.zeroPoint;
-    return FwStatus::okStatus();
+    return perTensorRequant(c, plan, input, filter, output);
 }
 
 // CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
@@ -668,16 +674,7 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
                          plan->signedIn);
     if (!st.ok()) return st;
 
-    QuantizedMultiplier qm;
-    const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) /
-                        static_cast<double>(output.scale);
-    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
-    plan->vec.outMult = qm.multiplier;
-    plan->vec.outShift = qm.shift;
-    plan->vec.outOffset = output.zeroPoint;
-    plan->zpIn = input.zeroPoint;
-    plan->zpWeights = weights.zeroPoint;
-    return FwStatus::okStatus();
+    return perTensorRequant(c, plan, input, weights, output);
 }
 
 FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
