@@ -566,7 +566,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
                 window(t, &b, &r0, &mt, &first, &end, &padTop);
                 isa::ConvDesc d;
                 d.ifmAddr = sram;
-                d.ifmH = std::max(end - first, 1u);
+                d.ifmH = std::max<uint32_t>(end - first, 1);
                 d.ifmW = p.inW;
                 d.ifmC = p.depthwise ? ct : cinG;
                 d.ifmRowStride = p.inW * d.ifmC;
