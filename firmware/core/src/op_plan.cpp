@@ -302,6 +302,22 @@ FwStatus perTensorRequant(const Checker& c, OpPlan* plan, const OperandDesc& inp
     return FwStatus::okStatus();
 }
 
+// A convolution's operand indexes and the shapes read straight off its input (image height and
+// width into *inH / *inW) and filter. (p.nchw: set.)
+void convShapes(const Checker& c, ConvPlan& p, uint32_t* inH, uint32_t* inW) {
+    const OperandDesc& input = c.in(0);
+    p.input = c.op.inputs[0];
+    p.filter = c.op.inputs[1];
+    p.bias = c.op.inputs[2];
+    p.output = c.op.outputs[0];
+    p.batch = input.dims[0];
+    *inH = p.nchw ? input.dims[2] : input.dims[1];
+    *inW = p.nchw ? input.dims[3] : input.dims[2];
+    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    p.kh = c.in(1).dims[1];
+    p.kw = c.in(1).dims[2];
+}
+
 // The operands every convolution shares: a rank-4 quant8 input and output, a constant filter
 // (per-tensor of the same type, or per-channel along `perChannelDim`) and an INT32 bias;
 // records signedness and, for per-channel filters, the scales.
@@ -397,7 +413,6 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     }
     FwStatus st = convOperands(c, plan, dw ? 3 : 0);
     if (!st.ok()) return st;
-    const OperandDesc& input = c.in(0);
     const OperandDesc& filter = c.in(1);
     const OperandDesc& bias = c.in(2);
     const OperandDesc& output = c.out(0);
@@ -417,17 +432,8 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     p.depthwise = dw;
     p.multiplier = dw ? static_cast<uint32_t>(multiplier) : 1;
     p.groups = grouped ? static_cast<uint32_t>(multiplier) : 1;
-    p.input = op.inputs[0];
-    p.filter = op.inputs[1];
-    p.bias = op.inputs[2];
-    p.output = op.outputs[0];
-    p.batch = input.dims[0];
-    p.inH = p.nchw ? input.dims[2] : input.dims[1];
-    p.inW = p.nchw ? input.dims[3] : input.dims[2];
-    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    convShapes(c, p, &p.inH, &p.inW);
     p.cout = dw ? filter.dims[3] : filter.dims[0];
-    p.kh = filter.dims[1];
-    p.kw = filter.dims[2];
     if (dw) {
         if (filter.dims[0] != 1)
             return c.fail("filter dimension 0 is %" PRIu32 ", must be 1", filter.dims[0]);
@@ -536,7 +542,6 @@ FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
     const bool implicit = op.inputCount == 9;
     FwStatus st = convOperands(c, plan, 0);
     if (!st.ok()) return st;
-    const OperandDesc& input = c.in(0);
     const OperandDesc& filter = c.in(1);
     const OperandDesc& output = c.out(0);
     const uint32_t s0 = implicit ? 5 : 7;  // the strides
@@ -549,17 +554,8 @@ FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
     if (strideW < 1 || strideH < 1) return c.fail("strides must be >= 1");
     p.nchw = layout != 0;
     p.transposed = true;
-    p.input = op.inputs[0];
-    p.filter = op.inputs[1];
-    p.bias = op.inputs[2];
-    p.output = op.outputs[0];
-    p.batch = input.dims[0];
-    p.realInH = p.nchw ? input.dims[2] : input.dims[1];
-    p.realInW = p.nchw ? input.dims[3] : input.dims[2];
-    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    convShapes(c, p, &p.realInH, &p.realInW);
     p.cout = filter.dims[0];
-    p.kh = filter.dims[1];
-    p.kw = filter.dims[2];
     if (filter.dims[3] != p.cin)
         return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32, filter.dims[3], p.cin);
     if (c.in(2).dims[0] != p.cout)

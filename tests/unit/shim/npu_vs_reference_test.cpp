@@ -119,6 +119,13 @@ uint32_t outSize(uint32_t in, uint32_t k, uint32_t stride, uint32_t dil, uint32_
     return (in + padHead + padTail - eff) / stride + 1;
 }
 
+// A constant INT32 bias of `count` values in [-3000, 3000].
+uint32_t randomBias(RandomModel& m, uint32_t count, float scale) {
+    std::vector<int32_t> bias(count);
+    for (auto& v : bias) v = m.uniform(-3000, 3000);
+    return m.constantBytes(OperandType::TENSOR_INT32, {count}, bias.data(), bias.size() * 4, scale, 0);
+}
+
 // CONV_2D, or DEPTHWISE_CONV_2D with a depth multiplier of 1..3, on `x` (NHWC or NCHW, as `nchw`
 // says); returns the output operand.
 uint32_t addConvolution(RandomModel& m, uint32_t x, bool nchw, bool depthwise) {
@@ -162,10 +169,7 @@ uint32_t addConvolution(RandomModel& m, uint32_t x, bool nchw, bool depthwise) {
         q.channelDim = depthwise ? 3 : 0;
         const_cast<hal::Operand&>(m.at(f)).channelQuant = q;
     }
-    std::vector<int32_t> bias(cout);
-    for (auto& b : bias) b = m.uniform(-3000, 3000);
-    const uint32_t b = m.constantBytes(OperandType::TENSOR_INT32, {cout}, bias.data(), bias.size() * 4,
-                                       perChannel ? 0.0f : in.scale * filterScale, 0);
+    const uint32_t b = randomBias(m, cout, perChannel ? 0.0f : in.scale * filterScale);
 
     std::vector<uint32_t> args = {x, f, b};
     uint32_t oh = 0, ow = 0;
@@ -284,10 +288,7 @@ uint32_t addTransposeConv(RandomModel& m, uint32_t x, bool nchw) {
         q.channelDim = 0;
         const_cast<hal::Operand&>(m.at(f)).channelQuant = q;
     }
-    std::vector<int32_t> bias(cout);
-    for (auto& b : bias) b = m.uniform(-3000, 3000);
-    const uint32_t b = m.constantBytes(OperandType::TENSOR_INT32, {cout}, bias.data(), bias.size() * 4,
-                                       perChannel ? 0.0f : in.scale * filterScale, 0);
+    const uint32_t b = randomBias(m, cout, perChannel ? 0.0f : in.scale * filterScale);
     std::vector<uint32_t> args = {x, f, b};
     uint32_t oh = 0, ow = 0;
     if (m.coin()) {  // implicit: an output shape near the natural one
