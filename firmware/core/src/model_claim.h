@@ -17,7 +17,8 @@ struct ClaimLimits {
 };
 
 // supported[i] for every operation of `model`: the per-operation checks (checkOperation), then
-// the largest prefix, in model order, of the operations those accept whose sub-model (the
+// a prefix (the longest a binary search finds; every claimed prefix is verified), in model
+// order, of the operations those accept whose sub-model (the
 // claimed operations, their boundary tensors as inputs and outputs) stays within the model-level
 // limits: kMaxOperations operations, kMaxIo inputs and outputs, and the memory of `limits`.
 // `scratch` holds the temporary tables (released before returning).
