@@ -34,8 +34,9 @@ enum class Opcode : uint8_t {
     kVecParams = 0x20,
     kRequant = 0x21,
     kAdd = 0x22,
-    kVecOp = 0x23,  // appended in ISA 1.1
-    kPool = 0x24,   // appended in ISA 1.1
+    kVecOp = 0x23,    // appended in ISA 1.1
+    kPool = 0x24,     // appended in ISA 1.1
+    kSoftmax = 0x25,  // appended in ISA 1.2
     kPush = 0x30,
     kPop = 0x31,
     kFence = 0x32,
@@ -425,6 +426,45 @@ constexpr Command makePool(const PoolDesc& d, uint32_t flags = 0) {
     return c;
 }
 
+// ---- SOFTMAX (ISA 1.2): TFLite's quantized softmax of each row of an 8-bit tile ----------------
+// For r < rows: the row's elements in[r*inRowStride + c*inColStride], c < cols; with d = x - max
+// of the row, the terms with d >= diffMin give e = exp(MultiplyByQuantizedMultiplierGreaterThanOne
+// (d, multiplier, leftShift) as Q5.26) (gemmlowp's exp_on_negative_values), summed in Q12.19;
+// out = clamp(RoundingDivideByPOT(reciprocal(sum) * e, bitsOverUnit + 23) (- 128 if SIGNED)),
+// the others the type's minimum. Output scale 1/256, zero point 0 (uint8) or -128 (int8). The
+// arithmetic is in fixed_point.h (expOnNegativeValuesQ5, softmaxReciprocal). Flag 0: SIGNED.
+namespace softmax {
+inline constexpr uint32_t kRows = 1, kCols = 2, kInAddr = 3, kInRowStride = 4, kInColStride = 5, kOutAddr = 6,
+                          kOutRowStride = 7, kOutColStride = 8, kMultiplier = 9, kLeftShift = 10,
+                          kDiffMin = 11;
+inline constexpr uint32_t kFlagSigned = 1u << 0;
+inline constexpr int32_t kMaxLeftShift = 31;
+// Rows up to this length cannot overflow the Q12.19 sum of exponentials (each term <= 1).
+inline constexpr uint32_t kMaxRowLength = 4095;
+}  // namespace softmax
+struct SoftmaxDesc {
+    uint32_t rows = 0, cols = 0;
+    uint32_t inAddr = 0, inRowStride = 0, inColStride = 1;
+    uint32_t outAddr = 0, outRowStride = 0, outColStride = 1;
+    int32_t multiplier = 0, leftShift = 0, diffMin = 0;
+};
+constexpr Command makeSoftmax(const SoftmaxDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kSoftmax, flags);
+    c.w[softmax::kRows] = d.rows;
+    c.w[softmax::kCols] = d.cols;
+    c.w[softmax::kInAddr] = d.inAddr;
+    c.w[softmax::kInRowStride] = d.inRowStride;
+    c.w[softmax::kInColStride] = d.inColStride;
+    c.w[softmax::kOutAddr] = d.outAddr;
+    c.w[softmax::kOutRowStride] = d.outRowStride;
+    c.w[softmax::kOutColStride] = d.outColStride;
+    c.w[softmax::kMultiplier] = static_cast<uint32_t>(d.multiplier);
+    c.w[softmax::kLeftShift] = static_cast<uint32_t>(d.leftShift);
+    c.w[softmax::kDiffMin] = static_cast<uint32_t>(d.diffMin);
+    return c;
+}
+
 // ---- Synchronisation and control ------------------------------------------------------------
 // PUSH: from-queue signals "everything I issued so far is done" to to-queue.
 // POP: to-queue's next command waits for the oldest token from from-queue.
@@ -483,6 +523,7 @@ constexpr bool isKnownOpcode(Opcode op) {
         case Opcode::kDwConv:
         case Opcode::kVecOp:
         case Opcode::kPool:
+        case Opcode::kSoftmax:
             return true;
         case Opcode::kInvalid:
             return false;

@@ -191,6 +191,9 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
         case Opcode::kPool:
             r = vector_.pool(c);
             break;
+        case Opcode::kSoftmax:
+            r = vector_.softmax(c);
+            break;
         case Opcode::kGemm:
             r = mac_.gemm(c);
             break;

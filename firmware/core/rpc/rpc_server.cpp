@@ -405,7 +405,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 bool* supported =
                     model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
                 if (model.operationCount && !supported) return noMemory();
-                st = service_->supportedOperations(model, supported);
+                st = service_->supportedOperations(model, supported, arena_);
                 if (st.ok()) list = {supported, model.operationCount};
             }
             rep->has_status = true;

@@ -50,8 +50,8 @@ void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
     reply->num_data_cache_files = 1;
 }
 
-FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* supported) {
-    return runtime_.supportedOperations(model, supported);
+FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) {
+    return runtime_.supportedOperations(model, supported, &scratch);
 }
 
 FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,

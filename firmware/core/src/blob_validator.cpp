@@ -2,6 +2,8 @@
 
 #include <cinttypes>
 
+#include "command_bounds.h"
+
 namespace npu::fw {
 
 namespace {
@@ -131,7 +133,20 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
-        if (!isa::isDma(op)) continue;
+        if (!isa::isDma(op)) {
+            const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
+                           accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;
+            if (const char* box = computeCommandOutOfBounds(c, sram, accEntries)) {
+                return FwStatus::make(Code::kGeneralFailure,
+                                      "blob rejected: command %" PRIu32
+                                      " (opcode 0x%02x): %s empty or outside the "
+                                      "%llu-byte scratchpad / %llu accumulator entries",
+                                      i, static_cast<unsigned>(op), box,
+                                      static_cast<unsigned long long>(sram),
+                                      static_cast<unsigned long long>(accEntries));
+            }
+            continue;
+        }
         const bool fill = (isa::flagsOf(c) & isa::dma::kFlagFill) != 0;
         const uint32_t region = c.w[isa::dma::kRegion];
         if (fill) continue;  // no DRAM access

@@ -1,7 +1,8 @@
 #pragma once
 // Checks every size, offset and command of a blob before the firmware trusts it. A blob may come
 // from a cache file an attacker wrote, so nothing is assumed: the header, the section bounds, the
-// metadata tables, every command's opcode, and every DMA's DRAM extent against its region.
+// metadata tables, every command's opcode, every DMA's DRAM extent against its region, and every
+// compute command's scratchpad and accumulator boxes (command_bounds.h).
 
 #include <cstdint>
 

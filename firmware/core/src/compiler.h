@@ -36,6 +36,15 @@ inline constexpr uint32_t kMaxTilingCandidates = 6;
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
                       const uint8_t** image, uint64_t* size, const MacTiling* tilings = nullptr);
 
+// What compileModel would produce, without writing it: the blob's bytes, the activation area and
+// the command count (the executor's queue). Scratch: the planner's tables only, not the blob.
+struct CompiledSize {
+    uint64_t blobBytes = 0, activationBytes = 0;
+    uint32_t commandCount = 0;
+};
+FwStatus measureModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
+                      CompiledSize* size);
+
 // The tilings operation `opIndex` can be compiled with (at most kMaxTilingCandidates, the greedy
 // choice first; none for operations without a tiling).
 FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,

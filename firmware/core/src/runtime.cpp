@@ -9,6 +9,7 @@
 #include "dram_allocator.h"
 #include "executor.h"
 #include "hwsim/isa/registers.h"
+#include "model_claim.h"
 #include "op_plan.h"
 
 namespace npu::fw {
@@ -122,14 +123,15 @@ HardwareInfo Runtime::hardwareInfo() const {
     return impl_ != nullptr ? impl_->hw : HardwareInfo{};
 }
 
-FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported) {
+FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (supported == nullptr || (model.operationCount > 0 && model.operations == nullptr)) {
         return FwStatus::make(Code::kInvalidArgument, "supportedOperations: missing arrays");
     }
-    const CompileTarget t = impl_->target();
-    for (uint32_t i = 0; i < model.operationCount; ++i) supported[i] = checkOperation(t, model, i).ok();
-    return FwStatus::okStatus();
+    ClaimLimits limits;
+    limits.firmwareDramBytes = impl_->config.firmwareDramBytes;
+    limits.compileScratch = compileScratch;
+    return claimOperations(impl_->target(), model, limits, impl_->arena, supported);
 }
 
 FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune) {

@@ -270,3 +270,46 @@ TEST_CASE("new opcodes reject malformed commands with an error code and offset")
     p.kernelH = 0;
     expectError(isa::makePool(p), ErrorCode::kBadSize);
 }
+
+TEST_CASE("SOFTMAX (ISA 1.2) rejects malformed commands with an error code and offset") {
+    auto expectError = [](const isa::Command& bad, ErrorCode code) {
+        Sim s;
+        REQUIRE(s.run({isa::makeNop(), bad}) == isa::kIrqError);
+        CHECK(s.dev.readReg(isa::kRegErrorCode) == uint32_t(code));
+        CHECK(s.dev.readReg(isa::kRegErrorOffset) == isa::kCommandBytes);
+    };
+    isa::SoftmaxDesc d;
+    d.rows = 2;
+    d.cols = 5;
+    d.inRowStride = d.outRowStride = 5;
+    d.outAddr = 64;
+    d.multiplier = 1 << 30;
+    d.leftShift = 20;
+    d.diffMin = -100;
+    {
+        Sim s;  // the well-formed command runs
+        CHECK(s.run({isa::makeSoftmax(d)}) == isa::kIrqDone);
+    }
+    isa::SoftmaxDesc z = d;
+    z.rows = 0;
+    expectError(isa::makeSoftmax(z), ErrorCode::kBadSize);
+    isa::SoftmaxDesc longRow = d;
+    longRow.cols = isa::softmax::kMaxRowLength + 1;
+    expectError(isa::makeSoftmax(longRow), ErrorCode::kBadSize);
+    isa::SoftmaxDesc shift = d;
+    shift.leftShift = 32;
+    expectError(isa::makeSoftmax(shift), ErrorCode::kBadParameter);
+    isa::SoftmaxDesc mult = d;
+    mult.multiplier = 0;
+    expectError(isa::makeSoftmax(mult), ErrorCode::kBadParameter);
+    isa::SoftmaxDesc diff = d;
+    diff.diffMin = 1;
+    expectError(isa::makeSoftmax(diff), ErrorCode::kBadParameter);
+    expectError(isa::makeSoftmax(d, 0x2), ErrorCode::kBadParameter);  // unknown flag
+    isa::SoftmaxDesc far = d;
+    far.inColStride = 1u << 20;
+    expectError(isa::makeSoftmax(far), ErrorCode::kSramOutOfRange);
+    isa::SoftmaxDesc outFar = d;
+    outFar.outAddr = (1u << 20) - 3;
+    expectError(isa::makeSoftmax(outFar), ErrorCode::kSramOutOfRange);
+}

@@ -89,7 +89,7 @@ struct FakeService : Service {
             scales1.assign(m.operands[1].channelScales,
                            m.operands[1].channelScales + m.operands[1].channelScaleCount);
     }
-    FwStatus supportedOperations(const ModelDesc& m, bool* supported) override {
+    FwStatus supportedOperations(const ModelDesc& m, bool* supported, Arena&) override {
         record(m);
         for (uint32_t i = 0; i < m.operationCount; ++i) supported[i] = (i % 2) == 0;
         return FwStatus::okStatus();

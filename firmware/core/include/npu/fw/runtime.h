@@ -157,8 +157,11 @@ public:
     FwStatus init();  // probes the NPU (ID/VERSION/HW_CONFIG), resets it
     HardwareInfo hardwareInfo() const;
 
-    // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types).
-    FwStatus supportedOperations(const ModelDesc& model, bool* supported);
+    // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types), and
+    // the model made of the claimed operations prepares and runs: within kMaxOperations,
+    // kMaxIo inputs/outputs, the firmware DRAM and, when given, `compileScratch` (the arena
+    // prepare() will compile in): a verified prefix of the accepted operations (model_claim.h).
+    FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch = nullptr);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
     // temporaries and is released by the caller afterwards. Autotunes when the config and
     // `allowAutotune` both allow it.
