@@ -19,6 +19,11 @@ struct RpcClient::Pending {
     bool complete = false;
     bool isError = false;
     std::string payload;  // reassembled response (fragments appended)
+    // The caller's reply message: a response in one frame is parsed into it straight from the
+    // decoder's buffer (no copy of the payload; bulk window data is megabytes).
+    google::protobuf::Message* reply = nullptr;
+    std::optional<bool> parsedInPlace;  // ... and whether it parsed (payloadBytes of it)
+    size_t payloadBytes = 0;
     std::vector<UniqueFd> fds;
     std::optional<Error> failure;
 };
@@ -52,17 +57,24 @@ public:
             return;
         }
         Pending& p = *it->second;
+        p.isError = p.isError || (h.flags & kFlagError) != 0;
+        const bool last = (h.flags & kFlagMore) == 0;
+        // A whole response in this one frame is parsed into the caller's reply where it lies (the
+        // caller is blocked in call() and cannot drop `reply` while we hold the mutex).
+        const bool direct = last && !p.isError && p.reply != nullptr && p.payload.empty();
         if (p.payload.size() + h.length > kMaxMessageBytes) {
             p.failure = Error{Error::Kind::kResourceExhausted,
                               client_.description_ + ": response to call " + std::to_string(h.callId) +
                                   " exceeds " + std::to_string(kMaxMessageBytes) + " bytes"};
+        } else if (direct) {
+            p.parsedInPlace = p.reply->ParseFromArray(e.payload, static_cast<int>(h.length));
         } else {
             p.payload.append(reinterpret_cast<const char*>(e.payload), h.length);
         }
-        p.isError = p.isError || (h.flags & kFlagError) != 0;
+        p.payloadBytes += h.length;
         for (auto& fd : fdInbox) p.fds.push_back(std::move(fd));
         fdInbox.clear();
-        if ((h.flags & kFlagMore) != 0) return;
+        if (!last) return;
         p.complete = true;
         auto pending = it->second;
         client_.pending_.erase(it);
@@ -154,24 +166,37 @@ void RpcClient::readOnce(std::chrono::milliseconds timeout) {
     decoder_->feed(chunk_.data(), *n, *reader_);
 }
 
-Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
-                                   std::span<const int> fds) {
-    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
-    size_t offset = 0;
-    std::vector<uint8_t> frame;
+uint8_t* RpcClient::sendRoom(size_t bytes) {
+    if (sendBuffer_.size() < bytes) sendBuffer_.resize(bytes);
+    return sendBuffer_.data();
+}
+
+Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
+                                   size_t bytes, std::span<const int> fds) {
     std::lock_guard lock(writeMutex_);
-    do {
-        size_t n = std::min<size_t>(payload.size() - offset, maxPayload_);
-        bool more = offset + n < payload.size();
+    auto header = [&](uint8_t* frame, size_t n, bool more) {
         FrameHeader h;
         h.type = method;
         h.flags = more ? kFlagMore : 0;
         h.callId = callId;
         h.length = static_cast<uint32_t>(n);
-        frame.resize(kFrameHeaderSize + n);
-        std::memcpy(frame.data() + kFrameHeaderSize, data + offset, n);
-        encodeFrameHeader(h, frame.data() + kFrameHeaderSize, frame.data());
-        auto w = transport_->write(frame, offset == 0 ? fds : std::span<const int>{});
+        encodeFrameHeader(h, frame + kFrameHeaderSize, frame);
+        return std::span<const uint8_t>(frame, kFrameHeaderSize + n);
+    };
+    if (bytes <= maxPayload_) {  // the rule: one frame, serialised in place behind its header
+        uint8_t* frame = sendRoom(kFrameHeaderSize + bytes);
+        request.SerializeWithCachedSizesToArray(frame + kFrameHeaderSize);
+        return transport_->write(header(frame, bytes, false), fds);
+    }
+    const std::string payload = request.SerializeAsString();
+    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
+    size_t offset = 0;
+    do {
+        const size_t n = std::min<size_t>(payload.size() - offset, maxPayload_);
+        uint8_t* frame = sendRoom(kFrameHeaderSize + n);
+        std::memcpy(frame + kFrameHeaderSize, data + offset, n);
+        auto w = transport_->write(header(frame, n, offset + n < payload.size()),
+                                   offset == 0 ? fds : std::span<const int>{});
         if (!w) {
             if (offset > 0) {
                 // Half a message is on the wire: the stream cannot be trusted any more.
@@ -189,13 +214,14 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
                              std::span<const int> sendFds, std::vector<UniqueFd>* receivedFds) {
     const std::string methodName = Method_Name(method);
     const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
-    std::string payload;
-    if (!request.SerializeToString(&payload)) {
+    if (!request.IsInitialized()) {
         return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " +
                                                        request.GetTypeName() + " (missing required fields?)");
     }
+    const size_t bytes = request.ByteSizeLong();
     const uint64_t callId = nextCallId_++;
     auto pending = std::make_shared<Pending>();
+    pending->reply = &reply;
     {
         std::lock_guard lock(mutex_);
         if (!connected_.load()) {
@@ -203,9 +229,8 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         }
         pending_.emplace(callId, pending);
     }
-    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name,
-         payload.size());
-    auto sent = sendFrames(static_cast<uint8_t>(method), callId, payload, sendFds);
+    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, bytes);
+    auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, bytes, sendFds);
     if (!sent) {
         std::lock_guard lock(mutex_);
         pending_.erase(callId);
@@ -257,13 +282,15 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
              error.status().message().c_str());
         return fail(Error::Kind::kRemote, error.status().message(), error.status().code());
     }
-    if (!reply.ParseFromString(pending->payload)) {
+    const bool parsed =
+        pending->parsedInPlace ? *pending->parsedInPlace : reply.ParseFromString(pending->payload);
+    if (!parsed) {
         return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
-                                                "): cannot parse " + std::to_string(pending->payload.size()) +
+                                                "): cannot parse " + std::to_string(pending->payloadBytes) +
                                                 " bytes as " + reply.GetTypeName());
     }
     vlog("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId, name,
-         pending->payload.size());
+         pending->payloadBytes);
     return {};
 }
 

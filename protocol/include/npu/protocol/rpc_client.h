@@ -66,15 +66,21 @@ private:
     // The leader's read: one transport read (up to `timeout`), fed to the decoder.
     void readOnce(std::chrono::milliseconds timeout);
     void failAll(const Error& error);
-    Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
-                            std::span<const int> fds);
+    // `bytes`: request.ByteSizeLong(), just computed.
+    Result<void> sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
+                            size_t bytes, std::span<const int> fds);
+    uint8_t* sendRoom(size_t bytes);  // sendBuffer_, at least `bytes` long
 
     std::unique_ptr<Transport> transport_;
     const uint32_t maxPayload_;
     const std::string description_;
 
     std::mutex writeMutex_;  // frames of one call are never interleaved with another's
-    std::mutex mutex_;       // pending_, disconnectReason_
+    // Frames are built here, under writeMutex_. Kept between calls (it grows to the largest
+    // frame sent): a fresh megabyte per call costs a page fault per 4 KiB, which is more than
+    // the copy on an emulated CPU (the USB test VM).
+    std::vector<uint8_t> sendBuffer_;
+    std::mutex mutex_;  // pending_, disconnectReason_
     std::map<uint64_t, std::shared_ptr<Pending>> pending_;
     std::string disconnectReason_;
     std::atomic<uint64_t> nextCallId_{1};
