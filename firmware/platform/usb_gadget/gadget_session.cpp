@@ -9,7 +9,11 @@ namespace {
 
 using proto::Error;
 
-constexpr size_t kReadBytes = 256 * 1024;                 // one bulk OUT read (completes on a short packet)
+// One bulk OUT read: it completes at the end of the host's transfer (a short or zero-length
+// packet), so a read takes a whole frame of up to 1 MiB and the window service serves it in
+// place. (FunctionFS allocates the same size in the kernel per read: 1 MiB is an order-8 page
+// allocation; a frame of 1 MiB + header takes two reads.)
+constexpr size_t kReadBytes = 1024 * 1024;
 constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
 constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
 
