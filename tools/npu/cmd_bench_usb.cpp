@@ -4,18 +4,21 @@
 // best (iterations / 3 round trips per latency figure and round).
 //   bare_usb_us     median round trip of 64 bytes: synchronous libusb bulk OUT, then bulk IN, the
 //                   device echoing (its OPEN_ECHO session)
-//   bare_usb_mb_s   one-way bulk rate of the same echo with 256 KiB transfers (the device's
-//                   read size): 2 x 256 KiB moved per round trip / its time
+//   bare_usb_mb_s   bulk rate of the same echo with transfers of the shim's window chunk (what one
+//                   WINDOW_WRITE or WINDOW_READ carries): 2 x chunk moved per round trip / its time
 //   ping_usb_us     median Ping through RpcClient over the usb transport
 //   exec_usb_us     median one-ADD execution through the shim (inputs and outputs travel as
 //                   WINDOW_WRITE / WINDOW_READ calls, so this is four round trips)
-//   usb_out_mb_s    host window -> device with WINDOW_WRITE calls of the largest chunk
-//   usb_in_mb_s     device -> host window with WINDOW_READ calls
+//   usb_out_mb_s    host window -> device with WINDOW_WRITE calls of one chunk each
+//   usb_in_mb_s     device -> host window with WINDOW_READ calls of one chunk each
+// The raw echo and the window calls move the same transfer sizes and both check every byte that
+// comes back (each transfer is stamped with its number, so stale data fails).
 #include <fmt/format.h>
 #include <libusb.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,7 +38,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr unsigned kTimeoutMs = 5000;
-constexpr size_t kEchoBytes = 256u << 10;  // npu-usb-gadget's bulk OUT read size
+constexpr int kBulkRounds = 12;  // transfers of one chunk per throughput figure and round
 
 double seconds(Clock::time_point since) {
     return std::chrono::duration<double>(Clock::now() - since).count();
@@ -65,7 +68,12 @@ bool readAll(libusb_device_handle* h, uint8_t ep, uint8_t* data, int length) {
     return got == length;
 }
 
-BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, int iterations) {
+// Stamps `data` with transfer number `n` (its first 8 bytes) so a stale copy cannot pass a check.
+void stamp(uint8_t* data, uint64_t n) {
+    std::memcpy(data, &n, sizeof n);
+}
+
+BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, int iterations, size_t unit) {
     BareFigures f;
     const auto type = static_cast<uint8_t>(static_cast<int>(LIBUSB_REQUEST_TYPE_VENDOR) |
                                            static_cast<int>(LIBUSB_RECIPIENT_INTERFACE));  // OUT
@@ -74,27 +82,32 @@ BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, 
         f.error = "the device refused OPEN_ECHO";
         return f;
     }
-    std::vector<uint8_t> small(64, 0x5a), big(kEchoBytes);
+    std::vector<uint8_t> small(64, 0x5a), out(unit, 0x33), back(unit);
     f.us = medianUs(iterations, [&] {
         return bulkExact(h, ep.bulkOut, small.data(), 64) && readAll(h, ep.bulkIn, small.data(), 64);
     });
-    // One echo unit at a time: the device echoes what one of its reads took (256 KiB) and waits
-    // for the host to read it, so a bigger unit would have both sides waiting on each other.
-    const int rounds = 32;
+    // One transfer of `unit` bytes each way at a time, as a window call moves one chunk; the
+    // device echoes what one read took (a whole transfer) and waits for the host to read it.
+    const int length = static_cast<int>(unit);
     const auto t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        // A multiple of 512: the device's read ends with its buffer, its echo with a ZLP.
-        if (!bulkExact(h, ep.bulkOut, big.data(), static_cast<int>(kEchoBytes)) ||
-            !readAll(h, ep.bulkIn, big.data(), static_cast<int>(kEchoBytes))) {
-            f.error = "bulk echo of 256 KiB failed (round " + std::to_string(i) + ")";
+    for (int i = 0; i < kBulkRounds; ++i) {
+        stamp(out.data(), static_cast<uint64_t>(i));
+        if (!bulkExact(h, ep.bulkOut, out.data(), length) || !readAll(h, ep.bulkIn, back.data(), length)) {
+            f.error =
+                "bulk echo of " + std::to_string(unit) + " bytes failed (round " + std::to_string(i) + ")";
+            return f;
+        }
+        if (back != out) {
+            f.error = "bulk echo of " + std::to_string(unit) + " bytes came back changed (round " +
+                      std::to_string(i) + ")";
             return f;
         }
     }
-    f.mbs = 2.0 * rounds * kEchoBytes / 1e6 / seconds(t0);
+    f.mbs = 2.0 * kBulkRounds * static_cast<double>(unit) / 1e6 / seconds(t0);
     return f;
 }
 
-BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
+BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations, size_t unit) {
     BareFigures f;
     auto devices = proto::listUsbDevices(id);
     if (!devices || devices->empty() || !devices->front().error.empty()) {
@@ -111,7 +124,7 @@ BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
     if (h == nullptr || libusb_claim_interface(h, d.endpoints.interfaceNumber) != 0) {
         f.error = "cannot open and claim " + proto::formatUsbDeviceId(id);
     } else {
-        f = measureBare(h, d.endpoints, iterations);
+        f = measureBare(h, d.endpoints, iterations, unit);
         libusb_release_interface(h, d.endpoints.interfaceNumber);
     }
     if (h != nullptr) libusb_close(h);
@@ -121,19 +134,67 @@ BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
 
 struct RpcFigures {
     double pingUs = -1, outMbs = -1, inMbs = -1;
+    size_t chunk = 0;  // window bytes per call, as the shim sends them
+    std::string error;
 };
+
+// WINDOW_WRITE then WINDOW_READ of kBulkRounds chunks each at the start of the host window, with
+// the messages reused between calls as the shim does; every read is checked against the last
+// write.
+void measureWindow(proto::RpcClient& rpc, uint64_t addr, RpcFigures& f) {
+    const auto timeout = std::chrono::milliseconds(kTimeoutMs);
+    std::string data(f.chunk, '\x33');
+    proto::WindowWriteRequest w;
+    w.set_addr(addr);
+    proto::WindowWriteReply wrote;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBulkRounds; ++i) {
+        stamp(reinterpret_cast<uint8_t*>(data.data()), static_cast<uint64_t>(i));
+        w.mutable_data()->assign(data);
+        if (auto r = rpc.call(proto::METHOD_WINDOW_WRITE, w, wrote, timeout); !r) {
+            f.error = "WINDOW_WRITE: " + r.error().message;
+            return;
+        }
+    }
+    f.outMbs = double(kBulkRounds) * static_cast<double>(f.chunk) / 1e6 / seconds(t0);
+    proto::WindowReadRequest r;
+    r.set_addr(addr);
+    r.set_length(static_cast<uint32_t>(f.chunk));
+    proto::WindowReadReply read;
+    t0 = Clock::now();
+    for (int i = 0; i < kBulkRounds; ++i) {
+        if (auto c = rpc.call(proto::METHOD_WINDOW_READ, r, read, timeout); !c) {
+            f.error = "WINDOW_READ: " + c.error().message;
+            return;
+        }
+        if (read.data() != data) {
+            f.error = "WINDOW_READ " + std::to_string(i) + " returned other bytes than were written";
+            return;
+        }
+    }
+    f.inMbs = double(kBulkRounds) * static_cast<double>(f.chunk) / 1e6 / seconds(t0);
+}
 
 RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
     RpcFigures f;
     auto transport = proto::openUsb(id);
-    if (!transport) return f;
+    if (!transport) {
+        f.error = transport.error().message;
+        return f;
+    }
     auto rpc = proto::RpcClient::create(std::move(*transport));
-    if (!rpc) return f;
+    if (!rpc) {
+        f.error = rpc.error().message;
+        return f;
+    }
     proto::HelloRequest hello;
     hello.set_major(shim::kProtocolMajor);
     proto::HelloReply helloReply;
-    if (!(*rpc)->call(proto::METHOD_HELLO, hello, helloReply, std::chrono::milliseconds(kTimeoutMs)))
+    if (auto r = (*rpc)->call(proto::METHOD_HELLO, hello, helloReply, std::chrono::milliseconds(kTimeoutMs));
+        !r) {
+        f.error = r.error().message;
         return f;
+    }
     uint64_t nonce = 0;
     f.pingUs = medianUs(iterations, [&] {
         proto::PingRequest request;
@@ -143,29 +204,8 @@ RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
             ->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(kTimeoutMs))
             .has_value();
     });
-    const uint32_t chunk = helloReply.max_payload_bytes() - 256;  // as the shim sends them
-    const int rounds = 16;
-    std::string data(chunk, '\x33');
-    auto t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        proto::WindowWriteRequest w;
-        w.set_addr(helloReply.host_window_addr());
-        w.set_data(data);
-        proto::WindowWriteReply reply;
-        if (!(*rpc)->call(proto::METHOD_WINDOW_WRITE, w, reply, std::chrono::milliseconds(kTimeoutMs)))
-            return f;
-    }
-    f.outMbs = double(rounds) * chunk / 1e6 / seconds(t0);
-    t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        proto::WindowReadRequest r;
-        r.set_addr(helloReply.host_window_addr());
-        r.set_length(chunk);
-        proto::WindowReadReply reply;
-        if (!(*rpc)->call(proto::METHOD_WINDOW_READ, r, reply, std::chrono::milliseconds(kTimeoutMs)))
-            return f;
-    }
-    f.inMbs = double(rounds) * chunk / 1e6 / seconds(t0);
+    f.chunk = helloReply.max_payload_bytes() - 256;  // as the shim sends them (Connection)
+    measureWindow(**rpc, helloReply.host_window_addr(), f);
     return f;
 }
 
@@ -176,6 +216,7 @@ double execUsb(const proto::UsbDeviceId& id, int iterations) {
 }
 
 constexpr int kRounds = 3;
+constexpr size_t kDefaultChunk = (1u << 20) - 256;  // the shim's chunk with the default max payload
 
 // The better of two figures (-1 = not measured): the larger rate or the smaller time.
 double best(double a, double b, bool larger) {
@@ -198,9 +239,11 @@ int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
     RpcFigures rpc;
     const int perRound = std::max(10, iterations / kRounds);
     for (int round = 0; round < kRounds; ++round) {
-        const BareFigures b = bareEcho(*id, perRound);
         const RpcFigures r = measureRpc(*id, perRound);
+        const BareFigures b = bareEcho(*id, perRound, r.chunk > 0 ? r.chunk : kDefaultChunk);
         if (!b.error.empty()) bare.error = b.error;
+        if (!r.error.empty()) rpc.error = r.error;
+        rpc.chunk = r.chunk;
         bare.us = best(bare.us, b.us, false);
         bare.mbs = best(bare.mbs, b.mbs, true);
         rpc.pingUs = best(rpc.pingUs, r.pingUs, false);
@@ -218,6 +261,7 @@ int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
         for (const auto& [key, value] : figures)
             j[key] = value < 0 ? nlohmann::json(nullptr) : nlohmann::json(value);
         j["iterations"] = iterations;
+        j["bulk_transfer_bytes"] = rpc.chunk;
         j["device"] = proto::formatUsbDeviceId(*id);
         j["ping_usb_over_bare"] = bare.us > 0 && rpc.pingUs > 0 ? rpc.pingUs / bare.us : 0.0;
         j["usb_out_over_bare"] = bare.mbs > 0 && rpc.outMbs > 0 ? rpc.outMbs / bare.mbs : 0.0;
@@ -236,6 +280,7 @@ int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
         }
     }
     if (!bare.error.empty()) fmt::print(stderr, "npu bench rpc: raw echo: {}\n", bare.error);
+    if (!rpc.error.empty()) fmt::print(stderr, "npu bench rpc: window calls: {}\n", rpc.error);
     if (!ok) fmt::print(stderr, "npu bench rpc: some figures could not be measured (-1 / null)\n");
     return ok ? 0 : 1;
 }
