@@ -209,9 +209,50 @@ Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google
     return {};
 }
 
+RpcClient::InFlight::InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending,
+                              std::string name)
+    : client_(client), callId_(callId), pending_(std::move(pending)), name_(std::move(name)) {}
+
+RpcClient::InFlight::InFlight(InFlight&& other) noexcept
+    : client_(std::exchange(other.client_, nullptr)),
+      callId_(other.callId_),
+      pending_(std::move(other.pending_)),
+      name_(std::move(other.name_)) {}
+
+RpcClient::InFlight& RpcClient::InFlight::operator=(InFlight&& other) noexcept {
+    if (this != &other) {
+        abandon();
+        client_ = std::exchange(other.client_, nullptr);
+        callId_ = other.callId_;
+        pending_ = std::move(other.pending_);
+        name_ = std::move(other.name_);
+    }
+    return *this;
+}
+
+RpcClient::InFlight::~InFlight() {
+    abandon();
+}
+
+// Unregisters the call: the reader never touches its reply again (it looks calls up under the
+// same mutex).
+void RpcClient::InFlight::abandon() {
+    if (client_ == nullptr) return;
+    std::lock_guard lock(client_->mutex_);
+    client_->pending_.erase(callId_);
+    client_ = nullptr;
+}
+
 Result<void> RpcClient::call(Method method, const google::protobuf::Message& request,
                              google::protobuf::Message& reply, std::chrono::milliseconds timeout,
                              std::span<const int> sendFds, std::vector<UniqueFd>* receivedFds) {
+    auto started = start(method, request, reply, sendFds);
+    if (!started) return std::unexpected(started.error());
+    return finish(*started, timeout, receivedFds);
+}
+
+Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protobuf::Message& request,
+                                             google::protobuf::Message& reply, std::span<const int> sendFds) {
     const std::string methodName = Method_Name(method);
     const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
     if (!request.IsInitialized()) {
@@ -229,16 +270,27 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         }
         pending_.emplace(callId, pending);
     }
+    InFlight call(this, callId, pending, name);
     vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, bytes);
     auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, bytes, sendFds);
     if (!sent) {
-        std::lock_guard lock(mutex_);
-        pending_.erase(callId);
         Error e = sent.error();
         e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
-        return std::unexpected(e);
+        return std::unexpected(e);  // `call` unregisters itself
     }
+    return call;
+}
 
+Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout,
+                               std::vector<UniqueFd>* receivedFds) {
+    if (call.client_ != this) {
+        return fail(Error::Kind::kInvalidArgument, "RpcClient::finish: the call was finished already");
+    }
+    const uint64_t callId = call.callId_;
+    const std::shared_ptr<Pending> pending = call.pending_;
+    const char* name = call.name_.c_str();
+    google::protobuf::Message& reply = *pending->reply;
+    call.client_ = nullptr;  // from here on this function unregisters it on every path
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::unique_lock lock(mutex_);
     while (!pending->complete) {

@@ -27,6 +27,8 @@
 namespace npu::proto {
 
 class RpcClient {
+    struct Pending;
+
 public:
     // maxPayloadBytes is the largest frame payload sent and accepted
     // (the firmware's HelloReply.max_payload_bytes tells what it accepts); larger messages are
@@ -46,6 +48,32 @@ public:
                       google::protobuf::Message& reply, std::chrono::milliseconds timeout,
                       std::span<const int> sendFds = {}, std::vector<UniqueFd>* receivedFds = nullptr);
 
+    // A call sent by start() whose response finish() has not taken yet. Destroying it unfinished
+    // abandons the call (its response, if it comes, is counted as unknown).
+    class InFlight {
+    public:
+        InFlight(InFlight&& other) noexcept;
+        InFlight& operator=(InFlight&& other) noexcept;
+        ~InFlight();
+
+    private:
+        friend class RpcClient;
+        InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending, std::string name);
+        void abandon();
+        RpcClient* client_ = nullptr;  // null once finished (or moved from)
+        uint64_t callId_ = 0;
+        std::shared_ptr<Pending> pending_;
+        std::string name_;
+    };
+    // call() in two halves, so that several calls can be in flight from one thread: the link and
+    // both ends then work at once (the host window over USB moves megabytes in chunk calls).
+    // start() sends the request; `reply` must outlive the InFlight. finish() waits up to
+    // `timeout` for the response and parses it into that reply, as call() does.
+    Result<InFlight> start(Method method, const google::protobuf::Message& request,
+                           google::protobuf::Message& reply, std::span<const int> sendFds = {});
+    Result<void> finish(InFlight& call, std::chrono::milliseconds timeout,
+                        std::vector<UniqueFd>* receivedFds = nullptr);
+
     // Responses whose call id matches no pending call (late replies after a timeout, a confused
     // peer): counted and logged, never fatal.
     uint64_t unknownResponses() const { return unknownResponses_.load(); }
@@ -60,7 +88,6 @@ public:
     static constexpr size_t kMaxMessageBytes = 256u << 20;
 
 private:
-    struct Pending;
     class Reader;
     RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes);
     // The leader's read: one transport read (up to `timeout`), fed to the decoder.
