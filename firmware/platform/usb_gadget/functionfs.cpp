@@ -129,7 +129,12 @@ proto::Result<void> AioEndpoint::open(const std::string& path, int flags) {
 }
 
 proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
-    if (pending_) return proto::fail(Error::Kind::kIo, path_ + ": a transfer is already in flight");
+    if (pending_ && abandoned_) (void)wait(std::chrono::milliseconds(0));  // came back since?
+    if (pending_) {
+        return proto::fail(Error::Kind::kIo, path_ + (abandoned_ ? ": a cancelled transfer has not come back "
+                                                                   "from the kernel"
+                                                                 : ": a transfer is already in flight"));
+    }
     cb_ = iocb{};
     cb_.aio_fildes = static_cast<uint32_t>(fd_);
     cb_.aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
@@ -159,6 +164,7 @@ proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout) {
                            path_ + ": nothing within " + std::to_string(timeout.count()) + " ms");
     if (n < 0) return proto::fail(Error::Kind::kIo, errnoText(path_ + ": io_getevents", errno));
     pending_ = false;
+    abandoned_ = false;
     const auto res = static_cast<int64_t>(ev.res);
     if (res >= 0) return static_cast<size_t>(res);
     const int err = static_cast<int>(-res);
@@ -166,15 +172,32 @@ proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout) {
     return proto::fail(gone ? Error::Kind::kDisconnected : Error::Kind::kIo, errnoText(path_, err));
 }
 
-void AioEndpoint::cancel() {
-    if (!pending_) return;
+bool AioEndpoint::cancel() {
+    if (!pending_) return true;
     io_event ev{};
-    if (ioCancel(context_, &cb_, &ev) == 0) {  // completed by the cancel itself (older kernels)
+    if (!abandoned_ &&
+        ioCancel(context_, &cb_, &ev) == 0) {  // completed by the cancel itself (older kernels)
         pending_ = false;
-        return;
+        return true;
     }
     (void)wait(kCancelWait);  // newer kernels deliver the cancelled transfer as an event
-    pending_ = false;
+    if (!pending_) return true;
+    abandoned_ = true;
+    std::fprintf(stderr, "npu-usb-gadget: %s: a cancelled transfer did not come back within %lld ms\n",
+                 path_.c_str(), static_cast<long long>(kCancelWait.count()));
+    return false;
+}
+
+namespace {
+std::atomic<uint64_t> gAbandoned{0};
+}  // namespace
+
+void keepAbandoned(std::vector<uint8_t>&& buffer, const std::string& endpoint) {
+    // Moving a vector keeps its storage: the kernel's pointer stays valid, and it is never freed.
+    new std::vector<uint8_t>(std::move(buffer));
+    const uint64_t n = ++gAbandoned;
+    std::fprintf(stderr, "npu-usb-gadget: %s: kept a read buffer the kernel may still write (%llu so far)\n",
+                 endpoint.c_str(), static_cast<unsigned long long>(n));
 }
 
 proto::Result<std::unique_ptr<FunctionFs>> FunctionFs::open(const std::string& mount) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npu/protocol/transport.h"
 
@@ -28,14 +29,17 @@ public:
 
     proto::Result<void> open(const std::string& path, int flags);
     // Starts a read or write of `length` bytes at `data` (which must stay valid until it
-    // completes or is cancelled). One at a time.
+    // completes or is cancelled). One at a time; a cancelled transfer the kernel has not given
+    // back yet is reaped first, or the submit fails.
     proto::Result<void> submit(void* data, size_t length, bool write);
     bool pending() const { return pending_; }
     // Waits up to `timeout` for the transfer: bytes moved, kTimeout (still pending), or the
     // endpoint's error (-ESHUTDOWN when the host disabled the interface: kDisconnected).
     proto::Result<size_t> wait(std::chrono::milliseconds timeout);
     // Cancels a pending transfer and waits (bounded) for the kernel to give the buffer back.
-    void cancel();
+    // false: it did not come back in time; the kernel may still write the buffer of a read, so
+    // the caller must never free or reuse it (keepAbandoned()).
+    bool cancel();
     const std::string& path() const { return path_; }
 
 private:
@@ -43,8 +47,13 @@ private:
     aio_context_t context_ = 0;
     iocb cb_{};
     bool pending_ = false;
+    bool abandoned_ = false;  // pending_ was cancelled but not given back
     std::string path_;
 };
+
+// Keeps a read buffer that a transfer the kernel did not give back may still write: it is never
+// freed (a leak, counted and logged, instead of memory the kernel writes into after a free).
+void keepAbandoned(std::vector<uint8_t>&& buffer, const std::string& endpoint);
 
 // What ep0 told us, shared by the ep0 thread and the serving loop.
 struct GadgetState {

@@ -24,8 +24,10 @@ GadgetSession::GadgetSession(FunctionFs& ffs, WindowService& window, uint64_t op
 
 GadgetSession::~GadgetSession() {
     // Give the endpoints back clean: the next session must not inherit a transfer of this one.
-    ffs_.bulkOut().cancel();
-    ffs_.bulkIn().cancel();
+    // A read the kernel does not give back keeps its buffer forever (never freed under it);
+    // writes are copied into the kernel when submitted, so their buffers are free at once.
+    if (!ffs_.bulkOut().cancel()) keepAbandoned(std::move(readBuffer_), ffs_.bulkOut().path());
+    (void)ffs_.bulkIn().cancel();
 }
 
 bool GadgetSession::ended(std::string* why) {
