@@ -405,17 +405,22 @@ Result<bool> CtsReader::readLine(std::string& line) {
     }
 }
 
-Result<std::optional<TestCase>> CtsReader::next() {
-    std::string line;
+Result<bool> CtsReader::nextLine(std::string& line) {
     while (true) {
         const bool got = NPU_TRY(readLine(line));
-        if (!got) return std::optional<TestCase>{};
+        if (!got) return false;
         ++lineNumber_;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        auto tc = parseCtsLine(line, path_ + ":" + std::to_string(lineNumber_));
-        if (!tc) return std::unexpected(std::move(tc).error());
-        return std::optional<TestCase>(std::move(*tc));
+        if (line.find_first_not_of(" \t\r") != std::string::npos) return true;
     }
+}
+
+Result<std::optional<TestCase>> CtsReader::next() {
+    std::string line;
+    const bool got = NPU_TRY(nextLine(line));
+    if (!got) return std::optional<TestCase>{};
+    auto tc = parseCtsLine(line, where());
+    if (!tc) return std::unexpected(std::move(tc).error());
+    return std::optional<TestCase>(std::move(*tc));
 }
 
 Result<std::vector<TestCase>> loadCtsFile(const std::string& path) {

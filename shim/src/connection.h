@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,8 +51,20 @@ public:
     const ShimOptions& options() const { return options_; }
     void adoptDaemon(std::unique_ptr<DaemonProcess> daemon) { daemon_ = std::move(daemon); }
 
+    // Window calls in flight at once: while the device serves one chunk, the next is on its way
+    // (USB: the link, the host and the device work at the same time instead of in turn).
+    static constexpr size_t kWindowDepth = 2;
+
 private:
     Connection() = default;
+    Status mapError(const proto::Error& e, std::chrono::milliseconds timeout, const char* what);
+    using RequestFn = std::function<const google::protobuf::Message&(size_t call)>;
+    using ReplyFn = std::function<google::protobuf::Message&(size_t call)>;
+    using DoneFn = std::function<Status(size_t call)>;
+    // `calls` calls of `method`, up to kWindowDepth in flight: request(i) is sent, and once its
+    // reply(i) is in, done(i) checks it; calls finish in order.
+    Status pipeline(size_t calls, proto::Method method, const char* what, const RequestFn& request,
+                    const ReplyFn& reply, const DoneFn& done);
     std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;
     std::unique_ptr<proto::RpcClient> rpc_;

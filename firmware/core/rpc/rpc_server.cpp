@@ -212,6 +212,20 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
                   id, uint32_t(h.flags));
         return;
     }
+    if (h.type == npu_proto_Method_METHOD_WINDOW_WRITE || h.type == npu_proto_Method_METHOD_WINDOW_READ) {
+        // Host-window calls are served by a USB device side in front of the firmware
+        // (docs/usb.md); reaching the firmware, they came over a transport that shares the window.
+        if ((h.flags & kFlagMore) == 0) {
+            sendError(h.callId, Code::kInvalidArgument,
+                      "%s (method %" PRIu32
+                      ", call %llu) is for transports that share no memory (USB), "
+                      "whose device side serves it; this one shares the device memory: use the host "
+                      "window directly",
+                      h.type == npu_proto_Method_METHOD_WINDOW_WRITE ? "WINDOW_WRITE" : "WINDOW_READ",
+                      uint32_t(h.type), id);
+        }
+        return;
+    }
     if (methodName(h.type) == nullptr) {
         // Unknown methods are refused before they take queue space (fragments included).
         if ((h.flags & kFlagMore) == 0) {

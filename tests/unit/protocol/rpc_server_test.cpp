@@ -288,6 +288,21 @@ TEST_CASE("an oversize frame and an unknown method get ERROR frames") {
     CHECK(e.status().message().find("unknown method 99") != std::string::npos);
 }
 
+TEST_CASE("a host-window call over a transport that shares memory gets an error naming the mismatch") {
+    Fixture fx;
+    proto::WindowWriteRequest w;
+    w.set_addr(0);
+    w.set_data("abc");
+    auto f = makeFrame(proto::METHOD_WINDOW_WRITE, 0, 12, w.SerializeAsString());
+    fx.server.onBytes(f.data(), f.size());
+    auto e = errorOf(fx.only());
+    CHECK(fx.only().header.callId == 12);
+    CHECK(e.status().code() == uint32_t(Code::kInvalidArgument));
+    CHECK(e.status().message().find("WINDOW_WRITE (method 16, call 12)") != std::string::npos);
+    CHECK(e.status().message().find("shares the device memory") != std::string::npos);
+    CHECK(fx.server.queued() == 0);
+}
+
 TEST_CASE("a full queue answers RESOURCE_EXHAUSTED_TRANSIENT, never drops silently") {
     Fixture fx;  // queue depth 4
     proto::PingRequest req;

@@ -37,8 +37,13 @@ public:
 
     // The next test case; nullopt at the end of the file. Blank lines are skipped.
     Result<std::optional<TestCase>> next();
-    // 1-based number of the line last returned by next() (0 before the first call).
+    // The next non-blank line, unparsed; false at the end of the file. A caller picking a few
+    // vectors out of a large file parses only those (parseCtsLine(line, where())).
+    Result<bool> nextLine(std::string& line);
+    // 1-based number of the line last returned by next() or nextLine() (0 before the first call).
     size_t lineNumber() const { return lineNumber_; }
+    // "PATH:LINE" of that line, for error messages.
+    std::string where() const { return path_ + ":" + std::to_string(lineNumber_); }
 
 private:
     CtsReader(std::string path, void* gz) : path_(std::move(path)), gz_(gz) {}
