@@ -131,6 +131,9 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
+        if (!vectorCommandOk(c, uint64_t{limits.scratchpadKib} * 1024))
+            return bad("vector command field or scratchpad extent out of range", i,
+                       static_cast<uint32_t>(op));
         if (!isa::isDma(op)) continue;
         const bool fill = (isa::flagsOf(c) & isa::dma::kFlagFill) != 0;
         const uint32_t region = c.w[isa::dma::kRegion];
