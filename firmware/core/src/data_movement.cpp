@@ -79,8 +79,51 @@ void collapse(GatherPlan& g) {
     g.rank = m;
 }
 
-void setGather(const Checker& c, OpPlan* plan, const uint32_t* dims, const uint64_t* strides, uint32_t rank,
-               uint64_t base) {
+// Two buffers; a tile's rows stay within the DMA's per-command row count.
+uint32_t gatherBuffer(const CompileTarget& target) {
+    return std::min<uint32_t>(target.scratchpadBytes / 2 / 64 * 64, 1u << 23);
+}
+
+// The gather in tiles of at most one buffer: the innermost run of E contiguous input bytes
+// (E = 1 when the innermost dimension is strided) and the next two dimensions (levels 0 and 1,
+// where the input walks them forwards) form one 3-D DMA box; the other dimensions are looped
+// over. A tile is a contiguous piece of the output.
+struct GatherTiling {
+    uint32_t e = 1, levels = 0;
+    uint32_t n[kMaxGatherDims + 2] = {};
+    int64_t s[kMaxGatherDims + 2] = {};
+    uint32_t colChunk = 1, rowChunk = 1, planeChunk = 1, colTiles = 1, rowTiles = 1, planeTiles = 1;
+    uint64_t outerCount = 1;
+    uint64_t perOuter() const { return uint64_t{colTiles} * rowTiles * planeTiles; }
+    uint64_t tiles() const { return outerCount * perOuter(); }
+};
+
+GatherTiling gatherTiling(const GatherPlan& g, uint32_t buffer) {
+    GatherTiling t;
+    const bool contiguous = g.stride[g.rank - 1] == 1;
+    t.e = contiguous ? g.dims[g.rank - 1] : 1;
+    for (uint32_t k = g.rank - (contiguous ? 1 : 0); k-- > 0;) {  // innermost first
+        t.n[t.levels] = g.dims[k];
+        t.s[t.levels++] = g.stride[k];
+    }
+    for (; t.levels < 2; ++t.levels) {
+        t.n[t.levels] = 1;
+        t.s[t.levels] = 0;
+    }
+    const bool box0 = t.s[0] >= 0, box1 = box0 && t.s[1] >= 0;  // the DMA's strides are unsigned
+    t.colChunk = std::min(t.e, buffer);
+    t.rowChunk = t.e > buffer || !box0 ? 1 : std::min(t.n[0], buffer / t.e);
+    t.planeChunk =
+        t.e > buffer || t.rowChunk < t.n[0] || !box1 ? 1 : std::min(t.n[1], buffer / (t.e * t.n[0]));
+    t.colTiles = (t.e + t.colChunk - 1) / t.colChunk;
+    t.rowTiles = (t.n[0] + t.rowChunk - 1) / t.rowChunk;
+    t.planeTiles = (t.n[1] + t.planeChunk - 1) / t.planeChunk;
+    for (uint32_t l = 2; l < t.levels; ++l) t.outerCount *= t.n[l];
+    return t;
+}
+
+FwStatus setGather(const Checker& c, OpPlan* plan, const uint32_t* dims, const int64_t* strides,
+                   uint32_t rank, uint64_t base) {
     GatherPlan& g = plan->gather;
     g.input = c.op.inputs[0];
     g.output = c.op.outputs[0];
@@ -91,6 +134,12 @@ void setGather(const Checker& c, OpPlan* plan, const uint32_t* dims, const uint6
         g.stride[k] = strides[k];
     }
     collapse(g);
+    const uint64_t tiles = gatherTiling(g, gatherBuffer(c.target)).tiles();
+    if (tiles > kMaxGatherTiles)
+        return c.fail(
+            "the copy takes %llu DMA tiles (limit %llu): its innermost dimension is walked backwards",
+            static_cast<unsigned long long>(tiles), static_cast<unsigned long long>(kMaxGatherTiles));
+    return FwStatus::okStatus();
 }
 
 }  // namespace
@@ -112,7 +161,8 @@ FwStatus planTranspose(const Checker& c, OpPlan* plan) {
         for (uint32_t k = 0; k < input.rank; ++k) perm[k] = readI32(values, k);
     }
     bool seen[4] = {};
-    uint64_t inStride[4] = {}, stride[4] = {};
+    uint64_t inStride[4] = {};
+    int64_t stride[4] = {};
     uint32_t dims[4] = {};
     stridesOf(input, inStride);
     for (uint32_t k = 0; k < input.rank; ++k) {
@@ -122,11 +172,10 @@ FwStatus planTranspose(const Checker& c, OpPlan* plan) {
                           input.rank - 1);
         seen[p] = true;
         dims[k] = input.dims[p];
-        stride[k] = inStride[p];
+        stride[k] = static_cast<int64_t>(inStride[p]);
     }
     if (!(st = expectOutputDims(c, dims, input.rank)).ok()) return st;
-    setGather(c, plan, dims, stride, input.rank, 0);
-    return FwStatus::okStatus();
+    return setGather(c, plan, dims, stride, input.rank, 0);
 }
 
 // The reference's index map: deep channel (dy * block + dx) * wideC + wc of deep pixel (y, x) is
@@ -175,17 +224,19 @@ FwStatus planSpaceDepth(const Checker& c, OpPlan* plan) {
     const uint32_t wc = static_cast<uint32_t>(wide[3]), dh = static_cast<uint32_t>(deep[1]),
                    dw = static_cast<uint32_t>(deep[2]);
     uint32_t dims[6];
-    uint64_t stride[6];
+    int64_t stride[6];
     if (toDepth) {  // output deep, input wide: (b, y, x, dy, dx, wc) of the deep side
         const uint64_t sy = bs * ws[1], sx = bs * ws[2];
         if (!nchw) {
             const uint32_t d[6] = {n, dh, dw, dy, dx, wc};
-            const uint64_t s[6] = {ws[0], sy, sx, ws[1], ws[2], ws[3]};
+            const int64_t s[6] = {int64_t(ws[0]), int64_t(sy),    int64_t(sx),
+                                  int64_t(ws[1]), int64_t(ws[2]), int64_t(ws[3])};
             std::copy(d, d + 6, dims);
             std::copy(s, s + 6, stride);
         } else {
             const uint32_t d[6] = {n, dy, dx, wc, dh, dw};
-            const uint64_t s[6] = {ws[0], ws[1], ws[2], ws[3], sy, sx};
+            const int64_t s[6] = {int64_t(ws[0]), int64_t(ws[1]), int64_t(ws[2]),
+                                  int64_t(ws[3]), int64_t(sy),    int64_t(sx)};
             std::copy(d, d + 6, dims);
             std::copy(s, s + 6, stride);
         }
@@ -193,22 +244,23 @@ FwStatus planSpaceDepth(const Checker& c, OpPlan* plan) {
         const uint64_t sdy = bs * wc * ds[3], sdx = wc * ds[3];
         if (!nchw) {
             const uint32_t d[6] = {n, dh, dy, dw, dx, wc};
-            const uint64_t s[6] = {ds[0], ds[1], sdy, ds[2], sdx, ds[3]};
+            const int64_t s[6] = {int64_t(ds[0]), int64_t(ds[1]), int64_t(sdy),
+                                  int64_t(ds[2]), int64_t(sdx),   int64_t(ds[3])};
             std::copy(d, d + 6, dims);
             std::copy(s, s + 6, stride);
         } else {
             const uint32_t d[6] = {n, wc, dh, dy, dw, dx};
-            const uint64_t s[6] = {ds[0], ds[3], ds[1], sdy, ds[2], sdx};
+            const int64_t s[6] = {int64_t(ds[0]), int64_t(ds[3]), int64_t(ds[1]),
+                                  int64_t(sdy),   int64_t(ds[2]), int64_t(sdx)};
             std::copy(d, d + 6, dims);
             std::copy(s, s + 6, stride);
         }
     }
-    setGather(c, plan, dims, stride, 6, 0);
-    return FwStatus::okStatus();
+    return setGather(c, plan, dims, stride, 6, 0);
 }
 
-// STRIDED_SLICE with the reference's (TFLite's) begin/end masks, negative indices and shrink
-// axes; positive strides only (the DMA walks forward).
+// STRIDED_SLICE with the reference's (TFLite's) begin/end masks, negative indices and strides,
+// and shrink axes.
 FwStatus planStridedSlice(const Checker& c, OpPlan* plan) {
     if (c.op.inputCount != 7) return c.fail("has %" PRIu32 " inputs; STRIDED_SLICE takes 7", c.op.inputCount);
     FwStatus st = copyOperands(c, 1, plan);
@@ -227,101 +279,81 @@ FwStatus planStridedSlice(const Checker& c, OpPlan* plan) {
     for (uint32_t i = 0; i < 3; ++i) {
         if (!(st = c.scalar(4 + i, hal::kInt32, &masks[i])).ok()) return st;
     }
-    uint64_t inStride[4] = {}, stride[4] = {}, base = 0;
+    uint64_t inStride[4] = {}, base = 0;
+    int64_t stride[4] = {};
     uint32_t dims[4] = {}, outDims[4] = {}, outRank = 0;
     stridesOf(input, inStride);
     for (uint32_t k = 0; k < input.rank; ++k) {
         const int64_t d = input.dims[k], s = readI32(values[2], k);
         const bool shrink = ((masks[2] >> k) & 1) != 0;
         if (s == 0) return c.fail("stride of dimension %" PRIu32 " is 0", k);
-        if (s < 0)
-            return c.fail(
-                "stride %" PRId64 " of dimension %" PRIu32 " is negative (the DMA walks forward only)", s, k);
+        if (shrink && s < 0) return c.fail("shrunk dimension %" PRIu32 " has a negative stride", k);
+        // The reference's index rules: forwards clamp to [0, d], backwards to [-1, d - 1].
+        auto clampIndex = [&](int64_t v) {
+            return s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
+        };
         int64_t b = readI32(values[0], k), e = readI32(values[1], k);
         if (b < 0) b += d;
-        b = ((masks[0] >> k) & 1) != 0 ? 0 : std::clamp<int64_t>(b, 0, d);
+        b = ((masks[0] >> k) & 1) != 0 ? (s > 0 ? 0 : d - 1) : clampIndex(b);
         if (e < 0) e += d;
-        e = ((masks[1] >> k) & 1) != 0 ? d : std::clamp<int64_t>(e, 0, d);
-        const int64_t count = std::max<int64_t>(0, (e - b + s - 1) / s);
+        e = ((masks[1] >> k) & 1) != 0 ? (s > 0 ? d : -1) : clampIndex(e);
+        const int64_t count =
+            s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s) : std::max<int64_t>(0, (b - e - s - 1) / -s);
         if (shrink && count != 1)
             return c.fail("shrunk dimension %" PRIu32 " selects %" PRId64 " elements, not 1", k, count);
         if (count == 0) return c.fail("dimension %" PRIu32 " selects no element (zero-sized output)", k);
         dims[k] = static_cast<uint32_t>(count);
-        stride[k] = static_cast<uint64_t>(s) * inStride[k];
-        base += static_cast<uint64_t>(b) * inStride[k];
+        stride[k] = s * static_cast<int64_t>(inStride[k]);
+        base += static_cast<uint64_t>(b) * inStride[k];  // b >= 0 when anything is selected
         if (!shrink) outDims[outRank++] = dims[k];
     }
     if (outRank == 0) outDims[outRank++] = 1;  // NNAPI: a fully shrunk result has shape [1]
     if (!(st = expectOutputDims(c, outDims, outRank)).ok()) return st;
-    setGather(c, plan, dims, stride, input.rank, base);
-    return FwStatus::okStatus();
+    return setGather(c, plan, dims, stride, input.rank, base);
 }
 
-// The gather in tiles of at most one buffer: the innermost run of E contiguous input bytes
-// (E = 1 when the innermost dimension is strided) and the next two dimensions form one 3-D DMA
-// box; the remaining dimensions are looped over. A tile is a contiguous piece of the output, so
-// it is stored with one DMA.
 void emitGather(BlobWriter& w, const CompileTarget& target, const GatherPlan& g, const TensorRef& in,
                 const TensorRef& out) {
-    // Two buffers; a tile's rows stay within the DMA's per-command row count.
-    const uint32_t buffer = std::min<uint32_t>(target.scratchpadBytes / 2 / 64 * 64, 1u << 23);
-    const bool contiguous = g.stride[g.rank - 1] == 1;
-    const uint32_t e = contiguous ? g.dims[g.rank - 1] : 1;
-    // Levels outside the run, innermost first: count and input stride (1 x 0 past the last).
-    uint32_t levels = 0, n[kMaxGatherDims + 2];
-    uint64_t s[kMaxGatherDims + 2];
-    for (uint32_t k = g.rank - (contiguous ? 1 : 0); k-- > 0;) {
-        n[levels] = g.dims[k];
-        s[levels++] = g.stride[k];
-    }
-    for (; levels < 2; ++levels) {
-        n[levels] = 1;
-        s[levels] = 0;
-    }
-    const uint32_t colChunk = std::min(e, buffer);
-    const uint32_t rowChunk = e > buffer ? 1 : std::min(n[0], buffer / e);
-    const uint32_t planeChunk = (e > buffer || rowChunk < n[0]) ? 1 : std::min(n[1], buffer / (e * n[0]));
-    const uint32_t colTiles = (e + colChunk - 1) / colChunk, rowTiles = (n[0] + rowChunk - 1) / rowChunk,
-                   planeTiles = (n[1] + planeChunk - 1) / planeChunk;
-    uint64_t outerCount = 1;
-    for (uint32_t l = 2; l < levels; ++l) outerCount *= n[l];
-    const uint64_t perOuter = uint64_t{colTiles} * rowTiles * planeTiles;
+    const uint32_t buffer = gatherBuffer(target);
+    const GatherTiling x = gatherTiling(g, buffer);
+    const uint64_t perOuter = x.perOuter();
     struct Tile {
         isa::DmaBox load, store;
     };
     auto tileOf = [&](uint32_t t, uint32_t sram) {
-        uint64_t rest = t / perOuter, inOffset = g.base, outIndex = 0, outScale = 1;
+        uint64_t rest = t / perOuter, outIndex = 0, outScale = 1;
+        int64_t inOffset = static_cast<int64_t>(g.base);
         const uint64_t local = t % perOuter;
-        for (uint32_t l = 2; l < levels; ++l) {  // outer index, innermost level first
-            const uint64_t i = rest % n[l];
-            rest /= n[l];
-            inOffset += i * s[l];
+        for (uint32_t l = 2; l < x.levels; ++l) {  // outer index, innermost level first
+            const uint64_t i = rest % x.n[l];
+            rest /= x.n[l];
+            inOffset += static_cast<int64_t>(i) * x.s[l];
             outIndex += i * outScale;
-            outScale *= n[l];
+            outScale *= x.n[l];
         }
-        const uint32_t c0 = static_cast<uint32_t>(local % colTiles) * colChunk;
-        const uint32_t r0 = static_cast<uint32_t>(local / colTiles % rowTiles) * rowChunk;
-        const uint32_t p0 = static_cast<uint32_t>(local / colTiles / rowTiles) * planeChunk;
-        Tile x;
-        isa::DmaBox& ld = x.load;
-        ld.dramOffset = inOffset + uint64_t{p0} * s[1] + uint64_t{r0} * s[0] + c0;
+        const uint32_t c0 = static_cast<uint32_t>(local % x.colTiles) * x.colChunk;
+        const uint32_t r0 = static_cast<uint32_t>(local / x.colTiles % x.rowTiles) * x.rowChunk;
+        const uint32_t p0 = static_cast<uint32_t>(local / x.colTiles / x.rowTiles) * x.planeChunk;
+        Tile tile;
+        isa::DmaBox& ld = tile.load;
+        ld.dramOffset = static_cast<uint64_t>(inOffset + int64_t{p0} * x.s[1] + int64_t{r0} * x.s[0] + c0);
         ld.sramAddr = sram;
-        ld.innerBytes = std::min(colChunk, e - c0);
-        ld.rows = std::min(rowChunk, n[0] - r0);
-        ld.planes = std::min(planeChunk, n[1] - p0);
-        ld.dramRowStride = static_cast<uint32_t>(s[0]);
-        ld.dramPlaneStride = static_cast<uint32_t>(s[1]);
+        ld.innerBytes = std::min(x.colChunk, x.e - c0);
+        ld.rows = std::min(x.rowChunk, x.n[0] - r0);
+        ld.planes = std::min(x.planeChunk, x.n[1] - p0);
+        ld.dramRowStride = ld.rows > 1 ? static_cast<uint32_t>(x.s[0]) : 0;  // forwards where rows > 1
+        ld.dramPlaneStride = ld.planes > 1 ? static_cast<uint32_t>(x.s[1]) : 0;
         ld.sramRowStride = ld.innerBytes;
         ld.sramPlaneStride = ld.innerBytes * ld.rows;
-        isa::DmaBox& st = x.store;
-        st.dramOffset = ((outIndex * n[1] + p0) * n[0] + r0) * e + c0;
+        isa::DmaBox& st = tile.store;
+        st.dramOffset = ((outIndex * x.n[1] + p0) * x.n[0] + r0) * x.e + c0;
         st.sramAddr = sram;
         st.innerBytes = ld.innerBytes * ld.rows * ld.planes;
-        return x;
+        return tile;
     };
-    const uint32_t tiles = static_cast<uint32_t>(outerCount * perOuter);
     emitCopyPipeline(
-        w, tiles, [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, tileOf(t, (t % 2) * buffer).load); },
+        w, static_cast<uint32_t>(x.tiles()),
+        [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, tileOf(t, (t % 2) * buffer).load); },
         [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, tileOf(t, (t % 2) * buffer).store); });
 }
 

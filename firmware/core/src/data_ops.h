@@ -11,15 +11,19 @@
 namespace npu::fw {
 
 // A copy whose output, read in order, walks the input with per-dimension strides: output
-// element (i0, ..., i{rank-1}) is input element base + Σ ik * stride[k]. Collapsed: no
-// dimension of size 1, no two neighbours the input walks as one.
+// element (i0, ..., i{rank-1}) is input element base + Σ ik * stride[k] (a stride is negative
+// where STRIDED_SLICE walks backwards). Collapsed: no dimension of size 1, no two neighbours the
+// input walks as one.
 inline constexpr uint32_t kMaxGatherDims = 6;
 struct GatherPlan {
     uint32_t input = 0, output = 0, rank = 0;
     uint32_t dims[kMaxGatherDims] = {};
-    uint64_t stride[kMaxGatherDims] = {};
+    int64_t stride[kMaxGatherDims] = {};
     uint64_t base = 0;
 };
+// At most this many DMA tiles per gather (each a load and a store): a gather walking its
+// innermost dimension backwards moves one element per tile.
+inline constexpr uint64_t kMaxGatherTiles = uint64_t{1} << 16;
 
 // RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR: output rows tiled, channels tiled.
 struct ResizePlan {

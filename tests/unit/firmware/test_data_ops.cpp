@@ -202,14 +202,18 @@ void runStridedSlice(std::vector<uint32_t> dims, std::vector<int32_t> begin, std
     const uint32_t type = isSigned ? kI8 : kU8;
     const uint32_t x = t.input(dims, q, type);
     std::vector<uint32_t> full, outDims;
-    std::vector<size_t> first;
+    std::vector<int64_t> first;
     for (size_t k = 0; k < dims.size(); ++k) {
         const int64_t d = dims[k], s = strides[k];
+        auto clampIndex = [&](int64_t v) {
+            return s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
+        };
         int64_t b = begin[k] < 0 ? begin[k] + d : begin[k], e = end[k] < 0 ? end[k] + d : end[k];
-        b = (beginMask >> k) & 1 ? 0 : std::clamp<int64_t>(b, 0, d);
-        e = (endMask >> k) & 1 ? d : std::clamp<int64_t>(e, 0, d);
-        full.push_back(uint32_t(std::max<int64_t>(0, (e - b + s - 1) / s)));
-        first.push_back(size_t(b));
+        b = (beginMask >> k) & 1 ? (s > 0 ? 0 : d - 1) : clampIndex(b);
+        e = (endMask >> k) & 1 ? (s > 0 ? d : -1) : clampIndex(e);
+        full.push_back(uint32_t(s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s)
+                                      : std::max<int64_t>(0, (b - e - s - 1) / -s)));
+        first.push_back(b);
         if (!((shrinkMask >> k) & 1)) outDims.push_back(full.back());
     }
     if (outDims.empty()) outDims.push_back(1);
@@ -220,7 +224,8 @@ void runStridedSlice(std::vector<uint32_t> dims, std::vector<int32_t> begin, std
     const auto inStride = stridesOf(dims);
     const auto expect = gatherExpect(t.inputs[0], full, [&](const std::vector<uint32_t>& i) {
         size_t s = 0;
-        for (size_t k = 0; k < i.size(); ++k) s += (first[k] + i[k] * size_t(strides[k])) * inStride[k];
+        for (size_t k = 0; k < i.size(); ++k)
+            s += size_t(first[k] + int64_t(i[k]) * strides[k]) * inStride[k];
         return s;
     });
     CHECK(t.run(expect.size()) == expect);
@@ -414,6 +419,11 @@ TEST_CASE("STRIDED_SLICE with masks, negative indices, strides and shrink axes, 
     runStridedSlice({4, 5, 6, 7}, {1, 0, -5, 2}, {4, 5, 6, -1}, {2, 2, 3, 1}, 2, 0, 0, false, 202);
     runStridedSlice({4, 5, 6, 7}, {3, 1, 2, 0}, {4, 2, 3, 7}, {1, 1, 1, 3}, 0, 0, 7, true, 203);
     runStridedSlice({10}, {-20}, {20}, {4}, 0, 0, 0, false, 204);
+    runStridedSlice({2, 3}, {-1, -1}, {-3, -4}, {-1, -1}, 0, 0, 0, true,
+                    206);  // reversed: one DMA per element
+    runStridedSlice({4, 5, 6, 7}, {3, 0, 5, 1}, {0, 5, 0, 7}, {-1, 2, -2, 3}, 0, 0, 0, false, 207);
+    runStridedSlice({4, 5, 6, 7}, {0, 4, 0, 6}, {0, 0, 6, 0}, {-2, -1, 1, -3}, 3, 8, 0, true, 208);
+    runStridedSlice({5, 300, 7}, {0, 0, 0}, {5, 300, 7}, {1, -1, 1}, 0, 3, 0, false, 209, smallScratchpad());
     runStridedSlice({3, 80, 90, 3}, {0, 3, 1, 0}, {3, 77, 90, 3}, {1, 2, 3, 1}, 0, 0, 0, true, 205,
                     smallScratchpad());
 }
@@ -483,17 +493,17 @@ TEST_CASE("data-movement, resize and mean refusals name the operation and the ru
               {mb.output({3, 3}, {0.5f, 1})});
         expectRefused(h, mb, "TRANSPOSE", "not a permutation");
     }
-    SECTION("STRIDED_SLICE with a negative stride") {
+    SECTION("STRIDED_SLICE walking a long innermost dimension backwards") {
         Harness h;
         REQUIRE(h.runtime.init().ok());
         ModelBuilder mb(h);
-        const uint32_t x = mb.input({4}, {0.5f, 1});
-        const int32_t b = 3, e = 0, s = -1;
+        const uint32_t x = mb.input({70000}, {0.5f, 1});
+        const int32_t b = -1, e = 0, s = -1;
         mb.op(npu::fw::hal::kOpStridedSlice,
               {x, mb.constant(kInt32Tensor, {1}, 0, 0, &b, 4), mb.constant(kInt32Tensor, {1}, 0, 0, &e, 4),
-               mb.constant(kInt32Tensor, {1}, 0, 0, &s, 4), mb.i32(0), mb.i32(0), mb.i32(0)},
-              {mb.output({3}, {0.5f, 1})});
-        expectRefused(h, mb, "STRIDED_SLICE", "stride -1 of dimension 0 is negative");
+               mb.constant(kInt32Tensor, {1}, 0, 0, &s, 4), mb.i32(0), mb.i32(1), mb.i32(0)},
+              {mb.output({70000}, {0.5f, 1})});
+        expectRefused(h, mb, "STRIDED_SLICE", "70000 DMA tiles (limit 65536)");
     }
     SECTION("SPACE_TO_DEPTH of a height that is not a multiple of the block") {
         Harness h;
