@@ -11,22 +11,13 @@ namespace npu::fw {
 
 namespace {
 
-// The quantization the bytes keep: these operations move bytes, they do not requantize.
-FwStatus sameQuantization(const Checker& c, const OperandDesc& input, const OperandDesc& output) {
-    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
-        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
-                      " (a copy does not requantize)",
-                      output.scale, output.zeroPoint, input.scale, input.zeroPoint);
-    return FwStatus::okStatus();
-}
-
 // The common head of every gather operation: input of rank minRank..4, one output, the same
 // type and quantization.
 FwStatus copyOperands(const Checker& c, uint32_t minRank, OpPlan* plan) {
     FwStatus st = c.dataTensor(0, "input", minRank, 4);
     if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
     if (!(st = sameDataType(c, "input and output", {&c.in(0), &c.out(0)}, plan)).ok()) return st;
-    return sameQuantization(c, c.in(0), c.out(0));
+    return sameQuantization(c, c.in(0), c.out(0), "a copy");
 }
 
 FwStatus expectOutputDims(const Checker& c, const uint32_t* dims, uint32_t rank) {

@@ -209,6 +209,11 @@ bool rowChannelTile(uint32_t channels, uint32_t rows, Fits fits, uint32_t* rowTi
     return false;
 }
 
+// Input and output quantized alike (scale and zero point): `what` (pooling, a copy, ...) does
+// not requantize, as the reference requires.
+FwStatus sameQuantization(const Checker& c, const OperandDesc& input, const OperandDesc& output,
+                          const char* what);
+
 // Little-endian int32 element i of a constant's bytes.
 int32_t readI32(const uint8_t* p, uint32_t i);
 

@@ -531,10 +531,7 @@ FwStatus planPool(const Checker& c, OpPlan* plan) {
     const OperandDesc& input = c.in(0);
     const OperandDesc& output = c.out(0);
     if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
-    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
-        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
-                      " (quantized pooling does not requantize)",
-                      output.scale, output.zeroPoint, input.scale, input.zeroPoint);
+    if (!(st = sameQuantization(c, input, output, "quantized pooling")).ok()) return st;
     int32_t v[6] = {}, pads[4] = {}, scheme = 0, layout = 0;
     for (uint32_t i = 0; i < 4; ++i) {  // strideW, strideH, filterW, filterH
         if (!(st = c.scalar(base + i, hal::kInt32, &v[i])).ok()) return st;
@@ -825,6 +822,15 @@ FwStatus sameDataType(const Checker& c, const char* what, std::initializer_list<
             return c.fail("%s must all have the same type (%" PRIu32 " vs %" PRIu32 ")", what, type, d->type);
     }
     plan->signedIn = plan->signedOut = type == hal::kTensorQuant8AsymmSigned;
+    return FwStatus::okStatus();
+}
+
+FwStatus sameQuantization(const Checker& c, const OperandDesc& input, const OperandDesc& output,
+                          const char* what) {
+    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
+        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
+                      " (%s does not requantize)",
+                      output.scale, output.zeroPoint, input.scale, input.zeroPoint, what);
     return FwStatus::okStatus();
 }
 

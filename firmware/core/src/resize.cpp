@@ -73,10 +73,7 @@ FwStatus planResize(const Checker& c, OpPlan* plan) {
     const OperandDesc& input = c.in(0);
     const OperandDesc& output = c.out(0);
     if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
-    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
-        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
-                      " (resizing does not requantize)",
-                      output.scale, output.zeroPoint, input.scale, input.zeroPoint);
+    if (!(st = sameQuantization(c, input, output, "resizing")).ok()) return st;
     int32_t flags[3] = {};  // layout, align_corners, half_pixel_centers
     for (uint32_t i = 3; i < op.inputCount; ++i) {
         if (!(st = c.scalar(i, hal::kBool, &flags[i - 3])).ok()) return st;

@@ -251,15 +251,21 @@ uint32_t addAdd(RandomModel& m, uint32_t x) {
     return y;
 }
 
-framework::TestCase randomModel(uint32_t seed) {
-    RandomModel m(seed);
+// A random uint8 or int8 image input of 1..2 x 1..12 x 1..12 x 1..8, NCHW a quarter of the time.
+uint32_t addImageInput(RandomModel& m, bool* isNchw) {
     const OperandType type =
         m.coin() ? OperandType::TENSOR_QUANT8_ASYMM : OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-    const bool nchw = m.uniform(0, 3) == 0;
+    const bool nchw = *isNchw = m.uniform(0, 3) == 0;
     const uint32_t n = uint32_t(m.uniform(1, 2)), h = uint32_t(m.uniform(1, 12)),
                    w = uint32_t(m.uniform(1, 12)), c = uint32_t(m.uniform(1, 8));
     std::vector<uint32_t> dims = nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
-    uint32_t x = m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
+    return m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
+}
+
+framework::TestCase randomModel(uint32_t seed) {
+    RandomModel m(seed);
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
     const int ops = m.uniform(1, 3);
     bool spatial = true;  // still a 4-D tensor in the model's layout
     for (int i = 0; i < ops; ++i) {
@@ -595,13 +601,8 @@ uint32_t addPrelu(RandomModel& m, uint32_t x) {
 
 framework::TestCase randomDataModel(uint32_t seed) {
     RandomModel m(seed);
-    const OperandType type =
-        m.coin() ? OperandType::TENSOR_QUANT8_ASYMM : OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-    const bool nchw = m.uniform(0, 3) == 0;
-    const uint32_t n = uint32_t(m.uniform(1, 2)), h = uint32_t(m.uniform(1, 12)),
-                   w = uint32_t(m.uniform(1, 12)), c = uint32_t(m.uniform(1, 8));
-    std::vector<uint32_t> dims = nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
-    uint32_t x = m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
     const int ops = m.uniform(1, 4);
     bool spatial = true;
     for (int i = 0; i < ops; ++i) {
@@ -638,13 +639,8 @@ framework::TestCase randomDataModel(uint32_t seed) {
 
 framework::TestCase randomVectorModel(uint32_t seed) {
     RandomModel m(seed);
-    const OperandType type =
-        m.coin() ? OperandType::TENSOR_QUANT8_ASYMM : OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-    const bool nchw = m.uniform(0, 3) == 0;
-    const uint32_t n = uint32_t(m.uniform(1, 2)), h = uint32_t(m.uniform(1, 12)),
-                   w = uint32_t(m.uniform(1, 12)), c = uint32_t(m.uniform(1, 8));
-    std::vector<uint32_t> dims = nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
-    uint32_t x = m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
     const int ops = m.uniform(1, 4);
     bool spatial = true;
     for (int i = 0; i < ops; ++i) {
