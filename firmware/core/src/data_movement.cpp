@@ -294,7 +294,8 @@ FwStatus planStridedSlice(const Checker& c, OpPlan* plan) {
             return c.fail("shrunk dimension %" PRIu32 " selects %" PRId64 " elements, not 1", k, count);
         if (count == 0) return c.fail("dimension %" PRIu32 " selects no element (zero-sized output)", k);
         dims[k] = static_cast<uint32_t>(count);
-        stride[k] = s * static_cast<int64_t>(inStride[k]);
+        // A single element's stride is never used (and s may be as large as INT32_MAX).
+        stride[k] = count > 1 ? s * static_cast<int64_t>(inStride[k]) : 0;
         base += static_cast<uint64_t>(b) * inStride[k];  // b >= 0 when anything is selected
         if (!shrink) outDims[outRank++] = dims[k];
     }

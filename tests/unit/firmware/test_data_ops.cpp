@@ -419,6 +419,7 @@ TEST_CASE("STRIDED_SLICE with masks, negative indices, strides and shrink axes, 
     runStridedSlice({4, 5, 6, 7}, {1, 0, -5, 2}, {4, 5, 6, -1}, {2, 2, 3, 1}, 2, 0, 0, false, 202);
     runStridedSlice({4, 5, 6, 7}, {3, 1, 2, 0}, {4, 2, 3, 7}, {1, 1, 1, 3}, 0, 0, 7, true, 203);
     runStridedSlice({10}, {-20}, {20}, {4}, 0, 0, 0, false, 204);
+    runStridedSlice({3, 4, 5}, {1, 0, 4}, {3, 4, 0}, {2147483647, 1, -2147483647}, 0, 0, 0, true, 210);
     runStridedSlice({2, 3}, {-1, -1}, {-3, -4}, {-1, -1}, 0, 0, 0, true,
                     206);  // reversed: one DMA per element
     runStridedSlice({4, 5, 6, 7}, {3, 0, 5, 1}, {0, 5, 0, 7}, {-1, 2, -2, 3}, 0, 0, 0, false, 207);
