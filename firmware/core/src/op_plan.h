@@ -35,12 +35,7 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
 // OperationType, checked against it by tests/unit/firmware/test_data_ops.cpp.
 inline constexpr uint32_t kOpDepthToSpace = 5, kOpResizeBilinear = 23, kOpSpaceToDepth = 26, kOpMean = 31,
                           kOpStridedSlice = 35, kOpTranspose = 37, kOpPrelu = 71, kOpResizeNearest = 94;
-// Operations that are one strided DMA copy (a GatherPlan).
-constexpr bool isGatherOp(uint32_t type) {
-    return type == kOpTranspose || type == kOpSpaceToDepth || type == kOpDepthToSpace ||
-           type == kOpStridedSlice;
-}
-// ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
+// ADD, SUB, MUL, MAXIMUM, MINIMUM, PRELU: planned into an AddPlan (broadcasting), run by the vector unit.
 constexpr bool isBinaryOp(uint32_t type) {
     return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum ||
            type == kOpPrelu;
