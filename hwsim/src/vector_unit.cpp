@@ -162,7 +162,7 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
         return fault(ErrorCode::kBadParameter);
     }
     const uint32_t fn = c.w[o::kFunction];
-    if (fn > static_cast<uint32_t>(isa::VecFunction::kLut)) return fault(ErrorCode::kBadParameter);
+    if (fn > static_cast<uint32_t>(isa::VecFunction::kPrelu)) return fault(ErrorCode::kBadParameter);
     const auto f = static_cast<isa::VecFunction>(fn);
     const bool signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
     const bool signedOut = (flags & isa::vec::kFlagSignedOut) != 0;
@@ -172,8 +172,8 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
     }
     const uint32_t outStride = c.w[o::kOutRowStride];
     if ((rows > 1 && outStride < cols) || !clampFits(signedOut)) return fault(ErrorCode::kBadParameter);
-    const bool binary =
-        f == isa::VecFunction::kMul || f == isa::VecFunction::kMax || f == isa::VecFunction::kMin;
+    const bool binary = f == isa::VecFunction::kMul || f == isa::VecFunction::kMax ||
+                        f == isa::VecFunction::kMin || f == isa::VecFunction::kPrelu;
     auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
         return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
     };
@@ -228,6 +228,15 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
                 case isa::VecFunction::kLut:
                     v = load(c.w[o::kLutAddr] + (sram[aAt]));
                     break;
+                case isa::VecFunction::kPrelu: {
+                    const int32_t x = a + p.in1Offset;
+                    v = int64_t{x >= 0 ? isa::multiplyByQuantizedMultiplier(x, p.in1Mult, p.in1Shift)
+                                       : isa::multiplyByQuantizedMultiplier(
+                                             isa::wrapToInt32(int64_t{x} * (b + p.in2Offset)), p.outMult,
+                                             p.outShift)} +
+                        p.outOffset;
+                    break;
+                }
             }
             if (f != isa::VecFunction::kLut) {
                 if (v < p.clampMin) v = p.clampMin;

@@ -133,6 +133,9 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
+        if (!vectorCommandOk(c, uint64_t{limits.scratchpadKib} * 1024))
+            return bad("vector command field or scratchpad extent out of range", i,
+                       static_cast<uint32_t>(op));
         if (!isa::isDma(op)) {
             const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
                            accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;

@@ -8,100 +8,12 @@
 #include <cstring>
 
 #include "blob_format.h"
+#include "blob_writer.h"
 #include "op_plan.h"
 
 namespace npu::fw {
 
 namespace {
-
-using isa::Opcode;
-using isa::Queue;
-
-uint64_t align(uint64_t v, uint64_t a) {
-    return (v + a - 1) / a * a;
-}
-
-struct TensorRef {
-    uint32_t region = kRegionActivation;
-    uint64_t offset = 0;
-    bool isOutput = false;
-    uint32_t ioIndex = 0;
-};
-
-class BlobWriter {
-public:
-    // All pointers null: counting pass.
-    BlobWriter(uint8_t* commands, uint8_t* relocs, uint8_t* data)
-        : commands_(commands), relocs_(relocs), data_(data) {}
-
-    uint32_t emit(const isa::Command& c) {
-        if (commands_ != nullptr) writeCommand(commands_ + uint64_t{commandCount_} * isa::kCommandBytes, c);
-        return commandCount_++;
-    }
-    void dma(Opcode op, const TensorRef& t, isa::DmaBox box) {
-        box.region = t.region;
-        box.dramOffset += t.offset;
-        const uint32_t index = emit(isa::makeDma(op, box));
-        if (t.region != kRegionIo) return;
-        if (relocs_ != nullptr) {
-            uint8_t* p = relocs_ + uint64_t{relocCount_} * blob::kRelocWords * 4;
-            writeU32(p, index);
-            writeU32(p + 4, t.ioIndex | (t.isOutput ? blob::kRelocOutputBit : 0));
-        }
-        ++relocCount_;
-    }
-    uint64_t reserveData(uint64_t bytes) {
-        const uint64_t offset = align(dataBytes_, 16);
-        dataBytes_ = offset + bytes;
-        return offset;
-    }
-    uint8_t* data(uint64_t offset) { return data_ != nullptr ? data_ + offset : nullptr; }
-    uint32_t commandCount() const { return commandCount_; }
-    uint32_t relocCount() const { return relocCount_; }
-    uint64_t dataBytes() const { return dataBytes_; }
-
-private:
-    uint8_t* commands_;
-    uint8_t* relocs_;
-    uint8_t* data_;
-    uint32_t commandCount_ = 0;
-    uint32_t relocCount_ = 0;
-    uint64_t dataBytes_ = 0;
-};
-
-// Double-buffered load / compute / store over `tiles` tiles, synchronised with tokens:
-// load(t) may overwrite buffer t%2 once compute(t-2) is done with it; compute(t) may overwrite
-// output buffer t%2 once store(t-2) has drained it. Every PUSH has its POP.
-template <typename Load, typename Compute, typename Store>
-void emitPipeline(BlobWriter& w, uint32_t tiles, Load load, Compute compute, Store store) {
-    for (uint32_t t = 0; t < tiles; ++t) {
-        if (t >= 2) w.emit(isa::makePop(Queue::kCompute, Queue::kLoad));
-        load(t);
-        w.emit(isa::makePush(Queue::kLoad, Queue::kCompute));
-        w.emit(isa::makePop(Queue::kLoad, Queue::kCompute));
-        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kCompute));
-        compute(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kCompute, Queue::kLoad));
-        w.emit(isa::makePush(Queue::kCompute, Queue::kStore));
-        w.emit(isa::makePop(Queue::kCompute, Queue::kStore));
-        store(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kCompute));
-    }
-}
-
-// Two-stage load -> store pipeline over `tiles` tiles in two buffers (copies with no compute):
-// load(t) may overwrite buffer t%2 once store(t-2) has drained it.
-template <typename Load, typename Store>
-void emitCopyPipeline(BlobWriter& w, uint32_t tiles, Load load, Store store) {
-    for (uint32_t t = 0; t < tiles; ++t) {
-        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kLoad));
-        load(t);
-        w.emit(isa::makePush(Queue::kLoad, Queue::kStore));
-        w.emit(isa::makePop(Queue::kLoad, Queue::kStore));
-        store(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kLoad));
-    }
-}
 
 constexpr uint32_t kLutBytes = 256;
 
@@ -736,6 +648,7 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             isa::VecOpDesc v;
             v.function = plan.type == hal::kOpMul       ? isa::VecFunction::kMul
                          : plan.type == hal::kOpMaximum ? isa::VecFunction::kMax
+                         : plan.type == hal::kOpPrelu   ? isa::VecFunction::kPrelu
                                                         : isa::VecFunction::kMin;
             v.rows = d.rows;
             v.cols = d.cols;
@@ -760,37 +673,6 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             box.sramRowStride = x.cols;
             w.dma(Opcode::kDmaStore, out, box);
         });
-}
-
-// The DMA box of pooling rows [y, y + rows) of image b (h x wd pixels), channels [c0, c0 + ct),
-// at scratchpad `sram` as HWC: NHWC is a box of pixels x channels (one run per row when every
-// channel is taken); NCHW is transposed element by element (as CONV_2D).
-isa::DmaBox poolDmaBox(const PoolPlan& p, uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows,
-                       uint32_t h, uint32_t wd, uint32_t sram) {
-    isa::DmaBox d;
-    d.sramAddr = sram;
-    if (!p.nchw) {
-        d.dramOffset = ((uint64_t{b} * h + y) * wd) * p.channels + c0;
-        d.innerBytes = ct;
-        d.rows = rows * wd;
-        d.dramRowStride = p.channels;
-        d.sramRowStride = ct;
-        if (ct == p.channels) {
-            d.innerBytes = wd * ct;
-            d.rows = rows;
-            d.dramRowStride = d.sramRowStride = wd * ct;
-        }
-        return d;
-    }
-    d.dramOffset = (uint64_t{b} * p.channels + c0) * h * wd + uint64_t{y} * wd;
-    d.innerBytes = 1;
-    d.rows = rows * wd;
-    d.dramRowStride = 1;
-    d.sramRowStride = ct;
-    d.planes = ct;
-    d.dramPlaneStride = h * wd;
-    d.sramPlaneStride = 1;
-    return d;
 }
 
 void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
@@ -823,7 +705,9 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
         return x;
     };
     auto box = [&](uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows, uint32_t h, uint32_t wd,
-                   uint32_t sram) { return poolDmaBox(p, b, c0, ct, y, rows, h, wd, sram); };
+                   uint32_t sram) {
+        return imageTileBox(p.nchw, p.channels, b, c0, ct, y, rows, h, wd, sram);
+    };
     // A tile whose windows all lie in the padding has no input row to load: its outputs are the
     // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
     // broadcast from one byte filled once.
@@ -1084,7 +968,21 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpMul:
             case hal::kOpMaximum:
             case hal::kOpMinimum:
+            case hal::kOpPrelu:
                 emitAdd(w, plan);
+                break;
+            case hal::kOpTranspose:
+            case hal::kOpSpaceToDepth:
+            case hal::kOpDepthToSpace:
+            case hal::kOpStridedSlice:
+                emitGather(w, target_, plan.gather, ref(w, plan.gather.input), ref(w, plan.gather.output));
+                break;
+            case hal::kOpResizeBilinear:
+            case hal::kOpResizeNearest:
+                emitResize(w, target_, plan, ref(w, plan.resize.input), ref(w, plan.resize.output));
+                break;
+            case hal::kOpMean:
+                emitMean(w, target_, plan, ref(w, plan.mean.input), ref(w, plan.mean.output));
                 break;
             case hal::kOpAveragePool2d:
             case hal::kOpMaxPool2d:

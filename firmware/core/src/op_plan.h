@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "compiler.h"
+#include "data_ops.h"
 #include "hwsim/isa/commands.h"
 #include "quant.h"
 
@@ -13,10 +14,12 @@ namespace npu::fw {
 namespace hal {
 inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5,
                           kTensorQuant8SymmPerChannel = 11, kTensorQuant8AsymmSigned = 14;
+inline constexpr uint32_t kFloat32 = 0;  // FLOAT32 scalars: RESIZE_* scales
 // The operand types some compiled operation accepts: Capabilities quotes these as fast and every
 // other type as unsupported (FLT_MAX). Keep in step with the type checks of the planners.
 inline constexpr uint32_t kClaimedOperandTypes[] = {
-    kInt32, kBool, kTensorInt32, kTensorQuant8Asymm, kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned};
+    kInt32,  kBool, kTensorInt32, kTensorQuant8Asymm, kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned,
+    kFloat32};
 // uint8 (TENSOR_QUANT8_ASYMM) or int8 (TENSOR_QUANT8_ASYMM_SIGNED) activation data.
 constexpr bool isQuant8Data(uint32_t type) {
     return type == kTensorQuant8Asymm || type == kTensorQuant8AsymmSigned;
@@ -28,12 +31,16 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
                           kOpRelu = 19, kOpRelu1 = 20, kOpRelu6 = 21, kOpReshape = 22, kOpTanh = 28,
                           kOpSqueeze = 34, kOpSub = 36, kOpMul = 18, kOpMaximum = 65, kOpMinimum = 66,
                           kOpPad = 32, kOpPadV2 = 69, kOpHardSwish = 99;
-// Numbers of HAL OperationType (tests/unit/firmware/test_softmax.cpp checks them against the enum).
+// Numbers of HAL OperationType (tests/unit/firmware/softmax_test.cpp checks them against the enum).
 inline constexpr uint32_t kOpSoftmax = 25, kOpGroupedConv2d = 55, kOpTransposeConv2d = 91;
-inline constexpr uint32_t kFloat32 = 0;
-// ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
+// The data-movement, resampling and reduction operations (data_ops.h); values of the HAL's
+// OperationType, checked against it by tests/unit/firmware/data_ops_test.cpp.
+inline constexpr uint32_t kOpDepthToSpace = 5, kOpResizeBilinear = 23, kOpSpaceToDepth = 26, kOpMean = 31,
+                          kOpStridedSlice = 35, kOpTranspose = 37, kOpPrelu = 71, kOpResizeNearest = 94;
+// ADD, SUB, MUL, MAXIMUM, MINIMUM, PRELU: planned into an AddPlan (broadcasting), run by the vector unit.
 constexpr bool isBinaryOp(uint32_t type) {
-    return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
+    return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum ||
+           type == kOpPrelu;
 }
 // CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D or TRANSPOSE_CONV_2D: all planned into a ConvPlan.
 constexpr bool isConvOp(uint32_t type) {
@@ -164,6 +171,9 @@ struct OpPlan {
     CopyPlan copy;
     PadPlan pad;
     SoftmaxPlan softmax;
+    GatherPlan gather;
+    ResizePlan resize;
+    MeanPlan mean;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation

@@ -225,11 +225,13 @@ inline BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
     BlobInfo info;
     FwStatus st = h.runtime.prepare(model, scratch, &info);
     INFO(st.message);
+    REQUIRE(supported);
     REQUIRE(st.ok());
     return info;
 }
 
-// A model whose operation 0 is not claimed and whose prepare fails naming it and the rule.
+// The model (one operation) must be refused by both supportedOperations and prepare, with a
+// message naming operation 0, its type and `why`.
 inline void expectRefused(Harness& h, ModelBuilder& mb, const std::string& opName, const std::string& why) {
     bool supported = true;
     REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());

@@ -102,10 +102,10 @@ TEST_CASE("DWCONV matches the depthwise loop over random shapes") {
 
 TEST_CASE("VEC_OP functions match TFLite's formulas") {
     std::mt19937 rng(5);
-    for (int iter = 0; iter < 60; ++iter) {
+    for (int iter = 0; iter < 70; ++iter) {
         Sim s;
-        const auto fn = static_cast<isa::VecFunction>(iter % 6);
-        const bool sIn = (iter / 6) % 2 == 1, sOut = sIn;
+        const auto fn = static_cast<isa::VecFunction>(iter % 7);
+        const bool sIn = (iter / 7) % 2 == 1, sOut = sIn;
         const uint32_t rows = 1 + rng() % 7, cols = 1 + rng() % 40;
         uint8_t* sp = s.dev.scratchpad();
         for (uint32_t i = 0; i < 4096; ++i) sp[i] = uint8_t(rng());
@@ -154,6 +154,14 @@ TEST_CASE("VEC_OP functions match TFLite's formulas") {
                     case isa::VecFunction::kLut:
                         e = sOut ? int8_t(sp[2048 + araw]) : sp[2048 + araw];
                         break;
+                    case isa::VecFunction::kPrelu: {
+                        const int32_t x = a + p.in1Offset;
+                        e = clampTo((x >= 0 ? mbqm(x, p.in1Mult, p.in1Shift)
+                                            : mbqm(x * (b + p.in2Offset), p.outMult, p.outShift)) +
+                                        p.outOffset,
+                                    p.clampMin, p.clampMax);
+                        break;
+                    }
                 }
                 INFO("fn " << int(fn) << " r " << r << " c " << c);
                 REQUIRE(sp[8192 + r * d.outRowStride + c] == uint8_t(e));
