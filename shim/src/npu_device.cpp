@@ -152,7 +152,9 @@ public:
         result.deviceCycles = reply.device_cycles();
         for (const auto& p : reply.profile()) {
             result.profile.push_back({p.operation_index(), static_cast<hal::OperationType>(p.type()),
-                                      p.cycles(), p.macs(), p.stall_cycles()});
+                                      p.cycles(), p.macs(), p.stall_cycles(), p.dram_read_bytes(),
+                                      p.dram_write_bytes(), p.stall_dma_cycles(), p.load_active_cycles(),
+                                      p.compute_active_cycles(), p.store_active_cycles()});
         }
         if (measure == hal::MeasureTiming::YES) {
             if (reply.clock_hz() > 0) {
@@ -262,7 +264,8 @@ public:
         NPU_TRY(connection_->call(proto::METHOD_PREPARE_MODEL, request, reply,
                                   waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"));
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
-        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
+        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles(),
+                                      reply.model_blob_bytes(), reply.data_blob_bytes()};
         if (compiled.tuningTrials > 0) {
             proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
                         compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
@@ -329,6 +332,17 @@ public:
         info.dramBytesPerCycle = hw.dram_bytes_per_cycle();
         info.dramLatencyCycles = hw.dram_latency_cycles();
         return info;
+    }
+
+    Result<std::vector<std::pair<std::string, uint64_t>>> counters() {
+        proto::GetCountersRequest request;
+        proto::CountersReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_COUNTERS, request, reply,
+                                  connection_->options().callTimeout, "getCounters"));
+        NPU_TRY(checkStatus(reply.status(), "getCounters"));
+        std::vector<std::pair<std::string, uint64_t>> out;
+        for (const auto& c : reply.counters()) out.emplace_back(c.name(), c.value());
+        return out;
     }
 
 private:
@@ -423,6 +437,12 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
     return npu->info();
+}
+
+Result<std::vector<std::pair<std::string, uint64_t>>> queryCounters(hal::IDevice& device) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr) return invalidArgument("queryCounters: the device is not an NPU device of this shim");
+    return npu->counters();
 }
 
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {

@@ -211,7 +211,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     }
 
     const uint64_t start = s.platform.nowUs();
-    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs};
+    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, false};
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
@@ -295,13 +295,13 @@ FwStatus Runtime::release(uint32_t handle) {
 }
 
 FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
-                          uint32_t outputCount, ExecResult* result) {
+                          uint32_t outputCount, ExecResult* result, bool detailedProfile) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
     if (b == nullptr)
         return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
     const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes,
-                               impl_->config.irqTimeoutUs};
+                               impl_->config.irqTimeoutUs, detailedProfile};
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
     return status;
