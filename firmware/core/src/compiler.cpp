@@ -297,27 +297,39 @@ uint32_t macFlags(const OpPlan& plan) {
     return (plan.signedIn ? isa::kMacFlagSignedA : 0u) | (plan.signedWeights ? isa::kMacFlagSignedB : 0u);
 }
 
+// Load / compute / store pipelines over (channel tile, row tile) pairs, channel tile major. With
+// double-buffered weights (doubleBufferedWeights) one pipeline covers every pair: channel tile
+// j's weights go to buffer j % 2 with its first row tile's load, which (the pipeline's tokens)
+// waits for the compute of two tiles earlier, so the buffer's previous user, channel tile j - 2,
+// is done and tile j's weights load while tile j - 1 computes. With one weight buffer each
+// channel tile is a pipeline of its own, after a fence.
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
                               const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles,
                               uint64_t inCap, uint64_t outCap, LoadIn loadIn, Compute compute,
                               StoreOut storeOut) {
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
+    const uint32_t channelTiles = (cout + coutTile - 1) / coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
     const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
     const uint64_t weightCap = align(uint64_t{coutTile} * (k + 4), 64);
-    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightCap), static_cast<uint32_t>(weightCap + inCap)};
-    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightCap + 2 * inCap),
-                                static_cast<uint32_t>(weightCap + 2 * inCap + outCap)};
+    const bool doubleWeights = doubleBufferedWeights(target_, coutTile, k, cout);
+    const uint64_t weightsEnd = weightBufferBytes(target_, coutTile, k, cout);
+    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightsEnd), static_cast<uint32_t>(weightsEnd + inCap)};
+    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightsEnd + 2 * inCap),
+                                static_cast<uint32_t>(weightsEnd + 2 * inCap + outCap)};
     const uint32_t accHalf = target_.accumulatorBytes / 4 / 2;
     const uint8_t* weights = constantData(target_, filter);
     const uint8_t* biases = constantData(target_, bias);
-    w.emit(isa::makeVecParams(plan.vec));
-    for (uint32_t c0 = 0; c0 < cout; c0 += coutTile) {
-        const uint32_t ct = std::min(coutTile, cout - c0);
-        if (c0 > 0) w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
-        // Weights re-laid out K-major with this tile's output channels contiguous (the array's
-        // column order), followed by the tile's int32 biases.
+    auto channels = [&](uint32_t g, uint32_t* c0, uint32_t* ct, uint32_t* wAddr) {
+        const uint32_t j = g / rowTiles;
+        *c0 = j * coutTile;
+        *ct = std::min(coutTile, cout - *c0);
+        *wAddr = doubleWeights ? static_cast<uint32_t>((j % 2) * weightCap) : 0;
+    };
+    // Weights re-laid out K-major with the tile's output channels contiguous (the array's column
+    // order), followed by the tile's int32 biases, loaded to `wAddr`.
+    auto loadWeights = [&](uint32_t c0, uint32_t ct, uint32_t wAddr) {
         const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
         const uint64_t dataOffset = w.reserveData(tileBytes);
         if (uint8_t* dst = w.data(dataOffset)) {
@@ -329,27 +341,39 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
             }
             std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * c0, 4ull * ct);
         }
+        isa::DmaBox box;
+        box.dramOffset = dataOffset;
+        box.sramAddr = wAddr;
+        box.innerBytes = static_cast<uint32_t>(tileBytes);
+        w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
+    };
+    w.emit(isa::makeVecParams(plan.vec));
+    const uint32_t perPipeline = doubleWeights ? channelTiles : 1;
+    for (uint32_t first = 0; first < channelTiles; first += perPipeline) {
+        if (first > 0) w.emit(isa::makeFence());  // the single weight buffer is about to be overwritten
+        const uint32_t base = first * rowTiles;
         emitPipeline(
-            w, rowTiles,
-            [&](uint32_t t) {
-                if (t == 0) {
-                    isa::DmaBox box;
-                    box.dramOffset = dataOffset;
-                    box.innerBytes = static_cast<uint32_t>(tileBytes);
-                    w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
-                }
-                loadIn(t, inBuf[t % 2], c0, ct);
+            w, perPipeline * rowTiles,
+            [&](uint32_t i) {
+                const uint32_t g = base + i;
+                uint32_t c0, ct, wAddr;
+                channels(g, &c0, &ct, &wAddr);
+                if (g % rowTiles == 0) loadWeights(c0, ct, wAddr);
+                loadIn(g % rowTiles, inBuf[g % 2], c0, ct);
             },
-            [&](uint32_t t) {
-                const uint32_t acc = (t % 2) * accHalf;
-                const uint32_t rows = compute(t, inBuf[t % 2], acc, ct);
+            [&](uint32_t i) {
+                const uint32_t g = base + i;
+                uint32_t c0, ct, wAddr;
+                channels(g, &c0, &ct, &wAddr);
+                const uint32_t acc = (g % 2) * accHalf;
+                const uint32_t rows = compute(g % rowTiles, inBuf[g % 2], wAddr, acc, ct);
                 isa::RequantDesc r;
                 r.accAddr = acc;
                 r.accRowStride = ct;
                 r.rows = rows;
                 r.cols = ct;
-                r.biasAddr = k * ct;
-                r.outAddr = outBuf[t % 2];
+                r.biasAddr = wAddr + k * ct;
+                r.outAddr = outBuf[g % 2];
                 r.outRowStride = ct;
                 const uint32_t flags =
                     isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
@@ -357,8 +381,8 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                     w.emit(isa::makeRequant(r, flags));
                     return;
                 }
-                // Per-channel: the vector unit holds one multiplier, so each output channel is
-                // one column requantized under its own VEC_PARAMS.
+                // Per-channel: the vector unit holds one multiplier, so each output channel is one
+                // column requantized under its own VEC_PARAMS.
                 for (uint32_t co = 0; co < ct; ++co) {
                     isa::VecParams v = plan.vec;
                     QuantizedMultiplier qm;
@@ -369,12 +393,17 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                     isa::RequantDesc rc = r;
                     rc.accAddr = acc + co;
                     rc.cols = 1;
-                    rc.biasAddr = k * ct + 4 * co;
-                    rc.outAddr = outBuf[t % 2] + co;
+                    rc.biasAddr = r.biasAddr + 4 * co;
+                    rc.outAddr = outBuf[g % 2] + co;
                     w.emit(isa::makeRequant(rc, flags));
                 }
             },
-            [&](uint32_t t) { storeOut(t, outBuf[t % 2], c0, ct); });
+            [&](uint32_t i) {
+                const uint32_t g = base + i;
+                uint32_t c0, ct, wAddr;
+                channels(g, &c0, &ct, &wAddr);
+                storeOut(g % rowTiles, outBuf[g % 2], c0, ct);
+            });
     }
 }
 
@@ -474,7 +503,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
             }
             w.dma(Opcode::kDmaLoad, in, box);
         },
-        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+        [&](uint32_t t, uint32_t sram, uint32_t wAddr, uint32_t acc, uint32_t ct) {
             uint32_t b, r0, mt, first, end, padTop;
             window(t, &b, &r0, &mt, &first, &end, &padTop);
             isa::ConvDesc d;
@@ -483,7 +512,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
             d.ifmW = p.inW;
             d.ifmC = p.depthwise ? ct : p.cin;
             d.ifmRowStride = p.inW * d.ifmC;
-            d.wAddr = 0;
+            d.wAddr = wAddr;
             d.kernelH = p.kh;
             d.kernelW = p.kw;
             d.strideY = p.strideY;
@@ -542,11 +571,11 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
             box.dramRowStride = box.sramRowStride = k;
             w.dma(Opcode::kDmaLoad, in, box);
         },
-        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+        [&](uint32_t t, uint32_t sram, uint32_t wAddr, uint32_t acc, uint32_t ct) {
             isa::GemmDesc g;
             g.aAddr = sram;
             g.aRowStride = k;
-            g.bAddr = 0;
+            g.bAddr = wAddr;
             g.bRowStride = ct;
             g.m = std::min(m, p.batch - t * m);
             g.k = k;

@@ -66,6 +66,18 @@ struct ConvPlan {
     MacTiling tiling;
 };
 
+// The weight buffers of a CONV_2D / FULLY_CONNECTED tiled `coutTile` of `cout` output channels
+// with `k` weights each (plus a 4-byte bias). With more than one channel tile there are two
+// buffers (the next tile's weights load while this one computes) when both fit in half the
+// scratchpad; otherwise one, and the tiles are separated by fences.
+inline bool doubleBufferedWeights(const CompileTarget& t, uint64_t coutTile, uint64_t k, uint64_t cout) {
+    return coutTile < cout && 2 * ((coutTile * (k + 4) + 63) / 64 * 64) <= t.scratchpadBytes / 2;
+}
+inline uint64_t weightBufferBytes(const CompileTarget& t, uint64_t coutTile, uint64_t k, uint64_t cout) {
+    const uint64_t one = (coutTile * (k + 4) + 63) / 64 * 64;
+    return doubleBufferedWeights(t, coutTile, k, cout) ? 2 * one : one;
+}
+
 struct FcPlan {
     uint32_t input = 0, weights = 0, bias = 0, output = 0;
     uint32_t batch = 0, inputSize = 0, units = 0;
