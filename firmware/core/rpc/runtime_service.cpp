@@ -151,6 +151,7 @@ void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.loaded_models", runtime_.loadedModels());
     appendCounter(reply, "runtime.arena_bytes", runtime_.arenaBytes());
     appendCounter(reply, "runtime.arena_peak_bytes", runtime_.arenaPeakBytes());
+    appendCounter(reply, "runtime.compile_scratch_high_water_bytes", runtime_.compileScratchHighWater());
 }
 
 }  // namespace npu::fw

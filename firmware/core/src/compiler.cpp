@@ -110,7 +110,7 @@ public:
     ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
         : target_(t), model_(m), tilings_(tilings) {}
 
-    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
+    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage);
 
 private:
     FwStatus checkModel();
@@ -1003,7 +1003,7 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
     }
 }
 
-FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage) {
     FwStatus st = checkModel();
     if (!st.ok()) return st;
     plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
@@ -1039,6 +1039,7 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
         return FwStatus::make(Code::kInvalidArgument, "compiled model too large (%llu bytes)",
                               static_cast<unsigned long long>(total));
     }
+    if (usedBeforeImage != nullptr) *usedBeforeImage = scratch.used();
     uint8_t* out = static_cast<uint8_t*>(scratch.allocate(total, kBlobAlign));
     if (out == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
@@ -1089,9 +1090,10 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
 }  // namespace
 
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size, const MacTiling* tilings) {
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings,
+                      size_t* usedBeforeImage) {
     ModelCompiler compiler(target, model, tilings);
-    return compiler.run(scratch, image, size);
+    return compiler.run(scratch, image, size, usedBeforeImage);
 }
 
 FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,

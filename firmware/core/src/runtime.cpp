@@ -19,6 +19,7 @@ struct Runtime::Impl {
     Arena& arena;
     RuntimeConfig config;
     bool initialized = false;
+    size_t compileHighWater = 0;  // the compiler's scratch use before its blob images (GetCounters)
     HardwareInfo hw;
     DramAllocator dram;
     BlobStore store;
@@ -143,7 +144,9 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
     }
     const uint8_t* image = nullptr;
     uint64_t size = 0;
-    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings);
+    size_t used = 0;
+    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings, &used);
+    if (used > impl_->compileHighWater) impl_->compileHighWater = used;
     if (!st.ok()) return st;
     // The compiler's output goes through the same validation as a blob from a cache file.
     if (!(st = loadBlob(image, size, info)).ok()) return st;
@@ -225,7 +228,9 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         const uint8_t* image = nullptr;
         uint64_t size = 0;
         uint32_t handle = 0;
-        FwStatus st = compileModel(target, model, scratch, &image, &size, trial);
+        size_t used = 0;
+        FwStatus st = compileModel(target, model, scratch, &image, &size, trial, &used);
+        if (used > s.compileHighWater) s.compileHighWater = used;
         if (st.ok()) st = s.store.load(s.platform, s.dram, image, size, s.limits(), &handle);
         scratch.release(mark);
         if (!st.ok()) {
@@ -327,6 +332,9 @@ size_t Runtime::arenaBytes() const {
 }
 size_t Runtime::arenaPeakBytes() const {
     return impl_ == nullptr ? 0 : impl_->arena.peak();
+}
+size_t Runtime::compileScratchHighWater() const {
+    return impl_ == nullptr ? 0 : impl_->compileHighWater;
 }
 
 uint32_t Runtime::loadedModels() const {

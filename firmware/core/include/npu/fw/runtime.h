@@ -186,6 +186,9 @@ public:
     // The runtime arena's size and high-water mark (the firmware's own memory, GetCounters).
     size_t arenaBytes() const;
     size_t arenaPeakBytes() const;
+    // The highest use of a compile's scratch arena just before the compiler placed its blob
+    // image there (the working memory of compiling, autotuning included, without the blob).
+    size_t compileScratchHighWater() const;
     // True iff some operation the compiler claims accepts operands of this HAL OperandType.
     static bool claimsOperandType(uint32_t type);
 
