@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cmd_model.h"
 #include "commands.h"
 #include "demo_network.h"
 #include "npu/framework/graph_dump.h"
@@ -100,7 +101,7 @@ std::string deviceLabel(const DeviceChoice& c) {
 }  // namespace
 
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json,
-           const std::string& dotFile) {
+           const std::string& dotFile, const ProfileFiles& files) {
     auto found = framework::findTestCase(file, name);
     if (!found) {
         printError("run", found.error());
@@ -153,7 +154,10 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         return 1;
     }
     auto mismatch = framework::compareOutputs(*found, outcome->outputs, outcome->result.outputShapes);
-    report(*found, *outcome, mismatch, clockOf(*opened->device), json, deviceLabel(choice));
+    const uint64_t clockHz = clockOf(*opened->device);
+    if (!writeProfileFiles(files, layersOf(found->model, outcome->result, choice.device), name, clockHz))
+        return 2;
+    report(*found, *outcome, mismatch, clockHz, json, deviceLabel(choice));
     return mismatch ? 1 : 0;
 }
 
