@@ -155,8 +155,9 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
     }
     auto mismatch = framework::compareOutputs(*found, outcome->outputs, outcome->result.outputShapes);
     const uint64_t clockHz = clockOf(*opened->device);
-    if (!writeProfileFiles(files, layersOf(found->model, outcome->result, choice.device), name, clockHz))
-        return 2;
+    NetworkRun layers = layersOf(found->model, outcome->result, choice.device);
+    if (auto hw = shim::queryNpuInfo(*opened->device)) addRoofline(layers, found->model, *hw);
+    if (!writeProfileFiles(files, layers, name, clockHz)) return 2;
     report(*found, *outcome, mismatch, clockHz, json, deviceLabel(choice));
     return mismatch ? 1 : 0;
 }

@@ -169,3 +169,17 @@ TEST_CASE("npu run --builtin refuses an unknown network and a run without a mode
     r = npu("run --builtin mobilenet_v2 --input-size 8");
     CHECK(r.exitCode == 2);
 }
+
+TEST_CASE("npu run of a test vector writes its profile too", "[cli][builtin]") {
+    const std::string csv = "/tmp/npu-builtin-vector-" + std::to_string(getpid()) + ".csv";
+    const auto r = npu("run " + std::string(NPU_CTS_DIR) + "/V1_0.jsonl.gz --name conv_quant8 --csv " + csv);
+    INFO(r.all);
+    REQUIRE(r.exitCode == 0);
+    std::istringstream lines(slurp(csv));
+    std::string header, row, extra;
+    REQUIRE(std::getline(lines, header));
+    REQUIRE(std::getline(lines, row));
+    CHECK(row.rfind("0,op0,CONV_2D,npu,0,", 0) == 0);
+    CHECK_FALSE(std::getline(lines, extra));
+    std::filesystem::remove(csv);
+}
