@@ -175,7 +175,9 @@ protected:
         result.deviceCycles = reply.device_cycles();
         for (const auto& p : reply.profile()) {
             result.profile.push_back({p.operation_index(), static_cast<hal::OperationType>(p.type()),
-                                      p.cycles(), p.macs(), p.stall_cycles()});
+                                      p.cycles(), p.macs(), p.stall_cycles(), p.dram_read_bytes(),
+                                      p.dram_write_bytes(), p.stall_dma_cycles(), p.load_active_cycles(),
+                                      p.compute_active_cycles(), p.store_active_cycles()});
         }
         if (measure == hal::MeasureTiming::YES) {
             if (reply.clock_hz() > 0) {
@@ -287,7 +289,8 @@ public:
                               waitFor(connection_->options().prepareTimeout, deadline), "prepareModel"),
             deadline));
         NPU_TRY(checkStatus(reply.status(), "prepareModel"));
-        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
+        const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles(),
+                                      reply.model_blob_bytes(), reply.data_blob_bytes()};
         if (compiled.tuningTrials > 0) {
             proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
                         compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
@@ -328,17 +331,6 @@ public:
         return prepareFromImages(images, deadline);
     }
 
-    Result<std::map<std::string, uint64_t>> counters() {
-        proto::GetCountersRequest request;
-        proto::CountersReply reply;
-        NPU_TRY(connection_->call(proto::METHOD_GET_COUNTERS, request, reply,
-                                  connection_->options().callTimeout, "getCounters"));
-        NPU_TRY(checkStatus(reply.status(), "getCounters"));
-        std::map<std::string, uint64_t> byName;
-        for (const auto& c : reply.counters()) byName[c.name()] = c.value();
-        return byName;
-    }
-
     // Memory domains, first step: the buffer lives in host shared memory held by the shim and is
     // staged through the host window at each execution like any request pool (docs/execution.md).
     Result<hal::DeviceBuffer> allocate(
@@ -374,6 +366,17 @@ public:
         info.dramBytesPerCycle = hw.dram_bytes_per_cycle();
         info.dramLatencyCycles = hw.dram_latency_cycles();
         return info;
+    }
+
+    Result<std::vector<std::pair<std::string, uint64_t>>> counters() {
+        proto::GetCountersRequest request;
+        proto::CountersReply reply;
+        NPU_TRY(connection_->call(proto::METHOD_GET_COUNTERS, request, reply,
+                                  connection_->options().callTimeout, "getCounters"));
+        NPU_TRY(checkStatus(reply.status(), "getCounters"));
+        std::vector<std::pair<std::string, uint64_t>> out;
+        for (const auto& c : reply.counters()) out.emplace_back(c.name(), c.value());
+        return out;
     }
 
 private:
@@ -473,11 +476,15 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     return npu->info();
 }
 
-Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device) {
+Result<std::vector<std::pair<std::string, uint64_t>>> queryCounters(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
-    if (npu == nullptr)
-        return invalidArgument("queryFirmwareCounters: the device is not an NPU device of this shim");
+    if (npu == nullptr) return invalidArgument("queryCounters: the device is not an NPU device of this shim");
     return npu->counters();
+}
+
+Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device) {
+    auto ordered = NPU_TRY(queryCounters(device));
+    return std::map<std::string, uint64_t>(ordered.begin(), ordered.end());
 }
 
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cmd_model.h"
 #include "commands.h"
 #include "demo_network.h"
 #include "npu/framework/graph_dump.h"
@@ -209,7 +210,11 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         return 1;
     }
     auto mismatch = framework::compareOutputs(*found, outcome->outputs, outcome->result.outputShapes);
-    report(*found, *outcome, mismatch, clockOf(*opened->device), json, deviceLabel(choice));
+    const uint64_t clockHz = clockOf(*opened->device);
+    NetworkRun layers = layersOf(found->model, outcome->result, choice.device);
+    if (auto hw = shim::queryNpuInfo(*opened->device)) addRoofline(layers, found->model, *hw);
+    if (!writeProfileFiles({options.csvFile, options.traceFile}, layers, name, clockHz)) return 2;
+    report(*found, *outcome, mismatch, clockHz, json, deviceLabel(choice));
     if (!options.outputFile.empty() && !writeOutputs(*found, *outcome, options.outputFile)) return 2;
     return mismatch ? 1 : 0;
 }

@@ -13,6 +13,8 @@ struct RunOptions {
     bool json = false;
     std::string dotFile;     // --dot: the model as a Graphviz graph
     std::string outputFile;  // --output FILE.npy: the outputs as NumPy arrays
+    std::string csvFile;     // --csv: the per-operation profile (cmd_model.h)
+    std::string traceFile;   // --trace: a Chrome/Perfetto trace of the run
 };
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name,
            const RunOptions& options);

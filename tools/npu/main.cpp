@@ -5,6 +5,7 @@
 #include "cli_checks.h"
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
+#include "cmd_model.h"
 #include "cmd_onnx.h"
 #include "cmd_sim.h"
 #include "commands.h"
@@ -46,9 +47,18 @@ int main(int argc, char** argv) {
     addDeviceOptions(info, false);
 
     std::string file, name;
-    auto* run = app.add_subcommand("run", "Run one test vector of a JSON-lines file and check its outputs");
-    run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
-    run->add_option("--name", name, "the vector's name")->required();
+    auto* run = app.add_subcommand(
+        "run", "Run one test vector of a JSON-lines file, or a built-in network, and check its outputs");
+    auto* runFile = run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->check(CLI::ExistingFile);
+    run->add_option("--name", name, "the vector's name")->needs(runFile);
+    npu::tools::BuiltinRunOptions builtin;
+    run->add_option("--builtin", builtin.name, "run a built-in network: mobilenet_v2 or ssd_mobilenet_v1")
+        ->excludes(runFile);
+    run->add_option("--input-size", builtin.inputSize,
+                    "--builtin: image height and width (default: the network's)")
+        ->check(CLI::Range(32, 512));
+    run->add_option("--csv", builtin.files.csv, "write the per-operation profile as CSV to FILE");
+    run->add_option("--trace", builtin.files.trace, "write a Chrome/Perfetto trace of the run to FILE");
     addDeviceOptions(run, true);
     npu::tools::RunOptions runOptions;
     run->add_option("--dot", runOptions.dotFile, "also write the model as a Graphviz graph to FILE");
@@ -114,6 +124,7 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingFile);
 
     npu::tools::BenchSimCli benchSimCli(*bench);
+    npu::tools::BenchModelCli benchModelCli(*bench);
 
     std::string cacheAction, cacheDir, cacheStateDir;
     auto* cache = app.add_subcommand("cache", "Inspect, verify or clear the compilation cache");
@@ -151,8 +162,15 @@ int main(int argc, char** argv) {
     }
 
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
+    if (run->parsed() && !builtin.name.empty()) return npu::tools::cmdRunBuiltin(choice, builtin, json);
+    if (run->parsed() && (file.empty() || name.empty())) {
+        std::fprintf(stderr, "npu run: give FILE --name NAME (a test vector) or --builtin NAME\n");
+        return 2;
+    }
     if (run->parsed()) {
         runOptions.json = json;
+        runOptions.csvFile = builtin.files.csv;
+        runOptions.traceFile = builtin.files.trace;
         return npu::tools::cmdRun(choice, file, name, runOptions);
     }
     if (list->parsed()) return npu::tools::cmdList(listFile, listFilters, json);
@@ -163,6 +181,7 @@ int main(int argc, char** argv) {
     if (benchExec->parsed()) return npu::tools::cmdBenchExec(json, iterations, benchHwConfig);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations, benchHwConfig);
     if (benchSimCli.parsed()) return benchSimCli.run();
+    if (benchModelCli.parsed()) return benchModelCli.run();
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();

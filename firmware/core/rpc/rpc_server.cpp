@@ -533,7 +533,12 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                     rep->profile_count = static_cast<pb_size_t>(n);
                     for (uint32_t i = 0; i < n; ++i) {
                         const OpProfile& p = result->profile[i];
-                        rep->profile[i] = {p.operationIndex, p.type, p.cycles, p.macs, p.stallCycles};
+                        rep->profile[i] = {p.operationIndex,   p.type,
+                                           p.cycles,           p.macs,
+                                           p.stallCycles,      p.dramReadBytes,
+                                           p.dramWriteBytes,   p.stallDmaCycles,
+                                           p.loadActiveCycles, p.computeActiveCycles,
+                                           p.storeActiveCycles};
                     }
                 }
             }
@@ -597,7 +602,8 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 {"rpc.frames_received", stats_.framesReceived}, {"rpc.requests", stats_.requestsHandled},
                 {"rpc.bad_frames", stats_.badFrames},           {"rpc.garbage_bytes", stats_.garbageBytes},
                 {"rpc.queue_full", stats_.queueFull},           {"rpc.cancelled", stats_.cancelled},
-                {"rpc.arena_bytes", arena_.capacity()},         {"rpc.arena_peak_bytes", arena_.peak()}};
+                {"rpc.arena_bytes", arena_.capacity()},         {"rpc.arena_peak_bytes", arena_.peak()},
+                {"rpc.arena_fixed_bytes", requestMark_}};
             for (const auto& c : mine) appendCounter(rep, c.name, c.value);
             service_->counters(rep);
             if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);

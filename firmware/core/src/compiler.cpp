@@ -22,7 +22,7 @@ public:
     ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
         : target_(t), model_(m), tilings_(tilings) {}
 
-    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
+    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage);
     FwStatus measure(Arena& scratch, CompiledSize* size);
 
 private:
@@ -1058,7 +1058,7 @@ ModelCompiler::Layout ModelCompiler::layoutOf(const BlobWriter& counter) const {
     return l;
 }
 
-FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage) {
     FwStatus st = planAll(scratch);
     if (!st.ok()) return st;
     BlobWriter counter(nullptr, nullptr, nullptr);
@@ -1071,6 +1071,7 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
         return FwStatus::make(Code::kInvalidArgument, "compiled model too large (%llu bytes)",
                               static_cast<unsigned long long>(total));
     }
+    if (usedBeforeImage != nullptr) *usedBeforeImage = scratch.used();
     uint8_t* out = static_cast<uint8_t*>(scratch.allocate(total, kBlobAlign));
     if (out == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
@@ -1121,9 +1122,10 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
 }  // namespace
 
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size, const MacTiling* tilings) {
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings,
+                      size_t* usedBeforeImage) {
     ModelCompiler compiler(target, model, tilings);
-    return compiler.run(scratch, image, size);
+    return compiler.run(scratch, image, size, usedBeforeImage);
 }
 
 FwStatus measureModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
