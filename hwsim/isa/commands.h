@@ -474,149 +474,152 @@ constexpr Command makeSoftmax(const SoftmaxDesc& d, uint32_t flags = 0) {
     c.w[softmax::kMultiplier] = static_cast<uint32_t>(d.multiplier);
     c.w[softmax::kLeftShift] = static_cast<uint32_t>(d.leftShift);
     c.w[softmax::kDiffMin] = static_cast<uint32_t>(d.diffMin);
-    // ---- RESIZE (ISA 1.2): nearest-neighbour or bilinear resampling of an NHWC tile ---------------
-    // The tile holds input rows [ifmFirstRow, ifmFirstRow + ifmH) of an image of fullInH x fullInW
-    // pixels (all of its columns, C channels, pixel stride C, row stride ifmRowStride); the output
-    // tile is rows [ofmFirstRow, ofmFirstRow + ofmH) of a fullOutH x fullOutW image, [ofmH][fullOutW][C]
-    // contiguous at outAddr. Source coordinates are TFLite's (resample.h: scale, align_corners,
-    // half_pixel_centers from the flags); NEAREST copies the source pixel, BILINEAR computes
-    // round(Σ w * v) in float as TFLite's reference does, then saturates. A source row outside the
-    // tile is BAD_PARAMETER. Flags: 0 SIGNED, 1 ALIGN_CORNERS, 2 HALF_PIXEL_CENTERS.
-    namespace resize {
-    inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmRows = 3, kIfmC = 4, kIfmRowStride = 5,
-                              kFullIn = 6, kFirstRows = 7, kOfmRows = 8, kFullOut = 9, kOutAddr = 10;
-    inline constexpr uint32_t kModeNearest = 0, kModeBilinear = 1;
-    inline constexpr uint32_t kFlagSigned = 1u << 0, kFlagAlignCorners = 1u << 1, kFlagHalfPixel = 1u << 2;
-    }  // namespace resize
-    struct ResizeDesc {
-        uint32_t mode = resize::kModeNearest;
-        uint32_t ifmAddr = 0, ifmH = 0, ifmC = 0, ifmRowStride = 0, ifmFirstRow = 0;
-        uint32_t fullInH = 0, fullInW = 0, fullOutH = 0, fullOutW = 0;
-        uint32_t ofmFirstRow = 0, ofmH = 0, outAddr = 0;
-    };
-    constexpr Command makeResize(const ResizeDesc& d, uint32_t flags = 0) {
-        Command c;
-        c.w[0] = header(Opcode::kResize, flags);
-        c.w[resize::kMode] = d.mode;
-        c.w[resize::kIfmAddr] = d.ifmAddr;
-        c.w[resize::kIfmRows] = d.ifmH;
-        c.w[resize::kIfmC] = d.ifmC;
-        c.w[resize::kIfmRowStride] = d.ifmRowStride;
-        c.w[resize::kFullIn] = pack16(d.fullInH, d.fullInW);
-        c.w[resize::kFirstRows] = pack16(d.ofmFirstRow, d.ifmFirstRow);
-        c.w[resize::kOfmRows] = d.ofmH;
-        c.w[resize::kFullOut] = pack16(d.fullOutH, d.fullOutW);
-        c.w[resize::kOutAddr] = d.outAddr;
-        return c;
-    }
+    return c;
+}
 
-    // ---- MEAN (ISA 1.2): mean of 8-bit values over a strided 2-D window, float path ---------------
-    // For o1 < outer, o2 < inner: out[o1 * inner + o2] = quantize(mean over r1 < count1, r2 < count2
-    // of scaleIn * (in[o1*outerStride + o2*innerStride + r1*stride1 + r2*stride2] - zpIn)), i.e. the
-    // terms are dequantized in float32, summed exactly (a wide fixed-point accumulator: each term is
-    // a multiple of 2^(exponent(scaleIn) - 23) below 2^32 of it, so at most 2^21 terms are exact),
-    // divided by the count in float64, rounded to float32, and quantized with scaleOut / zpOut
-    // (round half away from zero, saturated): the reference's MEAN. Flag 0: SIGNED (int8, else
-    // uint8). Scales are float32 bit patterns, positive and finite.
-    namespace mean {
-    inline constexpr uint32_t kIfmAddr = 1, kOuter = 2, kOuterStride = 3, kInner = 4, kInnerStride = 5,
-                              kCount1 = 6, kStride1 = 7, kCount2 = 8, kStride2 = 9, kOutAddr = 10,
-                              kScaleIn = 11, kZpIn = 12, kScaleOut = 13, kZpOut = 14;
-    inline constexpr uint32_t kFlagSigned = 1u << 0;
-    inline constexpr uint64_t kMaxTerms = uint64_t{1} << 21;  // the exact-sum bound above
-    }                                                         // namespace mean
-    struct MeanDesc {
-        uint32_t ifmAddr = 0, outer = 1, outerStride = 0, inner = 1, innerStride = 0;
-        uint32_t count1 = 1, stride1 = 0, count2 = 1, stride2 = 0, outAddr = 0;
-        uint32_t scaleInBits = 0, scaleOutBits = 0;
-        int32_t zpIn = 0, zpOut = 0;
-    };
-    constexpr Command makeMean(const MeanDesc& d, uint32_t flags = 0) {
-        Command c;
-        c.w[0] = header(Opcode::kMean, flags);
-        c.w[mean::kIfmAddr] = d.ifmAddr;
-        c.w[mean::kOuter] = d.outer;
-        c.w[mean::kOuterStride] = d.outerStride;
-        c.w[mean::kInner] = d.inner;
-        c.w[mean::kInnerStride] = d.innerStride;
-        c.w[mean::kCount1] = d.count1;
-        c.w[mean::kStride1] = d.stride1;
-        c.w[mean::kCount2] = d.count2;
-        c.w[mean::kStride2] = d.stride2;
-        c.w[mean::kOutAddr] = d.outAddr;
-        c.w[mean::kScaleIn] = d.scaleInBits;
-        c.w[mean::kZpIn] = static_cast<uint32_t>(d.zpIn);
-        c.w[mean::kScaleOut] = d.scaleOutBits;
-        c.w[mean::kZpOut] = static_cast<uint32_t>(d.zpOut);
-        return c;
-    }
+// ---- RESIZE (ISA 1.2): nearest-neighbour or bilinear resampling of an NHWC tile ---------------
+// The tile holds input rows [ifmFirstRow, ifmFirstRow + ifmH) of an image of fullInH x fullInW
+// pixels (all of its columns, C channels, pixel stride C, row stride ifmRowStride); the output
+// tile is rows [ofmFirstRow, ofmFirstRow + ofmH) of a fullOutH x fullOutW image, [ofmH][fullOutW][C]
+// contiguous at outAddr. Source coordinates are TFLite's (resample.h: scale, align_corners,
+// half_pixel_centers from the flags); NEAREST copies the source pixel, BILINEAR computes
+// round(Σ w * v) in float as TFLite's reference does, then saturates. A source row outside the
+// tile is BAD_PARAMETER. Flags: 0 SIGNED, 1 ALIGN_CORNERS, 2 HALF_PIXEL_CENTERS.
+namespace resize {
+inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmRows = 3, kIfmC = 4, kIfmRowStride = 5, kFullIn = 6,
+                          kFirstRows = 7, kOfmRows = 8, kFullOut = 9, kOutAddr = 10;
+inline constexpr uint32_t kModeNearest = 0, kModeBilinear = 1;
+inline constexpr uint32_t kFlagSigned = 1u << 0, kFlagAlignCorners = 1u << 1, kFlagHalfPixel = 1u << 2;
+}  // namespace resize
+struct ResizeDesc {
+    uint32_t mode = resize::kModeNearest;
+    uint32_t ifmAddr = 0, ifmH = 0, ifmC = 0, ifmRowStride = 0, ifmFirstRow = 0;
+    uint32_t fullInH = 0, fullInW = 0, fullOutH = 0, fullOutW = 0;
+    uint32_t ofmFirstRow = 0, ofmH = 0, outAddr = 0;
+};
+constexpr Command makeResize(const ResizeDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kResize, flags);
+    c.w[resize::kMode] = d.mode;
+    c.w[resize::kIfmAddr] = d.ifmAddr;
+    c.w[resize::kIfmRows] = d.ifmH;
+    c.w[resize::kIfmC] = d.ifmC;
+    c.w[resize::kIfmRowStride] = d.ifmRowStride;
+    c.w[resize::kFullIn] = pack16(d.fullInH, d.fullInW);
+    c.w[resize::kFirstRows] = pack16(d.ofmFirstRow, d.ifmFirstRow);
+    c.w[resize::kOfmRows] = d.ofmH;
+    c.w[resize::kFullOut] = pack16(d.fullOutH, d.fullOutW);
+    c.w[resize::kOutAddr] = d.outAddr;
+    return c;
+}
 
-    // ---- Synchronisation and control ------------------------------------------------------------
-    // PUSH: from-queue signals "everything I issued so far is done" to to-queue.
-    // POP: to-queue's next command waits for the oldest token from from-queue.
-    namespace token {
-    inline constexpr uint32_t kFrom = 1, kTo = 2;
-    }
-    constexpr Command makeToken(Opcode op, Queue from, Queue to) {
-        Command c;
-        c.w[0] = header(op);
-        c.w[token::kFrom] = static_cast<uint32_t>(from);
-        c.w[token::kTo] = static_cast<uint32_t>(to);
-        return c;
-    }
-    constexpr Command makePush(Queue from, Queue to) {
-        return makeToken(Opcode::kPush, from, to);
-    }
-    constexpr Command makePop(Queue from, Queue to) {
-        return makeToken(Opcode::kPop, from, to);
-    }
-    constexpr Command makeSimple(Opcode op) {
-        Command c;
-        c.w[0] = header(op);
-        return c;
-    }
-    constexpr Command makeFence() {
-        return makeSimple(Opcode::kFence);
-    }
-    constexpr Command makeIrq() {
-        return makeSimple(Opcode::kIrq);
-    }
-    constexpr Command makeStop() {
-        return makeSimple(Opcode::kStop);
-    }
-    constexpr Command makeNop() {
-        return makeSimple(Opcode::kNop);
-    }
+// ---- MEAN (ISA 1.2): mean of 8-bit values over a strided 2-D window, float path ---------------
+// For o1 < outer, o2 < inner: out[o1 * inner + o2] = quantize(mean over r1 < count1, r2 < count2
+// of scaleIn * (in[o1*outerStride + o2*innerStride + r1*stride1 + r2*stride2] - zpIn)), i.e. the
+// terms are dequantized in float32, summed exactly (a wide fixed-point accumulator: each term is
+// a multiple of 2^(exponent(scaleIn) - 23) below 2^32 of it, so at most 2^21 terms are exact),
+// divided by the count in float64, rounded to float32, and quantized with scaleOut / zpOut
+// (round half away from zero, saturated): the reference's MEAN. Flag 0: SIGNED (int8, else
+// uint8). Scales are float32 bit patterns, positive and finite.
+namespace mean {
+inline constexpr uint32_t kIfmAddr = 1, kOuter = 2, kOuterStride = 3, kInner = 4, kInnerStride = 5,
+                          kCount1 = 6, kStride1 = 7, kCount2 = 8, kStride2 = 9, kOutAddr = 10, kScaleIn = 11,
+                          kZpIn = 12, kScaleOut = 13, kZpOut = 14;
+inline constexpr uint32_t kFlagSigned = 1u << 0;
+inline constexpr uint64_t kMaxTerms = uint64_t{1} << 21;  // the exact-sum bound above
+}  // namespace mean
+struct MeanDesc {
+    uint32_t ifmAddr = 0, outer = 1, outerStride = 0, inner = 1, innerStride = 0;
+    uint32_t count1 = 1, stride1 = 0, count2 = 1, stride2 = 0, outAddr = 0;
+    uint32_t scaleInBits = 0, scaleOutBits = 0;
+    int32_t zpIn = 0, zpOut = 0;
+};
+constexpr Command makeMean(const MeanDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kMean, flags);
+    c.w[mean::kIfmAddr] = d.ifmAddr;
+    c.w[mean::kOuter] = d.outer;
+    c.w[mean::kOuterStride] = d.outerStride;
+    c.w[mean::kInner] = d.inner;
+    c.w[mean::kInnerStride] = d.innerStride;
+    c.w[mean::kCount1] = d.count1;
+    c.w[mean::kStride1] = d.stride1;
+    c.w[mean::kCount2] = d.count2;
+    c.w[mean::kStride2] = d.stride2;
+    c.w[mean::kOutAddr] = d.outAddr;
+    c.w[mean::kScaleIn] = d.scaleInBits;
+    c.w[mean::kZpIn] = static_cast<uint32_t>(d.zpIn);
+    c.w[mean::kScaleOut] = d.scaleOutBits;
+    c.w[mean::kZpOut] = static_cast<uint32_t>(d.zpOut);
+    return c;
+}
 
-    constexpr bool isDma(Opcode op) {
-        return op == Opcode::kDmaLoad || op == Opcode::kDmaStore;
+// ---- Synchronisation and control ------------------------------------------------------------
+// PUSH: from-queue signals "everything I issued so far is done" to to-queue.
+// POP: to-queue's next command waits for the oldest token from from-queue.
+namespace token {
+inline constexpr uint32_t kFrom = 1, kTo = 2;
+}
+constexpr Command makeToken(Opcode op, Queue from, Queue to) {
+    Command c;
+    c.w[0] = header(op);
+    c.w[token::kFrom] = static_cast<uint32_t>(from);
+    c.w[token::kTo] = static_cast<uint32_t>(to);
+    return c;
+}
+constexpr Command makePush(Queue from, Queue to) {
+    return makeToken(Opcode::kPush, from, to);
+}
+constexpr Command makePop(Queue from, Queue to) {
+    return makeToken(Opcode::kPop, from, to);
+}
+constexpr Command makeSimple(Opcode op) {
+    Command c;
+    c.w[0] = header(op);
+    return c;
+}
+constexpr Command makeFence() {
+    return makeSimple(Opcode::kFence);
+}
+constexpr Command makeIrq() {
+    return makeSimple(Opcode::kIrq);
+}
+constexpr Command makeStop() {
+    return makeSimple(Opcode::kStop);
+}
+constexpr Command makeNop() {
+    return makeSimple(Opcode::kNop);
+}
+
+constexpr bool isDma(Opcode op) {
+    return op == Opcode::kDmaLoad || op == Opcode::kDmaStore;
+}
+constexpr bool isKnownOpcode(Opcode op) {
+    switch (op) {
+        case Opcode::kDmaLoad:
+        case Opcode::kDmaStore:
+        case Opcode::kGemm:
+        case Opcode::kConv:
+        case Opcode::kVecParams:
+        case Opcode::kRequant:
+        case Opcode::kAdd:
+        case Opcode::kPush:
+        case Opcode::kPop:
+        case Opcode::kFence:
+        case Opcode::kNop:
+        case Opcode::kIrq:
+        case Opcode::kStop:
+        case Opcode::kDwConv:
+        case Opcode::kVecOp:
+        case Opcode::kPool:
+        case Opcode::kSoftmax:
+        case Opcode::kResize:
+        case Opcode::kMean:
+            return true;
+        case Opcode::kInvalid:
+            return false;
     }
-    constexpr bool isKnownOpcode(Opcode op) {
-        switch (op) {
-            case Opcode::kDmaLoad:
-            case Opcode::kDmaStore:
-            case Opcode::kGemm:
-            case Opcode::kConv:
-            case Opcode::kVecParams:
-            case Opcode::kRequant:
-            case Opcode::kAdd:
-            case Opcode::kPush:
-            case Opcode::kPop:
-            case Opcode::kFence:
-            case Opcode::kNop:
-            case Opcode::kIrq:
-            case Opcode::kStop:
-            case Opcode::kDwConv:
-            case Opcode::kVecOp:
-            case Opcode::kPool:
-            case Opcode::kSoftmax:
-            case Opcode::kResize:
-            case Opcode::kMean:
-                return true;
-            case Opcode::kInvalid:
-                return false;
-        }
-        return false;
-    }
+    return false;
+}
 
 }  // namespace npu::isa
