@@ -266,6 +266,17 @@ uint32_t addAdd(RandomModel& m, uint32_t x) {
     return y;
 }
 
+// A random uint8 or int8 image input of 1..2 x 1..12 x 1..12 x 1..8, NCHW a quarter of the time.
+uint32_t addImageInput(RandomModel& m, bool* isNchw) {
+    const OperandType type =
+        m.coin() ? OperandType::TENSOR_QUANT8_ASYMM : OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+    const bool nchw = *isNchw = m.uniform(0, 3) == 0;
+    const uint32_t n = uint32_t(m.uniform(1, 2)), h = uint32_t(m.uniform(1, 12)),
+                   w = uint32_t(m.uniform(1, 12)), c = uint32_t(m.uniform(1, 8));
+    std::vector<uint32_t> dims = nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
+    return m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
+}
+
 // TRANSPOSE_CONV_2D with random strides, explicit paddings below the filter or an implicit
 // SAME / VALID output shape, per-tensor or per-channel filters.
 uint32_t addTransposeConv(RandomModel& m, uint32_t x, bool nchw) {
@@ -319,527 +330,505 @@ uint32_t addTransposeConv(RandomModel& m, uint32_t x, bool nchw) {
 
 framework::TestCase randomModel(uint32_t seed) {
     RandomModel m(seed);
-    // A random uint8 or int8 image input of 1..2 x 1..12 x 1..12 x 1..8, NCHW a quarter of the time.
-    uint32_t addImageInput(RandomModel & m, bool* isNchw) {
-        const OperandType type =
-            m.coin() ? OperandType::TENSOR_QUANT8_ASYMM : OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-        const bool nchw = *isNchw = m.uniform(0, 3) == 0;
-        const uint32_t n = uint32_t(m.uniform(1, 2)), h = uint32_t(m.uniform(1, 12)),
-                       w = uint32_t(m.uniform(1, 12)), c = uint32_t(m.uniform(1, 8));
-        std::vector<uint32_t> dims =
-            nchw ? std::vector<uint32_t>{n, c, h, w} : std::vector<uint32_t>{n, h, w, c};
-        return m.input(type, dims, m.uniformReal(0.005f, 0.1f), m.zeroPoint(type));
-    }
-
-    framework::TestCase randomModel(uint32_t seed) {
-        RandomModel m(seed);
-        bool nchw = false;
-        uint32_t x = addImageInput(m, &nchw);
-        const int ops = m.uniform(1, 3);
-        bool spatial = true;  // still a 4-D tensor in the model's layout
-        for (int i = 0; i < ops; ++i) {
-            const int kind = spatial ? m.uniform(0, 3) : m.uniform(1, 2);
-            if (kind == 0) {
-                x = addConvolution(m, x, nchw, false);
-            } else if (kind == 3) {
-                x = addConvolution(m, x, nchw, true);
-            } else if (kind == 1) {
-                x = addFullyConnected(m, x);
-                spatial = false;
-            } else {
-                x = addAdd(m, x);
-            }
-        }
-        m.markOutput(x);
-        m.testCase().name = "random_" + std::to_string(seed);
-        return std::move(m.testCase());
-    }
-
-    // ---- Vector-unit and copy operations (AVERAGE_POOL_2D, MAX_POOL_2D, the table-mapped
-    // activations, RESHAPE, SQUEEZE, CONCATENATION), chained with convolutions.
-
-    // Pooling keeps the input's quantization (the reference requires it).
-    uint32_t addPool(RandomModel & m, uint32_t x, bool nchw) {
-        const hal::Operand in = m.at(x);
-        const uint32_t n = in.dimensions[0], c = nchw ? in.dimensions[1] : in.dimensions[3];
-        const uint32_t h = nchw ? in.dimensions[2] : in.dimensions[1],
-                       w = nchw ? in.dimensions[3] : in.dimensions[2];
-        const uint32_t kh = uint32_t(m.uniform(1, std::min<int>(4, int(h)))),
-                       kw = uint32_t(m.uniform(1, std::min<int>(4, int(w))));
-        const uint32_t sx = uint32_t(m.uniform(1, 3)), sy = uint32_t(m.uniform(1, 3));
-        std::vector<uint32_t> args = {x};
-        uint32_t oh = 0, ow = 0;
-        if (m.coin()) {
-            const int scheme = m.uniform(1, 2);
-            oh = scheme == 1 ? (h + sy - 1) / sy : (h - kh) / sy + 1;
-            ow = scheme == 1 ? (w + sx - 1) / sx : (w - kw) / sx + 1;
-            args.push_back(m.i32(scheme));
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
+    const int ops = m.uniform(1, 3);
+    bool spatial = true;  // still a 4-D tensor in the model's layout
+    for (int i = 0; i < ops; ++i) {
+        const int kind = spatial ? m.uniform(0, 3) : m.uniform(1, 2);
+        if (kind == 0) {
+            x = addConvolution(m, x, nchw, false);
+        } else if (kind == 3) {
+            x = addConvolution(m, x, nchw, true);
+        } else if (kind == 1) {
+            x = addFullyConnected(m, x);
+            spatial = false;
         } else {
-            // Mostly padding smaller than the filter; sometimes as large (windows wholly in the
-            // padding).
-            const bool small = m.uniform(0, 3) != 0;
-            auto pad = [&](uint32_t k) {
-                return uint32_t(m.uniform(0, small ? std::min<int>(2, int(k) - 1) : 2));
-            };
-            const uint32_t pl = pad(kw), pr = pad(kw), pt = pad(kh), pb = pad(kh);
-            oh = outSize(h, kh, sy, 1, pt, pb);
-            ow = outSize(w, kw, sx, 1, pl, pr);
-            args.insert(args.end(), {m.i32(int(pl)), m.i32(int(pr)), m.i32(int(pt)), m.i32(int(pb))});
+            x = addAdd(m, x);
         }
-        args.insert(args.end(),
-                    {m.i32(int(sx)), m.i32(int(sy)), m.i32(int(kw)), m.i32(int(kh)), m.i32(m.uniform(0, 3))});
-        if (nchw || m.coin()) args.push_back(m.boolean(nchw));
-        const std::vector<uint32_t> outDims =
-            nchw ? std::vector<uint32_t>{n, c, oh, ow} : std::vector<uint32_t>{n, oh, ow, c};
-        const uint32_t y =
-            m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
-        m.op(m.coin() ? hal::OperationType::MAX_POOL_2D : hal::OperationType::AVERAGE_POOL_2D, args, {y});
-        return y;
     }
+    m.markOutput(x);
+    m.testCase().name = "random_" + std::to_string(seed);
+    return std::move(m.testCase());
+}
 
-    uint32_t addUnary(RandomModel & m, uint32_t x) {
-        static const hal::OperationType kOps[] = {hal::OperationType::RELU,  hal::OperationType::RELU1,
-                                                  hal::OperationType::RELU6, hal::OperationType::LOGISTIC,
-                                                  hal::OperationType::TANH,  hal::OperationType::HARD_SWISH};
-        const hal::OperationType type = kOps[m.uniform(0, 5)];
-        const hal::Operand in = m.at(x);
-        // LOGISTIC's and TANH's outputs are in (0, 1) / (-1, 1): fine scales make the table matter.
-        const bool bounded = type == hal::OperationType::LOGISTIC || type == hal::OperationType::TANH;
-        const float scale =
-            m.coin() ? in.scale : (bounded ? 1.0f / 256 : in.scale * m.uniformReal(0.3f, 3.0f));
-        const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE, scale,
-                                     m.zeroPoint(in.type));
-        m.op(type, {x}, {y});
-        return y;
+// ---- Vector-unit and copy operations (AVERAGE_POOL_2D, MAX_POOL_2D, the table-mapped
+// activations, RESHAPE, SQUEEZE, CONCATENATION), chained with convolutions.
+
+// Pooling keeps the input's quantization (the reference requires it).
+uint32_t addPool(RandomModel& m, uint32_t x, bool nchw) {
+    const hal::Operand in = m.at(x);
+    const uint32_t n = in.dimensions[0], c = nchw ? in.dimensions[1] : in.dimensions[3];
+    const uint32_t h = nchw ? in.dimensions[2] : in.dimensions[1],
+                   w = nchw ? in.dimensions[3] : in.dimensions[2];
+    const uint32_t kh = uint32_t(m.uniform(1, std::min<int>(4, int(h)))),
+                   kw = uint32_t(m.uniform(1, std::min<int>(4, int(w))));
+    const uint32_t sx = uint32_t(m.uniform(1, 3)), sy = uint32_t(m.uniform(1, 3));
+    std::vector<uint32_t> args = {x};
+    uint32_t oh = 0, ow = 0;
+    if (m.coin()) {
+        const int scheme = m.uniform(1, 2);
+        oh = scheme == 1 ? (h + sy - 1) / sy : (h - kh) / sy + 1;
+        ow = scheme == 1 ? (w + sx - 1) / sx : (w - kw) / sx + 1;
+        args.push_back(m.i32(scheme));
+    } else {
+        // Mostly padding smaller than the filter; sometimes as large (windows wholly in the
+        // padding).
+        const bool small = m.uniform(0, 3) != 0;
+        auto pad = [&](uint32_t k) {
+            return uint32_t(m.uniform(0, small ? std::min<int>(2, int(k) - 1) : 2));
+        };
+        const uint32_t pl = pad(kw), pr = pad(kw), pt = pad(kh), pb = pad(kh);
+        oh = outSize(h, kh, sy, 1, pt, pb);
+        ow = outSize(w, kw, sx, 1, pl, pr);
+        args.insert(args.end(), {m.i32(int(pl)), m.i32(int(pr)), m.i32(int(pt)), m.i32(int(pb))});
     }
+    args.insert(args.end(),
+                {m.i32(int(sx)), m.i32(int(sy)), m.i32(int(kw)), m.i32(int(kh)), m.i32(m.uniform(0, 3))});
+    if (nchw || m.coin()) args.push_back(m.boolean(nchw));
+    const std::vector<uint32_t> outDims =
+        nchw ? std::vector<uint32_t>{n, c, oh, ow} : std::vector<uint32_t>{n, oh, ow, c};
+    const uint32_t y =
+        m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
+    m.op(m.coin() ? hal::OperationType::MAX_POOL_2D : hal::OperationType::AVERAGE_POOL_2D, args, {y});
+    return y;
+}
 
-    // CONCATENATION of x with a new input or constant along a random axis; the inputs' and the
-    // output's quantization agree about half of the time.
-    uint32_t addConcat(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        const int rank = int(in.dimensions.size());
-        const int axis = m.uniform(0, rank - 1);
-        std::vector<uint32_t> other = in.dimensions, outDims = in.dimensions;
-        other[size_t(axis)] = uint32_t(m.uniform(1, 4));
-        outDims[size_t(axis)] += other[size_t(axis)];
-        const bool sameQuant = m.coin();
-        const float scale = sameQuant ? in.scale : in.scale * m.uniformReal(0.5f, 2.0f);
-        const int32_t zp = sameQuant ? in.zeroPoint : m.zeroPoint(in.type);
-        uint32_t z;
-        if (m.coin()) {
-            z = m.input(in.type, other, scale, zp);
-        } else {
-            auto bytes = m.randomBytes(RandomModel::elements(other));
-            z = m.constantBytes(in.type, other, bytes.data(), bytes.size(), scale, zp);
+uint32_t addUnary(RandomModel& m, uint32_t x) {
+    static const hal::OperationType kOps[] = {hal::OperationType::RELU,  hal::OperationType::RELU1,
+                                              hal::OperationType::RELU6, hal::OperationType::LOGISTIC,
+                                              hal::OperationType::TANH,  hal::OperationType::HARD_SWISH};
+    const hal::OperationType type = kOps[m.uniform(0, 5)];
+    const hal::Operand in = m.at(x);
+    // LOGISTIC's and TANH's outputs are in (0, 1) / (-1, 1): fine scales make the table matter.
+    const bool bounded = type == hal::OperationType::LOGISTIC || type == hal::OperationType::TANH;
+    const float scale = m.coin() ? in.scale : (bounded ? 1.0f / 256 : in.scale * m.uniformReal(0.3f, 3.0f));
+    const uint32_t y =
+        m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE, scale, m.zeroPoint(in.type));
+    m.op(type, {x}, {y});
+    return y;
+}
+
+// CONCATENATION of x with a new input or constant along a random axis; the inputs' and the
+// output's quantization agree about half of the time.
+uint32_t addConcat(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    const int rank = int(in.dimensions.size());
+    const int axis = m.uniform(0, rank - 1);
+    std::vector<uint32_t> other = in.dimensions, outDims = in.dimensions;
+    other[size_t(axis)] = uint32_t(m.uniform(1, 4));
+    outDims[size_t(axis)] += other[size_t(axis)];
+    const bool sameQuant = m.coin();
+    const float scale = sameQuant ? in.scale : in.scale * m.uniformReal(0.5f, 2.0f);
+    const int32_t zp = sameQuant ? in.zeroPoint : m.zeroPoint(in.type);
+    uint32_t z;
+    if (m.coin()) {
+        z = m.input(in.type, other, scale, zp);
+    } else {
+        auto bytes = m.randomBytes(RandomModel::elements(other));
+        z = m.constantBytes(in.type, other, bytes.data(), bytes.size(), scale, zp);
+    }
+    const bool outSame = m.coin();
+    const uint32_t y = m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE,
+                                 outSame ? in.scale : scale, outSame ? in.zeroPoint : zp);
+    const bool swap = m.coin();
+    m.op(hal::OperationType::CONCATENATION,
+         {swap ? z : x, swap ? x : z, m.i32(m.coin() ? axis : axis - rank)}, {y});
+    return y;
+}
+
+// RESHAPE to [d0, rest] (shape given with a -1 half of the time), or SQUEEZE of a tensor with a
+// unit dimension added by a RESHAPE first.
+uint32_t addReshape(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    const uint32_t total = uint32_t(RandomModel::elements(in.dimensions)), d0 = in.dimensions[0];
+    const std::vector<uint32_t> dims = {d0, total / d0};
+    std::vector<int32_t> shape = {int32_t(d0), m.coin() ? -1 : int32_t(total / d0)};
+    const bool squeeze = m.coin();
+    if (squeeze) shape.insert(shape.begin() + 1, 1);
+    const uint32_t s =
+        m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(shape.size())}, shape.data(), shape.size() * 4);
+    std::vector<uint32_t> reshaped = dims;
+    if (squeeze) reshaped.insert(reshaped.begin() + 1, 1);
+    uint32_t y = m.operand(in.type, reshaped, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
+    m.op(hal::OperationType::RESHAPE, {x, s}, {y});
+    if (!squeeze) return y;
+    const uint32_t z = m.operand(in.type, dims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
+    const int32_t axis = 1;
+    m.op(hal::OperationType::SQUEEZE, {y, m.constantBytes(OperandType::TENSOR_INT32, {1}, &axis, 4)}, {z});
+    return z;
+}
+
+// SUB, MUL, MAXIMUM or MINIMUM of x and a broadcastable new input or constant (MAXIMUM and
+// MINIMUM with one quantization for all three tensors half of the time).
+uint32_t addBinary(RandomModel& m, uint32_t x) {
+    static const hal::OperationType kOps[] = {hal::OperationType::SUB, hal::OperationType::MUL,
+                                              hal::OperationType::MAXIMUM, hal::OperationType::MINIMUM};
+    const hal::OperationType type = kOps[m.uniform(0, 3)];
+    const bool minMax =
+        (type == hal::OperationType::MAXIMUM || type == hal::OperationType::MINIMUM) && m.coin();
+    const hal::Operand in = m.at(x);
+    std::vector<uint32_t> other = in.dimensions;
+    other.erase(other.begin(), other.begin() + long(m.uniform(0, int(other.size()) - 1)));
+    for (auto& d : other) {
+        if (m.uniform(0, 2) == 0) d = 1;
+    }
+    const float scale = minMax ? in.scale : in.scale * m.uniformReal(0.3f, 3.0f);
+    const int32_t zp = minMax ? in.zeroPoint : m.zeroPoint(in.type);
+    uint32_t z;
+    if (m.coin()) {
+        z = m.input(in.type, other, scale, zp);
+    } else {
+        auto bytes = m.randomBytes(RandomModel::elements(other));
+        z = m.constantBytes(in.type, other, bytes.data(), bytes.size(), scale, zp);
+    }
+    float os = std::max(in.scale, scale) * m.uniformReal(0.5f, 3.0f);
+    if (type == hal::OperationType::MUL) os = in.scale * scale * m.uniformReal(20.0f, 200.0f);
+    const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE,
+                                 minMax ? in.scale : os, minMax ? in.zeroPoint : m.zeroPoint(in.type));
+    const bool swap = m.coin();
+    std::vector<uint32_t> args = {swap ? z : x, swap ? x : z};
+    if (type == hal::OperationType::SUB || type == hal::OperationType::MUL)
+        args.push_back(m.i32(m.uniform(0, 3)));
+    m.op(type, args, {y});
+    return y;
+}
+
+// PAD (the zero point) or PAD_V2 (a random value, saturated) of 0..2 elements per side.
+uint32_t addPad(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    std::vector<int32_t> pads;
+    std::vector<uint32_t> outDims = in.dimensions;
+    for (auto& d : outDims) {
+        const int32_t head = m.uniform(0, 2), tail = m.uniform(0, 2);
+        pads.insert(pads.end(), {head, tail});
+        d += uint32_t(head + tail);
+    }
+    const uint32_t p = m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(outDims.size()), 2}, pads.data(),
+                                       pads.size() * 4);
+    const uint32_t y =
+        m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
+    if (m.coin()) {
+        m.op(hal::OperationType::PAD, {x, p}, {y});
+    } else {
+        m.op(hal::OperationType::PAD_V2, {x, p, m.i32(m.uniform(-300, 300))}, {y});
+    }
+    return y;
+}
+
+// ---- Data-movement, resampling and reduction operations (TRANSPOSE, SPACE_TO_DEPTH,
+// DEPTH_TO_SPACE, STRIDED_SLICE, RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR, MEAN, PRELU), chained
+// with each other and with convolutions. `nchw` says how a rank-4 tensor is laid out.
+
+uint32_t temporaryLike(RandomModel& m, const hal::Operand& in, std::vector<uint32_t> dims) {
+    return m.operand(in.type, std::move(dims), OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
+}
+
+uint32_t int32s(RandomModel& m, const std::vector<int32_t>& v) {
+    return m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(v.size())}, v.data(), v.size() * 4);
+}
+
+uint32_t addTranspose(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    std::vector<int32_t> perm(in.dimensions.size());
+    for (size_t k = 0; k < perm.size(); ++k) perm[k] = int32_t(k);
+    std::shuffle(perm.begin(), perm.end(), m.rng());
+    const bool reversed = m.uniform(0, 3) == 0;  // an omitted permutation (no value) reverses the axes
+    for (size_t k = 0; reversed && k < perm.size(); ++k) perm[k] = int32_t(perm.size() - 1 - k);
+    std::vector<uint32_t> dims;
+    for (int32_t p : perm) dims.push_back(in.dimensions[size_t(p)]);
+    const uint32_t y = temporaryLike(m, in, dims);
+    const uint32_t p =
+        reversed ? m.operand(OperandType::TENSOR_INT32, {1}, OperandLifeTime::NO_VALUE) : int32s(m, perm);
+    m.op(hal::OperationType::TRANSPOSE, {x, p}, {y});
+    return y;
+}
+
+// SPACE_TO_DEPTH when the block divides height and width, else DEPTH_TO_SPACE when its square
+// divides the depth (block 1 when neither does).
+uint32_t addSpaceDepth(RandomModel& m, uint32_t x, bool nchw) {
+    const hal::Operand in = m.at(x);
+    const uint32_t n = in.dimensions[0], c = in.dimensions[nchw ? 1 : 3], h = in.dimensions[nchw ? 2 : 1],
+                   w = in.dimensions[nchw ? 3 : 2];
+    uint32_t bs = uint32_t(m.uniform(1, 3));
+    if ((h % bs != 0 || w % bs != 0) && c % (bs * bs) != 0) bs = 1;  // block 1 always fits
+    bool toDepth = h % bs == 0 && w % bs == 0;
+    if (toDepth && c % (bs * bs) == 0) toDepth = m.coin();
+    const uint32_t oh = toDepth ? h / bs : h * bs, ow = toDepth ? w / bs : w * bs,
+                   oc = toDepth ? c * bs * bs : c / (bs * bs);
+    const uint32_t y = temporaryLike(
+        m, in, nchw ? std::vector<uint32_t>{n, oc, oh, ow} : std::vector<uint32_t>{n, oh, ow, oc});
+    std::vector<uint32_t> args = {x, m.i32(int32_t(bs))};
+    if (nchw || m.coin()) args.push_back(m.boolean(nchw));
+    m.op(toDepth ? hal::OperationType::SPACE_TO_DEPTH : hal::OperationType::DEPTH_TO_SPACE, args, {y});
+    return y;
+}
+
+// STRIDED_SLICE with random strides (a third of them negative), masks and negative indices;
+// never shrinks (the rank stays, so spatial operations can follow). Dimensions by the
+// reference's rules.
+uint32_t addStridedSlice(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    const size_t rank = in.dimensions.size();
+    std::vector<int32_t> begin(rank), end(rank), strides(rank);
+    std::vector<uint32_t> dims(rank);
+    int32_t beginMask = 0, endMask = 0;
+    for (size_t k = 0; k < rank; ++k) {
+        const int32_t d = int32_t(in.dimensions[k]);
+        const bool backwards = m.uniform(0, 2) == 0;
+        const int32_t s = backwards ? -m.uniform(1, 3) : m.uniform(1, 3);
+        strides[k] = s;
+        int32_t b = m.uniform(0, d - 1), e = backwards ? m.uniform(-1, b - 1) : m.uniform(b + 1, d);
+        begin[k] = m.coin() ? b : b - d;
+        end[k] = e < 0 || e == d || m.coin() ? e : e - d;  // -1 and d stay: as offsets they mean others
+        if (e < 0) endMask |= 1 << k;                      // "before the first" only as a mask
+        if (m.uniform(0, 4) == 0) {
+            beginMask |= 1 << k;
+            b = backwards ? d - 1 : 0;
         }
-        const bool outSame = m.coin();
-        const uint32_t y = m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE,
-                                     outSame ? in.scale : scale, outSame ? in.zeroPoint : zp);
-        const bool swap = m.coin();
-        m.op(hal::OperationType::CONCATENATION,
-             {swap ? z : x, swap ? x : z, m.i32(m.coin() ? axis : axis - rank)}, {y});
-        return y;
+        if (m.uniform(0, 4) == 0) endMask |= 1 << k;
+        if ((endMask >> k) & 1) e = backwards ? -1 : d;
+        dims[k] = uint32_t(backwards ? (b - e - s - 1) / -s : (e - b + s - 1) / s);
     }
+    const uint32_t y = temporaryLike(m, in, dims);
+    m.op(
+        hal::OperationType::STRIDED_SLICE,
+        {x, int32s(m, begin), int32s(m, end), int32s(m, strides), m.i32(beginMask), m.i32(endMask), m.i32(0)},
+        {y});
+    return y;
+}
 
-    // RESHAPE to [d0, rest] (shape given with a -1 half of the time), or SQUEEZE of a tensor with a
-    // unit dimension added by a RESHAPE first.
-    uint32_t addReshape(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        const uint32_t total = uint32_t(RandomModel::elements(in.dimensions)), d0 = in.dimensions[0];
-        const std::vector<uint32_t> dims = {d0, total / d0};
-        std::vector<int32_t> shape = {int32_t(d0), m.coin() ? -1 : int32_t(total / d0)};
-        const bool squeeze = m.coin();
-        if (squeeze) shape.insert(shape.begin() + 1, 1);
-        const uint32_t s = m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(shape.size())}, shape.data(),
-                                           shape.size() * 4);
-        std::vector<uint32_t> reshaped = dims;
-        if (squeeze) reshaped.insert(reshaped.begin() + 1, 1);
-        uint32_t y =
-            m.operand(in.type, reshaped, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
-        m.op(hal::OperationType::RESHAPE, {x, s}, {y});
-        if (!squeeze) return y;
-        const uint32_t z =
-            m.operand(in.type, dims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
-        const int32_t axis = 1;
-        m.op(hal::OperationType::SQUEEZE, {y, m.constantBytes(OperandType::TENSOR_INT32, {1}, &axis, 4)},
-             {z});
-        return z;
-    }
+uint32_t addResize(RandomModel& m, uint32_t x, bool nchw) {
+    const hal::Operand in = m.at(x);
+    const uint32_t n = in.dimensions[0], c = in.dimensions[nchw ? 1 : 3];
+    const uint32_t oh = uint32_t(m.uniform(1, 12)), ow = uint32_t(m.uniform(1, 12));
+    const bool bilinear = m.coin();
+    const int corners = m.uniform(0, 2);  // none, align_corners, half_pixel_centers
+    std::vector<uint32_t> args = {x, m.i32(int32_t(ow)), m.i32(int32_t(oh))};
+    if (nchw || corners > 0 || !bilinear || m.coin()) args.push_back(m.boolean(nchw));  // nearest: always
+    if (corners > 0) args.insert(args.end(), {m.boolean(corners == 1), m.boolean(corners == 2)});
+    const uint32_t y = temporaryLike(
+        m, in, nchw ? std::vector<uint32_t>{n, c, oh, ow} : std::vector<uint32_t>{n, oh, ow, c});
+    m.op(bilinear ? hal::OperationType::RESIZE_BILINEAR : hal::OperationType::RESIZE_NEAREST_NEIGHBOR, args,
+         {y});
+    return y;
+}
 
-    // SUB, MUL, MAXIMUM or MINIMUM of x and a broadcastable new input or constant (MAXIMUM and
-    // MINIMUM with one quantization for all three tensors half of the time).
-    uint32_t addBinary(RandomModel & m, uint32_t x) {
-        static const hal::OperationType kOps[] = {hal::OperationType::SUB, hal::OperationType::MUL,
-                                                  hal::OperationType::MAXIMUM, hal::OperationType::MINIMUM};
-        const hal::OperationType type = kOps[m.uniform(0, 3)];
-        const bool minMax =
-            (type == hal::OperationType::MAXIMUM || type == hal::OperationType::MINIMUM) && m.coin();
-        const hal::Operand in = m.at(x);
-        std::vector<uint32_t> other = in.dimensions;
-        other.erase(other.begin(), other.begin() + long(m.uniform(0, int(other.size()) - 1)));
-        for (auto& d : other) {
-            if (m.uniform(0, 2) == 0) d = 1;
-        }
-        const float scale = minMax ? in.scale : in.scale * m.uniformReal(0.3f, 3.0f);
-        const int32_t zp = minMax ? in.zeroPoint : m.zeroPoint(in.type);
-        uint32_t z;
-        if (m.coin()) {
-            z = m.input(in.type, other, scale, zp);
-        } else {
-            auto bytes = m.randomBytes(RandomModel::elements(other));
-            z = m.constantBytes(in.type, other, bytes.data(), bytes.size(), scale, zp);
-        }
-        float os = std::max(in.scale, scale) * m.uniformReal(0.5f, 3.0f);
-        if (type == hal::OperationType::MUL) os = in.scale * scale * m.uniformReal(20.0f, 200.0f);
-        const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE,
-                                     minMax ? in.scale : os, minMax ? in.zeroPoint : m.zeroPoint(in.type));
-        const bool swap = m.coin();
-        std::vector<uint32_t> args = {swap ? z : x, swap ? x : z};
-        if (type == hal::OperationType::SUB || type == hal::OperationType::MUL)
-            args.push_back(m.i32(m.uniform(0, 3)));
-        m.op(type, args, {y});
-        return y;
-    }
-
-    // PAD (the zero point) or PAD_V2 (a random value, saturated) of 0..2 elements per side.
-    uint32_t addPad(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        std::vector<int32_t> pads;
-        std::vector<uint32_t> outDims = in.dimensions;
-        for (auto& d : outDims) {
-            const int32_t head = m.uniform(0, 2), tail = m.uniform(0, 2);
-            pads.insert(pads.end(), {head, tail});
-            d += uint32_t(head + tail);
-        }
-        const uint32_t p = m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(outDims.size()), 2},
-                                           pads.data(), pads.size() * 4);
-        const uint32_t y =
-            m.operand(in.type, outDims, OperandLifeTime::TEMPORARY_VARIABLE, in.scale, in.zeroPoint);
-        if (m.coin()) {
-            m.op(hal::OperationType::PAD, {x, p}, {y});
-        } else {
-            m.op(hal::OperationType::PAD_V2, {x, p, m.i32(m.uniform(-300, 300))}, {y});
-        }
-        return y;
-    }
-
-    // SOFTMAX over a random axis with a random beta; the output quantization is the one NNAPI
-    // requires (scale 1/256, zero point 0 or -128).
-    uint32_t addSoftmax(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        const bool isSigned = in.type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-        const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE, 1.0f / 256,
-                                     isSigned ? -128 : 0);
-        const float beta = m.coin() ? 1.0f : m.uniformReal(0.05f, 20.0f);
-        const uint32_t b = m.constantBytes(OperandType::FLOAT32, {}, &beta, 4);
-        if (m.coin()) {
-            m.op(hal::OperationType::SOFTMAX, {x, b}, {y});
-        } else {
-            const int rank = int(in.dimensions.size());
-            m.op(hal::OperationType::SOFTMAX, {x, b, m.i32(m.uniform(-rank, rank - 1))}, {y});
-        }
-        return y;
-    }
-
-    // ---- Data-movement, resampling and reduction operations (TRANSPOSE, SPACE_TO_DEPTH,
-    // DEPTH_TO_SPACE, STRIDED_SLICE, RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR, MEAN, PRELU), chained
-    // with each other and with convolutions. `nchw` says how a rank-4 tensor is laid out.
-
-    uint32_t temporaryLike(RandomModel & m, const hal::Operand& in, std::vector<uint32_t> dims) {
-        return m.operand(in.type, std::move(dims), OperandLifeTime::TEMPORARY_VARIABLE, in.scale,
-                         in.zeroPoint);
-    }
-
-    uint32_t int32s(RandomModel & m, const std::vector<int32_t>& v) {
-        return m.constantBytes(OperandType::TENSOR_INT32, {uint32_t(v.size())}, v.data(), v.size() * 4);
-    }
-
-    uint32_t addTranspose(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        std::vector<int32_t> perm(in.dimensions.size());
-        for (size_t k = 0; k < perm.size(); ++k) perm[k] = int32_t(k);
-        std::shuffle(perm.begin(), perm.end(), m.rng());
-        const bool reversed = m.uniform(0, 3) == 0;  // an omitted permutation (no value) reverses the axes
-        for (size_t k = 0; reversed && k < perm.size(); ++k) perm[k] = int32_t(perm.size() - 1 - k);
-        std::vector<uint32_t> dims;
-        for (int32_t p : perm) dims.push_back(in.dimensions[size_t(p)]);
-        const uint32_t y = temporaryLike(m, in, dims);
-        const uint32_t p =
-            reversed ? m.operand(OperandType::TENSOR_INT32, {1}, OperandLifeTime::NO_VALUE) : int32s(m, perm);
-        m.op(hal::OperationType::TRANSPOSE, {x, p}, {y});
-        return y;
-    }
-
-    // SPACE_TO_DEPTH when the block divides height and width, else DEPTH_TO_SPACE when its square
-    // divides the depth (block 1 when neither does).
-    uint32_t addSpaceDepth(RandomModel & m, uint32_t x, bool nchw) {
-        const hal::Operand in = m.at(x);
-        const uint32_t n = in.dimensions[0], c = in.dimensions[nchw ? 1 : 3], h = in.dimensions[nchw ? 2 : 1],
-                       w = in.dimensions[nchw ? 3 : 2];
-        uint32_t bs = uint32_t(m.uniform(1, 3));
-        if ((h % bs != 0 || w % bs != 0) && c % (bs * bs) != 0) bs = 1;  // block 1 always fits
-        bool toDepth = h % bs == 0 && w % bs == 0;
-        if (toDepth && c % (bs * bs) == 0) toDepth = m.coin();
-        const uint32_t oh = toDepth ? h / bs : h * bs, ow = toDepth ? w / bs : w * bs,
-                       oc = toDepth ? c * bs * bs : c / (bs * bs);
-        const uint32_t y = temporaryLike(
-            m, in, nchw ? std::vector<uint32_t>{n, oc, oh, ow} : std::vector<uint32_t>{n, oh, ow, oc});
-        std::vector<uint32_t> args = {x, m.i32(int32_t(bs))};
-        if (nchw || m.coin()) args.push_back(m.boolean(nchw));
-        m.op(toDepth ? hal::OperationType::SPACE_TO_DEPTH : hal::OperationType::DEPTH_TO_SPACE, args, {y});
-        return y;
-    }
-
-    // STRIDED_SLICE with random strides (a third of them negative), masks and negative indices;
-    // never shrinks (the rank stays, so spatial operations can follow). Dimensions by the
-    // reference's rules.
-    uint32_t addStridedSlice(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        const size_t rank = in.dimensions.size();
-        std::vector<int32_t> begin(rank), end(rank), strides(rank);
-        std::vector<uint32_t> dims(rank);
-        int32_t beginMask = 0, endMask = 0;
-        for (size_t k = 0; k < rank; ++k) {
-            const int32_t d = int32_t(in.dimensions[k]);
-            const bool backwards = m.uniform(0, 2) == 0;
-            const int32_t s = backwards ? -m.uniform(1, 3) : m.uniform(1, 3);
-            strides[k] = s;
-            int32_t b = m.uniform(0, d - 1), e = backwards ? m.uniform(-1, b - 1) : m.uniform(b + 1, d);
-            begin[k] = m.coin() ? b : b - d;
-            end[k] = e < 0 || e == d || m.coin() ? e : e - d;  // -1 and d stay: as offsets they mean others
-            if (e < 0) endMask |= 1 << k;                      // "before the first" only as a mask
-            if (m.uniform(0, 4) == 0) {
-                beginMask |= 1 << k;
-                b = backwards ? d - 1 : 0;
-            }
-            if (m.uniform(0, 4) == 0) endMask |= 1 << k;
-            if ((endMask >> k) & 1) e = backwards ? -1 : d;
-            dims[k] = uint32_t(backwards ? (b - e - s - 1) / -s : (e - b + s - 1) / s);
-        }
-        const uint32_t y = temporaryLike(m, in, dims);
-        m.op(hal::OperationType::STRIDED_SLICE,
-             {x, int32s(m, begin), int32s(m, end), int32s(m, strides), m.i32(beginMask), m.i32(endMask),
-              m.i32(0)},
-             {y});
-        return y;
-    }
-
-    uint32_t addResize(RandomModel & m, uint32_t x, bool nchw) {
-        const hal::Operand in = m.at(x);
-        const uint32_t n = in.dimensions[0], c = in.dimensions[nchw ? 1 : 3];
-        const uint32_t oh = uint32_t(m.uniform(1, 12)), ow = uint32_t(m.uniform(1, 12));
-        const bool bilinear = m.coin();
-        const int corners = m.uniform(0, 2);  // none, align_corners, half_pixel_centers
-        std::vector<uint32_t> args = {x, m.i32(int32_t(ow)), m.i32(int32_t(oh))};
-        if (nchw || corners > 0 || !bilinear || m.coin()) args.push_back(m.boolean(nchw));  // nearest: always
-        if (corners > 0) args.insert(args.end(), {m.boolean(corners == 1), m.boolean(corners == 2)});
-        const uint32_t y = temporaryLike(
-            m, in, nchw ? std::vector<uint32_t>{n, c, oh, ow} : std::vector<uint32_t>{n, oh, ow, c});
-        m.op(bilinear ? hal::OperationType::RESIZE_BILINEAR : hal::OperationType::RESIZE_NEAREST_NEIGHBOR,
-             args, {y});
-        return y;
-    }
-
-    // MEAN over a random non-empty set of axes, keep_dims random, the output requantized half of
-    // the time.
-    uint32_t addMean(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        const int rank = int(in.dimensions.size());
-        std::vector<int32_t> axes;
-        std::vector<bool> reduced(size_t(rank), false);
-        while (axes.empty()) {
-            for (int k = 0; k < rank; ++k) {
-                if (m.uniform(0, 2) != 0) continue;
-                axes.push_back(m.coin() ? k : k - rank);
-                reduced[size_t(k)] = true;
-            }
-        }
-        const bool keep = m.coin();
-        std::vector<uint32_t> dims;
+// MEAN over a random non-empty set of axes, keep_dims random, the output requantized half of
+// the time.
+uint32_t addMean(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    const int rank = int(in.dimensions.size());
+    std::vector<int32_t> axes;
+    std::vector<bool> reduced(size_t(rank), false);
+    while (axes.empty()) {
         for (int k = 0; k < rank; ++k) {
-            if (!reduced[size_t(k)] || keep)
-                dims.push_back(reduced[size_t(k)] ? 1 : in.dimensions[size_t(k)]);
+            if (m.uniform(0, 2) != 0) continue;
+            axes.push_back(m.coin() ? k : k - rank);
+            reduced[size_t(k)] = true;
         }
-        if (dims.empty()) dims.push_back(1);
-        const bool same = m.coin();
-        const uint32_t y = m.operand(in.type, dims, OperandLifeTime::TEMPORARY_VARIABLE,
-                                     same ? in.scale : in.scale * m.uniformReal(0.3f, 3.0f),
-                                     same ? in.zeroPoint : m.zeroPoint(in.type));
-        m.op(hal::OperationType::MEAN, {x, int32s(m, axes), m.i32(keep ? 1 : 0)}, {y});
-        return y;
     }
+    const bool keep = m.coin();
+    std::vector<uint32_t> dims;
+    for (int k = 0; k < rank; ++k) {
+        if (!reduced[size_t(k)] || keep) dims.push_back(reduced[size_t(k)] ? 1 : in.dimensions[size_t(k)]);
+    }
+    if (dims.empty()) dims.push_back(1);
+    const bool same = m.coin();
+    const uint32_t y = m.operand(in.type, dims, OperandLifeTime::TEMPORARY_VARIABLE,
+                                 same ? in.scale : in.scale * m.uniformReal(0.3f, 3.0f),
+                                 same ? in.zeroPoint : m.zeroPoint(in.type));
+    m.op(hal::OperationType::MEAN, {x, int32s(m, axes), m.i32(keep ? 1 : 0)}, {y});
+    return y;
+}
 
-    // PRELU with alpha over the trailing dimensions (often just the channels), constant or input.
-    uint32_t addPrelu(RandomModel & m, uint32_t x) {
-        const hal::Operand in = m.at(x);
-        std::vector<uint32_t> alphaDims(in.dimensions.end() - long(m.uniform(1, int(in.dimensions.size()))),
-                                        in.dimensions.end());
-        for (auto& d : alphaDims) {
-            if (m.uniform(0, 3) == 0) d = 1;
+// PRELU with alpha over the trailing dimensions (often just the channels), constant or input.
+uint32_t addPrelu(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    std::vector<uint32_t> alphaDims(in.dimensions.end() - long(m.uniform(1, int(in.dimensions.size()))),
+                                    in.dimensions.end());
+    for (auto& d : alphaDims) {
+        if (m.uniform(0, 3) == 0) d = 1;
+    }
+    const float scale = m.uniformReal(0.002f, 0.05f);
+    const int32_t zp = m.zeroPoint(in.type);
+    uint32_t alpha;
+    if (m.coin()) {
+        alpha = m.input(in.type, alphaDims, scale, zp);
+    } else {
+        auto bytes = m.randomBytes(RandomModel::elements(alphaDims));
+        alpha = m.constantBytes(in.type, alphaDims, bytes.data(), bytes.size(), scale, zp);
+    }
+    const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE,
+                                 in.scale * m.uniformReal(0.5f, 2.0f), m.zeroPoint(in.type));
+    m.op(hal::OperationType::PRELU, {x, alpha}, {y});
+    return y;
+}
+
+framework::TestCase randomDataModel(uint32_t seed) {
+    RandomModel m(seed);
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
+    const int ops = m.uniform(1, 4);
+    bool spatial = true;
+    for (int i = 0; i < ops; ++i) {
+        switch (spatial ? m.uniform(0, 7) : m.uniform(0, 3)) {
+            case 0:
+                x = addStridedSlice(m, x);
+                break;
+            case 1:
+                x = addPrelu(m, x);
+                break;
+            case 2:
+                x = addMean(m, x);
+                break;
+            case 3:
+                x = addTranspose(m, x);
+                break;
+            case 4:
+                x = addSpaceDepth(m, x, nchw);
+                break;
+            case 5:
+            case 6:
+                x = addResize(m, x, nchw);
+                break;
+            default:
+                x = addConvolution(m, x, nchw, m.coin());
+                break;
         }
-        const float scale = m.uniformReal(0.002f, 0.05f);
-        const int32_t zp = m.zeroPoint(in.type);
-        uint32_t alpha;
-        if (m.coin()) {
-            alpha = m.input(in.type, alphaDims, scale, zp);
+        spatial = m.at(x).dimensions.size() == 4;  // any rank-4 tensor reads as the model's layout
+    }
+    m.markOutput(x);
+    m.testCase().name = "random_data_" + std::to_string(seed);
+    return std::move(m.testCase());
+}
+
+// SOFTMAX over a random axis with a random beta; the output quantization is the one NNAPI
+// requires (scale 1/256, zero point 0 or -128).
+uint32_t addSoftmax(RandomModel& m, uint32_t x) {
+    const hal::Operand in = m.at(x);
+    const bool isSigned = in.type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+    const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE, 1.0f / 256,
+                                 isSigned ? -128 : 0);
+    const float beta = m.coin() ? 1.0f : m.uniformReal(0.05f, 20.0f);
+    const uint32_t b = m.constantBytes(OperandType::FLOAT32, {}, &beta, 4);
+    if (m.coin()) {
+        m.op(hal::OperationType::SOFTMAX, {x, b}, {y});
+    } else {
+        const int rank = int(in.dimensions.size());
+        m.op(hal::OperationType::SOFTMAX, {x, b, m.i32(m.uniform(-rank, rank - 1))}, {y});
+    }
+    return y;
+}
+
+framework::TestCase randomVectorModel(uint32_t seed) {
+    RandomModel m(seed);
+    bool nchw = false;
+    uint32_t x = addImageInput(m, &nchw);
+    const int ops = m.uniform(1, 4);
+    bool spatial = true;
+    for (int i = 0; i < ops; ++i) {
+        const int kind = spatial ? m.uniform(0, 5) : m.uniform(1, 2);
+        if (kind == 5 || (!spatial && m.uniform(0, 2) == 0)) {
+            x = m.uniform(0, 3) == 0 ? addPad(m, x) : addBinary(m, x);
+        } else if (kind == 0) {
+            const int conv = m.uniform(0, 3);
+            x = conv == 0 ? addPool(m, x, nchw)
+                          : (conv == 1 ? addTransposeConv(m, x, nchw) : addConvolution(m, x, nchw, m.coin()));
+        } else if (kind == 1) {
+            x = addUnary(m, x);
+        } else if (kind == 2) {
+            x = addConcat(m, x);
+        } else if (kind == 3) {
+            x = addPool(m, x, nchw);
         } else {
-            auto bytes = m.randomBytes(RandomModel::elements(alphaDims));
-            alpha = m.constantBytes(in.type, alphaDims, bytes.data(), bytes.size(), scale, zp);
+            x = addReshape(m, x);
+            spatial = false;
         }
-        const uint32_t y = m.operand(in.type, in.dimensions, OperandLifeTime::TEMPORARY_VARIABLE,
-                                     in.scale * m.uniformReal(0.5f, 2.0f), m.zeroPoint(in.type));
-        m.op(hal::OperationType::PRELU, {x, alpha}, {y});
-        return y;
     }
+    if (m.uniform(0, 3) == 0) x = addSoftmax(m, x);
+    m.markOutput(x);
+    m.testCase().name = "random_vector_" + std::to_string(seed);
+    return std::move(m.testCase());
+}
 
-    framework::TestCase randomDataModel(uint32_t seed) {
-        RandomModel m(seed);
-        bool nchw = false;
-        uint32_t x = addImageInput(m, &nchw);
-        const int ops = m.uniform(1, 4);
-        bool spatial = true;
-        for (int i = 0; i < ops; ++i) {
-            switch (spatial ? m.uniform(0, 7) : m.uniform(0, 3)) {
-                case 0:
-                    x = addStridedSlice(m, x);
-                    break;
-                case 1:
-                    x = addPrelu(m, x);
-                    break;
-                case 2:
-                    x = addMean(m, x);
-                    break;
-                case 3:
-                    x = addTranspose(m, x);
-                    break;
-                case 4:
-                    x = addSpaceDepth(m, x, nchw);
-                    break;
-                case 5:
-                case 6:
-                    x = addResize(m, x, nchw);
-                    break;
-                default:
-                    x = addConvolution(m, x, nchw, m.coin());
-                    break;
-            }
-            spatial = m.at(x).dimensions.size() == 4;  // any rank-4 tensor reads as the model's layout
-        }
-        m.markOutput(x);
-        m.testCase().name = "random_data_" + std::to_string(seed);
-        return std::move(m.testCase());
-    }
+Result<std::vector<std::vector<uint8_t>>> run(hal::IDevice& device, const framework::TestCase& tc) {
+    auto prepared = NPU_TRY(device.prepareModel(tc.model));
+    auto request = NPU_TRY(framework::makeRequest(tc));
+    NPU_TRY(
+        prepared->executeSynchronously(request.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
+    return framework::readOutputs(request);
+}
 
-    framework::TestCase randomVectorModel(uint32_t seed) {
-        RandomModel m(seed);
-        bool nchw = false;
-        uint32_t x = addImageInput(m, &nchw);
-        const int ops = m.uniform(1, 4);
-        bool spatial = true;
-        for (int i = 0; i < ops; ++i) {
-            const int kind = spatial ? m.uniform(0, 5) : m.uniform(1, 2);
-            if (kind == 5 || (!spatial && m.uniform(0, 2) == 0)) {
-                x = m.uniform(0, 3) == 0 ? addPad(m, x) : addBinary(m, x);
-            } else if (kind == 0) {
-                const int conv = m.uniform(0, 3);
-                x = conv == 0
-                        ? addPool(m, x, nchw)
-                        : (conv == 1 ? addTransposeConv(m, x, nchw) : addConvolution(m, x, nchw, m.coin()));
-            } else if (kind == 1) {
-                x = addUnary(m, x);
-            } else if (kind == 2) {
-                x = addConcat(m, x);
-            } else if (kind == 3) {
-                x = addPool(m, x, nchw);
-            } else {
-                x = addReshape(m, x);
-                spatial = false;
-            }
+// Runs `tc` on the reference and, if the NPU claims every operation, on the NPU, and checks the
+// NPU's bytes against the reference's. Returns whether the NPU claimed it.
+bool claimedAndBitExact(hal::IDevice& npuDevice, hal::IDevice& reference, const framework::TestCase& tc) {
+    const auto valid = hal::validateModel(tc.model);
+    INFO((valid ? std::string() : valid.error().message));
+    REQUIRE(valid.has_value());
+    auto expected = run(reference, tc);
+    if (!expected) FAIL("the reference failed: " << expected.error().message);
+    auto supported = npuDevice.getSupportedOperations(tc.model);
+    REQUIRE(supported.has_value());
+    if (std::find(supported->begin(), supported->end(), false) != supported->end()) {
+        if (std::getenv("NPU_TEST_VERBOSE") != nullptr) {
+            auto why = npuDevice.prepareModel(tc.model);
+            std::cout << tc.name << " not claimed: " << (why ? std::string("?") : why.error().message)
+                      << "\n";
         }
-        if (m.uniform(0, 3) == 0) x = addSoftmax(m, x);
-        m.markOutput(x);
-        m.testCase().name = "random_vector_" + std::to_string(seed);
-        return std::move(m.testCase());
+        return false;
     }
+    auto actual = run(npuDevice, tc);
+    if (!actual) FAIL("the NPU claimed the model but failed: " << actual.error().message);
+    REQUIRE(actual->size() == expected->size());
+    for (size_t o = 0; o < expected->size(); ++o) {
+        const auto& e = (*expected)[o];
+        const auto& a = (*actual)[o];
+        REQUIRE(a.size() == e.size());
+        size_t firstDiff = e.size();
+        for (size_t i = 0; i < e.size() && firstDiff == e.size(); ++i) {
+            if (a[i] != e[i]) firstDiff = i;
+        }
+        INFO("output " << o << " element " << firstDiff << " of " << e.size());
+        CHECK(firstDiff == e.size());
+    }
+    return true;
+}
 
-    Result<std::vector<std::vector<uint8_t>>> run(hal::IDevice & device, const framework::TestCase& tc) {
-        auto prepared = NPU_TRY(device.prepareModel(tc.model));
-        auto request = NPU_TRY(framework::makeRequest(tc));
-        NPU_TRY(prepared->executeSynchronously(request.request, hal::MeasureTiming::NO, std::nullopt,
-                                               std::nullopt));
-        return framework::readOutputs(request);
-    }
-
-    // Runs `tc` on the reference and, if the NPU claims every operation, on the NPU, and checks the
-    // NPU's bytes against the reference's. Returns whether the NPU claimed it.
-    bool claimedAndBitExact(hal::IDevice & npuDevice, hal::IDevice & reference,
-                            const framework::TestCase& tc) {
-        const auto valid = hal::validateModel(tc.model);
-        INFO((valid ? std::string() : valid.error().message));
-        REQUIRE(valid.has_value());
-        auto expected = run(reference, tc);
-        if (!expected) FAIL("the reference failed: " << expected.error().message);
-        auto supported = npuDevice.getSupportedOperations(tc.model);
-        REQUIRE(supported.has_value());
-        if (std::find(supported->begin(), supported->end(), false) != supported->end()) {
-            if (std::getenv("NPU_TEST_VERBOSE") != nullptr) {
-                auto why = npuDevice.prepareModel(tc.model);
-                std::cout << tc.name << " not claimed: " << (why ? std::string("?") : why.error().message)
-                          << "\n";
-            }
-            return false;
+// How many of `models` random models (seeds 1..models) the NPU claimed, bit-exact, overall and
+// per operation type (models containing it: all, claimed); prints the figures.
+struct Coverage {
+    uint32_t claimed = 0;
+    std::map<hal::OperationType, std::pair<uint32_t, uint32_t>> perOp;
+};
+Coverage runRandomModels(const char* what, uint32_t models, framework::TestCase (*generate)(uint32_t)) {
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    shim::ShimOptions options;
+    options.autotune = false;  // tilings are bit-identical (tested elsewhere); keep the test quick
+    auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), options);
+    REQUIRE(npuDevice.has_value());
+    ref::ReferenceDevice reference;
+    Coverage cov;
+    for (uint32_t seed = 1; seed <= models; ++seed) {
+        const framework::TestCase tc = generate(seed);
+        INFO(tc.name);
+        const bool ok = claimedAndBitExact(**npuDevice, reference, tc);
+        cov.claimed += ok ? 1 : 0;
+        std::set<hal::OperationType> types;
+        for (const auto& op : tc.model.main.operations) types.insert(op.type);
+        for (hal::OperationType t : types) {
+            ++cov.perOp[t].first;
+            cov.perOp[t].second += ok ? 1 : 0;
         }
-        auto actual = run(npuDevice, tc);
-        if (!actual) FAIL("the NPU claimed the model but failed: " << actual.error().message);
-        REQUIRE(actual->size() == expected->size());
-        for (size_t o = 0; o < expected->size(); ++o) {
-            const auto& e = (*expected)[o];
-            const auto& a = (*actual)[o];
-            REQUIRE(a.size() == e.size());
-            size_t firstDiff = e.size();
-            for (size_t i = 0; i < e.size() && firstDiff == e.size(); ++i) {
-                if (a[i] != e[i]) firstDiff = i;
-            }
-            INFO("output " << o << " element " << firstDiff << " of " << e.size());
-            CHECK(firstDiff == e.size());
-        }
-        return true;
     }
-
-    // How many of `models` random models (seeds 1..models) the NPU claimed, bit-exact, overall and
-    // per operation type (models containing it: all, claimed); prints the figures.
-    struct Coverage {
-        uint32_t claimed = 0;
-        std::map<hal::OperationType, std::pair<uint32_t, uint32_t>> perOp;
-    };
-    Coverage runRandomModels(const char* what, uint32_t models, framework::TestCase (*generate)(uint32_t)) {
-        auto loop = fw::host::startLoopbackFirmware();
-        REQUIRE(loop.has_value());
-        shim::ShimOptions options;
-        options.autotune = false;  // tilings are bit-identical (tested elsewhere); keep the test quick
-        auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), options);
-        REQUIRE(npuDevice.has_value());
-        ref::ReferenceDevice reference;
-        Coverage cov;
-        for (uint32_t seed = 1; seed <= models; ++seed) {
-            const framework::TestCase tc = generate(seed);
-            INFO(tc.name);
-            const bool ok = claimedAndBitExact(**npuDevice, reference, tc);
-            cov.claimed += ok ? 1 : 0;
-            std::set<hal::OperationType> types;
-            for (const auto& op : tc.model.main.operations) types.insert(op.type);
-            for (hal::OperationType t : types) {
-                ++cov.perOp[t].first;
-                cov.perOp[t].second += ok ? 1 : 0;
-            }
-        }
-        std::cout << cov.claimed << " of " << models << " random " << what
-                  << " models claimed by the NPU and bit-exact;";
-        for (const auto& [type, counts] : cov.perOp)
-            std::cout << " " << hal::toString(type) << " " << counts.second << "/" << counts.first;
-        std::cout << "\n";
-        return cov;
-    }
+    std::cout << cov.claimed << " of " << models << " random " << what
+              << " models claimed by the NPU and bit-exact;";
+    for (const auto& [type, counts] : cov.perOp)
+        std::cout << " " << hal::toString(type) << " " << counts.second << "/" << counts.first;
+    std::cout << "\n";
+    return cov;
+}
 
 }  // namespace
 
