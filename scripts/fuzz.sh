@@ -4,14 +4,17 @@
 # invariant), leaks, timeouts (10 s per input) and out-of-memory (2 GiB) stop a target and leave
 # the input in build-fuzz/artifacts/. The CI runs the same targets as regression tests (GCC);
 # this script is the real fuzzing. See tests/fuzz/README.md.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: frame_decoder firmware_rpc token_map cts_model)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: frame_decoder firmware_rpc token_map
+#        cts_model driver_model blob_loader compilation_cache hw_config hostile_firmware)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder firmware_rpc token_map cts_model)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(frame_decoder firmware_rpc token_map cts_model driver_model blob_loader compilation_cache hw_config
+    hostile_firmware)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 bash scripts/setup.sh
@@ -48,6 +51,7 @@ for t in "${targets[@]}"; do
   if "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" "$corpus" 2>"build-fuzz/fuzz_$t.log"; then
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "build-fuzz/fuzz_$t.log" | sed "s/^/  /"
+    echo "  corpus: $(ls "$corpus" | wc -l) inputs"
   else
     echo "fuzz: $t FAILED; see build-fuzz/fuzz_$t.log and build-fuzz/artifacts/" >&2
     grep -E 'ERROR|SUMMARY|runtime error' "build-fuzz/fuzz_$t.log" | head -5 >&2

@@ -2,7 +2,8 @@
 // deterministic mutations of them (bit flips, byte sets, truncation, duplication, splicing,
 // interesting integers). Any crash, trap (a broken invariant), abort or hang fails the test.
 // NPU_FUZZ_WRITE_SEEDS=DIR also writes the seeds to DIR for libFuzzer (scripts/fuzz.sh);
-// NPU_FUZZ_ITERATIONS=N changes the number of mutations (default 10000).
+// NPU_FUZZ_ITERATIONS=N changes the number of mutations (default: NPU_FUZZ_MUTATIONS, the
+// target's count in meson.build, chosen so that the whole set stays within its time budget).
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,10 @@
 #include <random>
 
 #include "fuzz_target.h"
+
+#ifndef NPU_FUZZ_MUTATIONS
+#define NPU_FUZZ_MUTATIONS 10000
+#endif
 
 namespace {
 
@@ -77,7 +82,7 @@ TEST_CASE("fuzz target: seeds and deterministic mutations never crash", "[fuzz]"
     for (const auto& s : seeds) CHECK(LLVMFuzzerTestOneInput(s.data(), s.size()) == 0);
     LLVMFuzzerTestOneInput(nullptr, 0);
     const char* env = std::getenv("NPU_FUZZ_ITERATIONS");
-    const int iterations = env != nullptr ? std::atoi(env) : 10000;
+    const int iterations = env != nullptr ? std::atoi(env) : NPU_FUZZ_MUTATIONS;
     std::mt19937 rng(20261122);
     for (int i = 0; i < iterations; ++i) {
         const auto input = mutate(seeds, rng);
