@@ -32,10 +32,16 @@ if [ ${#need[@]} -gt 0 ]; then
     || { echo "fuzz: could not install ${need[*]} from the Debian archive" >&2; exit 1; }
 fi
 
+# -fsanitize=fuzzer-no-link goes in the meson options: a -Dcpp_args replaces CXXFLAGS, and
+# without it only the fuzz targets' own files were instrumented (libFuzzer then saw no coverage
+# of the code under test). A build-fuzz/ set up without it is set up again.
+fuzz_args="-fsanitize=fuzzer-no-link -fno-sanitize=vptr -fno-sanitize-recover=all"
+if [ -f build-fuzz/build.ninja ] && ! grep -q -- "fuzzer-no-link -fno-sanitize=vptr" build-fuzz/build.ninja; then
+  meson configure build-fuzz -Dc_args="-fsanitize=fuzzer-no-link" -Dcpp_args="$fuzz_args"
+fi
 if [ ! -f build-fuzz/build.ninja ]; then
-  CC=clang-19 CXX=clang++-19 CFLAGS="-fsanitize=fuzzer-no-link" CXXFLAGS="-fsanitize=fuzzer-no-link" \
-    meson setup build-fuzz -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcpp_args="-fno-sanitize=vptr -fno-sanitize-recover=all"
+  CC=clang-19 CXX=clang++-19 meson setup build-fuzz -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dc_args="-fsanitize=fuzzer-no-link" -Dcpp_args="$fuzz_args"
 fi
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=("tests/fuzz/fuzz_$t" "tests/test_fuzz_$t"); done

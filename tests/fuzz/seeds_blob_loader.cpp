@@ -4,6 +4,7 @@
 // metadata. The test below checks that each seed loads and runs in the target's harness.
 #include <catch2/catch.hpp>
 
+#include "blob_format.h"
 #include "blob_loader_harness.h"
 #include "fuzz_target.h"
 #include "model_fixture.h"
@@ -90,6 +91,23 @@ std::vector<uint8_t> add(fwtest::Harness& h) {
     return compile(h, mb);
 }
 
+// `blob` with its first POP turned into a NOP: the PUSH before it leaves a token in the NPU's
+// queue at every execution. Loaded, it filled the queue over eight runs until the next model
+// (another client's) faulted with TOKEN_OVERFLOW; the validator now refuses it.
+std::vector<uint8_t> leavesTokenBehind(std::vector<uint8_t> blob) {
+    fw::BlobView view;
+    REQUIRE(fw::validateBlob(blob.data(), blob.size(), BlobHarness::instance().limits(), &view).ok());
+    const uint64_t commands = view.h(fw::blob::kCommandOffset);
+    for (uint32_t k = 0; k < view.commandCount(); ++k) {
+        if (isa::opcodeOf(view.command(k)) == isa::Opcode::kPop) {
+            fw::writeCommand(blob.data() + commands + uint64_t{k} * isa::kCommandBytes, isa::makeNop());
+            return blob;
+        }
+    }
+    FAIL("the seed blob has no POP");
+    return blob;
+}
+
 }  // namespace
 
 std::vector<std::vector<uint8_t>> seeds() {
@@ -102,7 +120,8 @@ std::vector<std::vector<uint8_t>> seeds() {
                                                  fullyConnected(h, true),
                                                  pool(h, kAvgPool),
                                                  pool(h, kMaxPool),
-                                                 add(h)};
+                                                 add(h),
+                                                 leavesTokenBehind(convolution(h, kConv, false))};
     }();
     return all;
 }
@@ -111,7 +130,10 @@ std::vector<std::vector<uint8_t>> seeds() {
 
 TEST_CASE("blob fuzz seeds load and run in the target's harness", "[fuzz]") {
     auto& h = npu::fuzz::BlobHarness::instance();
-    for (const auto& s : npu::fuzz::seeds()) {
+    auto all = npu::fuzz::seeds();
+    const std::vector<uint8_t> leaky = all.back();
+    all.pop_back();
+    for (const auto& s : all) {
         npu::fw::BlobInfo info;
         const npu::fw::FwStatus st = h.runtime().loadBlob(s.data(), s.size(), &info);
         INFO(st.message);
@@ -119,4 +141,7 @@ TEST_CASE("blob fuzz seeds load and run in the target's harness", "[fuzz]") {
         CHECK(h.runtime().release(info.handle).ok());
     }
     CHECK(h.victimStillRuns());
+    npu::fw::BlobInfo info;
+    const npu::fw::FwStatus st = h.runtime().loadBlob(leaky.data(), leaky.size(), &info);
+    CHECK_THAT(st.message, Catch::Contains("token pushes and pops do not balance"));
 }
