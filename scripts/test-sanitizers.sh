@@ -4,11 +4,13 @@
 # tests' executables and what they run are built: not the firmware cross build, not the
 # packages. The last line is `N passed, N failed` (scripts/count_tests.py); scripts/test.sh counts
 # the whole run as one case. docs/reliability.md ("Sanitizers") lists the tests left out and why.
-# Usage: scripts/test-sanitizers.sh [BUILD_DIR]      (default build-asan)
+# Usage: scripts/test-sanitizers.sh [BUILD_DIR [TEST...]]   (default build-asan, every unit test)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 dir=${1:-build-asan}
+shift || true
+only=("$@")  # some unit tests only, e.g. to check one under the sanitizers
 
 # Left out under the sanitizers, with the reason (docs/reliability.md):
 excluded=(
@@ -35,11 +37,15 @@ unit_tests() {
   meson introspect "$dir" --tests --targets | python3 -c '
 import json, os, sys
 info = json.load(sys.stdin)
-mode, build, excluded = sys.argv[1], os.path.realpath(sys.argv[2]), set(sys.argv[3:])
+mode, build = sys.argv[1], os.path.realpath(sys.argv[2])
+only = set(os.environ["NPU_ONLY_TESTS"].split())
+excluded = set(sys.argv[3:])
 by_id = {t["id"]: t for t in info["targets"]}
 out = set()
 for t in info["tests"]:
     if t["name"] in excluded or not any(s.endswith(":unit") for s in t["suite"]):
+        continue
+    if only and t["name"] not in only:
         continue
     if mode == "names":
         out.add(t["name"])
@@ -51,6 +57,7 @@ for t in info["tests"]:
 print("\n".join(sorted(out)))
 ' "$1" "$dir" "${excluded[@]}"
 }
+export NPU_ONLY_TESTS="${only[*]}"
 mapfile -t targets < <(unit_tests targets)
 mapfile -t names < <(unit_tests names)
 if ! ninja -C "$dir" "${targets[@]}" >"$dir/ninja.log" 2>&1; then

@@ -90,7 +90,6 @@ public:
     const hal::Operand& at(uint32_t i) const { return tc_.model.main.operands[i]; }
     hal::Model& model() { return tc_.model; }
     framework::TestCase& testCase() { return tc_; }
-    InputReader& reader() { return in_; }
 
 private:
     InputReader& in_;

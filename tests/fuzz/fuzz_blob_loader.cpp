@@ -2,8 +2,8 @@
 // firmware's validator and loader (firmware/core/src/blob_validator.cpp, blob_store), and what
 // loads, executed on the simulated NPU. Findings (traps):
 //  - validateBlob and Runtime::loadBlob disagree (a blob the validator refuses is held);
-//  - a loaded blob makes the NPU fault (bad opcode, SRAM or DRAM out of range...): a bad blob
-//    reached the hardware model, which the validator is there to prevent;
+//  - with kStrictCommands, a loaded blob makes the NPU fault (bad parameter, SRAM out of
+//    range...): a bad command reached the hardware model (see kStrictCommands below);
 //  - executing it touches the host window outside its outputs, or leaves the firmware unable to
 //    run another model (a victim model, loaded first, must give the same bytes after every input);
 //  - releasing it leaves a blob held.

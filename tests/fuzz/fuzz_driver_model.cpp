@@ -48,9 +48,6 @@ Result<std::vector<std::vector<uint8_t>>> run(hal::IPreparedModel& prepared, con
     return framework::readOutputs(request);
 }
 
-bool refused(const Result<void>& r) {
-    return !r && r.error().status == hal::ErrorStatus::INVALID_ARGUMENT && !r.error().message.empty();
-}
 template <class T>
 bool refused(const Result<T>& r) {
     return !r && r.error().status == hal::ErrorStatus::INVALID_ARGUMENT && !r.error().message.empty();
