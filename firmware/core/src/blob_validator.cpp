@@ -13,6 +13,30 @@ FwStatus bad(const char* what, uint32_t value, uint64_t limit) {
                           value, static_cast<unsigned long long>(limit));
 }
 
+// Every operation's PUSHes and POPs balance per (from, to) queue pair, so that the token queues
+// are empty when an operation ends: a blob that leaves tokens behind would fill the queues over
+// executions until another client's model faults with TOKEN_OVERFLOW (found by fuzzing).
+FwStatus checkTokenBalance(const BlobView& v) {
+    for (uint32_t i = 0; i < v.numOps(); ++i) {
+        const OpDesc o = v.op(i);
+        int64_t balance[isa::kQueueCount * isa::kQueueCount] = {};
+        for (uint32_t k = o.cmdBegin; k < o.cmdEnd; ++k) {
+            const isa::Command c = v.command(k);
+            const isa::Opcode op = isa::opcodeOf(c);
+            if (op != isa::Opcode::kPush && op != isa::Opcode::kPop) continue;
+            const uint32_t from = c.w[isa::token::kFrom], to = c.w[isa::token::kTo];
+            if (from >= isa::kQueueCount || to >= isa::kQueueCount || from == to) {
+                return bad("token command between invalid queues", k, isa::kQueueCount - 1);
+            }
+            balance[from * isa::kQueueCount + to] += op == isa::Opcode::kPush ? 1 : -1;
+        }
+        for (int64_t b : balance) {
+            if (b != 0) return bad("operation's token pushes and pops do not balance", i, 0);
+        }
+    }
+    return FwStatus::okStatus();
+}
+
 }  // namespace
 
 bool dmaDramSpan(const isa::Command& c, uint64_t* end) {
@@ -167,6 +191,7 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     }
     if (absoluteDmas != v.numRelocs())
         return bad("absolute DMA without relocation", absoluteDmas, v.numRelocs());
+    if (FwStatus st = checkTokenBalance(v); !st.ok()) return st;
     *view = v;
     return FwStatus::okStatus();
 }
