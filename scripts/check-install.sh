@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian packages (dpkg-buildpackage -b -us -uc) from a copy of the tree, unpacks them
 # into a scratch root, and checks the installed files work: `npu info` and `npu demo` (loopback and
-# unix, the latter starting the installed npu-fwd beside npu), and a small client compiled against
-# the installed headers and libraries with `pkg-config --cflags --libs npu-shim`.
+# unix, the latter starting the installed npu-fwd beside npu), `npu info --transport qemu` (the
+# installed firmware image and bridge, when qemu-system-arm is there), and a small client
+# compiled against the installed headers and libraries with `pkg-config --cflags --libs npu-shim`.
 # Usage: scripts/check-install.sh [WORKDIR]     (default: build/install-check; everything it
 # writes stays below WORKDIR). Exit 0 when every check passed.
 set -euo pipefail
@@ -38,7 +39,8 @@ done
 for f in usr/bin/npu usr/bin/npu-fwd usr/include/npu/shim/npu_device.h \
          usr/share/man/man1/npu.1.gz usr/share/man/man8/npu-fwd.8.gz \
          usr/lib/systemd/user/npu-fwd.socket usr/lib/systemd/user/npu-fwd.service \
-         usr/share/npu-stack/cts/V1_3.jsonl.gz; do
+         usr/share/npu-stack/cts/V1_3.jsonl.gz \
+         usr/bin/npu-qemu-bridge usr/share/npu-stack/firmware/npu-fw-m55.elf; do
     [ -e "$root/$f" ] || fail "the packages do not install /$f"
 done
 
@@ -50,6 +52,14 @@ step "npu demo --transport unix (installed npu-fwd, found beside npu)"
 sock="$work/npu-fwd.sock"
 timeout 120 env -u NPU_FWD "$root/usr/bin/npu" demo --transport unix --socket "$sock" >"$work/demo-unix.log" 2>&1 ||
     { cat "$work/demo-unix.log" >&2; fail "npu demo --transport unix"; }
+
+if command -v qemu-system-arm >/dev/null; then
+    step "npu info --transport qemu (installed image and bridge, found relative to npu)"
+    timeout 120 env -u NPU_QEMU_IMAGE -u NPU_QEMU_BRIDGE "$root/usr/bin/npu" info --transport qemu \
+        >"$work/info-qemu.log" 2>&1 || { cat "$work/info-qemu.log" >&2; fail "npu info --transport qemu"; }
+    grep -q "Cortex-M55 (qemu mps3-an547)" "$work/info-qemu.log" ||
+        fail "npu info --transport qemu does not name the Cortex-M55 image"
+fi
 
 step "a client built with pkg-config --cflags --libs npu-shim"
 export PKG_CONFIG_SYSROOT_DIR="$root"

@@ -4,14 +4,17 @@
 # invariant), leaks, timeouts (10 s per input) and out-of-memory (2 GiB) stop a target and leave
 # the input in build-fuzz/artifacts/. The CI runs the same targets as regression tests (GCC);
 # this script is the real fuzzing. See tests/fuzz/README.md.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: frame_decoder firmware_rpc token_map cts_model)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: frame_decoder firmware_rpc token_map
+#        cts_model driver_model blob_loader compilation_cache hw_config hostile_firmware)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder firmware_rpc token_map cts_model)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(frame_decoder firmware_rpc token_map cts_model driver_model blob_loader compilation_cache hw_config
+    hostile_firmware)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 bash scripts/setup.sh
@@ -29,10 +32,16 @@ if [ ${#need[@]} -gt 0 ]; then
     || { echo "fuzz: could not install ${need[*]} from the Debian archive" >&2; exit 1; }
 fi
 
+# -fsanitize=fuzzer-no-link goes in the meson options: a -Dcpp_args replaces CXXFLAGS, and
+# without it only the fuzz targets' own files were instrumented (libFuzzer then saw no coverage
+# of the code under test). A build-fuzz/ set up without it is set up again.
+fuzz_args="-fsanitize=fuzzer-no-link -fno-sanitize=vptr -fno-sanitize-recover=all"
+if [ -f build-fuzz/build.ninja ] && ! grep -q -- "fuzzer-no-link -fno-sanitize=vptr" build-fuzz/build.ninja; then
+  meson configure build-fuzz -Dc_args="-fsanitize=fuzzer-no-link" -Dcpp_args="$fuzz_args"
+fi
 if [ ! -f build-fuzz/build.ninja ]; then
-  CC=clang-19 CXX=clang++-19 CFLAGS="-fsanitize=fuzzer-no-link" CXXFLAGS="-fsanitize=fuzzer-no-link" \
-    meson setup build-fuzz -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcpp_args="-fno-sanitize=vptr -fno-sanitize-recover=all"
+  CC=clang-19 CXX=clang++-19 meson setup build-fuzz -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dc_args="-fsanitize=fuzzer-no-link" -Dcpp_args="$fuzz_args"
 fi
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=("tests/fuzz/fuzz_$t" "tests/test_fuzz_$t"); done
@@ -48,6 +57,7 @@ for t in "${targets[@]}"; do
   if "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" "$corpus" 2>"build-fuzz/fuzz_$t.log"; then
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "build-fuzz/fuzz_$t.log" | sed "s/^/  /"
+    echo "  corpus: $(ls "$corpus" | wc -l) inputs"
   else
     echo "fuzz: $t FAILED; see build-fuzz/fuzz_$t.log and build-fuzz/artifacts/" >&2
     grep -E 'ERROR|SUMMARY|runtime error' "build-fuzz/fuzz_$t.log" | head -5 >&2

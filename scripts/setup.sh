@@ -20,6 +20,8 @@ packages=(
   libonnx-dev libonnx-testdata
   # optimized CPU baseline of npu bench sim (docs/simulator.md)
   libxnnpack-dev libpthreadpool-dev
+  # gemmlowp's fixed point: the reference's integer SOFTMAX (reference/src/ops/softmax.cpp)
+  libgemmlowp-dev
   # firmware cross build
   gcc-arm-none-eabi libstdc++-arm-none-eabi-picolibc picolibc-arm-none-eabi
   # the USB test VM (scripts/usb-vm.sh, docs/usb.md)

@@ -251,7 +251,7 @@ case ${1:-} in
     skip_code=77
     [ $# -gt 0 ] || { log "test: no test binary given"; exit 2; }
     gadget=${NPU_USB_GADGET:-$here/build/firmware/platform/usb_gadget/npu-usb-gadget}
-    parse_and_run gadget --timeout "${NPU_USB_VM_TIMEOUT:-150}" --gadget "$gadget" -- "$@" --use-colour no
+    parse_and_run gadget --timeout "${NPU_USB_VM_TIMEOUT:-200}" --gadget "$gadget" -- "$@" --use-colour no
     ;;
   *)
     sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'

@@ -1,5 +1,6 @@
 #pragma once
-// Strict RFC 4648 base64 (standard alphabet, '=' padding) for the test-vector "data" fields.
+// Strict RFC 4648 base64 (standard alphabet, '=' padding) for the test-vector "data" fields,
+// decoded by libsodium.
 #include <cstdint>
 #include <expected>
 #include <string>

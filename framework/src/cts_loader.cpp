@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -404,17 +405,22 @@ Result<bool> CtsReader::readLine(std::string& line) {
     }
 }
 
-Result<std::optional<TestCase>> CtsReader::next() {
-    std::string line;
+Result<bool> CtsReader::nextLine(std::string& line) {
     while (true) {
         const bool got = NPU_TRY(readLine(line));
-        if (!got) return std::optional<TestCase>{};
+        if (!got) return false;
         ++lineNumber_;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        auto tc = parseCtsLine(line, path_ + ":" + std::to_string(lineNumber_));
-        if (!tc) return std::unexpected(std::move(tc).error());
-        return std::optional<TestCase>(std::move(*tc));
+        if (line.find_first_not_of(" \t\r") != std::string::npos) return true;
     }
+}
+
+Result<std::optional<TestCase>> CtsReader::next() {
+    std::string line;
+    const bool got = NPU_TRY(nextLine(line));
+    if (!got) return std::optional<TestCase>{};
+    auto tc = parseCtsLine(line, where());
+    if (!tc) return std::unexpected(std::move(tc).error());
+    return std::optional<TestCase>(std::move(*tc));
 }
 
 Result<std::vector<TestCase>> loadCtsFile(const std::string& path) {
@@ -430,11 +436,50 @@ Result<std::vector<TestCase>> loadCtsFile(const std::string& path) {
 
 Result<TestCase> findTestCase(const std::string& path, const std::string& name) {
     auto reader = NPU_TRY(CtsReader::open(path));
+    std::vector<std::string> names;
     while (true) {
         auto tc = NPU_TRY(reader->next());
-        if (!tc) return invalidArgument("no vector named '" + name + "' in " + path);
+        if (!tc) break;
         if (tc->name == name) return std::move(*tc);
+        names.push_back(std::move(tc->name));
     }
+    std::string message = "no vector named '" + name + "' in " + path;
+    const auto close = closestNames(name, names, 3);
+    for (size_t i = 0; i < close.size(); ++i) message += (i == 0 ? "; did you mean: " : ", ") + close[i];
+    if (close.empty()) message += " (npu list FILE lists its vectors)";
+    return invalidArgument(message);
+}
+
+std::vector<std::string> closestNames(const std::string& name, const std::vector<std::string>& names,
+                                      size_t limit) {
+    // Levenshtein distance, one row at a time.
+    auto distance = [](const std::string& a, const std::string& b) {
+        std::vector<size_t> row(b.size() + 1);
+        for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+        for (size_t i = 1; i <= a.size(); ++i) {
+            size_t diagonal = row[0];
+            row[0] = i;
+            for (size_t j = 1; j <= b.size(); ++j) {
+                const size_t up = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                diagonal = up;
+            }
+        }
+        return row[b.size()];
+    };
+    // A name that contains the query is as close as a one-letter typo; others must be within a
+    // third of the query's length.
+    const size_t cutoff = std::max<size_t>(2, name.size() / 3);
+    std::vector<std::pair<size_t, std::string>> scored;
+    for (const auto& candidate : names) {
+        const size_t d = candidate.find(name) != std::string::npos ? 1 : distance(name, candidate);
+        if (d <= cutoff) scored.emplace_back(d, candidate);
+    }
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> out;
+    for (size_t i = 0; i < scored.size() && out.size() < limit; ++i) out.push_back(scored[i].second);
+    return out;
 }
 
 // $NPU_CTS_DIR, else the vendored vectors of the source tree this was built from (a developer's

@@ -1,6 +1,7 @@
 // Partitioning a HAL model across devices (see partition.h).
 #include "npu/framework/partition.h"
 
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -145,7 +146,8 @@ Result<size_t> operandBytes(const hal::Operand& o, uint32_t index) {
 }
 
 Result<hal::ExecutionResult> runOne(const Partition& part, hal::IDevice& device,
-                                    std::unordered_map<uint32_t, std::vector<uint8_t>>& values) {
+                                    std::unordered_map<uint32_t, std::vector<uint8_t>>& values,
+                                    PartitionTiming& timing) {
     const auto& sg = part.model.main;
     size_t total = 0;
     std::vector<size_t> inBytes, outBytes;
@@ -177,7 +179,11 @@ Result<hal::ExecutionResult> runOne(const Partition& part, hal::IDevice& device,
         offset = alignUp(offset + n, kPoolAlignment);
     }
     request.pools.push_back(pool);
+    const auto t0 = std::chrono::steady_clock::now();
     auto prepared = NPU_TRY(device.prepareModel(part.model));
+    timing.prepareMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    timing.prepared = prepared;
     auto result =
         NPU_TRY(prepared->executeSynchronously(request, hal::MeasureTiming::YES, std::nullopt, std::nullopt));
     for (size_t i = 0; i < part.parentOutputs.size(); ++i) {
@@ -257,12 +263,15 @@ Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model
     PartitionedRun run;
     for (size_t p = 0; p < plan.partitions.size(); ++p) {
         const auto& part = plan.partitions[p];
-        auto result = runOne(part, *devices[part.device].device, values);
+        PartitionTiming timing;
+        timing.partition = p;
+        auto result = runOne(part, *devices[part.device].device, values, timing);
         if (!result) {
             return fail(result.error().status, "partition " + std::to_string(p) + " on " +
                                                    devices[part.device].name + ": " + result.error().message);
         }
-        run.timings.push_back({p, std::move(*result)});
+        timing.result = std::move(*result);
+        run.timings.push_back(std::move(timing));
     }
     for (uint32_t index : model.main.outputIndexes) run.outputs.push_back(std::move(values[index]));
     return run;

@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "operation_signatures.h"
@@ -734,6 +736,87 @@ Status validateRequest(const Request& request, const Model& model) {
         validateArguments(request.inputs, model.main, model.main.inputIndexes, poolSizes, poolIsToken, true));
     return validateArguments(request.outputs, model.main, model.main.outputIndexes, poolSizes, poolIsToken,
                              false);
+}
+
+std::optional<std::vector<uint32_t>> combineDimensions(const std::vector<uint32_t>& a,
+                                                       const std::vector<uint32_t>& b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    if (a.size() != b.size()) return std::nullopt;
+    std::vector<uint32_t> out(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i] != 0 && b[i] != 0 && a[i] != b[i]) return std::nullopt;
+        out[i] = a[i] != 0 ? a[i] : b[i];
+    }
+    return out;
+}
+
+std::optional<uint64_t> tensorByteSize(OperandType type, const std::vector<uint32_t>& dimensions) {
+    Operand o;
+    o.type = type;
+    o.dimensions = dimensions;
+    return byteSize(o);
+}
+
+Result<Operand> validateBufferRoles(const BufferDesc& desc, const std::vector<const Model*>& models,
+                                    const std::vector<BufferRole>& inputRoles,
+                                    const std::vector<BufferRole>& outputRoles) {
+    if (models.empty()) return invalidArgument("allocate: no prepared model given");
+    if (inputRoles.empty() && outputRoles.empty())
+        return invalidArgument("allocate: no input or output role");
+    std::optional<Operand> first;
+    std::string firstName;
+    std::vector<uint32_t> dims = desc.dimensions;
+    std::set<std::tuple<uint32_t, bool, uint32_t>> seen;
+    for (const bool isInput : {true, false}) {
+        const auto& roles = isInput ? inputRoles : outputRoles;
+        for (size_t r = 0; r < roles.size(); ++r) {
+            const BufferRole& role = roles[r];
+            const std::string name = std::string(isInput ? "input" : "output") + " role " + str(r) +
+                                     " {modelIndex " + std::to_string(role.modelIndex) + ", ioIndex " +
+                                     std::to_string(role.ioIndex) + "}";
+            if (role.modelIndex >= models.size() || models[role.modelIndex] == nullptr)
+                return invalidArgument("allocate: " + name + ": model index out of range (" +
+                                       str(models.size()) + " prepared models)");
+            const Subgraph& main = models[role.modelIndex]->main;
+            const auto& io = isInput ? main.inputIndexes : main.outputIndexes;
+            if (role.ioIndex >= io.size() || io[role.ioIndex] >= main.operands.size())
+                return invalidArgument("allocate: " + name + ": the model has " + str(io.size()) +
+                                       (isInput ? " inputs" : " outputs"));
+            if (!(role.probability > 0.0f && role.probability <= 1.0f))
+                return invalidArgument("allocate: " + name + ": probability " + floatText(role.probability) +
+                                       " is outside (0, 1]");
+            if (!seen.insert({role.modelIndex, isInput, role.ioIndex}).second)
+                return invalidArgument("allocate: " + name + " is given twice");
+            const Operand& operand = main.operands[io[role.ioIndex]];
+            if (isScalarType(operand.type))
+                return invalidArgument("allocate: " + name + ": operand of scalar type " +
+                                       typeName(operand.type) + " (a device buffer holds a tensor)");
+            if (!first) {
+                first = operand;
+                firstName = name;
+            } else {
+                Operand shapeless = operand;
+                shapeless.dimensions.clear();
+                Operand reference = *first;
+                reference.dimensions.clear();
+                if (auto why = incompatibility(reference, shapeless))
+                    return invalidArgument("allocate: " + name + " conflicts with " + firstName + ": " +
+                                           *why);
+            }
+            auto combined = combineDimensions(dims, operand.dimensions);
+            if (!combined)
+                return invalidArgument("allocate: " + name + ": dimensions " + dimsText(operand.dimensions) +
+                                       " conflict with " + dimsText(dims) +
+                                       " (the descriptor's and earlier roles')");
+            dims = std::move(*combined);
+        }
+    }
+    Operand out = *first;
+    out.dimensions = std::move(dims);
+    out.lifetime = OperandLifeTime::TEMPORARY_VARIABLE;
+    out.location = {};
+    return out;
 }
 
 Status validateExecutionPreference(ExecutionPreference preference) {

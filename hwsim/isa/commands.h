@@ -34,8 +34,11 @@ enum class Opcode : uint8_t {
     kVecParams = 0x20,
     kRequant = 0x21,
     kAdd = 0x22,
-    kVecOp = 0x23,  // appended in ISA 1.1
-    kPool = 0x24,   // appended in ISA 1.1
+    kVecOp = 0x23,    // appended in ISA 1.1
+    kPool = 0x24,     // appended in ISA 1.1
+    kSoftmax = 0x25,  // appended in ISA 1.2
+    kResize = 0x26,   // appended in ISA 1.2
+    kMean = 0x27,     // appended in ISA 1.2
     kPush = 0x30,
     kPop = 0x31,
     kFence = 0x32,
@@ -364,12 +367,22 @@ constexpr Command makeDwConv(const ConvDesc& d, uint32_t flags = 0) {
 //   CLAMP  a                    (ReLU, ReLU6, ReLU_N1_TO_1 are clamps in the quantized domain)
 //   LUT    lut[a as its 8-bit pattern], a 256-byte table at lutAddr (sigmoid, tanh: the firmware
 //          fills the table with TFLite's int8 LOGISTIC / TANH values for the tensor's scales)
+//   PRELU  (ISA 1.2) x = a + in1Offset; x >= 0 ? MBQM(x, in1Mult, in1Shift)
+//          : MBQM(x * (b + in2Offset), outMult, outShift); then + outOffset (NNAPI PRELU)
 namespace vecop {
 inline constexpr uint32_t kFunction = 1, kRows = 2, kCols = 3, kAAddr = 4, kARowStride = 5, kAColStride = 6,
                           kBAddr = 7, kBRowStride = 8, kBColStride = 9, kOutAddr = 10, kOutRowStride = 11,
                           kLutAddr = 12;
 }
-enum class VecFunction : uint32_t { kMul = 0, kMax = 1, kMin = 2, kShift = 3, kClamp = 4, kLut = 5 };
+enum class VecFunction : uint32_t {
+    kMul = 0,
+    kMax = 1,
+    kMin = 2,
+    kShift = 3,
+    kClamp = 4,
+    kLut = 5,
+    kPrelu = 6
+};
 struct VecOpDesc {
     VecFunction function = VecFunction::kClamp;
     uint32_t rows = 0, cols = 0;
@@ -425,6 +438,122 @@ constexpr Command makePool(const PoolDesc& d, uint32_t flags = 0) {
     c.w[pool::kPad] = pack16(d.padTop, d.padLeft);
     c.w[pool::kOfmHW] = pack16(d.ofmH, d.ofmW);
     c.w[pool::kOutAddr] = d.outAddr;
+    return c;
+}
+
+// ---- SOFTMAX (ISA 1.2): TFLite's quantized softmax of each row of an 8-bit tile ----------------
+// For r < rows: the row's elements in[r*inRowStride + c*inColStride], c < cols; with d = x - max
+// of the row, the terms with d >= diffMin give e = exp(MultiplyByQuantizedMultiplierGreaterThanOne
+// (d, multiplier, leftShift) as Q5.26) (gemmlowp's exp_on_negative_values), summed in Q12.19;
+// out = clamp(RoundingDivideByPOT(reciprocal(sum) * e, bitsOverUnit + 23) (- 128 if SIGNED)),
+// the others the type's minimum. Output scale 1/256, zero point 0 (uint8) or -128 (int8). The
+// arithmetic is in fixed_point.h (expOnNegativeValuesQ5, softmaxReciprocal). Flag 0: SIGNED.
+namespace softmax {
+inline constexpr uint32_t kRows = 1, kCols = 2, kInAddr = 3, kInRowStride = 4, kInColStride = 5, kOutAddr = 6,
+                          kOutRowStride = 7, kOutColStride = 8, kMultiplier = 9, kLeftShift = 10,
+                          kDiffMin = 11;
+inline constexpr uint32_t kFlagSigned = 1u << 0;
+inline constexpr int32_t kMaxLeftShift = 31;
+// Rows up to this length cannot overflow the Q12.19 sum of exponentials (each term <= 1).
+inline constexpr uint32_t kMaxRowLength = 4095;
+}  // namespace softmax
+struct SoftmaxDesc {
+    uint32_t rows = 0, cols = 0;
+    uint32_t inAddr = 0, inRowStride = 0, inColStride = 1;
+    uint32_t outAddr = 0, outRowStride = 0, outColStride = 1;
+    int32_t multiplier = 0, leftShift = 0, diffMin = 0;
+};
+constexpr Command makeSoftmax(const SoftmaxDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kSoftmax, flags);
+    c.w[softmax::kRows] = d.rows;
+    c.w[softmax::kCols] = d.cols;
+    c.w[softmax::kInAddr] = d.inAddr;
+    c.w[softmax::kInRowStride] = d.inRowStride;
+    c.w[softmax::kInColStride] = d.inColStride;
+    c.w[softmax::kOutAddr] = d.outAddr;
+    c.w[softmax::kOutRowStride] = d.outRowStride;
+    c.w[softmax::kOutColStride] = d.outColStride;
+    c.w[softmax::kMultiplier] = static_cast<uint32_t>(d.multiplier);
+    c.w[softmax::kLeftShift] = static_cast<uint32_t>(d.leftShift);
+    c.w[softmax::kDiffMin] = static_cast<uint32_t>(d.diffMin);
+    return c;
+}
+
+// ---- RESIZE (ISA 1.2): nearest-neighbour or bilinear resampling of an NHWC tile ---------------
+// The tile holds input rows [ifmFirstRow, ifmFirstRow + ifmH) of an image of fullInH x fullInW
+// pixels (all of its columns, C channels, pixel stride C, row stride ifmRowStride); the output
+// tile is rows [ofmFirstRow, ofmFirstRow + ofmH) of a fullOutH x fullOutW image, [ofmH][fullOutW][C]
+// contiguous at outAddr. Source coordinates are TFLite's (resample.h: scale, align_corners,
+// half_pixel_centers from the flags); NEAREST copies the source pixel, BILINEAR computes
+// round(Σ w * v) in float as TFLite's reference does, then saturates. A source row outside the
+// tile is BAD_PARAMETER. Flags: 0 SIGNED, 1 ALIGN_CORNERS, 2 HALF_PIXEL_CENTERS.
+namespace resize {
+inline constexpr uint32_t kMode = 1, kIfmAddr = 2, kIfmRows = 3, kIfmC = 4, kIfmRowStride = 5, kFullIn = 6,
+                          kFirstRows = 7, kOfmRows = 8, kFullOut = 9, kOutAddr = 10;
+inline constexpr uint32_t kModeNearest = 0, kModeBilinear = 1;
+inline constexpr uint32_t kFlagSigned = 1u << 0, kFlagAlignCorners = 1u << 1, kFlagHalfPixel = 1u << 2;
+}  // namespace resize
+struct ResizeDesc {
+    uint32_t mode = resize::kModeNearest;
+    uint32_t ifmAddr = 0, ifmH = 0, ifmC = 0, ifmRowStride = 0, ifmFirstRow = 0;
+    uint32_t fullInH = 0, fullInW = 0, fullOutH = 0, fullOutW = 0;
+    uint32_t ofmFirstRow = 0, ofmH = 0, outAddr = 0;
+};
+constexpr Command makeResize(const ResizeDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kResize, flags);
+    c.w[resize::kMode] = d.mode;
+    c.w[resize::kIfmAddr] = d.ifmAddr;
+    c.w[resize::kIfmRows] = d.ifmH;
+    c.w[resize::kIfmC] = d.ifmC;
+    c.w[resize::kIfmRowStride] = d.ifmRowStride;
+    c.w[resize::kFullIn] = pack16(d.fullInH, d.fullInW);
+    c.w[resize::kFirstRows] = pack16(d.ofmFirstRow, d.ifmFirstRow);
+    c.w[resize::kOfmRows] = d.ofmH;
+    c.w[resize::kFullOut] = pack16(d.fullOutH, d.fullOutW);
+    c.w[resize::kOutAddr] = d.outAddr;
+    return c;
+}
+
+// ---- MEAN (ISA 1.2): mean of 8-bit values over a strided 2-D window, float path ---------------
+// For o1 < outer, o2 < inner: out[o1 * inner + o2] = quantize(mean over r1 < count1, r2 < count2
+// of scaleIn * (in[o1*outerStride + o2*innerStride + r1*stride1 + r2*stride2] - zpIn)), i.e. the
+// terms are dequantized in float32, summed exactly (a wide fixed-point accumulator: each term is
+// a multiple of 2^(exponent(scaleIn) - 23) below 2^32 of it, so at most 2^21 terms are exact),
+// divided by the count in float64, rounded to float32, and quantized with scaleOut / zpOut
+// (round half away from zero, saturated): the reference's MEAN. Flag 0: SIGNED (int8, else
+// uint8). Scales are float32 bit patterns, positive and finite.
+namespace mean {
+inline constexpr uint32_t kIfmAddr = 1, kOuter = 2, kOuterStride = 3, kInner = 4, kInnerStride = 5,
+                          kCount1 = 6, kStride1 = 7, kCount2 = 8, kStride2 = 9, kOutAddr = 10, kScaleIn = 11,
+                          kZpIn = 12, kScaleOut = 13, kZpOut = 14;
+inline constexpr uint32_t kFlagSigned = 1u << 0;
+inline constexpr uint64_t kMaxTerms = uint64_t{1} << 21;  // the exact-sum bound above
+}  // namespace mean
+struct MeanDesc {
+    uint32_t ifmAddr = 0, outer = 1, outerStride = 0, inner = 1, innerStride = 0;
+    uint32_t count1 = 1, stride1 = 0, count2 = 1, stride2 = 0, outAddr = 0;
+    uint32_t scaleInBits = 0, scaleOutBits = 0;
+    int32_t zpIn = 0, zpOut = 0;
+};
+constexpr Command makeMean(const MeanDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kMean, flags);
+    c.w[mean::kIfmAddr] = d.ifmAddr;
+    c.w[mean::kOuter] = d.outer;
+    c.w[mean::kOuterStride] = d.outerStride;
+    c.w[mean::kInner] = d.inner;
+    c.w[mean::kInnerStride] = d.innerStride;
+    c.w[mean::kCount1] = d.count1;
+    c.w[mean::kStride1] = d.stride1;
+    c.w[mean::kCount2] = d.count2;
+    c.w[mean::kStride2] = d.stride2;
+    c.w[mean::kOutAddr] = d.outAddr;
+    c.w[mean::kScaleIn] = d.scaleInBits;
+    c.w[mean::kZpIn] = static_cast<uint32_t>(d.zpIn);
+    c.w[mean::kScaleOut] = d.scaleOutBits;
+    c.w[mean::kZpOut] = static_cast<uint32_t>(d.zpOut);
     return c;
 }
 
@@ -486,6 +615,9 @@ constexpr bool isKnownOpcode(Opcode op) {
         case Opcode::kDwConv:
         case Opcode::kVecOp:
         case Opcode::kPool:
+        case Opcode::kSoftmax:
+        case Opcode::kResize:
+        case Opcode::kMean:
             return true;
         case Opcode::kInvalid:
             return false;

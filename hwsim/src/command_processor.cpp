@@ -192,6 +192,15 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
         case Opcode::kPool:
             r = vector_.pool(c);
             break;
+        case Opcode::kSoftmax:
+            r = vector_.softmax(c);
+            break;
+        case Opcode::kResize:
+            r = vector_.resize(c);
+            break;
+        case Opcode::kMean:
+            r = vector_.mean(c);
+            break;
         case Opcode::kGemm:
             r = mac_.gemm(c);
             break;

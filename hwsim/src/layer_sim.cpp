@@ -256,25 +256,165 @@ const char* unitName(Unit u) {
     return "unknown";
 }
 
-Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, const SimOptions& opt) {
-    if (auto ok = validate(c); !ok) return std::unexpected("hardware config: " + ok.error());
-    auto dimsOr = dimsOf(layer);
-    if (!dimsOr) return std::unexpected(dimsOr.error());
-    const Dims dims = *dimsOr;
-    const uint64_t rows = c.arrayRows, cols = c.arrayCols, pes = rows * cols;
-    const isa::Dataflow df = c.dataflow;
-    const ArrayMapping a = mapGemm(df, rows, cols, dims.m, dims.n, dims.k);
-    // The simulation keeps a few words per fold (and a trace event per fold): bound the folds so
-    // memory and time stay bounded whatever dimensions a user asks for.
-    const uint64_t maxFolds = opt.trace ? kMaxTracedFolds : kMaxFolds;
-    if (a.folds() > maxFolds) {
-        return std::unexpected("layer " + layer.name + ": " + std::to_string(a.folds()) + " folds on a " +
-                               std::to_string(rows) + "x" + std::to_string(cols) + " " + dataflowName(df) +
-                               " array exceed the simulator's limit of " + std::to_string(maxFolds) +
-                               " folds" + (opt.trace ? " with a trace" : "") +
-                               "; use smaller dimensions or a larger array");
+namespace {
+
+// What every mode needs to know about one layer on one array.
+struct LayerSetup {
+    const HwConfig& c;
+    const Dims& dims;
+    const ArrayMapping& a;
+    uint64_t rows, cols, pes;
+    isa::Dataflow df;
+    // A conv's ifmap tiles are slices of the im2col matrix; DRAM holds the real input, so a tile's
+    // DRAM bytes are its share of H*W*C (halo rows shared by neighbouring tiles are not charged).
+    double ifmapDramScale;
+    uint64_t ifmapDram(uint64_t tile) const {
+        return std::max<uint64_t>(1, static_cast<uint64_t>(double(tile) * ifmapDramScale + 0.5));
+    }
+    uint64_t filterBytes() const { return dims.k * dims.n; }
+};
+
+// The SRAM and accumulator traffic of one fold, the same in every mode; returns its mapping
+// efficiency.
+double countFoldTraffic(const LayerSetup& x, const FoldTiles& t, LayerReport& r) {
+    r.sramIfmapRead += t.ifmapTile;
+    r.sramFilterRead += t.filterTile;
+    r.accumulatorWrites += t.accEntries;
+    if (t.accRead) r.accumulatorReads += t.accEntries;
+    return double(t.rowsUsed * t.colsUsed) / double(x.pes);
+}
+
+// SCALE-Sim-compatible mode: no memory limits and free memories: operands are read from DRAM
+// once, the array never waits, folds never overlap. Returns the summed mapping efficiency.
+double simulateScalesimCompat(const LayerSetup& x, const SimOptions& opt, LayerReport& r) {
+    const uint64_t fold = isolatedFoldCycles(x.df, x.rows, x.cols, x.a.t);
+    double mappingSum = 0;
+    uint64_t time = 0;
+    for (uint64_t fc = 0; fc < x.a.colFolds; ++fc) {
+        for (uint64_t fr = 0; fr < x.a.rowFolds; ++fr) {
+            const FoldTiles t = foldTiles(x.df, x.a, x.dims, x.rows, x.cols, fr, fc);
+            mappingSum += countFoldTraffic(x, t, r);
+            r.sramOfmapWrite += t.outTile;
+            if (opt.trace) {
+                r.events.push_back(
+                    {Unit::kArray, time, fold, "fold " + std::to_string(fc * x.a.rowFolds + fr)});
+            }
+            time += fold;
+        }
+    }
+    r.cycles = scalesimCycles(x.df, x.rows, x.cols, x.dims.m, x.dims.n, x.dims.k);
+    r.computeCycles = r.cycles;
+    r.units[ui(Unit::kArray)].active = r.cycles;
+    for (Unit u : {Unit::kDmaRead, Unit::kVector, Unit::kDmaWrite}) r.units[ui(u)].idle = r.cycles;
+    r.dramIfmapRead = x.dims.ifmapBytes;
+    r.dramFilterRead = x.filterBytes();
+    r.dramOfmapWrite = x.dims.m * x.dims.n;
+    return mappingSum;
+}
+
+// The default mode: DMA loads, array folds, requantization and stores overlap, each unit with its
+// busy-until time; double-buffered operand and output buffers; shared DRAM bandwidth.
+class OverlappedLayer {
+public:
+    OverlappedLayer(const LayerSetup& x, const SimOptions& opt, LayerReport& r)
+        : x_(x), r_(r), tl_(x.c, r, opt.trace), rowOnlyIsIfmap_(rowOnlyOperandIsIfmap(x.df)) {
+        const uint64_t rowOnlyTotal = rowOnlyIsIfmap_ ? x.dims.ifmapBytes : x.filterBytes();
+        rowOnlyResident_ = rowOnlyTotal <= x.c.scratchpadBytes / 4;
+        arrayEnd_.reserve(x.a.folds());
     }
 
+    double run() {
+        double mappingSum = 0;
+        uint64_t fold = 0;
+        for (uint64_t fc = 0; fc < x_.a.colFolds; ++fc) {
+            for (uint64_t fr = 0; fr < x_.a.rowFolds; ++fr, ++fold) {
+                const FoldTiles t = foldTiles(x_.df, x_.a, x_.dims, x_.rows, x_.cols, fr, fc);
+                mappingSum += countFoldTraffic(x_, t, r_);
+                const uint64_t loaded = load(t, fold, fc);
+                compute(t, fold, loaded);
+                if (t.outTile > 0) store(t);
+            }
+        }
+        end_ = std::max({end_, arrayFree_, readFree_, vecFree_, writeFree_});
+        r_.cycles = end_;
+        r_.units[ui(Unit::kArray)].active = r_.computeCycles;
+        r_.units[ui(Unit::kArray)].stalledDma = r_.stallDma + r_.stallWriteback;
+        // The read channel waiting for a buffer the array still uses is a dependency stall; the
+        // write channel waiting for the vector unit likewise. Both are already counted by dma().
+        tl_.occupancy(end_, 0);
+        tl_.finishCounters();
+        return mappingSum;
+    }
+
+private:
+    // DMA in the tiles this fold needs that are not resident yet; returns when they are there.
+    uint64_t load(const FoldTiles& t, uint64_t fold, uint64_t fc) {
+        bool ifmapLoad = t.ifmapNew, filterLoad = t.filterNew;
+        if (rowOnlyResident_ && fc > 0) (rowOnlyIsIfmap_ ? ifmapLoad : filterLoad) = false;
+        const uint64_t ifmapBytes = ifmapLoad ? x_.ifmapDram(t.ifmapTile) : 0;
+        const uint64_t filterBytes = filterLoad ? t.filterTile : 0;
+        r_.dramIfmapRead += ifmapBytes;
+        r_.dramFilterRead += filterBytes;
+        const uint64_t loadBytes = ifmapBytes + filterBytes;
+        // Double buffering: this fold's buffer is free when fold - 2 has finished.
+        const uint64_t bufferFree = fold >= 2 ? arrayEnd_[fold - 2] : 0;
+        uint64_t loaded = std::max(readFree_, bufferFree);
+        if (loadBytes > 0) {
+            loaded = tl_.dma(Unit::kDmaRead, readFree_, bufferFree, loadBytes, false,
+                             "load fold " + std::to_string(fold));
+            tl_.occupancy(loaded, static_cast<int64_t>(loadBytes));
+        }
+        streamedBytes_.push_back(loadBytes);
+        return loaded;
+    }
+
+    // The array: waits for its operands and for a free output buffer.
+    void compute(const FoldTiles& t, uint64_t fold, uint64_t loaded) {
+        const uint64_t outIndex = storeDone_.size();
+        const uint64_t outSlotFree = t.outTile > 0 && outIndex >= 2 ? storeDone_[outIndex - 2] : 0;
+        const uint64_t start = std::max({arrayFree_, loaded, outSlotFree});
+        if (start > arrayFree_) {
+            (loaded >= outSlotFree ? r_.stallDma : r_.stallWriteback) += start - arrayFree_;
+        }
+        uint64_t cycles = overlappedFoldCycles(x_.rows, x_.a.t);
+        if (fold == 0) cycles = isolatedFoldCycles(x_.df, x_.rows, x_.cols, x_.a.t);  // first fill
+        arrayFree_ = start + cycles;
+        arrayEnd_.push_back(arrayFree_);
+        r_.computeCycles += cycles;
+        tl_.event(Unit::kArray, start, cycles, "fold " + std::to_string(fold));
+        if (fold >= 1 && !rowOnlyResident_)
+            tl_.occupancy(arrayFree_, -static_cast<int64_t>(streamedBytes_[fold - 1]));
+    }
+
+    // Requantize and store a finished output tile.
+    void store(const FoldTiles& t) {
+        const uint64_t outIndex = storeDone_.size();
+        r_.sramOfmapWrite += t.outTile;
+        r_.accumulatorReads += t.outTile;
+        const uint64_t vStart = std::max(vecFree_, arrayFree_);
+        const uint64_t vCycles = x_.c.vectorLatencyCycles + ceilDiv(t.outTile, x_.c.vectorLanes);
+        vecFree_ = vStart + vCycles;
+        r_.units[ui(Unit::kVector)].active += vCycles;
+        tl_.event(Unit::kVector, vStart, vCycles, "requant tile " + std::to_string(outIndex));
+        r_.dramOfmapWrite += t.outTile;
+        const uint64_t done = tl_.dma(Unit::kDmaWrite, writeFree_, vecFree_, t.outTile, true,
+                                      "store tile " + std::to_string(outIndex));
+        storeDone_.push_back(done);
+        end_ = std::max(end_, done);
+    }
+
+    const LayerSetup& x_;
+    LayerReport& r_;
+    Timeline tl_;
+    bool rowOnlyIsIfmap_;
+    bool rowOnlyResident_ = false;
+    uint64_t readFree_ = 0, arrayFree_ = 0, vecFree_ = 0, writeFree_ = 0, end_ = 0;
+    std::vector<uint64_t> arrayEnd_;       // per fold
+    std::vector<uint64_t> storeDone_;      // per output tile
+    std::vector<uint64_t> streamedBytes_;  // per fold, released from the scratchpad at its end
+};
+
+LayerReport emptyReport(const LayerSpec& layer, const Dims& dims, const ArrayMapping& a) {
     LayerReport r;
     r.name = layer.name;
     r.op = layer.op == LayerOp::kGemm ? "gemm" : "conv";
@@ -285,137 +425,45 @@ Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, con
     r.ofmW = dims.ofmW;
     r.folds = a.folds();
     r.macs = dims.m * dims.n * dims.k;
-    // A conv's ifmap tiles are slices of the im2col matrix; DRAM holds the real input, so a tile's
-    // DRAM bytes are its share of H*W*C (halo rows shared by neighbouring tiles are not charged).
-    const double ifmapDramScale = double(dims.ifmapBytes) / double(dims.m * dims.k);
-    auto ifmapDram = [&](uint64_t tile) {
-        return std::max<uint64_t>(1, static_cast<uint64_t>(double(tile) * ifmapDramScale + 0.5));
-    };
+    return r;
+}
 
-    double mappingSum = 0;
-    const uint64_t filterBytes = dims.k * dims.n;
-
-    if (opt.scalesimCompat) {
-        // No memory limits and free memories: operands are read from DRAM once, the array never
-        // waits, folds never overlap.
-        const uint64_t fold = isolatedFoldCycles(df, rows, cols, a.t);
-        uint64_t time = 0;
-        for (uint64_t fc = 0; fc < a.colFolds; ++fc) {
-            for (uint64_t fr = 0; fr < a.rowFolds; ++fr) {
-                const FoldTiles t = foldTiles(df, a, dims, rows, cols, fr, fc);
-                mappingSum += double(t.rowsUsed * t.colsUsed) / double(pes);
-                r.sramIfmapRead += t.ifmapTile;
-                r.sramFilterRead += t.filterTile;
-                r.sramOfmapWrite += t.outTile;
-                r.accumulatorWrites += t.accEntries;
-                if (t.accRead) r.accumulatorReads += t.accEntries;
-                if (opt.trace) {
-                    r.events.push_back(
-                        {Unit::kArray, time, fold, "fold " + std::to_string(fc * a.rowFolds + fr)});
-                }
-                time += fold;
-            }
-        }
-        r.cycles = scalesimCycles(df, rows, cols, dims.m, dims.n, dims.k);
-        r.computeCycles = r.cycles;
-        r.units[ui(Unit::kArray)].active = r.cycles;
-        for (Unit u : {Unit::kDmaRead, Unit::kVector, Unit::kDmaWrite}) r.units[ui(u)].idle = r.cycles;
-        r.dramIfmapRead = dims.ifmapBytes;
-        r.dramFilterRead = filterBytes;
-        r.dramOfmapWrite = dims.m * dims.n;
-    } else {
-        const bool rowOnlyIsIfmap = rowOnlyOperandIsIfmap(df);
-        const uint64_t rowOnlyTotal = rowOnlyIsIfmap ? dims.ifmapBytes : filterBytes;
-        const bool rowOnlyResident = rowOnlyTotal <= c.scratchpadBytes / 4;
-        Timeline tl(c, r, opt.trace);
-        uint64_t readFree = 0, arrayFree = 0, vecFree = 0, writeFree = 0;
-        std::vector<uint64_t> arrayEnd;       // per fold
-        std::vector<uint64_t> storeDone;      // per output tile
-        std::vector<uint64_t> streamedBytes;  // per fold, released from the scratchpad at its end
-        arrayEnd.reserve(a.folds());
-        uint64_t fold = 0, end = 0;
-        for (uint64_t fc = 0; fc < a.colFolds; ++fc) {
-            for (uint64_t fr = 0; fr < a.rowFolds; ++fr, ++fold) {
-                const FoldTiles t = foldTiles(df, a, dims, rows, cols, fr, fc);
-                mappingSum += double(t.rowsUsed * t.colsUsed) / double(pes);
-                r.sramIfmapRead += t.ifmapTile;
-                r.sramFilterRead += t.filterTile;
-                r.accumulatorWrites += t.accEntries;
-                if (t.accRead) r.accumulatorReads += t.accEntries;
-
-                // DMA in: the tiles this fold needs that are not resident yet.
-                bool ifmapLoad = t.ifmapNew, filterLoad = t.filterNew;
-                if (rowOnlyResident && fc > 0) (rowOnlyIsIfmap ? ifmapLoad : filterLoad) = false;
-                const uint64_t ifmapBytes = ifmapLoad ? ifmapDram(t.ifmapTile) : 0;
-                const uint64_t filterBytesNow = filterLoad ? t.filterTile : 0;
-                r.dramIfmapRead += ifmapBytes;
-                r.dramFilterRead += filterBytesNow;
-                const uint64_t loadBytes = ifmapBytes + filterBytesNow;
-                // Double buffering: this fold's buffer is free when fold - 2 has finished.
-                const uint64_t bufferFree = fold >= 2 ? arrayEnd[fold - 2] : 0;
-                uint64_t loaded = std::max(readFree, bufferFree);
-                if (loadBytes > 0) {
-                    loaded = tl.dma(Unit::kDmaRead, readFree, bufferFree, loadBytes, false,
-                                    "load fold " + std::to_string(fold));
-                    tl.occupancy(loaded, static_cast<int64_t>(loadBytes));
-                }
-                streamedBytes.push_back(loadBytes);
-
-                // The array: waits for its operands and for a free output buffer.
-                const uint64_t outIndex = storeDone.size();
-                const uint64_t outSlotFree = t.outTile > 0 && outIndex >= 2 ? storeDone[outIndex - 2] : 0;
-                const uint64_t start = std::max({arrayFree, loaded, outSlotFree});
-                if (start > arrayFree) {
-                    const uint64_t gap = start - arrayFree;
-                    if (loaded >= outSlotFree) {
-                        r.stallDma += gap;
-                    } else {
-                        r.stallWriteback += gap;
-                    }
-                }
-                uint64_t cycles = overlappedFoldCycles(rows, a.t);
-                if (fold == 0) cycles = isolatedFoldCycles(df, rows, cols, a.t);  // first fill
-                arrayFree = start + cycles;
-                arrayEnd.push_back(arrayFree);
-                r.computeCycles += cycles;
-                tl.event(Unit::kArray, start, cycles, "fold " + std::to_string(fold));
-                if (fold >= 1 && !rowOnlyResident)
-                    tl.occupancy(arrayFree, -static_cast<int64_t>(streamedBytes[fold - 1]));
-
-                // Requantize and store a finished output tile.
-                if (t.outTile > 0) {
-                    r.sramOfmapWrite += t.outTile;
-                    r.accumulatorReads += t.outTile;
-                    const uint64_t vStart = std::max(vecFree, arrayFree);
-                    const uint64_t vCycles = c.vectorLatencyCycles + ceilDiv(t.outTile, c.vectorLanes);
-                    vecFree = vStart + vCycles;
-                    r.units[ui(Unit::kVector)].active += vCycles;
-                    tl.event(Unit::kVector, vStart, vCycles, "requant tile " + std::to_string(outIndex));
-                    r.dramOfmapWrite += t.outTile;
-                    const uint64_t done = tl.dma(Unit::kDmaWrite, writeFree, vecFree, t.outTile, true,
-                                                 "store tile " + std::to_string(outIndex));
-                    storeDone.push_back(done);
-                    end = std::max(end, done);
-                }
-            }
-        }
-        end = std::max({end, arrayFree, readFree, vecFree, writeFree});
-        r.cycles = end;
-        r.units[ui(Unit::kArray)].active = r.computeCycles;
-        r.units[ui(Unit::kArray)].stalledDma = r.stallDma + r.stallWriteback;
-        // The read channel waiting for a buffer the array still uses is a dependency stall; the
-        // write channel waiting for the vector unit likewise. Both are already counted by dma().
-        tl.occupancy(end, 0);
-        tl.finishCounters();
-    }
+void finishReport(const LayerSetup& x, double mappingSum, LayerReport& r) {
     r.stallCycles = r.stallDma + r.stallWriteback + r.stallDependency;
     for (UnitCounters& u : r.units) {
         const uint64_t busy = u.active + u.stalledDma + u.stalledDependency;
         u.idle = r.cycles > busy ? r.cycles - busy : 0;
     }
-    r.mappingEfficiency = a.folds() ? mappingSum / double(a.folds()) : 0;
-    r.utilization = r.cycles ? double(r.macs) / (double(pes) * double(r.cycles)) : 0;
-    r.computeUtilization = r.computeCycles ? double(r.macs) / (double(pes) * double(r.computeCycles)) : 0;
+    r.mappingEfficiency = x.a.folds() ? mappingSum / double(x.a.folds()) : 0;
+    r.utilization = r.cycles ? double(r.macs) / (double(x.pes) * double(r.cycles)) : 0;
+    r.computeUtilization = r.computeCycles ? double(r.macs) / (double(x.pes) * double(r.computeCycles)) : 0;
+}
+
+}  // namespace
+
+Result<LayerReport> simulateLayer(const HwConfig& c, const LayerSpec& layer, const SimOptions& opt) {
+    if (auto ok = validate(c); !ok) return std::unexpected("hardware config: " + ok.error());
+    auto dimsOr = dimsOf(layer);
+    if (!dimsOr) return std::unexpected(dimsOr.error());
+    const Dims dims = *dimsOr;
+    const uint64_t rows = c.arrayRows, cols = c.arrayCols;
+    const ArrayMapping a = mapGemm(c.dataflow, rows, cols, dims.m, dims.n, dims.k);
+    // The simulation keeps a few words per fold (and a trace event per fold): bound the folds so
+    // memory and time stay bounded whatever dimensions a user asks for.
+    const uint64_t maxFolds = opt.trace ? kMaxTracedFolds : kMaxFolds;
+    if (a.folds() > maxFolds) {
+        return std::unexpected("layer " + layer.name + ": " + std::to_string(a.folds()) + " folds on a " +
+                               std::to_string(rows) + "x" + std::to_string(cols) + " " +
+                               dataflowName(c.dataflow) + " array exceed the simulator's limit of " +
+                               std::to_string(maxFolds) + " folds" + (opt.trace ? " with a trace" : "") +
+                               "; use smaller dimensions or a larger array");
+    }
+    const LayerSetup x{c,    dims,        a,          rows,
+                       cols, rows * cols, c.dataflow, double(dims.ifmapBytes) / double(dims.m * dims.k)};
+    LayerReport r = emptyReport(layer, dims, a);
+    const double mappingSum =
+        opt.scalesimCompat ? simulateScalesimCompat(x, opt, r) : OverlappedLayer(x, opt, r).run();
+    finishReport(x, mappingSum, r);
     return r;
 }
 

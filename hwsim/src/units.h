@@ -34,6 +34,8 @@ inline constexpr uint64_t kMaxDmaRowsPerCommand = uint64_t{1} << 24;
 inline constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 31;
 inline constexpr int32_t kMaxZeroPointMagnitude = 256;
 inline constexpr int32_t kMaxOffsetMagnitude = 1 << 16;
+// SOFTMAX: the per-row reciprocal of the sum of exponentials (three Newton-Raphson steps).
+inline constexpr uint64_t kSoftmaxReciprocalCycles = 12;
 
 class DmaEngine {
 public:
@@ -71,6 +73,9 @@ public:
     UnitResult add(const isa::Command& c);
     UnitResult vecOp(const isa::Command& c);
     UnitResult pool(const isa::Command& c);
+    UnitResult softmax(const isa::Command& c);
+    UnitResult resize(const isa::Command& c);  // ISA 1.2, vector_resample.cpp
+    UnitResult mean(const isa::Command& c);    // ISA 1.2, vector_resample.cpp
     void reset() { params_ = isa::VecParams{}; }
 
 private:

@@ -162,7 +162,7 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
         return fault(ErrorCode::kBadParameter);
     }
     const uint32_t fn = c.w[o::kFunction];
-    if (fn > static_cast<uint32_t>(isa::VecFunction::kLut)) return fault(ErrorCode::kBadParameter);
+    if (fn > static_cast<uint32_t>(isa::VecFunction::kPrelu)) return fault(ErrorCode::kBadParameter);
     const auto f = static_cast<isa::VecFunction>(fn);
     const bool signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
     const bool signedOut = (flags & isa::vec::kFlagSignedOut) != 0;
@@ -172,8 +172,8 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
     }
     const uint32_t outStride = c.w[o::kOutRowStride];
     if ((rows > 1 && outStride < cols) || !clampFits(signedOut)) return fault(ErrorCode::kBadParameter);
-    const bool binary =
-        f == isa::VecFunction::kMul || f == isa::VecFunction::kMax || f == isa::VecFunction::kMin;
+    const bool binary = f == isa::VecFunction::kMul || f == isa::VecFunction::kMax ||
+                        f == isa::VecFunction::kMin || f == isa::VecFunction::kPrelu;
     auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
         return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
     };
@@ -228,6 +228,15 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
                 case isa::VecFunction::kLut:
                     v = load(c.w[o::kLutAddr] + (sram[aAt]));
                     break;
+                case isa::VecFunction::kPrelu: {
+                    const int32_t x = a + p.in1Offset;
+                    v = int64_t{x >= 0 ? isa::multiplyByQuantizedMultiplier(x, p.in1Mult, p.in1Shift)
+                                       : isa::multiplyByQuantizedMultiplier(
+                                             isa::wrapToInt32(int64_t{x} * (b + p.in2Offset)), p.outMult,
+                                             p.outShift)} +
+                        p.outOffset;
+                    break;
+                }
             }
             if (f != isa::VecFunction::kLut) {
                 if (v < p.clampMin) v = p.clampMin;
@@ -308,6 +317,87 @@ UnitResult VectorUnit::pool(const isa::Command& c) {
     std::copy(result.begin(), result.end(), s_.scratchpad.data() + c.w[q::kOutAddr]);
     UnitResult res;
     res.cycles = cost(outputs * kh * kw);
+    return res;
+}
+
+namespace {
+
+// One SOFTMAX row (ISA 1.2, commands.h): `load` reads element c as a signed value.
+template <typename Load>
+void softmaxRow(Load load, uint32_t cols, int32_t multiplier, int32_t leftShift, int32_t diffMin,
+                bool isSigned, uint8_t* out, uint64_t outColStride) {
+    int32_t maxValue = isSigned ? -128 : 0;
+    for (uint32_t c = 0; c < cols; ++c) maxValue = std::max(maxValue, load(c));
+    int32_t sum = 0;  // Q12.19; the firmware keeps rows short enough not to overflow it
+    for (uint32_t c = 0; c < cols; ++c) {
+        const int32_t diff = load(c) - maxValue;
+        if (diff < diffMin) continue;
+        const int32_t e = isa::expOnNegativeValuesQ5(isa::softmaxScaledDiff(diff, multiplier, leftShift));
+        sum = isa::wrappingAdd(sum, isa::roundingDivideByPot(e, isa::softmax::kAccumulationIntegerBits));
+    }
+    int32_t bitsOverUnit = 0;
+    const int32_t scale = isa::softmaxReciprocal(sum, &bitsOverUnit);
+    const int32_t lo = isSigned ? -128 : 0, hi = isSigned ? 127 : 255;
+    for (uint32_t c = 0; c < cols; ++c) {
+        const int32_t diff = load(c) - maxValue;
+        int32_t v = lo;
+        if (diff >= diffMin) {
+            const int32_t e = isa::expOnNegativeValuesQ5(isa::softmaxScaledDiff(diff, multiplier, leftShift));
+            v = isa::roundingDivideByPot(isa::saturatingRoundingDoublingHighMul(scale, e),
+                                         bitsOverUnit + 31 - 8) +
+                lo;
+            v = std::min(std::max(v, lo), hi);
+        }
+        out[c * outColStride] = static_cast<uint8_t>(v);
+    }
+}
+
+}  // namespace
+
+UnitResult VectorUnit::softmax(const isa::Command& c) {
+    namespace q = isa::softmax;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~q::kFlagSigned) != 0) return fault(ErrorCode::kBadParameter);
+    const bool isSigned = (flags & q::kFlagSigned) != 0;
+    const uint32_t rows = c.w[q::kRows], cols = c.w[q::kCols];
+    if (rows == 0 || cols == 0 || cols > q::kMaxRowLength || uint64_t{rows} * cols > s_.scratchpad.size())
+        return fault(ErrorCode::kBadSize);
+    const int32_t multiplier = static_cast<int32_t>(c.w[q::kMultiplier]);
+    const int32_t leftShift = static_cast<int32_t>(c.w[q::kLeftShift]);
+    const int32_t diffMin = static_cast<int32_t>(c.w[q::kDiffMin]);
+    if (multiplier <= 0 || leftShift < 0 || leftShift > q::kMaxLeftShift || diffMin > 0)
+        return fault(ErrorCode::kBadParameter);
+    auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
+        return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
+    };
+    const uint64_t size = s_.scratchpad.size();
+    if (!inRange(c.w[q::kInAddr], span(rows, cols, c.w[q::kInRowStride], c.w[q::kInColStride]), size) ||
+        !inRange(c.w[q::kOutAddr], span(rows, cols, c.w[q::kOutRowStride], c.w[q::kOutColStride]), size)) {
+        return fault(ErrorCode::kSramOutOfRange);
+    }
+    // Rows are read before any output is written, so the output may overlap the input.
+    std::vector<uint8_t> result(uint64_t{rows} * cols);
+    const uint8_t* in = s_.scratchpad.data() + c.w[q::kInAddr];
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint8_t* row = in + uint64_t{r} * c.w[q::kInRowStride];
+        const uint64_t colStride = c.w[q::kInColStride];
+        auto load = [&](uint32_t col) {
+            const uint8_t b = row[col * colStride];
+            return isSigned ? static_cast<int32_t>(static_cast<int8_t>(b)) : static_cast<int32_t>(b);
+        };
+        softmaxRow(load, cols, multiplier, leftShift, diffMin, isSigned, result.data() + uint64_t{r} * cols,
+                   1);
+    }
+    uint8_t* out = s_.scratchpad.data() + c.w[q::kOutAddr];
+    for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t col = 0; col < cols; ++col)
+            out[uint64_t{r} * c.w[q::kOutRowStride] + uint64_t{col} * c.w[q::kOutColStride]] =
+                result[uint64_t{r} * cols + col];
+    }
+    // Three passes over each row (maximum, sum of exponentials, outputs) and one reciprocal
+    // (three Newton-Raphson steps) per row.
+    UnitResult res;
+    res.cycles = cost(3 * uint64_t{rows} * cols) + uint64_t{rows} * kSoftmaxReciprocalCycles;
     return res;
 }
 

@@ -19,12 +19,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "npu/protocol/ddr_ring.h"
+#include "npu/protocol/program_directory.h"
 
 namespace npu::proto {
 namespace {
@@ -167,6 +169,50 @@ Result<UniqueFd> listenUnix(const std::string& path) {
 
 }  // namespace
 
+std::string programDirectory() {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) return {};
+    std::string dir(path, static_cast<size_t>(n));
+    const size_t slash = dir.rfind('/');
+    return slash == std::string::npos ? std::string() : dir.substr(0, slash);
+}
+
+namespace {
+
+// Where the image or the bridge is looked for when neither the caller nor the environment names
+// it: relative to the running program (an installed /usr/bin/npu finds its neighbours under
+// /usr; a program in the build tree's tools/ or tests/ finds the build tree's), then where
+// `meson install` puts it (a vendor's program linking the library from elsewhere). No build path
+// is compiled in, so an installed or relocated program never runs a stale build tree's image.
+// Returns the first candidate that passes access(mode), else every candidate tried.
+struct Found {
+    std::string path;
+    std::string tried;
+};
+Found findInstalled(std::initializer_list<const char*> besideProgram, const char* installed, int mode) {
+    std::vector<std::string> candidates;
+    if (const std::string dir = programDirectory(); !dir.empty()) {
+        for (const char* relative : besideProgram) candidates.push_back(dir + "/" + relative);
+    }
+    if (installed != nullptr && *installed != '\0') candidates.emplace_back(installed);
+    Found f;
+    for (const auto& c : candidates) {
+        if (access(c.c_str(), mode) == 0) return {c, {}};
+        f.tried += (f.tried.empty() ? "" : ", ") + c;
+    }
+    return f;
+}
+
+#ifndef NPU_QEMU_IMAGE_INSTALL_PATH
+#define NPU_QEMU_IMAGE_INSTALL_PATH ""
+#endif
+#ifndef NPU_QEMU_BRIDGE_INSTALL_PATH
+#define NPU_QEMU_BRIDGE_INSTALL_PATH ""
+#endif
+
+}  // namespace
+
 Result<QemuPaths> resolveQemuPaths(const QemuOptions& o) {
     QemuPaths p;
     const std::string qemu = o.qemuBinary.empty() ? envOr("NPU_QEMU", "qemu-system-arm") : o.qemuBinary;
@@ -176,27 +222,31 @@ Result<QemuPaths> resolveQemuPaths(const QemuOptions& o) {
                                           " not found (install qemu-system-arm: scripts/setup.sh; " +
                                           "or set NPU_QEMU to the emulator)");
     }
-#ifdef NPU_QEMU_IMAGE_BUILD_PATH
-    const std::string defaultImage = NPU_QEMU_IMAGE_BUILD_PATH;
-#else
-    const std::string defaultImage;
-#endif
-#ifdef NPU_QEMU_BRIDGE_BUILD_PATH
-    const std::string defaultBridge = NPU_QEMU_BRIDGE_BUILD_PATH;
-#else
-    const std::string defaultBridge;
-#endif
-    p.imagePath = o.imagePath.empty() ? envOr("NPU_QEMU_IMAGE", defaultImage) : o.imagePath;
-    if (p.imagePath.empty() || access(p.imagePath.c_str(), R_OK) != 0) {
-        return fail(Error::Kind::kIo, "qemu transport: firmware image '" + p.imagePath +
-                                          "' is missing (build it with " +
-                                          "scripts/cross-build-firmware.sh, or set NPU_QEMU_IMAGE)");
+    p.imagePath = o.imagePath.empty() ? envOr("NPU_QEMU_IMAGE", "") : o.imagePath;
+    if (p.imagePath.empty()) {
+        Found f = findInstalled({"../share/npu-stack/firmware/npu-fw-m55.elf", "../firmware/npu-fw-m55.elf"},
+                                NPU_QEMU_IMAGE_INSTALL_PATH, R_OK);
+        if (f.path.empty()) {
+            return fail(Error::Kind::kIo, "qemu transport: no firmware image (looked for " + f.tried +
+                                              "; build it with scripts/cross-build-firmware.sh, or set " +
+                                              "NPU_QEMU_IMAGE)");
+        }
+        p.imagePath = f.path;
+    } else if (access(p.imagePath.c_str(), R_OK) != 0) {
+        return fail(Error::Kind::kIo, "qemu transport: firmware image '" + p.imagePath + "' is missing");
     }
-    p.bridgePath = o.bridgePath.empty() ? envOr("NPU_QEMU_BRIDGE", defaultBridge) : o.bridgePath;
-    if (p.bridgePath.empty() || access(p.bridgePath.c_str(), X_OK) != 0) {
-        return fail(Error::Kind::kIo, "qemu transport: NPU bridge '" + p.bridgePath +
-                                          "' is missing (build target " +
-                                          "hwsim/npu-qemu-bridge, or set NPU_QEMU_BRIDGE)");
+    p.bridgePath = o.bridgePath.empty() ? envOr("NPU_QEMU_BRIDGE", "") : o.bridgePath;
+    if (p.bridgePath.empty()) {
+        Found f = findInstalled({"npu-qemu-bridge", "../hwsim/npu-qemu-bridge"}, NPU_QEMU_BRIDGE_INSTALL_PATH,
+                                X_OK);
+        if (f.path.empty()) {
+            return fail(Error::Kind::kIo,
+                        "qemu transport: no NPU bridge (looked for " + f.tried +
+                            "; build target hwsim/npu-qemu-bridge, or set NPU_QEMU_BRIDGE)");
+        }
+        p.bridgePath = f.path;
+    } else if (access(p.bridgePath.c_str(), X_OK) != 0) {
+        return fail(Error::Kind::kIo, "qemu transport: NPU bridge '" + p.bridgePath + "' is missing");
     }
     return p;
 }
@@ -278,11 +328,13 @@ public:
     }
     std::string describe() const override { return description_; }
     QemuProcesses processes() const { return {qemuPid_, bridgePid_}; }
+    Result<void> sendDoorbells(size_t count);
 
 private:
     Result<void> spawnBridge();
     Result<void> spawnQemu();
     Result<void> acceptUart0(UnixListener& listener);
+    Result<void> ringDoorbells(size_t count);  // writeMutex_ held
     // Why the transport is dead (a child exited), or empty while both run.
     std::string deadChild();
     std::string childReport();
@@ -421,6 +473,20 @@ void QemuTransport::killAndReap() {
     }
 }
 
+Result<void> QemuTransport::ringDoorbells(size_t count) {
+    const std::vector<uint8_t> bells(count, 0);  // the value does not matter: the ring's head does
+    if (auto r = uart0_->write(bells); !r) {
+        std::string dead = deadChild();
+        return fail(Error::Kind::kDisconnected, dead.empty() ? r.error().message : dead);
+    }
+    return {};
+}
+
+Result<void> QemuTransport::sendDoorbells(size_t count) {
+    std::lock_guard lock(writeMutex_);
+    return ringDoorbells(count);
+}
+
 Result<void> QemuTransport::write(std::span<const uint8_t> bytes, std::span<const int> fds) {
     if (!fds.empty()) {
         return fail(Error::Kind::kInvalidArgument,
@@ -435,11 +501,7 @@ Result<void> QemuTransport::write(std::span<const uint8_t> bytes, std::span<cons
         if (n > 0) {
             done += n;
             lastProgress = Clock::now();
-            const uint8_t bell = 0;
-            if (auto r = uart0_->write(std::span<const uint8_t>(&bell, 1)); !r) {
-                std::string dead = deadChild();
-                return fail(Error::Kind::kDisconnected, dead.empty() ? r.error().message : dead);
-            }
+            if (auto r = ringDoorbells(1); !r) return r;
             continue;
         }
         if (std::string dead = deadChild(); !dead.empty()) return fail(Error::Kind::kDisconnected, dead);
@@ -462,6 +524,7 @@ Result<size_t> QemuTransport::read(std::span<uint8_t> buffer, std::vector<Unique
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         auto r = uart0_->read(buffer, nullptr, std::clamp(left, 0ms, kLivenessSlice));
         if (r) {
+            if (options_.replyTap) options_.replyTap(buffer.first(*r));
             // The DDR travels with the first reply bytes (the Hello reply's), once.
             if (fds != nullptr && *r > 0 && !ddrSent_.exchange(true))
                 fds->emplace_back(fcntl(ddr_.get(), F_DUPFD_CLOEXEC, 0));
@@ -508,6 +571,13 @@ Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options) {
 QemuProcesses qemuProcesses(const Transport& transport) {
     const auto* q = dynamic_cast<const QemuTransport*>(&transport);
     return q != nullptr ? q->processes() : QemuProcesses{};
+}
+
+Result<void> qemuSendDoorbells(Transport& transport, size_t count) {
+    auto* q = dynamic_cast<QemuTransport*>(&transport);
+    if (q == nullptr)
+        return fail(Error::Kind::kInvalidArgument, transport.describe() + ": not a qemu transport");
+    return q->sendDoorbells(count);
 }
 
 }  // namespace npu::proto

@@ -19,6 +19,11 @@ struct RpcClient::Pending {
     bool complete = false;
     bool isError = false;
     std::string payload;  // reassembled response (fragments appended)
+    // The caller's reply message: a response in one frame is parsed into it straight from the
+    // decoder's buffer (no copy of the payload; bulk window data is megabytes).
+    google::protobuf::Message* reply = nullptr;
+    std::optional<bool> parsedInPlace;  // ... and whether it parsed (payloadBytes of it)
+    size_t payloadBytes = 0;
     std::vector<UniqueFd> fds;
     std::optional<Error> failure;
 };
@@ -52,17 +57,24 @@ public:
             return;
         }
         Pending& p = *it->second;
+        p.isError = p.isError || (h.flags & kFlagError) != 0;
+        const bool last = (h.flags & kFlagMore) == 0;
+        // A whole response in this one frame is parsed into the caller's reply where it lies (the
+        // caller is blocked in call() and cannot drop `reply` while we hold the mutex).
+        const bool direct = last && !p.isError && p.reply != nullptr && p.payload.empty();
         if (p.payload.size() + h.length > kMaxMessageBytes) {
             p.failure = Error{Error::Kind::kResourceExhausted,
                               client_.description_ + ": response to call " + std::to_string(h.callId) +
                                   " exceeds " + std::to_string(kMaxMessageBytes) + " bytes"};
+        } else if (direct) {
+            p.parsedInPlace = p.reply->ParseFromArray(e.payload, static_cast<int>(h.length));
         } else {
             p.payload.append(reinterpret_cast<const char*>(e.payload), h.length);
         }
-        p.isError = p.isError || (h.flags & kFlagError) != 0;
+        p.payloadBytes += h.length;
         for (auto& fd : fdInbox) p.fds.push_back(std::move(fd));
         fdInbox.clear();
-        if ((h.flags & kFlagMore) != 0) return;
+        if (!last) return;
         p.complete = true;
         auto pending = it->second;
         client_.pending_.erase(it);
@@ -154,24 +166,37 @@ void RpcClient::readOnce(std::chrono::milliseconds timeout) {
     decoder_->feed(chunk_.data(), *n, *reader_);
 }
 
-Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
-                                   std::span<const int> fds) {
-    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
-    size_t offset = 0;
-    std::vector<uint8_t> frame;
+uint8_t* RpcClient::sendRoom(size_t bytes) {
+    if (sendBuffer_.size() < bytes) sendBuffer_.resize(bytes);
+    return sendBuffer_.data();
+}
+
+Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
+                                   size_t bytes, std::span<const int> fds) {
     std::lock_guard lock(writeMutex_);
-    do {
-        size_t n = std::min<size_t>(payload.size() - offset, maxPayload_);
-        bool more = offset + n < payload.size();
+    auto header = [&](uint8_t* frame, size_t n, bool more) {
         FrameHeader h;
         h.type = method;
         h.flags = more ? kFlagMore : 0;
         h.callId = callId;
         h.length = static_cast<uint32_t>(n);
-        frame.resize(kFrameHeaderSize + n);
-        std::memcpy(frame.data() + kFrameHeaderSize, data + offset, n);
-        encodeFrameHeader(h, frame.data() + kFrameHeaderSize, frame.data());
-        auto w = transport_->write(frame, offset == 0 ? fds : std::span<const int>{});
+        encodeFrameHeader(h, frame + kFrameHeaderSize, frame);
+        return std::span<const uint8_t>(frame, kFrameHeaderSize + n);
+    };
+    if (bytes <= maxPayload_) {  // the rule: one frame, serialised in place behind its header
+        uint8_t* frame = sendRoom(kFrameHeaderSize + bytes);
+        request.SerializeWithCachedSizesToArray(frame + kFrameHeaderSize);
+        return transport_->write(header(frame, bytes, false), fds);
+    }
+    const std::string payload = request.SerializeAsString();
+    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
+    size_t offset = 0;
+    do {
+        const size_t n = std::min<size_t>(payload.size() - offset, maxPayload_);
+        uint8_t* frame = sendRoom(kFrameHeaderSize + n);
+        std::memcpy(frame + kFrameHeaderSize, data + offset, n);
+        auto w = transport_->write(header(frame, n, offset + n < payload.size()),
+                                   offset == 0 ? fds : std::span<const int>{});
         if (!w) {
             if (offset > 0) {
                 // Half a message is on the wire: the stream cannot be trusted any more.
@@ -184,18 +209,60 @@ Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const std::s
     return {};
 }
 
+RpcClient::InFlight::InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending,
+                              std::string name)
+    : client_(client), callId_(callId), pending_(std::move(pending)), name_(std::move(name)) {}
+
+RpcClient::InFlight::InFlight(InFlight&& other) noexcept
+    : client_(std::exchange(other.client_, nullptr)),
+      callId_(other.callId_),
+      pending_(std::move(other.pending_)),
+      name_(std::move(other.name_)) {}
+
+RpcClient::InFlight& RpcClient::InFlight::operator=(InFlight&& other) noexcept {
+    if (this != &other) {
+        abandon();
+        client_ = std::exchange(other.client_, nullptr);
+        callId_ = other.callId_;
+        pending_ = std::move(other.pending_);
+        name_ = std::move(other.name_);
+    }
+    return *this;
+}
+
+RpcClient::InFlight::~InFlight() {
+    abandon();
+}
+
+// Unregisters the call: the reader never touches its reply again (it looks calls up under the
+// same mutex).
+void RpcClient::InFlight::abandon() {
+    if (client_ == nullptr) return;
+    std::lock_guard lock(client_->mutex_);
+    client_->pending_.erase(callId_);
+    client_ = nullptr;
+}
+
 Result<void> RpcClient::call(Method method, const google::protobuf::Message& request,
                              google::protobuf::Message& reply, std::chrono::milliseconds timeout,
                              std::span<const int> sendFds, std::vector<UniqueFd>* receivedFds) {
+    auto started = start(method, request, reply, sendFds);
+    if (!started) return std::unexpected(started.error());
+    return finish(*started, timeout, receivedFds);
+}
+
+Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protobuf::Message& request,
+                                             google::protobuf::Message& reply, std::span<const int> sendFds) {
     const std::string methodName = Method_Name(method);
     const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
-    std::string payload;
-    if (!request.SerializeToString(&payload)) {
+    if (!request.IsInitialized()) {
         return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " +
                                                        request.GetTypeName() + " (missing required fields?)");
     }
+    const size_t bytes = request.ByteSizeLong();
     const uint64_t callId = nextCallId_++;
     auto pending = std::make_shared<Pending>();
+    pending->reply = &reply;
     {
         std::lock_guard lock(mutex_);
         if (!connected_.load()) {
@@ -203,17 +270,27 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
         }
         pending_.emplace(callId, pending);
     }
-    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name,
-         payload.size());
-    auto sent = sendFrames(static_cast<uint8_t>(method), callId, payload, sendFds);
+    InFlight call(this, callId, pending, name);
+    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, bytes);
+    auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, bytes, sendFds);
     if (!sent) {
-        std::lock_guard lock(mutex_);
-        pending_.erase(callId);
         Error e = sent.error();
         e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
-        return std::unexpected(e);
+        return std::unexpected(e);  // `call` unregisters itself
     }
+    return call;
+}
 
+Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout,
+                               std::vector<UniqueFd>* receivedFds) {
+    if (call.client_ != this) {
+        return fail(Error::Kind::kInvalidArgument, "RpcClient::finish: the call was finished already");
+    }
+    const uint64_t callId = call.callId_;
+    const std::shared_ptr<Pending> pending = call.pending_;
+    const char* name = call.name_.c_str();
+    google::protobuf::Message& reply = *pending->reply;
+    call.client_ = nullptr;  // from here on this function unregisters it on every path
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::unique_lock lock(mutex_);
     while (!pending->complete) {
@@ -257,13 +334,15 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
              error.status().message().c_str());
         return fail(Error::Kind::kRemote, error.status().message(), error.status().code());
     }
-    if (!reply.ParseFromString(pending->payload)) {
+    const bool parsed =
+        pending->parsedInPlace ? *pending->parsedInPlace : reply.ParseFromString(pending->payload);
+    if (!parsed) {
         return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
-                                                "): cannot parse " + std::to_string(pending->payload.size()) +
+                                                "): cannot parse " + std::to_string(pending->payloadBytes) +
                                                 " bytes as " + reply.GetTypeName());
     }
     vlog("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId, name,
-         pending->payload.size());
+         pending->payloadBytes);
     return {};
 }
 

@@ -223,6 +223,14 @@ void LIBUSB_CALL UsbTransport::onIn(libusb_transfer* transfer) {
     std::lock_guard lock(self->mutex_);
     slot->busy = false;
     if (transfer->status == LIBUSB_TRANSFER_COMPLETED) {
+        if (self->receivedPos_ > 0) {
+            // Drop what read() has taken. With calls in flight a reply can come before the
+            // previous one is read out, so the vector is not always emptied by read(); without
+            // this it would grow by every byte received.
+            self->received_.erase(self->received_.begin(),
+                                  self->received_.begin() + static_cast<std::ptrdiff_t>(self->receivedPos_));
+            self->receivedPos_ = 0;
+        }
         self->received_.insert(self->received_.end(), transfer->buffer,
                                transfer->buffer + transfer->actual_length);
         self->inArrived_ = 1;

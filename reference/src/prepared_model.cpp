@@ -95,9 +95,10 @@ private:
     hal::Deadline deadline_;
 };
 
-Result<std::shared_ptr<ReferencePreparedModel>> ReferencePreparedModel::create(const hal::Model& model) {
+Result<std::shared_ptr<ReferencePreparedModel>> ReferencePreparedModel::create(
+    const hal::Model& model, std::shared_ptr<hal::BufferRegistry> buffers) {
     NPU_TRY(hal::validateModel(model));
-    std::shared_ptr<ReferencePreparedModel> prepared(new ReferencePreparedModel(model));
+    std::shared_ptr<ReferencePreparedModel> prepared(new ReferencePreparedModel(model, std::move(buffers)));
     NPU_TRY(prepared->prepare());
     return prepared;
 }
@@ -253,8 +254,9 @@ Status ReferencePreparedModel::bindInputs(const hal::Request& request, std::vect
         const auto* memory =
             std::get_if<std::shared_ptr<hal::Memory>>(&request.pools[arg.location.poolIndex]);
         if (memory == nullptr || !*memory) {
-            return invalidArgument(where +
-                                   "driver-managed buffers are not supported by the reference device");
+            // PreparedModelBase resolves driver-managed buffer tokens to their memory first.
+            return generalFailure(where + "pool " + std::to_string(arg.location.poolIndex) +
+                                  " is not shared memory (an unresolved buffer token)");
         }
         if (size_t{arg.location.offset} + arg.location.length > (*memory)->size()) {
             return invalidArgument(where + "location beyond the end of pool " +
@@ -347,11 +349,11 @@ Result<std::vector<RuntimeOperand>> ReferencePreparedModel::runReferenced(
     return outputs;
 }
 
-Result<hal::ExecutionResult> ReferencePreparedModel::executeSynchronously(
+Result<hal::ExecutionResult> ReferencePreparedModel::executeShared(
     const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
     std::optional<std::chrono::nanoseconds> loopTimeout) {
     const auto start = std::chrono::steady_clock::now();
-    if (deadline && start > *deadline) {
+    if (deadline && start >= *deadline) {
         return fail(hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT,
                     "execution: the deadline had passed before it started");
     }

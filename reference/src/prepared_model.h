@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "npu/hal/device.h"
+#include "npu/hal/prepared_model_base.h"
 #include "operation_context.h"
 #include "registry.h"
 
@@ -22,13 +23,21 @@ bool isOperationSupported(const hal::Model& model, const hal::Subgraph& subgraph
                           const hal::Operation& operation);
 
 // A model validated and shape-inferred once; executions run the registered kernels in order.
-class ReferencePreparedModel : public hal::IPreparedModel {
+// Every execution mode comes from hal::PreparedModelBase; this class runs one request whose
+// pools are shared memory.
+class ReferencePreparedModel final : public hal::PreparedModelBase {
 public:
-    static Result<std::shared_ptr<ReferencePreparedModel>> create(const hal::Model& model);
+    // `buffers`: the device's driver-managed buffers (memory domains).
+    static Result<std::shared_ptr<ReferencePreparedModel>> create(
+        const hal::Model& model, std::shared_ptr<hal::BufferRegistry> buffers);
+    ~ReferencePreparedModel() override { stopAsyncExecutions(); }
 
-    Result<hal::ExecutionResult> executeSynchronously(
-        const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
-        std::optional<std::chrono::nanoseconds> loopTimeout) override;
+    const hal::Model& ioModel() const override { return model_; }
+
+protected:
+    Result<hal::ExecutionResult> executeShared(const hal::Request& request, hal::MeasureTiming measure,
+                                               const hal::Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> loopTimeout) override;
 
 private:
     // One subgraph (main or referenced), prepared once.
@@ -40,7 +49,8 @@ private:
     };
     class Subgraphs;  // the SubgraphRunner IF and WHILE use
 
-    explicit ReferencePreparedModel(const hal::Model& model) : model_(model) {}
+    ReferencePreparedModel(const hal::Model& model, std::shared_ptr<hal::BufferRegistry> buffers)
+        : PreparedModelBase(std::move(buffers)), model_(model) {}
     Status prepare();
     Status bindConstants(Plan& plan) const;
     Status preparePlan(Plan& plan, const SubgraphRunner& subgraphs) const;

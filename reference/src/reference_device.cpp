@@ -36,13 +36,23 @@ Result<std::vector<bool>> ReferenceDevice::getSupportedOperations(const hal::Mod
 }
 
 Result<std::shared_ptr<hal::IPreparedModel>> ReferenceDevice::prepareModel(
-    const hal::Model& model, hal::ExecutionPreference, hal::Priority, const hal::Deadline& deadline,
-    const std::vector<int>&, const std::vector<int>&, const hal::CacheToken&) {
-    if (deadline && std::chrono::steady_clock::now() > *deadline) {
+    const hal::Model& model, hal::ExecutionPreference preference, hal::Priority priority,
+    const hal::Deadline& deadline, const std::vector<int>&, const std::vector<int>&, const hal::CacheToken&) {
+    // Preference and priority change nothing on the CPU, but invalid values are refused as on
+    // every device.
+    NPU_TRY(hal::validateExecutionPreference(preference));
+    NPU_TRY(hal::validatePriority(priority));
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) {
         return fail(hal::ErrorStatus::MISSED_DEADLINE_PERSISTENT, "prepareModel: the deadline had passed");
     }
-    auto prepared = NPU_TRY(ReferencePreparedModel::create(model));
+    auto prepared = NPU_TRY(ReferencePreparedModel::create(model, buffers_));
     return std::shared_ptr<hal::IPreparedModel>(std::move(prepared));
+}
+
+Result<hal::DeviceBuffer> ReferenceDevice::allocate(
+    const hal::BufferDesc& desc, const std::vector<std::shared_ptr<hal::IPreparedModel>>& preparedModels,
+    const std::vector<hal::BufferRole>& inputRoles, const std::vector<hal::BufferRole>& outputRoles) {
+    return hal::allocateDeviceBuffer(buffers_, desc, preparedModels, inputRoles, outputRoles);
 }
 
 std::vector<std::string> describeSupportedOperations() {

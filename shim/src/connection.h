@@ -96,6 +96,10 @@ public:
     const ShimOptions& options() const { return options_; }
     void adoptDaemon(std::unique_ptr<DaemonProcess> daemon);
 
+    // Window calls in flight at once: while the device serves one chunk, the next is on its way
+    // (USB: the link, the host and the device work at the same time instead of in turn).
+    static constexpr size_t kWindowDepth = 2;
+
 private:
     struct ModelEntry {
         uint32_t handle = 0;
@@ -105,7 +109,6 @@ private:
 
     Connection() = default;
     Status handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>* window, const std::string& peer);
-    std::shared_ptr<proto::RpcClient> rpc() const;
     Attempt enter();
     void leave();
     // Escalates for a loss seen at `epoch`; OK when the firmware is usable again (or was
@@ -121,6 +124,19 @@ private:
     void endRecovery();
     void watchdog();
     void quarantine(std::vector<WindowBlock>& blocks);
+
+    std::shared_ptr<proto::RpcClient> rpc() const;
+    void heard();  // the firmware answered: the watchdog need not ping yet
+    // A failed call: a timeout or a dropped connection marks the attempt lost; mapped to a Status.
+    Status callFailed(Attempt& attempt, const proto::Error& e, std::chrono::milliseconds timeout,
+                      const char* what);
+    using RequestFn = std::function<const google::protobuf::Message&(size_t call)>;
+    using ReplyFn = std::function<google::protobuf::Message&(size_t call)>;
+    using DoneFn = std::function<Status(size_t call)>;
+    // `calls` calls of `method`, up to kWindowDepth in flight on one RPC client: request(i) is
+    // sent, and once its reply(i) is in, done(i) checks it; calls finish in order.
+    Status pipeline(Attempt& attempt, size_t calls, proto::Method method, const char* what,
+                    const RequestFn& request, const ReplyFn& reply, const DoneFn& done);
 
     std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "connection.h"
+#include "npu/protocol/program_directory.h"
 #include "npu/protocol/transport.h"
 #include "npu/shim/npu_device.h"
 
@@ -21,16 +22,6 @@ extern char** environ;
 namespace npu::shim {
 namespace {
 
-// The directory of the running program (its /proc/self/exe), empty when unknown.
-std::string programDirectory() {
-    char path[4096];
-    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0) return {};
-    std::string dir(path, static_cast<size_t>(n));
-    const size_t slash = dir.rfind('/');
-    return slash == std::string::npos ? std::string() : dir.substr(0, slash);
-}
-
 // Where npu-fwd is looked for, in order: the caller's choice, $NPU_FWD, beside the running
 // program (an installed /usr/bin/npu finds /usr/bin/npu-fwd), where the build tree puts it
 // relative to a program in build/tools or build/tests, and last PATH. No build path is baked in,
@@ -38,7 +29,7 @@ std::string programDirectory() {
 std::string findDaemon(const DaemonOptions& options) {
     if (!options.daemonPath.empty()) return options.daemonPath;
     if (const char* env = std::getenv("NPU_FWD"); env != nullptr && *env != '\0') return env;
-    if (const std::string dir = programDirectory(); !dir.empty()) {
+    if (const std::string dir = proto::programDirectory(); !dir.empty()) {
         for (const char* relative : {"/npu-fwd", "/../firmware/platform/host/daemon/npu-fwd"}) {
             const std::string candidate = dir + relative;
             if (access(candidate.c_str(), X_OK) == 0) return candidate;

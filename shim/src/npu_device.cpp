@@ -8,6 +8,7 @@
 #include "compilation_cache.h"
 #include "connection.h"
 #include "marshal.h"
+#include "npu/hal/prepared_model_base.h"
 #include "npu/hal/validation.h"
 #include "npu/protocol/vlog.h"
 
@@ -39,6 +40,17 @@ std::chrono::milliseconds waitFor(std::chrono::milliseconds classTimeout, const 
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()) +
                 std::chrono::milliseconds(500);
     return std::min(classTimeout, std::max(left, std::chrono::milliseconds(1)));
+}
+
+// An operation that failed as unavailable after the caller's deadline passed missed its
+// deadline: the device is not unavailable for that (QoS, docs/execution.md).
+Status missedIfLate(Status status, const hal::Deadline& deadline) {
+    if (status || !deadline || status.error().status != hal::ErrorStatus::DEVICE_UNAVAILABLE ||
+        Clock::now() < *deadline) {
+        return status;
+    }
+    return fail(hal::ErrorStatus::MISSED_DEADLINE_TRANSIENT,
+                "the deadline passed before the firmware answered (" + status.error().message + ")");
 }
 
 // Compiles `model` on the firmware as it is now; the staged constants go to `keep`.
@@ -109,24 +121,34 @@ Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages&
     return LoadedModel{reply.model_handle(), std::move(decoded.ioModel)};
 }
 
-class NpuPreparedModel final : public hal::IPreparedModel {
+// Every execution mode comes from hal::PreparedModelBase (docs/execution.md); this class runs
+// one request whose pools are shared memory, staged through the host window, as a recovering
+// operation (watchdog, reset, replay: docs/reliability.md), so every mode gets recovery.
+class NpuPreparedModel final : public hal::PreparedModelBase {
 public:
     // `id`: the model in the connection's registry, which knows its handle on the firmware as it
     // is now (a reset or restart gives it a new one).
-    NpuPreparedModel(std::shared_ptr<Connection> connection, uint64_t id,
-                     std::shared_ptr<const hal::Model> ioModel, NpuCompileInfo compileInfo = {})
-        : connection_(std::move(connection)),
+    NpuPreparedModel(std::shared_ptr<Connection> connection, std::shared_ptr<hal::BufferRegistry> buffers,
+                     uint64_t id, std::shared_ptr<const hal::Model> ioModel, NpuCompileInfo compileInfo = {})
+        : PreparedModelBase(std::move(buffers)),
+          connection_(std::move(connection)),
           id_(id),
           model_(std::move(ioModel)),
           compileInfo_(compileInfo) {}
 
     const NpuCompileInfo& compileInfo() const { return compileInfo_; }
 
-    ~NpuPreparedModel() override { connection_->releaseModel(id_); }
+    const hal::Model& ioModel() const override { return *model_; }
 
-    Result<hal::ExecutionResult> executeSynchronously(
-        const hal::Request& request, hal::MeasureTiming measure, const hal::Deadline& deadline,
-        std::optional<std::chrono::nanoseconds> loopTimeout) override {
+    ~NpuPreparedModel() override {
+        stopAsyncExecutions();  // before the firmware lets go of the model
+        connection_->releaseModel(id_);
+    }
+
+protected:
+    Result<hal::ExecutionResult> executeShared(const hal::Request& request, hal::MeasureTiming measure,
+                                               const hal::Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> loopTimeout) override {
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, *model_));
         if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
@@ -137,12 +159,13 @@ public:
         // still write outputs into them until it is confirmed done, reset or restarted).
         std::vector<WindowBlock> blocks;
         hal::ExecutionResult result;
-        NPU_TRY(connection_->runRecovering("execute", blocks, [&](Attempt& a) -> Status {
+        const Status ran = connection_->runRecovering("execute", blocks, [&](Attempt& a) -> Status {
             blocks.clear();
             NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
             result = NPU_TRY(executeOnce(a, request, measure, deadline, loopTimeout, blocks));
             return {};
-        }));
+        });
+        NPU_TRY(missedIfLate(ran, deadline));
         if (measure == hal::MeasureTiming::YES) {
             result.timing.timeInDriverUs = static_cast<uint64_t>(
                 std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
@@ -178,12 +201,14 @@ private:
                 out->set_has_no_value(true);
                 return {};
             }
-            const auto& pool = request.pools[arg.location.poolIndex];
-            if (const uint32_t* token = std::get_if<uint32_t>(&pool)) {
-                out->set_buffer_token(*token);
-                return {};
+            // Driver-managed buffers were resolved to their shared memory by PreparedModelBase.
+            const auto* pool =
+                std::get_if<std::shared_ptr<hal::Memory>>(&request.pools[arg.location.poolIndex]);
+            if (pool == nullptr || !*pool) {
+                return generalFailure("execute: pool " + std::to_string(arg.location.poolIndex) +
+                                      " is not shared memory (an unresolved buffer token)");
             }
-            const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
+            const auto& memory = *pool;
             auto addr = window.allocate(arg.location.length);
             if (!addr) {
                 return fail(addr.error().status, std::string(isInput ? "input " : "output ") +
@@ -242,7 +267,9 @@ private:
         result.deviceCycles = reply.device_cycles();
         for (const auto& p : reply.profile()) {
             result.profile.push_back({p.operation_index(), static_cast<hal::OperationType>(p.type()),
-                                      p.cycles(), p.macs(), p.stall_cycles()});
+                                      p.cycles(), p.macs(), p.stall_cycles(), p.dram_read_bytes(),
+                                      p.dram_write_bytes(), p.stall_dma_cycles(), p.load_active_cycles(),
+                                      p.compute_active_cycles(), p.store_active_cycles()});
         }
         if (measure == hal::MeasureTiming::YES && reply.clock_hz() > 0) {
             result.timing.timeOnDeviceUs = static_cast<uint64_t>(static_cast<double>(reply.device_cycles()) *
@@ -357,11 +384,12 @@ public:
         };
         std::vector<WindowBlock> keep;
         std::shared_ptr<NpuPreparedModel> prepared;
-        NPU_TRY(connection_->runRecovering("prepareModel", keep, [&](Attempt& a) -> Status {
+        const Status ran = connection_->runRecovering("prepareModel", keep, [&](Attempt& a) -> Status {
             keep.clear();
             auto reply =
                 NPU_TRY(compileOnFirmware(*connection_, a, model, preference, priority, deadline, keep));
-            const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles()};
+            const NpuCompileInfo compiled{reply.tuning_trials(), reply.greedy_cycles(), reply.tuned_cycles(),
+                                          reply.model_blob_bytes(), reply.data_blob_bytes()};
             if (compiled.tuningTrials > 0) {
                 proto::vlog("compile", "autotuned in %u trials: %llu -> %llu device cycles",
                             compiled.tuningTrials, static_cast<unsigned long long>(compiled.greedyCycles),
@@ -371,9 +399,10 @@ public:
                 saveToCache(*cache, a, reply, model, preference, halCaching, token, modelCache, dataCache);
             }
             const uint64_t id = NPU_TRY(connection_->registerModel(a, reply.model_handle(), restore));
-            prepared = std::make_shared<NpuPreparedModel>(connection_, id, kept, compiled);
+            prepared = std::make_shared<NpuPreparedModel>(connection_, buffers_, id, kept, compiled);
             return {};
-        }));
+        });
+        NPU_TRY(missedIfLate(ran, deadline));
         return prepared;
     }
 
@@ -384,6 +413,15 @@ public:
         CompilationCache* cache = NPU_TRY(compilationCache());
         auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
         return prepareFromImages(images, deadline);
+    }
+
+    // Memory domains, first step: the buffer lives in host shared memory held by the shim and is
+    // staged through the host window at each execution like any request pool (docs/execution.md).
+    Result<hal::DeviceBuffer> allocate(
+        const hal::BufferDesc& desc, const std::vector<std::shared_ptr<hal::IPreparedModel>>& preparedModels,
+        const std::vector<hal::BufferRole>& inputRoles,
+        const std::vector<hal::BufferRole>& outputRoles) override {
+        return hal::allocateDeviceBuffer(buffers_, desc, preparedModels, inputRoles, outputRoles);
     }
 
     Result<NpuInfo> info() {
@@ -410,19 +448,25 @@ public:
         return info;
     }
 
-    NpuCounters counters() {
-        NpuCounters c = connection_->counters();
+    // The firmware's own counters (GetCounters), in the order it reports them.
+    Result<std::vector<std::pair<std::string, uint64_t>>> firmwareCounters() {
         proto::GetCountersRequest request;
         proto::CountersReply reply;
-        // Best effort: the shim's own counters matter most when the firmware is unreachable.
-        if (connection_->call(proto::METHOD_GET_COUNTERS, request, reply, connection_->options().callTimeout,
-                              "getCounters")) {
-            for (const auto& counter : reply.counters())
-                c.firmware.emplace_back(counter.name(), counter.value());
-        }
-        return c;
+        NPU_TRY(connection_->call(proto::METHOD_GET_COUNTERS, request, reply,
+                                  connection_->options().callTimeout, "getCounters"));
+        NPU_TRY(checkStatus(reply.status(), "getCounters"));
+        std::vector<std::pair<std::string, uint64_t>> out;
+        for (const auto& c : reply.counters()) out.emplace_back(c.name(), c.value());
+        return out;
     }
 
+    // The shim's recovery counters and, best effort, the firmware's: the shim's own matter most
+    // when the firmware is unreachable.
+    NpuCounters counters() {
+        NpuCounters c = connection_->counters();
+        if (auto firmware = firmwareCounters()) c.firmware = std::move(*firmware);
+        return c;
+    }
     Status injectFaults(const NpuFaultPlan& plan) {
         proto::InjectFaultsRequest request;
         request.set_hang_at_command(plan.hangAtCommand);
@@ -531,13 +575,15 @@ private:
             auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, deadline, keep));
             const uint64_t id = NPU_TRY(connection_->registerModel(a, loaded.handle, restore));
             prepared = std::make_shared<NpuPreparedModel>(
-                connection_, id, std::make_shared<const hal::Model>(std::move(loaded.ioModel)));
+                connection_, buffers_, id, std::make_shared<const hal::Model>(std::move(loaded.ioModel)),
+                NpuCompileInfo{.fromCache = true});
             return {};
         }));
         return prepared;
     }
 
     std::shared_ptr<Connection> connection_;
+    std::shared_ptr<hal::BufferRegistry> buffers_ = std::make_shared<hal::BufferRegistry>();
     std::mutex cacheMutex_;
     std::unique_ptr<CompilationCache> cache_;
 };
@@ -548,6 +594,17 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
     return npu->info();
+}
+
+Result<std::vector<std::pair<std::string, uint64_t>>> queryCounters(hal::IDevice& device) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr) return invalidArgument("queryCounters: the device is not an NPU device of this shim");
+    return npu->firmwareCounters();
+}
+
+Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device) {
+    auto ordered = NPU_TRY(queryCounters(device));
+    return std::map<std::string, uint64_t>(ordered.begin(), ordered.end());
 }
 
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared) {

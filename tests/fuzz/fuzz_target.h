@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <source_location>
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -17,9 +19,12 @@ namespace npu::fuzz {
 
 std::vector<std::vector<uint8_t>> seeds();
 
-// A broken invariant: stop here so the fuzzer keeps the input (never an exception, never abort()).
-inline void require(bool condition) {
-    if (!condition) __builtin_trap();
+// A broken invariant: say where, then stop so the fuzzer keeps the input (never an exception,
+// never abort()). The location matters: an optimizer folds every trap of a function into one.
+inline void require(bool condition, std::source_location where = std::source_location::current()) {
+    if (condition) return;
+    std::fprintf(stderr, "fuzz invariant broken at %s:%u\n", where.file_name(), unsigned(where.line()));
+    __builtin_trap();
 }
 
 // Reads little-endian fields off the front of a fuzz input; past the end it yields zeros.

@@ -1,15 +1,24 @@
 // The CI half of a fuzz target (tests/fuzz/README.md): replays the target's seeds, then
 // deterministic mutations of them (bit flips, byte sets, truncation, duplication, splicing,
 // interesting integers). Any crash, trap (a broken invariant), abort or hang fails the test.
+// NPU_FUZZ_INPUT=FILE|DIR replays that input (a finding of scripts/fuzz.sh) or every file of DIR
+// (a corpus, in name order) instead, without clang.
 // NPU_FUZZ_WRITE_SEEDS=DIR also writes the seeds to DIR for libFuzzer (scripts/fuzz.sh);
-// NPU_FUZZ_ITERATIONS=N changes the number of mutations (default 10000).
+// NPU_FUZZ_ITERATIONS=N changes the number of mutations (default: NPU_FUZZ_MUTATIONS, the
+// target's count in meson.build, chosen so that the whole set stays within its time budget).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "fuzz_target.h"
+
+#ifndef NPU_FUZZ_MUTATIONS
+#define NPU_FUZZ_MUTATIONS 10000
+#endif
 
 namespace {
 
@@ -65,6 +74,24 @@ std::vector<uint8_t> mutate(const std::vector<std::vector<uint8_t>>& seeds, std:
 }  // namespace
 
 TEST_CASE("fuzz target: seeds and deterministic mutations never crash", "[fuzz]") {
+    if (const char* path = std::getenv("NPU_FUZZ_INPUT")) {  // replay inputs (findings, a corpus)
+        std::vector<std::filesystem::path> files;
+        if (std::filesystem::is_directory(path)) {
+            for (const auto& e : std::filesystem::directory_iterator(path)) files.push_back(e.path());
+            std::sort(files.begin(), files.end());
+        } else {
+            files.emplace_back(path);
+        }
+        for (const auto& file : files) {
+            std::ifstream f(file, std::ios::binary);
+            REQUIRE(f.good());
+            const std::vector<uint8_t> input((std::istreambuf_iterator<char>(f)),
+                                             std::istreambuf_iterator<char>());
+            INFO(file.string());
+            CHECK(LLVMFuzzerTestOneInput(input.data(), input.size()) == 0);
+        }
+        return;
+    }
     const auto seeds = npu::fuzz::seeds();
     REQUIRE(!seeds.empty());
     if (const char* dir = std::getenv("NPU_FUZZ_WRITE_SEEDS")) {
@@ -77,7 +104,7 @@ TEST_CASE("fuzz target: seeds and deterministic mutations never crash", "[fuzz]"
     for (const auto& s : seeds) CHECK(LLVMFuzzerTestOneInput(s.data(), s.size()) == 0);
     LLVMFuzzerTestOneInput(nullptr, 0);
     const char* env = std::getenv("NPU_FUZZ_ITERATIONS");
-    const int iterations = env != nullptr ? std::atoi(env) : 10000;
+    const int iterations = env != nullptr ? std::atoi(env) : NPU_FUZZ_MUTATIONS;
     std::mt19937 rng(20261122);
     for (int i = 0; i < iterations; ++i) {
         const auto input = mutate(seeds, rng);

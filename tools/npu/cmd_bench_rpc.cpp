@@ -42,10 +42,7 @@ double medianUs(int iterations, const std::function<bool()>& once) {
     return us[us.size() / 2];
 }
 
-// One quantized ADD of two 1x64 tensors, executed through the shim.
-double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
-    auto device = shim::createNpuDevice(std::move(transport));
-    if (!device) return -1.0;
+framework::TestCase oneAddCase() {
     ModelBuilder b;
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
     uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
@@ -59,32 +56,46 @@ double execUs(std::unique_ptr<proto::Transport> transport, int iterations) {
     tc.expectedOutputs = {std::vector<uint8_t>(64)};
     tc.expectedOutputDims = {{1, 64}};
     tc.outputIgnored = {false};
+    return tc;
+}
+
+// One quantized ADD of two 1x64 tensors, executed through the shim.
+double execUs(std::unique_ptr<proto::Transport> transport, int iterations, std::string* why,
+              std::map<std::string, double>* perExecution) {
+    auto failed = [why](const std::string& step, const std::string& message) {
+        if (why != nullptr) *why = step + ": " + message;
+        return -1.0;
+    };
+    auto device = shim::createNpuDevice(std::move(transport));
+    if (!device) return failed("opening the device", device.error().message);
+    const framework::TestCase tc = oneAddCase();
     auto prepared = (*device)->prepareModel(tc.model);
+    if (!prepared) return failed("prepareModel", prepared.error().message);
     auto request = framework::makeRequest(tc);
-    if (!prepared || !request) return -1.0;
-    return medianUs(iterations, [&] {
-        return (*prepared)
-            ->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
-            .has_value();
+    if (!request) return failed("makeRequest", request.error().message);
+    auto before = shim::queryFirmwareCounters(**device);
+    if (perExecution != nullptr && !before) return failed("getCounters", before.error().message);
+    std::string lastError;
+    int executions = 0;
+    const double us = medianUs(iterations, [&] {
+        auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                   std::nullopt);
+        if (!r) lastError = r.error().message;
+        ++executions;
+        return r.has_value();
     });
+    if (us < 0) return failed("executeSynchronously", lastError);
+    if (perExecution != nullptr) {
+        auto after = shim::queryFirmwareCounters(**device);
+        if (!after) return failed("getCounters", after.error().message);
+        for (const auto& [name, value] : *after) {
+            const auto was = before->find(name);
+            (*perExecution)[name] = double(value - (was != before->end() ? was->second : 0)) / executions;
+        }
+    }
+    return us;
 }
 
-namespace {
-
-double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
-    auto rpc = proto::RpcClient::create(std::move(transport));
-    if (!rpc) return -1.0;
-    uint64_t nonce = 0;
-    return medianUs(iterations, [&] {
-        proto::PingRequest request;
-        request.set_nonce(++nonce);
-        proto::PingReply reply;
-        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
-        return r.has_value() && reply.nonce() == nonce;
-    });
-}
-
-// The floor: 32-byte messages echoed over a connected AF_UNIX stream socket by a second thread.
 double bareSocketUs(int iterations) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1.0;
@@ -118,11 +129,6 @@ double bareSocketUs(int iterations) {
     return us;
 }
 
-// A firmware host serving one Unix-socket connection from a thread of this process.
-struct UnixFirmware {
-    std::unique_ptr<fw::host::FirmwareHost> firmware;
-    std::unique_ptr<proto::Transport> client;
-};
 std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
                                               const fw::host::FirmwareHostConfig& config) {
     auto listener = proto::UnixListener::listen(path);
@@ -137,17 +143,46 @@ std::optional<UnixFirmware> startUnixFirmware(const std::string& path,
     return UnixFirmware{std::move(*fw), std::move(*client)};
 }
 
+namespace {
+
+double pingUs(std::unique_ptr<proto::Transport> transport, int iterations) {
+    auto rpc = proto::RpcClient::create(std::move(transport));
+    if (!rpc) return -1.0;
+    uint64_t nonce = 0;
+    return medianUs(iterations, [&] {
+        proto::PingRequest request;
+        request.set_nonce(++nonce);
+        proto::PingReply reply;
+        auto r = (*rpc)->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(2000));
+        return r.has_value() && reply.nonce() == nonce;
+    });
+}
+
 // Over the emulated Cortex-M55 every round trip crosses QEMU's UART and the DDR ring, so it
 // takes milliseconds: a smaller sample keeps the benchmark short.
 constexpr int kMaxQemuIterations = 300;
 
-// Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails.
-void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec) {
+// Ping and one-ADD execution over the qemu transport; figures stay -1 when a run fails, and the
+// reason goes to stderr. `mailboxTrips`: register-mailbox round trips per execution, measured
+// by the firmware's own counter.
+void measureQemu(const std::string& hwConfigPath, int iterations, double* ping, double* exec,
+                 double* mailboxTrips) {
     proto::QemuOptions options;
     options.hwConfigPath = hwConfigPath;
     const int n = std::min(iterations, kMaxQemuIterations);
-    if (auto t = proto::startQemu(options)) *ping = pingUs(std::move(*t), n);
-    if (auto t = proto::startQemu(options)) *exec = execUs(std::move(*t), n);
+    if (auto t = proto::startQemu(options))
+        *ping = pingUs(std::move(*t), n);
+    else
+        fmt::print(stderr, "npu bench rpc: ping_qemu_us: {}\n", t.error().message);
+    std::string why;
+    std::map<std::string, double> perExecution;
+    if (auto t = proto::startQemu(options))
+        *exec = execUs(std::move(*t), n, &why, &perExecution);
+    else
+        why = t.error().message;
+    if (*exec < 0) fmt::print(stderr, "npu bench rpc: exec_qemu_us: {}\n", why);
+    if (auto trips = perExecution.find("qemu.mailbox_round_trips"); trips != perExecution.end())
+        *mailboxTrips = trips->second;
 }
 
 }  // namespace
@@ -182,8 +217,9 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
     // qemu: measured when qemu-system-arm, the image and the bridge are there; else null with
     // the reason (not an error: the emulator is optional on a development machine).
     double qemuFigures[2] = {-1, -1};
+    double qemuMailboxTrips = -1;
     auto qemuPaths = proto::resolveQemuPaths({});
-    if (qemuPaths) measureQemu(hwConfigPath, iterations, &qemuFigures[0], &qemuFigures[1]);
+    if (qemuPaths) measureQemu(hwConfigPath, iterations, &qemuFigures[0], &qemuFigures[1], &qemuMailboxTrips);
     const std::string qemuSkipped = qemuPaths ? "" : qemuPaths.error().message;
 
     static const char* kKeys[] = {"ping_loopback_us", "ping_unix_us", "exec_loopback_us", "exec_unix_us",
@@ -196,6 +232,7 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
         nlohmann::json j;
         for (int i = 0; i < 5; ++i) j[kKeys[i]] = orNull(figures[i]);
         for (int i = 0; i < 2; ++i) j[kQemuKeys[i]] = orNull(qemuFigures[i]);
+        j["exec_qemu_mailbox_round_trips"] = orNull(qemuMailboxTrips);
         j["iterations"] = iterations;
         j["qemu_iterations"] = std::min(iterations, kMaxQemuIterations);
         if (!qemuSkipped.empty()) j["qemu_skipped"] = qemuSkipped;
@@ -210,6 +247,8 @@ int cmdBenchRpc(bool json, int iterations, const std::string& hwConfigPath) {
             fmt::print("over the emulated Cortex-M55, {} iterations\n",
                        std::min(iterations, kMaxQemuIterations));
             for (int i = 0; i < 2; ++i) fmt::print("  {:<18} {:>9.2f} us\n", kQemuKeys[i], qemuFigures[i]);
+            fmt::print("  register-mailbox round trips per execution (firmware counter): {:.1f}\n",
+                       qemuMailboxTrips);
         } else {
             fmt::print("  qemu figures skipped: {}\n", qemuSkipped);
         }

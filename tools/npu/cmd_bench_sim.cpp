@@ -144,6 +144,103 @@ bool BenchSimCli::parsed() const {
     return cmd_->parsed();
 }
 
+namespace {
+
+// The simulator's figures: the median host time of `repeat` runs of the stream (every run must
+// give the same cycles) and, from one more run with host profiling on, the share of host time
+// spent in arithmetic.
+struct SimFigures {
+    double hostMs = 0;
+    wl::RunResult ran;
+    double arithmeticShare = 0;
+};
+
+sim::Result<SimFigures> timeSimulator(sim::Device& dev, const wl::Workload& w, uint32_t repeat) {
+    // The stream is idempotent (every layer rewrites its own output from its input), so it
+    // can run again; the median of the runs is the figure.
+    std::vector<double> runs;
+    std::optional<wl::RunResult> ran;
+    for (uint32_t i = 0; i < repeat; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = wl::runOnDevice(dev, w);
+        runs.push_back(msSince(t0));
+        if (!r) return std::unexpected(r.error());
+        if (ran && r->cycles != ran->cycles)
+            return std::unexpected("runs of the same stream differ in cycles");
+        ran = *r;
+    }
+    // Host profiling costs two clock reads per unit command: a separate run, so the headline
+    // time has none of it.
+    dev.setHostProfiling(true);
+    auto profiled = wl::runOnDevice(dev, w);
+    dev.setHostProfiling(false);
+    if (!profiled || profiled->cycles != ran->cycles) {
+        return std::unexpected(fmt::format("the profiled run differs from the first ({} vs {} cycles)",
+                                           profiled ? profiled->cycles : 0, ran->cycles));
+    }
+    const sim::UnitStats stats = dev.unitStats();
+    const double share =
+        stats.hostProcessNs == 0 ? 0.0 : static_cast<double>(stats.hostArithmeticNs) / stats.hostProcessNs;
+    return SimFigures{median(runs), *ran, share};
+}
+
+// How the simulator's outputs (in `dram`) compare with XNNPACK's and, when asked, the reference's.
+struct Agreement {
+    uint64_t checked = 0, mismatches = 0;
+    int maxDiff = 0;
+    int64_t referenceMismatches = -1;  // -1: not checked
+    bool agree() const { return maxDiff <= kXnnpackTolerance && referenceMismatches <= 0; }
+};
+
+Agreement compareWithBaselines(const wl::Workload& w, const std::vector<uint8_t>& dram,
+                               const std::vector<std::vector<int8_t>>& cpuOut, bool checkReference) {
+    Agreement a;
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+        const auto* simOut = reinterpret_cast<const int8_t*>(dram.data() + w.layers[i].output);
+        for (uint64_t j = 0; j < cpuOut[i].size(); ++j) {
+            const int d = std::abs(int{simOut[j]} - int{cpuOut[i][j]});
+            a.mismatches += d != 0;
+            a.maxDiff = std::max(a.maxDiff, d);
+        }
+        a.checked += cpuOut[i].size();
+    }
+    if (!checkReference) return a;
+    a.referenceMismatches = 0;
+    for (const wl::Layer& l : w.layers) {
+        std::vector<int8_t> ref(l.outputBytes());
+        wl::referenceLayer(l, dram.data(), ref.data());
+        const auto* simOut = reinterpret_cast<const int8_t*>(dram.data() + l.output);
+        for (uint64_t j = 0; j < ref.size(); ++j) a.referenceMismatches += ref[j] != simOut[j];
+    }
+    return a;
+}
+
+void printText(const nlohmann::ordered_json& j, const wl::Workload& w, const SimFigures& sim,
+               const Agreement& a, const sim::HwConfig& hw) {
+    fmt::print("workload                        {}\n", j["workload"].get<std::string>());
+    fmt::print("layers / MACs / commands        {} / {} / {}\n", w.layers.size(), w.totalMacs,
+               w.commandCount);
+    fmt::print("runs (figures are medians)      {}\n", j["runs"].get<uint32_t>());
+    fmt::print("sim_host_ms                     {:.1f}\n", sim.hostMs);
+    fmt::print("cpu_host_ms (XNNPACK, 1 thread) {:.1f}\n", j["cpu_host_ms"].get<double>());
+    fmt::print("ratio (sim / cpu)               {:.2f}\n", j["ratio"].get<double>());
+    fmt::print("simulated MACs per host second  {:.3g}\n", j["simulated_macs_per_host_second"].get<double>());
+    fmt::print("host time: arithmetic / timing  {:.1f} % / {:.1f} %\n", 100 * sim.arithmeticShare,
+               100 * (1 - sim.arithmeticShare));
+    fmt::print("simulated cycles                {} ({:.3f} ms at {} MHz)\n", sim.ran.cycles,
+               j["simulated_ms"].get<double>(), hw.clockMhz);
+    fmt::print("GEMM kernel                     {}\n", sim::hostKernelName());
+    fmt::print("outputs vs XNNPACK              {} checked, {} differ, max |diff| {} (rule: <= 1)\n",
+               a.checked, a.mismatches, a.maxDiff);
+    if (a.referenceMismatches >= 0)
+        fmt::print("outputs vs reference            {} differ (rule: 0)\n", a.referenceMismatches);
+    fmt::print("peak RSS                        {:.1f} MiB (device memory {} MiB, limit {} MiB)\n",
+               j["peak_rss_mib"].get<double>(), j["device_memory_mib"].get<uint32_t>(),
+               j["rss_limit_mib"].get<uint32_t>());
+}
+
+}  // namespace
+
 int BenchSimCli::run() const {
     sim::HwConfig hw;
     if (!hwConfig_.empty()) {
@@ -158,8 +255,7 @@ int BenchSimCli::run() const {
         fmt::print(stderr, "npu bench sim: --host-kernel {}: this host cannot run it\n", hostKernel_);
         return 2;
     }
-    const uint64_t deviceBytes = uint64_t{deviceMemoryMiB_} << 20;
-    std::vector<uint8_t> dram(deviceBytes, 0);
+    std::vector<uint8_t> dram(uint64_t{deviceMemoryMiB_} << 20, 0);
     auto built = wl::buildWorkload(wl::mobilenetV2Layers(inputSize_), hw, 1, dram);
     if (!built) {
         fmt::print(stderr, "npu bench sim: {}\n", built.error());
@@ -171,74 +267,23 @@ int BenchSimCli::run() const {
         fmt::print(stderr, "npu bench sim: {}\n", device.error());
         return 2;
     }
-    sim::Device& dev = **device;
-
-    // The stream is idempotent (every layer rewrites its own output from its input), so it
-    // can run again; the median of the runs is the figure.
-    std::vector<double> simRuns;
-    std::optional<wl::RunResult> ran;
-    for (uint32_t i = 0; i < repeat_; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        auto r = wl::runOnDevice(dev, w);
-        simRuns.push_back(msSince(t0));
-        if (!r || (ran && r->cycles != ran->cycles)) {
-            fmt::print(stderr, "npu bench sim: {}\n",
-                       r ? "runs of the same stream differ in cycles" : r.error());
-            return 1;
-        }
-        ran = *r;
-    }
-    const double simMs = median(simRuns);
-    // Host profiling costs two clock reads per unit command: a separate run, so the headline
-    // time has none of it.
-    dev.setHostProfiling(true);
-    auto profiled = wl::runOnDevice(dev, w);
-    dev.setHostProfiling(false);
-    if (!profiled || profiled->cycles != ran->cycles) {
-        fmt::print(stderr, "npu bench sim: the profiled run differs from the first ({} vs {} cycles)\n",
-                   profiled ? profiled->cycles : 0, ran->cycles);
+    auto sim = timeSimulator(**device, w, repeat_);
+    if (!sim) {
+        fmt::print(stderr, "npu bench sim: {}\n", sim.error());
         return 1;
     }
-    const sim::UnitStats stats = dev.unitStats();
-    const double arithmeticShare =
-        stats.hostProcessNs == 0 ? 0.0 : static_cast<double>(stats.hostArithmeticNs) / stats.hostProcessNs;
-
     std::vector<std::vector<int8_t>> cpuOut;
     std::vector<double> cpuRuns;
     for (uint32_t i = 0; i < repeat_; ++i) {
         double ms = 0;
-        auto cpu = runXnnpackBaseline(w, dram, cpuOut, &ms);
-        if (!cpu) {
+        if (auto cpu = runXnnpackBaseline(w, dram, cpuOut, &ms); !cpu) {
             fmt::print(stderr, "npu bench sim: {}\n", cpu.error());
             return 1;
         }
         cpuRuns.push_back(ms);
     }
     const double cpuMs = median(cpuRuns);
-    uint64_t checked = 0, mismatches = 0;
-    int maxDiff = 0;
-    for (size_t i = 0; i < w.layers.size(); ++i) {
-        const auto* simOut = reinterpret_cast<const int8_t*>(dram.data() + w.layers[i].output);
-        for (uint64_t j = 0; j < cpuOut[i].size(); ++j) {
-            const int d = std::abs(int{simOut[j]} - int{cpuOut[i][j]});
-            mismatches += d != 0;
-            maxDiff = std::max(maxDiff, d);
-        }
-        checked += cpuOut[i].size();
-    }
-    int64_t referenceMismatches = -1;
-    if (checkReference_) {
-        referenceMismatches = 0;
-        for (const wl::Layer& l : w.layers) {
-            std::vector<int8_t> ref(l.outputBytes());
-            wl::referenceLayer(l, dram.data(), ref.data());
-            const auto* simOut = reinterpret_cast<const int8_t*>(dram.data() + l.output);
-            for (uint64_t j = 0; j < ref.size(); ++j) referenceMismatches += ref[j] != simOut[j];
-        }
-    }
-    const bool agree = maxDiff <= kXnnpackTolerance && referenceMismatches <= 0;
-    const double rssMiB = peakRssMiB();
-    const double simulatedMs = static_cast<double>(ran->cycles) / (hw.clockMhz * 1000.0);
+    const Agreement a = compareWithBaselines(w, dram, cpuOut, checkReference_);
 
     nlohmann::ordered_json j;
     j["workload"] = fmt::format("mobilenet_v2 convolutions, int8, {}x{}x3", inputSize_, inputSize_);
@@ -246,51 +291,32 @@ int BenchSimCli::run() const {
     j["macs"] = w.totalMacs;
     j["commands"] = w.commandCount;
     j["runs"] = repeat_;
-    j["sim_host_ms"] = simMs;
+    j["sim_host_ms"] = sim->hostMs;
     j["cpu_host_ms"] = cpuMs;
-    j["ratio"] = cpuMs > 0 ? simMs / cpuMs : 0.0;
-    j["simulated_macs_per_host_second"] = static_cast<double>(ran->macs) / (simMs / 1000.0);
-    j["host_time_share"] = {{"arithmetic", arithmeticShare}, {"timing", 1.0 - arithmeticShare}};
-    j["simulated_cycles"] = ran->cycles;
-    j["simulated_ms"] = simulatedMs;
-    j["pmu_macs"] = ran->macs;
+    j["ratio"] = cpuMs > 0 ? sim->hostMs / cpuMs : 0.0;
+    j["simulated_macs_per_host_second"] = static_cast<double>(sim->ran.macs) / (sim->hostMs / 1000.0);
+    j["host_time_share"] = {{"arithmetic", sim->arithmeticShare}, {"timing", 1.0 - sim->arithmeticShare}};
+    j["simulated_cycles"] = sim->ran.cycles;
+    j["simulated_ms"] = static_cast<double>(sim->ran.cycles) / (hw.clockMhz * 1000.0);
+    j["pmu_macs"] = sim->ran.macs;
     j["gemm_kernel"] = sim::hostKernelName();
     j["cpu_baseline"] =
         "XNNPACK qs8 convolution2d_nhwc, 1 thread (setup + run; weight packing at create excluded)";
-    j["outputs_checked"] = checked;
-    j["xnnpack_mismatches"] = mismatches;
-    j["xnnpack_max_abs_diff"] = maxDiff;
+    j["outputs_checked"] = a.checked;
+    j["xnnpack_mismatches"] = a.mismatches;
+    j["xnnpack_max_abs_diff"] = a.maxDiff;
     j["xnnpack_rule"] = "|sim - xnnpack| <= 1 (fp32 vs fixed-point requantization)";
-    if (referenceMismatches >= 0) j["reference_mismatches"] = referenceMismatches;
-    j["outputs_agree"] = agree;
-    j["peak_rss_mib"] = rssMiB;
+    if (a.referenceMismatches >= 0) j["reference_mismatches"] = a.referenceMismatches;
+    j["outputs_agree"] = a.agree();
+    j["peak_rss_mib"] = peakRssMiB();
     j["device_memory_mib"] = deviceMemoryMiB_;
     j["rss_limit_mib"] = deviceMemoryMiB_ + 64;
     if (json_) {
         fmt::print("{}\n", j.dump(2));
     } else {
-        fmt::print("workload                        {}\n", j["workload"].get<std::string>());
-        fmt::print("layers / MACs / commands        {} / {} / {}\n", w.layers.size(), w.totalMacs,
-                   w.commandCount);
-        fmt::print("runs (figures are medians)      {}\n", repeat_);
-        fmt::print("sim_host_ms                     {:.1f}\n", simMs);
-        fmt::print("cpu_host_ms (XNNPACK, 1 thread) {:.1f}\n", cpuMs);
-        fmt::print("ratio (sim / cpu)               {:.2f}\n", j["ratio"].get<double>());
-        fmt::print("simulated MACs per host second  {:.3g}\n",
-                   j["simulated_macs_per_host_second"].get<double>());
-        fmt::print("host time: arithmetic / timing  {:.1f} % / {:.1f} %\n", 100 * arithmeticShare,
-                   100 * (1 - arithmeticShare));
-        fmt::print("simulated cycles                {} ({:.3f} ms at {} MHz)\n", ran->cycles, simulatedMs,
-                   hw.clockMhz);
-        fmt::print("GEMM kernel                     {}\n", sim::hostKernelName());
-        fmt::print("outputs vs XNNPACK              {} checked, {} differ, max |diff| {} (rule: <= 1)\n",
-                   checked, mismatches, maxDiff);
-        if (referenceMismatches >= 0)
-            fmt::print("outputs vs reference            {} differ (rule: 0)\n", referenceMismatches);
-        fmt::print("peak RSS                        {:.1f} MiB (device memory {} MiB, limit {} MiB)\n",
-                   rssMiB, deviceMemoryMiB_, deviceMemoryMiB_ + 64);
+        printText(j, w, *sim, a, hw);
     }
-    if (!agree) {
+    if (!a.agree()) {
         fmt::print(stderr, "npu bench sim: simulator and baseline outputs disagree\n");
         return 1;
     }

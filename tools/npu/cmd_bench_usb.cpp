@@ -1,21 +1,26 @@
 // npu bench rpc --transport usb: the RPC channel over USB (docs/usb.md) against a raw libusb bulk
 // echo of the same device, measured in the same run.
-// The raw echo and the RPC figures are measured alternately in three rounds, each keeping its
-// best (iterations / 3 round trips per latency figure and round).
+// The raw echo and the RPC figures are measured alternately in five rounds, each keeping its
+// best (iterations / 5 round trips per latency figure and round).
 //   bare_usb_us     median round trip of 64 bytes: synchronous libusb bulk OUT, then bulk IN, the
 //                   device echoing (its OPEN_ECHO session)
-//   bare_usb_mb_s   one-way bulk rate of the same echo with 256 KiB transfers (the device's
-//                   read size): 2 x 256 KiB moved per round trip / its time
+//   bare_usb_mb_s   bulk rate of the same echo with transfers of the shim's window chunk (what one
+//                   WINDOW_WRITE or WINDOW_READ carries): 2 x chunk moved per round trip / its time
 //   ping_usb_us     median Ping through RpcClient over the usb transport
 //   exec_usb_us     median one-ADD execution through the shim (inputs and outputs travel as
 //                   WINDOW_WRITE / WINDOW_READ calls, so this is four round trips)
-//   usb_out_mb_s    host window -> device with WINDOW_WRITE calls of the largest chunk
-//   usb_in_mb_s     device -> host window with WINDOW_READ calls
+//   usb_out_mb_s    host window -> device with WINDOW_WRITE calls of one chunk each, two in
+//                   flight as the shim sends them
+//   usb_in_mb_s     device -> host window with WINDOW_READ calls of one chunk each, likewise
+// The raw echo and the window calls move the same transfer sizes and both check every byte that
+// comes back (each transfer is stamped with its number, so stale data fails).
 #include <fmt/format.h>
 #include <libusb.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,7 +40,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr unsigned kTimeoutMs = 5000;
-constexpr size_t kEchoBytes = 256u << 10;  // npu-usb-gadget's bulk OUT read size
+constexpr int kBulkRounds = 12;     // transfers of one chunk per throughput figure and round
+constexpr size_t kWindowDepth = 2;  // window calls in flight, as the shim (Connection::kWindowDepth)
 
 double seconds(Clock::time_point since) {
     return std::chrono::duration<double>(Clock::now() - since).count();
@@ -65,7 +71,12 @@ bool readAll(libusb_device_handle* h, uint8_t ep, uint8_t* data, int length) {
     return got == length;
 }
 
-BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, int iterations) {
+// Stamps `data` with transfer number `n` (its first 8 bytes) so a stale copy cannot pass a check.
+void stamp(uint8_t* data, uint64_t n) {
+    std::memcpy(data, &n, sizeof n);
+}
+
+BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, int iterations, size_t unit) {
     BareFigures f;
     const auto type = static_cast<uint8_t>(static_cast<int>(LIBUSB_REQUEST_TYPE_VENDOR) |
                                            static_cast<int>(LIBUSB_RECIPIENT_INTERFACE));  // OUT
@@ -74,27 +85,32 @@ BareFigures measureBare(libusb_device_handle* h, const proto::UsbEndpoints& ep, 
         f.error = "the device refused OPEN_ECHO";
         return f;
     }
-    std::vector<uint8_t> small(64, 0x5a), big(kEchoBytes);
+    std::vector<uint8_t> small(64, 0x5a), out(unit, 0x33), back(unit);
     f.us = medianUs(iterations, [&] {
         return bulkExact(h, ep.bulkOut, small.data(), 64) && readAll(h, ep.bulkIn, small.data(), 64);
     });
-    // One echo unit at a time: the device echoes what one of its reads took (256 KiB) and waits
-    // for the host to read it, so a bigger unit would have both sides waiting on each other.
-    const int rounds = 32;
+    // One transfer of `unit` bytes each way at a time, as a window call moves one chunk; the
+    // device echoes what one read took (a whole transfer) and waits for the host to read it.
+    const int length = static_cast<int>(unit);
     const auto t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        // A multiple of 512: the device's read ends with its buffer, its echo with a ZLP.
-        if (!bulkExact(h, ep.bulkOut, big.data(), static_cast<int>(kEchoBytes)) ||
-            !readAll(h, ep.bulkIn, big.data(), static_cast<int>(kEchoBytes))) {
-            f.error = "bulk echo of 256 KiB failed (round " + std::to_string(i) + ")";
+    for (int i = 0; i < kBulkRounds; ++i) {
+        stamp(out.data(), static_cast<uint64_t>(i));
+        if (!bulkExact(h, ep.bulkOut, out.data(), length) || !readAll(h, ep.bulkIn, back.data(), length)) {
+            f.error =
+                "bulk echo of " + std::to_string(unit) + " bytes failed (round " + std::to_string(i) + ")";
+            return f;
+        }
+        if (back != out) {
+            f.error = "bulk echo of " + std::to_string(unit) + " bytes came back changed (round " +
+                      std::to_string(i) + ")";
             return f;
         }
     }
-    f.mbs = 2.0 * rounds * kEchoBytes / 1e6 / seconds(t0);
+    f.mbs = 2.0 * kBulkRounds * static_cast<double>(unit) / 1e6 / seconds(t0);
     return f;
 }
 
-BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
+BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations, size_t unit) {
     BareFigures f;
     auto devices = proto::listUsbDevices(id);
     if (!devices || devices->empty() || !devices->front().error.empty()) {
@@ -111,7 +127,7 @@ BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
     if (h == nullptr || libusb_claim_interface(h, d.endpoints.interfaceNumber) != 0) {
         f.error = "cannot open and claim " + proto::formatUsbDeviceId(id);
     } else {
-        f = measureBare(h, d.endpoints, iterations);
+        f = measureBare(h, d.endpoints, iterations, unit);
         libusb_release_interface(h, d.endpoints.interfaceNumber);
     }
     if (h != nullptr) libusb_close(h);
@@ -121,19 +137,91 @@ BareFigures bareEcho(const proto::UsbDeviceId& id, int iterations) {
 
 struct RpcFigures {
     double pingUs = -1, outMbs = -1, inMbs = -1;
+    size_t chunk = 0;  // window bytes per call, as the shim sends them
+    std::string error;
 };
+
+// `calls` calls with kWindowDepth in flight, as the shim's Connection::pipeline sends window
+// chunks: start(i) sends call i with reply slot i % kWindowDepth, check(i) looks at its reply.
+template <class Start, class Check>
+std::string pipelined(proto::RpcClient& rpc, int calls, Start start, Check check) {
+    std::deque<proto::RpcClient::InFlight> inFlight;
+    int finished = 0;
+    auto finishOne = [&]() -> std::string {
+        auto r = rpc.finish(inFlight.front(), std::chrono::milliseconds(kTimeoutMs));
+        inFlight.pop_front();
+        return r ? check(finished++) : r.error().message;
+    };
+    for (int i = 0; i < calls; ++i) {
+        if (inFlight.size() == kWindowDepth) {
+            if (std::string e = finishOne(); !e.empty()) return e;
+        }
+        auto started = start(i);
+        if (!started) return started.error().message;
+        inFlight.push_back(std::move(*started));
+    }
+    while (!inFlight.empty()) {
+        if (std::string e = finishOne(); !e.empty()) return e;
+    }
+    return {};
+}
+
+// WINDOW_WRITE then WINDOW_READ of kBulkRounds chunks each at the start of the host window, with
+// kWindowDepth calls in flight and the messages reused, as the shim sends them; every read is
+// checked against the last write.
+void measureWindow(proto::RpcClient& rpc, uint64_t addr, RpcFigures& f) {
+    std::string data(f.chunk, '\x33');
+    proto::WindowWriteRequest w;
+    w.set_addr(addr);
+    proto::WindowWriteReply wrote[kWindowDepth];
+    auto t0 = Clock::now();
+    f.error = pipelined(
+        rpc, kBulkRounds,
+        [&](int i) {
+            stamp(reinterpret_cast<uint8_t*>(data.data()), static_cast<uint64_t>(i));
+            w.mutable_data()->assign(data);
+            return rpc.start(proto::METHOD_WINDOW_WRITE, w, wrote[i % kWindowDepth]);
+        },
+        [&](int i) { return wrote[i % kWindowDepth].status().code() == 0 ? "" : "WINDOW_WRITE refused"; });
+    if (!f.error.empty()) return;
+    f.outMbs = double(kBulkRounds) * static_cast<double>(f.chunk) / 1e6 / seconds(t0);
+    proto::WindowReadRequest r;
+    r.set_addr(addr);
+    r.set_length(static_cast<uint32_t>(f.chunk));
+    proto::WindowReadReply read[kWindowDepth];
+    t0 = Clock::now();
+    f.error = pipelined(
+        rpc, kBulkRounds,
+        [&](int i) { return rpc.start(proto::METHOD_WINDOW_READ, r, read[i % kWindowDepth]); },
+        [&](int i) {
+            return read[i % kWindowDepth].data() == data
+                       ? std::string()
+                       : "WINDOW_READ " + std::to_string(i) + " returned other bytes than were written";
+        });
+    if (!f.error.empty()) return;
+    f.inMbs = double(kBulkRounds) * static_cast<double>(f.chunk) / 1e6 / seconds(t0);
+}
 
 RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
     RpcFigures f;
     auto transport = proto::openUsb(id);
-    if (!transport) return f;
+    if (!transport) {
+        f.error = transport.error().message;
+        return f;
+    }
     auto rpc = proto::RpcClient::create(std::move(*transport));
-    if (!rpc) return f;
+    if (!rpc) {
+        f.error = rpc.error().message;
+        return f;
+    }
     proto::HelloRequest hello;
     hello.set_major(shim::kProtocolMajor);
     proto::HelloReply helloReply;
-    if (!(*rpc)->call(proto::METHOD_HELLO, hello, helloReply, std::chrono::milliseconds(kTimeoutMs)))
+    if (auto r = (*rpc)->call(proto::METHOD_HELLO, hello, helloReply, std::chrono::milliseconds(kTimeoutMs));
+        !r) {
+        f.error = r.error().message;
         return f;
+    }
     uint64_t nonce = 0;
     f.pingUs = medianUs(iterations, [&] {
         proto::PingRequest request;
@@ -143,29 +231,8 @@ RpcFigures measureRpc(const proto::UsbDeviceId& id, int iterations) {
             ->call(proto::METHOD_PING, request, reply, std::chrono::milliseconds(kTimeoutMs))
             .has_value();
     });
-    const uint32_t chunk = helloReply.max_payload_bytes() - 256;  // as the shim sends them
-    const int rounds = 16;
-    std::string data(chunk, '\x33');
-    auto t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        proto::WindowWriteRequest w;
-        w.set_addr(helloReply.host_window_addr());
-        w.set_data(data);
-        proto::WindowWriteReply reply;
-        if (!(*rpc)->call(proto::METHOD_WINDOW_WRITE, w, reply, std::chrono::milliseconds(kTimeoutMs)))
-            return f;
-    }
-    f.outMbs = double(rounds) * chunk / 1e6 / seconds(t0);
-    t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-        proto::WindowReadRequest r;
-        r.set_addr(helloReply.host_window_addr());
-        r.set_length(chunk);
-        proto::WindowReadReply reply;
-        if (!(*rpc)->call(proto::METHOD_WINDOW_READ, r, reply, std::chrono::milliseconds(kTimeoutMs)))
-            return f;
-    }
-    f.inMbs = double(rounds) * chunk / 1e6 / seconds(t0);
+    f.chunk = helloReply.max_payload_bytes() - 256;  // as the shim sends them (Connection)
+    measureWindow(**rpc, helloReply.host_window_addr(), f);
     return f;
 }
 
@@ -175,7 +242,15 @@ double execUsb(const proto::UsbDeviceId& id, int iterations) {
     return execUs(std::move(*transport), iterations);
 }
 
-constexpr int kRounds = 3;
+constexpr int kRounds = 5;
+constexpr size_t kDefaultChunk = (1u << 20) - 256;  // the shim's chunk with the default max payload
+
+// The median of `v` (0 when empty).
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
 // The better of two figures (-1 = not measured): the larger rate or the smaller time.
 double best(double a, double b, bool larger) {
@@ -192,20 +267,28 @@ int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
         fmt::print(stderr, "npu bench rpc: --usb-device: {}\n", id.error().message);
         return 2;
     }
-    // The raw echo and the RPC figures alternate over three rounds and each keeps its best, so a
+    // The raw echo and the RPC figures alternate over five rounds and each keeps its best, so a
     // change of load on the machine (the VM is emulated) does not favour whichever ran first.
+    // The ratios are the medians of each round's ratio (figures measured back to back), which a
+    // load that changes between rounds disturbs less than best over best.
     BareFigures bare;
     RpcFigures rpc;
+    std::vector<double> pingRatio, outRatio, inRatio;
     const int perRound = std::max(10, iterations / kRounds);
     for (int round = 0; round < kRounds; ++round) {
-        const BareFigures b = bareEcho(*id, perRound);
         const RpcFigures r = measureRpc(*id, perRound);
+        const BareFigures b = bareEcho(*id, perRound, r.chunk > 0 ? r.chunk : kDefaultChunk);
         if (!b.error.empty()) bare.error = b.error;
+        if (!r.error.empty()) rpc.error = r.error;
+        rpc.chunk = r.chunk;
         bare.us = best(bare.us, b.us, false);
         bare.mbs = best(bare.mbs, b.mbs, true);
         rpc.pingUs = best(rpc.pingUs, r.pingUs, false);
         rpc.outMbs = best(rpc.outMbs, r.outMbs, true);
         rpc.inMbs = best(rpc.inMbs, r.inMbs, true);
+        if (b.us > 0 && r.pingUs > 0) pingRatio.push_back(r.pingUs / b.us);
+        if (b.mbs > 0 && r.outMbs > 0) outRatio.push_back(r.outMbs / b.mbs);
+        if (b.mbs > 0 && r.inMbs > 0) inRatio.push_back(r.inMbs / b.mbs);
     }
     const double exec = execUsb(*id, iterations);
     const std::pair<const char*, double> figures[] = {
@@ -218,24 +301,23 @@ int cmdBenchRpcUsb(bool json, int iterations, const std::string& usbDevice) {
         for (const auto& [key, value] : figures)
             j[key] = value < 0 ? nlohmann::json(nullptr) : nlohmann::json(value);
         j["iterations"] = iterations;
+        j["bulk_transfer_bytes"] = rpc.chunk;
         j["device"] = proto::formatUsbDeviceId(*id);
-        j["ping_usb_over_bare"] = bare.us > 0 && rpc.pingUs > 0 ? rpc.pingUs / bare.us : 0.0;
-        j["usb_out_over_bare"] = bare.mbs > 0 && rpc.outMbs > 0 ? rpc.outMbs / bare.mbs : 0.0;
-        j["usb_in_over_bare"] = bare.mbs > 0 && rpc.inMbs > 0 ? rpc.inMbs / bare.mbs : 0.0;
+        j["ping_usb_over_bare"] = median(pingRatio);
+        j["usb_out_over_bare"] = median(outRatio);
+        j["usb_in_over_bare"] = median(inRatio);
         fmt::print("{}\n", j.dump(2));
     } else {
         fmt::print("USB device {}, {} iterations per latency figure\n", proto::formatUsbDeviceId(*id),
                    iterations);
         for (const auto& [key, value] : figures) fmt::print("  {:<14} {:>10.2f}\n", key, value);
-        if (bare.us > 0 && rpc.pingUs > 0) {
-            fmt::print("  ping_usb / bare_usb = {:.2f} (target <= 1.5)\n", rpc.pingUs / bare.us);
-        }
-        if (bare.mbs > 0 && rpc.outMbs > 0 && rpc.inMbs > 0) {
-            fmt::print("  usb_out / bare = {:.2f}, usb_in / bare = {:.2f} (target >= 0.8)\n",
-                       rpc.outMbs / bare.mbs, rpc.inMbs / bare.mbs);
-        }
+        fmt::print("  ping_usb / bare_usb = {:.2f} (target <= 1.5; median of the rounds' ratios)\n",
+                   median(pingRatio));
+        fmt::print("  usb_out / bare = {:.2f}, usb_in / bare = {:.2f} (target >= 0.8)\n", median(outRatio),
+                   median(inRatio));
     }
     if (!bare.error.empty()) fmt::print(stderr, "npu bench rpc: raw echo: {}\n", bare.error);
+    if (!rpc.error.empty()) fmt::print(stderr, "npu bench rpc: window calls: {}\n", rpc.error);
     if (!ok) fmt::print(stderr, "npu bench rpc: some figures could not be measured (-1 / null)\n");
     return ok ? 0 : 1;
 }

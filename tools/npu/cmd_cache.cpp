@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "builtin_networks.h"
 #include "commands.h"
 #include "model_builder.h"
 #include "npu/cache/cache_directory.h"
@@ -173,144 +174,29 @@ int cmdCache(const std::string& action, const std::string& dir, const std::strin
 
 namespace {
 
-// Builds quantized (uint8) CNNs layer by layer from CONV_2D, DEPTHWISE_CONV_2D, ADD and
-// FULLY_CONNECTED, with deterministic pseudo-random weights. Values are not checked by the
-// benchmark (it measures preparation), but every operand is valid and the scales keep the
-// activations in range.
-class BenchNetBuilder {
-public:
-    BenchNetBuilder(uint32_t h, uint32_t w, uint32_t c) : h_(h), w_(w), c_(c) {
-        x_ = b_.addInput(kQ8, {1, h, w, c}, scale_, 128);
-        inputBytes_ = size_t{h} * w * c;
-    }
-    uint32_t current() const { return x_; }
-    uint32_t channels() const { return c_; }
-    // CONV_2D, SAME padding, fused RELU6 unless `linear`.
-    void conv(uint32_t out, uint32_t k, uint32_t stride, bool linear = false) {
-        const uint32_t f = weights({out, k, k, c_}, 0.02f);
-        const uint32_t bias = biasFor(out, 0.02f);
-        next(out, stride);
-        b_.addOperation(hal::OperationType::CONV_2D,
-                        {in_, f, bias, b_.addInt32Scalar(1), b_.addInt32Scalar(int32_t(stride)),
-                         b_.addInt32Scalar(int32_t(stride)), b_.addInt32Scalar(linear ? 0 : 3)},
-                        {x_});
-    }
-    // DEPTHWISE_CONV_2D, multiplier 1, SAME padding, fused RELU6.
-    void depthwise(uint32_t k, uint32_t stride) {
-        const uint32_t f = weights({1, k, k, c_}, 0.05f);
-        const uint32_t bias = biasFor(c_, 0.05f);
-        next(c_, stride);
-        b_.addOperation(hal::OperationType::DEPTHWISE_CONV_2D,
-                        {in_, f, bias, b_.addInt32Scalar(1), b_.addInt32Scalar(int32_t(stride)),
-                         b_.addInt32Scalar(int32_t(stride)), b_.addInt32Scalar(1), b_.addInt32Scalar(3)},
-                        {x_});
-    }
-    // x + skip (same shape), no activation.
-    void addResidual(uint32_t skip) {
-        in_ = x_;
-        x_ = b_.addTemporary(kQ8, {1, h_, w_, c_}, scale_, 128);
-        b_.addOperation(hal::OperationType::ADD, {in_, skip, b_.addInt32Scalar(0)}, {x_});
-    }
-    void fullyConnected(uint32_t units) {
-        const uint32_t features = h_ * w_ * c_;
-        const uint32_t f = weights({units, features}, 0.002f);
-        const uint32_t bias = biasFor(units, 0.002f);
-        in_ = x_;
-        x_ = b_.addTemporary(kQ8, {1, units}, scale_, 128);
-        b_.addOperation(hal::OperationType::FULLY_CONNECTED, {in_, f, bias, b_.addInt32Scalar(1)}, {x_});
-        h_ = w_ = 1;
-        c_ = units;
-    }
-    framework::TestCase finish(const std::string& name) {
-        framework::TestCase tc;
-        tc.name = name;
-        tc.model = b_.build();
-        tc.model.main.operands[x_].lifetime = hal::OperandLifeTime::SUBGRAPH_OUTPUT;
-        tc.model.main.outputIndexes = {x_};
-        tc.inputs = {std::vector<uint8_t>(inputBytes_)};
-        for (auto& v : tc.inputs[0]) v = byte();
-        const auto& dims = tc.model.main.operands[x_].dimensions;
-        size_t n = 1;
-        for (uint32_t d : dims) n *= d;
-        tc.expectedOutputs = {std::vector<uint8_t>(n)};
-        tc.expectedOutputDims = {dims};
-        tc.outputIgnored = {false};
-        return tc;
-    }
-
-private:
-    static constexpr hal::OperandType kQ8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
-    uint8_t byte() {
-        state_ = state_ * 1664525u + 1013904223u;
-        return static_cast<uint8_t>(state_ >> 24);
-    }
-    uint32_t weights(std::vector<uint32_t> dims, float wScale) {
-        size_t n = 1;
-        for (uint32_t d : dims) n *= d;
-        std::vector<uint8_t> w(n);
-        for (auto& v : w) v = byte();
-        return b_.addConstant<uint8_t>(kQ8, std::move(dims), w, wScale, 128);
-    }
-    uint32_t biasFor(uint32_t n, float wScale) {
-        return b_.addConstant<int32_t>(hal::OperandType::TENSOR_INT32, {n}, std::vector<int32_t>(n, 100),
-                                       scale_ * wScale, 0);
-    }
-    void next(uint32_t out, uint32_t stride) {
-        in_ = x_;
-        h_ = (h_ + stride - 1) / stride;
-        w_ = (w_ + stride - 1) / stride;
-        c_ = out;
-        x_ = b_.addTemporary(kQ8, {1, h_, w_, c_}, scale_, 128);
-    }
-
-    ModelBuilder b_;
-    uint32_t h_, w_, c_, x_ = 0, in_ = 0;
-    float scale_ = 0.05f;
-    size_t inputBytes_ = 0;
-    uint32_t state_ = 12345;
-};
-
-// MobileNet-v2 at 224x224 (Sandler et al., table 2) without its pooling and classifier: the stem,
-// the 17 inverted-residual blocks (1x1 expand, 3x3 depthwise, 1x1 linear project, residual ADD
-// where shapes allow) and the final 1x1 convolution to 1280 channels: 62 operations, 2.26 MB of
-// int8 weights.
+// MobileNet-v2 at 224x224 without its pooling and classifier (builtin_networks.h): the stem,
+// the 17 inverted-residual blocks and the final 1x1 convolution to 1280 channels: 62 operations,
+// 2.26 MB of int8 weights.
 framework::TestCase mobilenetV2Network() {
-    BenchNetBuilder n(224, 224, 3);
-    n.conv(32, 3, 2);
-    struct Stage {
-        uint32_t expand, out, repeats, stride;
-    };
-    for (Stage s : {Stage{1, 16, 1, 1}, Stage{6, 24, 2, 2}, Stage{6, 32, 3, 2}, Stage{6, 64, 4, 2},
-                    Stage{6, 96, 3, 1}, Stage{6, 160, 3, 2}, Stage{6, 320, 1, 1}}) {
-        for (uint32_t r = 0; r < s.repeats; ++r) {
-            const uint32_t stride = r == 0 ? s.stride : 1;
-            const uint32_t skip = n.current();
-            const bool residual = stride == 1 && n.channels() == s.out;
-            if (s.expand != 1) n.conv(n.channels() * s.expand, 1, 1);
-            n.depthwise(3, stride);
-            n.conv(s.out, 1, 1, /*linear=*/true);
-            if (residual) n.addResidual(skip);
-        }
-    }
-    n.conv(1280, 1, 1);
-    return n.finish("bench_mobilenet_v2_224");
+    return mobilenetV2(224, /*classifier=*/false).testCase;
 }
 
 // A ResNet-shaped plain CNN at 224x224 from CONV_2D, ADD and FULLY_CONNECTED only: 3x3
 // convolutions down to 14x14x256 with a residual pair per stage, then a classifier layer.
 framework::TestCase resnetShapedNetwork() {
-    BenchNetBuilder n(224, 224, 3);
-    n.conv(32, 3, 2);
+    QuantNetBuilder n({1, 224, 224, 3}, 12345);
+    QuantTensor x = n.conv(n.input(), 32, 3, 2, Activation::kRelu6, "stem");
     for (uint32_t out : {64u, 128u, 256u}) {
-        n.conv(out, 3, 2);
-        const uint32_t skip = n.current();
-        n.conv(out, 3, 1);
-        n.conv(out, 3, 1, /*linear=*/true);
-        n.addResidual(skip);
+        const std::string s = "stage" + std::to_string(out) + "/";
+        x = n.conv(x, out, 3, 2, Activation::kRelu6, s + "down");
+        const QuantTensor skip = x;
+        x = n.conv(x, out, 3, 1, Activation::kRelu6, s + "conv_a");
+        x = n.conv(x, out, 3, 1, Activation::kNone, s + "conv_b");
+        x = n.add(x, skip, s + "add");
     }
-    n.conv(256, 3, 2);
-    n.fullyConnected(128);
-    return n.finish("bench_resnet_shaped_224");
+    x = n.conv(x, 256, 3, 2, Activation::kRelu6, "last");
+    x = n.fullyConnected(x, 128, 4.0f, "fc");
+    return n.finish("bench_resnet_shaped_224", {x.operand}).testCase;
 }
 
 // The first network of the benchmark: 5 CONV_2D, 4 FULLY_CONNECTED and an ADD on a 32x32x16

@@ -276,6 +276,154 @@ std::string deviceLabel(const DeviceChoice& c) {
     return c.device == "npu" ? "npu (" + c.transport + ")" : c.device;
 }
 
+// Runs in each worker process: opens the device once, reopens it after a loss (when allowed), and
+// judges one vector per task. The test hooks of the top of this file act here.
+WorkerSetup makeWorkerSetup(const std::vector<Vector>& vectors, const DeviceChoice& choice, bool mayReopen) {
+    return [&vectors, choice, mayReopen]() -> TaskFunction {
+        auto opened = std::make_shared<Result<OpenedDevice>>(openDevice(choice));
+        auto lost = std::make_shared<std::string>();
+        const char* crashOn = std::getenv(kCrashHookEnv);
+        const char* hangOn = std::getenv(kHangHookEnv);
+        const char* killOn = std::getenv(kKillHookEnv);
+        const std::string crashName = crashOn ? crashOn : "", hangName = hangOn ? hangOn : "";
+        const std::string killSpec = killOn ? killOn : "";
+        return [&vectors, opened, lost, choice, mayReopen, crashName, hangName, killSpec](size_t i) {
+            const framework::TestCase& tc = vectors[i].testCase;
+            if (!crashName.empty() && tc.name == crashName) ::raise(SIGSEGV);
+            if (!hangName.empty() && tc.name == hangName) {
+                while (true) ::pause();
+            }
+            if (const auto colon = killSpec.find(':');
+                colon != std::string::npos && tc.name == killSpec.substr(colon + 1)) {
+                ::kill(static_cast<pid_t>(std::atol(killSpec.substr(0, colon).c_str())), SIGKILL);
+                ::usleep(100'000);
+            }
+            if (!lost->empty()) {
+                if (!mayReopen) {
+                    return encode({Verdict::kError,
+                                   "the firmware daemon was lost (" + *lost +
+                                       ") and is not restarted (it was started with --hw-config)",
+                                   std::nullopt, true});
+                }
+                *opened = openDevice(choice);
+                lost->clear();
+            }
+            if (!*opened) {
+                return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()),
+                               std::nullopt, true});
+            }
+            VectorResult r = judge(*(*opened)->device, tc);
+            if (r.deviceLost) *lost = r.message;
+            return encode(r);
+        };
+    };
+}
+
+// What a run gathered: one result per vector, counts per table row and in total, and why it stopped
+// early if it did.
+struct RunTally {
+    std::vector<VectorResult> results;
+    std::map<std::pair<std::string, std::string>, Counts> rows;
+    Counts total;
+    std::string unavailable;  // the device could not be opened: every vector would fail the same way
+    std::string status;       // the worker pool itself failed
+    size_t devicesLost = 0;
+    double seconds = 0;
+};
+
+RunTally runVectors(const std::vector<Vector>& vectors, const WorkerPoolOptions& options,
+                    const WorkerSetup& setup, bool forceProgress) {
+    RunTally t;
+    t.results.resize(vectors.size());
+    Progress progress(forceProgress || ::isatty(STDERR_FILENO) == 1, vectors.size());
+    const auto start = std::chrono::steady_clock::now();
+    auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
+        VectorResult r = report.kind == TaskReport::Kind::kDone
+                             ? decode(report.payload)
+                             : VectorResult{Verdict::kError, report.payload, std::nullopt};
+        if (r.deviceUnavailable) {
+            t.unavailable = r.message;
+            return false;
+        }
+        if (r.deviceLost) ++t.devicesLost;
+        t.rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
+        t.total.add(r.verdict);
+        t.results[report.task] = std::move(r);
+        progress.update(t.total);
+        return true;
+    });
+    progress.finish(t.total);
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!status) t.status = status.error().message;
+    return t;
+}
+
+void printJson(const std::string& label, const std::vector<std::string>& files,
+               const std::vector<Vector>& vectors, const RunTally& t, int workers) {
+    Json j;
+    j["device"] = label;
+    j["files"] = files;
+    j["vectors"] = vectors.size();
+    j["passed"] = t.total.passed;
+    j["failed"] = t.total.failed;
+    j["unsupported"] = t.total.unsupported;
+    j["errors"] = t.total.errors;
+    j["devices_lost"] = t.devicesLost;
+    j["seconds"] = t.seconds;
+    j["jobs"] = workers;
+    Json ops = Json::array();
+    for (const auto& [key, c] : t.rows) {
+        ops.push_back({{"operation", key.first},
+                       {"type", key.second},
+                       {"passed", c.passed},
+                       {"failed", c.failed},
+                       {"unsupported", c.unsupported},
+                       {"errors", c.errors}});
+    }
+    j["operations"] = ops;
+    Json failures = Json::array();
+    for (size_t i = 0; i < vectors.size(); ++i) {
+        const auto& r = t.results[i];
+        if (r.verdict != Verdict::kFailed && r.verdict != Verdict::kError) continue;
+        Json f = {{"name", vectors[i].testCase.name},
+                  {"file", vectors[i].file},
+                  {"line", vectors[i].line},
+                  {"verdict", verdictName(r.verdict)},
+                  {"message", r.message}};
+        if (r.mismatch) f["mismatch"] = mismatchJson(*r.mismatch);
+        failures.push_back(f);
+    }
+    j["failures"] = failures;
+    fmt::print("{}\n", j.dump(2, ' ', false, Json::error_handler_t::replace));
+}
+
+// The table; rows whose every vector was unsupported are hidden unless `all` (they are most rows
+// on the NPU and say nothing a user acts on), and their number is said.
+void printTable(const std::string& label, const std::vector<Vector>& vectors, const RunTally& t, int workers,
+                bool all) {
+    fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed",
+               "unsupported", "errors");
+    size_t hidden = 0;
+    for (const auto& [key, c] : t.rows) {
+        if (!all && c.unsupported == c.total()) {
+            ++hidden;
+            continue;
+        }
+        fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", key.first, key.second, c.passed, c.failed,
+                   c.unsupported, c.errors);
+    }
+    if (hidden > 0) fmt::print("({} rows with only unsupported vectors hidden; --all shows them)\n", hidden);
+    fmt::print("{:<63} {:>7} {:>7} {:>12} {:>7}\n", fmt::format("total ({} vectors)", vectors.size()),
+               t.total.passed, t.total.failed, t.total.unsupported, t.total.errors);
+    for (size_t i = 0; i < vectors.size(); ++i) {
+        const auto& r = t.results[i];
+        if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError)
+            fmt::print("{}\n", failureLine(vectors[i], r));
+    }
+    fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n", label,
+               t.total.passed, t.total.failed, t.total.unsupported, t.total.errors, t.seconds, workers);
+}
+
 }  // namespace
 
 ConformanceCli::ConformanceCli(CLI::App& app) {
@@ -303,6 +451,7 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
                      "run only vectors whose name matches GLOB (repeatable; any match selects)")
         ->allow_extra_args(false);  // one GLOB per --filter: the files that follow stay files
     cmd_->add_flag("--json", json_, "print JSON instead of tables");
+    cmd_->add_flag("--all", all_, "also list the table rows whose every vector was unsupported");
     cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")
         ->check(CLI::Range(1, 256));
     cmd_->add_option("--timeout", timeoutSeconds_,
@@ -331,6 +480,7 @@ int ConformanceCli::run() const {
 }
 
 int ConformanceCli::execute() const {
+    warnInapplicableFlags();
     const auto files = files_.empty() ? defaultFiles() : files_;
     if (files.empty()) {
         fmt::print(stderr, "npu conformance: no files given and none in {}\n", framework::ctsDataDir());
@@ -374,146 +524,47 @@ int ConformanceCli::execute() const {
     // A worker whose device is lost reopens it before its next vector, which starts a new daemon
     // on unix; not with a shared daemon started here with a hardware config (a restart by a
     // worker would silently run the default configuration): then the run stops.
-    const bool mayReopen = !sharedDaemon.has_value();
-    WorkerSetup setup = [&vectors, choice, mayReopen]() -> TaskFunction {
-        auto opened = std::make_shared<Result<OpenedDevice>>(openDevice(choice));
-        auto lost = std::make_shared<std::string>();
-        const char* crashOn = std::getenv(kCrashHookEnv);
-        const char* hangOn = std::getenv(kHangHookEnv);
-        const char* killOn = std::getenv(kKillHookEnv);
-        const std::string crashName = crashOn ? crashOn : "", hangName = hangOn ? hangOn : "";
-        const std::string killSpec = killOn ? killOn : "";
-        return [&vectors, opened, lost, choice, mayReopen, crashName, hangName, killSpec](size_t i) {
-            const framework::TestCase& tc = vectors[i].testCase;
-            if (!crashName.empty() && tc.name == crashName) ::raise(SIGSEGV);
-            if (!hangName.empty() && tc.name == hangName) {
-                while (true) ::pause();
-            }
-            if (const auto colon = killSpec.find(':');
-                colon != std::string::npos && tc.name == killSpec.substr(colon + 1)) {
-                ::kill(static_cast<pid_t>(std::atol(killSpec.substr(0, colon).c_str())), SIGKILL);
-                ::usleep(100'000);
-            }
-            if (!lost->empty()) {
-                if (!mayReopen) {
-                    return encode({Verdict::kError,
-                                   "the firmware daemon was lost (" + *lost +
-                                       ") and is not restarted (it was started with --hw-config)",
-                                   std::nullopt, true});
-                }
-                *opened = openDevice(choice);
-                lost->clear();
-            }
-            if (!*opened) {
-                return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()),
-                               std::nullopt, true});
-            }
-            VectorResult r = judge(*(*opened)->device, tc);
-            if (r.deviceLost) *lost = r.message;
-            return encode(r);
-        };
-    };
-
-    std::vector<VectorResult> results(vectors.size());
-    std::map<std::pair<std::string, std::string>, Counts> rows;
-    Counts total;
-    Progress progress(progress_ || ::isatty(STDERR_FILENO) == 1, vectors.size());
-    const auto start = std::chrono::steady_clock::now();
-    std::string unavailable;
-    size_t devicesLost = 0;
-    auto status = runInWorkerProcesses(vectors.size(), options, setup, [&](const TaskReport& report) {
-        VectorResult r = report.kind == TaskReport::Kind::kDone
-                             ? decode(report.payload)
-                             : VectorResult{Verdict::kError, report.payload, std::nullopt};
-        if (r.deviceUnavailable) {
-            unavailable = r.message;
-            return false;  // every other vector would fail the same way
-        }
-        if (r.deviceLost) ++devicesLost;
-        rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
-        total.add(r.verdict);
-        results[report.task] = std::move(r);
-        progress.update(total);
-        return true;
-    });
-    progress.finish(total);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!unavailable.empty()) {
+    const WorkerSetup setup = makeWorkerSetup(vectors, choice, !sharedDaemon.has_value());
+    RunTally tally = runVectors(vectors, options, setup, progress_);
+    if (!tally.unavailable.empty()) {
         fmt::print(
             stderr,
             "npu conformance: {}: {} (stopped after {} of {} vectors: {} passed, {} failed, {} errors)\n",
-            deviceLabel(choice_), unavailable, total.total(), vectors.size(), total.passed, total.failed,
-            total.errors);
+            deviceLabel(choice_), tally.unavailable, tally.total.total(), vectors.size(), tally.total.passed,
+            tally.total.failed, tally.total.errors);
         return 1;
     }
-    if (devicesLost > 0) {
+    if (tally.devicesLost > 0) {
         fmt::print(
             stderr,
             "npu conformance: the device was lost {} time(s) (a daemon killed or a connection dropped); "
             "those vectors count as errors and the worker reconnected (restarting the daemon)\n",
-            devicesLost);
+            tally.devicesLost);
     }
-    if (!status) {
-        fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", status.error().message,
-                   total.total(), vectors.size());
+    if (!tally.status.empty()) {
+        fmt::print(stderr, "npu conformance: {} (after {} of {} vectors)\n", tally.status,
+                   tally.total.total(), vectors.size());
         return 1;
     }
-
+    const std::string label = deviceLabel(choice_);
     if (json_) {
-        Json j;
-        j["device"] = deviceLabel(choice_);
-        j["files"] = files;
-        j["vectors"] = vectors.size();
-        j["passed"] = total.passed;
-        j["failed"] = total.failed;
-        j["unsupported"] = total.unsupported;
-        j["errors"] = total.errors;
-        j["devices_lost"] = devicesLost;
-        j["seconds"] = seconds;
-        j["jobs"] = options.workers;
-        Json ops = Json::array();
-        for (const auto& [key, c] : rows) {
-            ops.push_back({{"operation", key.first},
-                           {"type", key.second},
-                           {"passed", c.passed},
-                           {"failed", c.failed},
-                           {"unsupported", c.unsupported},
-                           {"errors", c.errors}});
-        }
-        j["operations"] = ops;
-        Json failures = Json::array();
-        for (size_t i = 0; i < vectors.size(); ++i) {
-            const auto& r = results[i];
-            if (r.verdict != Verdict::kFailed && r.verdict != Verdict::kError) continue;
-            Json f = {{"name", vectors[i].testCase.name},
-                      {"file", vectors[i].file},
-                      {"line", vectors[i].line},
-                      {"verdict", verdictName(r.verdict)},
-                      {"message", r.message}};
-            if (r.mismatch) f["mismatch"] = mismatchJson(*r.mismatch);
-            failures.push_back(f);
-        }
-        j["failures"] = failures;
-        fmt::print("{}\n", j.dump(2, ' ', false, Json::error_handler_t::replace));
+        printJson(label, files, vectors, tally, options.workers);
     } else {
-        fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed",
-                   "unsupported", "errors");
-        for (const auto& [key, c] : rows) {
-            fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", key.first, key.second, c.passed, c.failed,
-                       c.unsupported, c.errors);
-        }
-        fmt::print("{:<63} {:>7} {:>7} {:>12} {:>7}\n", fmt::format("total ({} vectors)", vectors.size()),
-                   total.passed, total.failed, total.unsupported, total.errors);
-        for (size_t i = 0; i < vectors.size(); ++i) {
-            const auto& r = results[i];
-            if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError)
-                fmt::print("{}\n", failureLine(vectors[i], r));
-        }
-        fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n",
-                   deviceLabel(choice_), total.passed, total.failed, total.unsupported, total.errors, seconds,
-                   options.workers);
+        printTable(label, vectors, tally, options.workers, all_);
     }
-    return total.failed + total.errors == 0 ? 0 : 1;
+    return tally.total.failed + tally.total.errors == 0 ? 0 : 1;
+}
+
+// Options that only a device over a transport reads are ignored with the reference device: say so
+// rather than let a user believe the reference ran over unix.
+void ConformanceCli::warnInapplicableFlags() const {
+    if (choice_.device != "reference") return;
+    for (const char* flag : {"--transport", "--usb-device", "--socket", "--hw-config"}) {
+        if (cmd_->count(flag) > 0) {
+            fmt::print(stderr, "npu conformance: warning: {} does not apply to --device reference; ignored\n",
+                       flag);
+        }
+    }
 }
 
 }  // namespace npu::tools

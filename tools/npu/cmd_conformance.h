@@ -18,6 +18,7 @@ public:
 
 private:
     int execute() const;
+    void warnInapplicableFlags() const;
 
     CLI::App* cmd_ = nullptr;
     DeviceChoice choice_;
@@ -25,6 +26,7 @@ private:
     std::vector<std::string> filters_;
     bool json_ = false;
     bool progress_ = false;
+    bool all_ = false;
     int jobs_ = 0;  // 0 = number of online CPUs
     double timeoutSeconds_ = 30.0;
 };

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cmd_model.h"
 #include "commands.h"
 #include "demo_network.h"
 #include "npu/framework/graph_dump.h"
+#include "npu/framework/npy.h"
 #include "npu/shim/npu_device.h"
 #include "runner.h"
 
@@ -39,41 +41,82 @@ nlohmann::json timingJson(const hal::Timing& t) {
     return {{"time_on_device_us", v(t.timeOnDeviceUs)}, {"time_in_driver_us", v(t.timeInDriverUs)}};
 }
 
+// Simulated device time from the cycle count and the NPU's clock, in microseconds (fractional:
+// 683 cycles at 1 GHz are 0.683 us); nullopt where there is no clock (the reference device).
+std::optional<double> deviceMicros(const RunOutcome& outcome, uint64_t clockHz) {
+    if (clockHz == 0) return std::nullopt;
+    return static_cast<double>(outcome.result.deviceCycles) * 1e6 / static_cast<double>(clockHz);
+}
+
+std::string compilationSource(const RunOutcome& outcome) {
+    if (!outcome.fromCache) return "prepared";  // a device that does not say (the reference)
+    return *outcome.fromCache ? "loaded from the compilation cache" : "compiled";
+}
+
+nlohmann::json reportJson(const framework::TestCase& tc, const RunOutcome& outcome,
+                          const std::optional<framework::Mismatch>& mismatch, uint64_t clockHz,
+                          const std::string& deviceName) {
+    nlohmann::json j;
+    j["name"] = tc.name;
+    j["device"] = deviceName;
+    j["match"] = !mismatch.has_value();
+    if (mismatch) {
+        j["mismatch"] = {{"output", mismatch->output},
+                         {"element", mismatch->element},
+                         {"expected", mismatch->expected},
+                         {"actual", mismatch->actual},
+                         {"tolerance", mismatch->tolerance}};
+    }
+    nlohmann::json outs = nlohmann::json::array();
+    for (size_t i = 0; i < outcome.outputs.size(); ++i) {
+        const auto type = tc.model.main.operands[tc.model.main.outputIndexes[i]].type;
+        const auto& shapes = outcome.result.outputShapes;
+        outs.push_back({{"index", i},
+                        {"type", hal::toString(type)},
+                        {"dims", i < shapes.size() ? nlohmann::json(shapes[i].dimensions) : nlohmann::json()},
+                        {"values", tensorJson(type, outcome.outputs[i])}});
+    }
+    j["outputs"] = outs;
+    j["device_cycles"] = outcome.result.deviceCycles;
+    const auto micros = deviceMicros(outcome, clockHz);
+    j["device_time_us"] = micros ? nlohmann::json(*micros) : nlohmann::json(nullptr);
+    j["clock_hz"] = clockHz;
+    j["timing"] = timingJson(outcome.result.timing);
+    j["prepare_ms"] = outcome.prepareMs;
+    j["from_cache"] = outcome.fromCache ? nlohmann::json(*outcome.fromCache) : nlohmann::json(nullptr);
+    j["operations"] = profileJson(outcome.result);
+    return j;
+}
+
+// Device time only where a device counted cycles; the reference's measured time is host time.
+void printTiming(const RunOutcome& outcome, uint64_t clockHz) {
+    const auto& t = outcome.result.timing;
+    if (const auto micros = deviceMicros(outcome, clockHz)) {
+        fmt::print("device  {} cycles = {:.3f} us simulated device time at {:.0f} MHz\n",
+                   outcome.result.deviceCycles, *micros, static_cast<double>(clockHz) / 1e6);
+        if (t.timeInDriverUs != hal::kNoTiming)
+            fmt::print("driver  {} us host time in the driver\n", t.timeInDriverUs);
+    } else if (t.timeInDriverUs != hal::kNoTiming) {
+        fmt::print("host    {} us on the CPU (this device has no device clock)\n", t.timeInDriverUs);
+    } else {
+        fmt::print("time    unavailable (the device does not measure it)\n");
+    }
+    fmt::print("prepare {:.1f} ms, {}\n", outcome.prepareMs, compilationSource(outcome));
+}
+
 // The outputs, the verdict, device time and the per-operation cycles, as text or JSON.
 void report(const framework::TestCase& tc, const RunOutcome& outcome,
             const std::optional<framework::Mismatch>& mismatch, uint64_t clockHz, bool json,
             const std::string& deviceName) {
-    const auto& outputs = tc.model.main.outputIndexes;
     if (json) {
-        nlohmann::json j;
-        j["name"] = tc.name;
-        j["device"] = deviceName;
-        j["match"] = !mismatch.has_value();
-        if (mismatch) {
-            j["mismatch"] = {{"output", mismatch->output},
-                             {"element", mismatch->element},
-                             {"expected", mismatch->expected},
-                             {"actual", mismatch->actual},
-                             {"tolerance", mismatch->tolerance}};
-        }
-        nlohmann::json outs = nlohmann::json::array();
-        for (size_t i = 0; i < outcome.outputs.size(); ++i) {
-            const auto type = tc.model.main.operands[outputs[i]].type;
-            outs.push_back({{"index", i},
-                            {"type", hal::toString(type)},
-                            {"values", formatTensor(type, outcome.outputs[i], 1u << 20)}});
-        }
-        j["outputs"] = outs;
-        j["device_cycles"] = outcome.result.deviceCycles;
-        j["timing"] = timingJson(outcome.result.timing);
-        j["operations"] = profileJson(outcome.result);
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", reportJson(tc, outcome, mismatch, clockHz, deviceName).dump(2));
         return;
     }
     fmt::print("model   {} on {}\n", tc.name, deviceName);
     for (size_t i = 0; i < outcome.outputs.size(); ++i) {
-        const auto type = tc.model.main.operands[outputs[i]].type;
-        fmt::print("output {} ({}): {}\n", i, hal::toString(type), formatTensor(type, outcome.outputs[i]));
+        const auto type = tc.model.main.operands[tc.model.main.outputIndexes[i]].type;
+        fmt::print("output {} ({}): {}\n", i, hal::toString(type),
+                   formatTensor(type, outcome.outputs[i], SIZE_MAX));
     }
     if (mismatch) {
         fmt::print("result  MISMATCH: output {} element {}: expected {}, got {} (tolerance {})\n",
@@ -82,15 +125,27 @@ void report(const framework::TestCase& tc, const RunOutcome& outcome,
     } else {
         fmt::print("result  match (expected outputs within the CTS tolerance)\n");
     }
-    const auto& t = outcome.result.timing;
-    if (t.timeOnDeviceUs != hal::kNoTiming) {
-        fmt::print("device  {} cycles = {} us simulated device time\n", outcome.result.deviceCycles,
-                   t.timeOnDeviceUs);
-    } else {
-        fmt::print("device  time unavailable (the device does not measure it)\n");
-    }
-    if (t.timeInDriverUs != hal::kNoTiming) fmt::print("driver  {} us\n", t.timeInDriverUs);
+    printTiming(outcome, clockHz);
     if (!outcome.result.profile.empty()) fmt::print("\n{}", formatProfileTable(outcome.result, clockHz));
+}
+
+// --output FILE.npy: output 0 to FILE.npy, output k > 0 to FILE_k.npy.
+bool writeOutputs(const framework::TestCase& tc, const RunOutcome& outcome, const std::string& path) {
+    for (size_t i = 0; i < outcome.outputs.size(); ++i) {
+        std::string target = path;
+        if (i > 0) {
+            const auto dot = path.ends_with(".npy") ? path.size() - 4 : path.size();
+            target = path.substr(0, dot) + "_" + std::to_string(i) + ".npy";
+        }
+        const auto type = tc.model.main.operands[tc.model.main.outputIndexes[i]].type;
+        const auto& shapes = outcome.result.outputShapes;
+        const auto dims = i < shapes.size() ? shapes[i].dimensions : std::vector<uint32_t>{};
+        if (auto written = framework::writeNpyFile(target, type, dims, outcome.outputs[i]); !written) {
+            fmt::print(stderr, "npu run: --output: {}\n", written.error().message);
+            return false;
+        }
+    }
+    return true;
 }
 
 std::string deviceLabel(const DeviceChoice& c) {
@@ -99,8 +154,10 @@ std::string deviceLabel(const DeviceChoice& c) {
 
 }  // namespace
 
-int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name, bool json,
-           const std::string& dotFile) {
+int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name,
+           const RunOptions& options) {
+    const bool json = options.json;
+    const std::string& dotFile = options.dotFile;
     auto found = framework::findTestCase(file, name);
     if (!found) {
         printError("run", found.error());
@@ -153,7 +210,12 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         return 1;
     }
     auto mismatch = framework::compareOutputs(*found, outcome->outputs, outcome->result.outputShapes);
-    report(*found, *outcome, mismatch, clockOf(*opened->device), json, deviceLabel(choice));
+    const uint64_t clockHz = clockOf(*opened->device);
+    NetworkRun layers = layersOf(found->model, outcome->result, choice.device);
+    if (auto hw = shim::queryNpuInfo(*opened->device)) addRoofline(layers, found->model, *hw);
+    if (!writeProfileFiles({options.csvFile, options.traceFile}, layers, name, clockHz)) return 2;
+    report(*found, *outcome, mismatch, clockHz, json, deviceLabel(choice));
+    if (!options.outputFile.empty() && !writeOutputs(*found, *outcome, options.outputFile)) return 2;
     return mismatch ? 1 : 0;
 }
 

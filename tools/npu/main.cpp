@@ -5,6 +5,7 @@
 #include "cli_checks.h"
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
+#include "cmd_model.h"
 #include "cmd_onnx.h"
 #include "cmd_sim.h"
 #include "cmd_stress.h"
@@ -47,16 +48,35 @@ int main(int argc, char** argv) {
     addDeviceOptions(info, false);
 
     std::string file, name;
-    auto* run = app.add_subcommand("run", "Run one test vector of a JSON-lines file and check its outputs");
-    run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
-    run->add_option("--name", name, "the vector's name")->required();
+    auto* run = app.add_subcommand(
+        "run", "Run one test vector of a JSON-lines file, or a built-in network, and check its outputs");
+    auto* runFile = run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->check(CLI::ExistingFile);
+    run->add_option("--name", name, "the vector's name")->needs(runFile);
+    npu::tools::BuiltinRunOptions builtin;
+    run->add_option("--builtin", builtin.name, "run a built-in network: mobilenet_v2 or ssd_mobilenet_v1")
+        ->excludes(runFile);
+    run->add_option("--input-size", builtin.inputSize,
+                    "--builtin: image height and width (default: the network's)")
+        ->check(CLI::Range(32, 512));
+    run->add_option("--csv", builtin.files.csv, "write the per-operation profile as CSV to FILE");
+    run->add_option("--trace", builtin.files.trace, "write a Chrome/Perfetto trace of the run to FILE");
     addDeviceOptions(run, true);
-    std::string dotFile;
-    run->add_option("--dot", dotFile, "also write the model as a Graphviz graph to FILE");
+    npu::tools::RunOptions runOptions;
+    run->add_option("--dot", runOptions.dotFile, "also write the model as a Graphviz graph to FILE");
+    run->add_option("--output", runOptions.outputFile,
+                    "write the outputs as NumPy arrays: output 0 to FILE.npy, output k to FILE_k.npy");
     run->add_option("--cache-dir", choice.cacheDir,
                     "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", choice.cacheStateDir,
                     "the cache key's secret and token map (default: XDG state dir)");
+
+    std::string listFile;
+    std::vector<std::string> listFilters;
+    auto* list = app.add_subcommand("list", "List the vectors of a JSON-lines file: names and operations");
+    list->add_option("file", listFile, "FILE.jsonl or FILE.jsonl.gz")->required()->check(CLI::ExistingFile);
+    list->add_option("--filter", listFilters, "only names matching GLOB (repeatable)")
+        ->allow_extra_args(false);
+    list->add_flag("--json", json, "print JSON");
 
     auto* demo = app.add_subcommand("demo", "The main job: a small quantized CNN through the whole stack");
     addDeviceOptions(demo, false);
@@ -82,6 +102,16 @@ int main(int argc, char** argv) {
     benchRpc->add_option("--hw-config", benchHwConfig, "the simulated NPU's config JSON (docs/hw-config.md)")
         ->check(CLI::ExistingFile);
 
+    auto* benchExec = bench->add_subcommand(
+        "exec",
+        "Per-execution overhead of sync, async, fenced and burst over loopback and unix, and a bare socket");
+    benchExec->add_flag("--json", json, "print JSON");
+    benchExec->add_option("--iterations", iterations, "executions per figure")
+        ->check(CLI::Range(10, 1000000))
+        ->capture_default_str();
+    benchExec->add_option("--hw-config", benchHwConfig, "the simulated NPU's config JSON (docs/hw-config.md)")
+        ->check(CLI::ExistingFile);
+
     auto* benchCache = bench->add_subcommand(
         "cache",
         "Compile vs. prepare-from-cache of the largest model the NPU compiles, and hashing throughput");
@@ -95,6 +125,7 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingFile);
 
     npu::tools::BenchSimCli benchSimCli(*bench);
+    npu::tools::BenchModelCli benchModelCli(*bench);
 
     std::string cacheAction, cacheDir, cacheStateDir;
     auto* cache = app.add_subcommand("cache", "Inspect, verify or clear the compilation cache");
@@ -133,13 +164,26 @@ int main(int argc, char** argv) {
     }
 
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
-    if (run->parsed()) return npu::tools::cmdRun(choice, file, name, json, dotFile);
+    if (run->parsed() && !builtin.name.empty()) return npu::tools::cmdRunBuiltin(choice, builtin, json);
+    if (run->parsed() && (file.empty() || name.empty())) {
+        std::fprintf(stderr, "npu run: give FILE --name NAME (a test vector) or --builtin NAME\n");
+        return 2;
+    }
+    if (run->parsed()) {
+        runOptions.json = json;
+        runOptions.csvFile = builtin.files.csv;
+        runOptions.traceFile = builtin.files.trace;
+        return npu::tools::cmdRun(choice, file, name, runOptions);
+    }
+    if (list->parsed()) return npu::tools::cmdList(listFile, listFilters, json);
     if (demo->parsed()) return npu::tools::cmdDemo(choice, json);
     if (benchRpc->parsed() && benchTransport == "usb")
         return npu::tools::cmdBenchRpcUsb(json, iterations, choice.usbDevice);
     if (benchRpc->parsed()) return npu::tools::cmdBenchRpc(json, iterations, benchHwConfig);
+    if (benchExec->parsed()) return npu::tools::cmdBenchExec(json, iterations, benchHwConfig);
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations, benchHwConfig);
     if (benchSimCli.parsed()) return benchSimCli.run();
+    if (benchModelCli.parsed()) return benchModelCli.run();
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();

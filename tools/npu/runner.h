@@ -1,6 +1,8 @@
 #pragma once
 // Runs one test case on a device: support check, prepare, execute with timing, read back.
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,12 +16,16 @@ struct RunOutcome {
     std::vector<bool> supportedOperations;
     std::vector<std::vector<uint8_t>> outputs;
     hal::ExecutionResult result;
+    std::optional<bool> fromCache;  // NPU only: the prepared model came from a compilation cache
+    double prepareMs = 0;           // host time of prepareModel (compile or cache load)
 };
 
 Result<RunOutcome> runTestCase(hal::IDevice& device, const framework::TestCase& testCase);
 
 // Human-readable pieces shared by the commands.
 std::string formatTensor(hal::OperandType type, const std::vector<uint8_t>& bytes, size_t maxElements = 32);
+// Every element as a JSON number (booleans as 0/1); null for a type with no numeric reading.
+nlohmann::json tensorJson(hal::OperandType type, const std::vector<uint8_t>& bytes);
 std::string formatProfileTable(const hal::ExecutionResult& result, uint64_t clockHz);
 
 }  // namespace npu::tools

@@ -214,6 +214,20 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
                   id, uint32_t(h.flags));
         return;
     }
+    if (h.type == npu_proto_Method_METHOD_WINDOW_WRITE || h.type == npu_proto_Method_METHOD_WINDOW_READ) {
+        // Host-window calls are served by a USB device side in front of the firmware
+        // (docs/usb.md); reaching the firmware, they came over a transport that shares the window.
+        if ((h.flags & kFlagMore) == 0) {
+            sendError(h.callId, Code::kInvalidArgument,
+                      "%s (method %" PRIu32
+                      ", call %llu) is for transports that share no memory (USB), "
+                      "whose device side serves it; this one shares the device memory: use the host "
+                      "window directly",
+                      h.type == npu_proto_Method_METHOD_WINDOW_WRITE ? "WINDOW_WRITE" : "WINDOW_READ",
+                      uint32_t(h.type), id);
+        }
+        return;
+    }
     if (methodName(h.type) == nullptr) {
         // Unknown methods are refused before they take queue space (fragments included).
         if ((h.flags & kFlagMore) == 0) {
@@ -407,7 +421,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                 bool* supported =
                     model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
                 if (model.operationCount && !supported) return noMemory();
-                st = service_->supportedOperations(model, supported);
+                st = service_->supportedOperations(model, supported, arena_);
                 if (st.ok()) list = {supported, model.operationCount};
             }
             rep->has_status = true;
@@ -527,7 +541,12 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                     rep->profile_count = static_cast<pb_size_t>(n);
                     for (uint32_t i = 0; i < n; ++i) {
                         const OpProfile& p = result->profile[i];
-                        rep->profile[i] = {p.operationIndex, p.type, p.cycles, p.macs, p.stallCycles};
+                        rep->profile[i] = {p.operationIndex,   p.type,
+                                           p.cycles,           p.macs,
+                                           p.stallCycles,      p.dramReadBytes,
+                                           p.dramWriteBytes,   p.stallDmaCycles,
+                                           p.loadActiveCycles, p.computeActiveCycles,
+                                           p.storeActiveCycles};
                     }
                 }
             }
@@ -613,6 +632,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
                         {"rpc.cancelled", stats_.cancelled},
                         {"rpc.arena_bytes", arena_.capacity()},
                         {"rpc.arena_peak_bytes", arena_.peak()},
+                        {"rpc.arena_fixed_bytes", requestMark_},
                         {"rpc.resets", stats_.resets},
                         {"npu.hangs", stats_.npuHangs},
                         {"npu.data_faults", stats_.npuDataFaults}};

@@ -50,8 +50,8 @@ void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
     reply->num_data_cache_files = 1;
 }
 
-FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* supported) {
-    return runtime_.supportedOperations(model, supported);
+FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) {
+    return runtime_.supportedOperations(model, supported, &scratch);
 }
 
 FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
@@ -120,7 +120,8 @@ FwStatus RuntimeService::releaseModel(uint32_t handle) {
 
 FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
                                  const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
-    return runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result);
+    return runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result,
+                            r.measure_timing);
 }
 
 FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, uint32_t*) {
@@ -150,6 +151,7 @@ void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.loaded_models", runtime_.loadedModels());
     appendCounter(reply, "runtime.arena_bytes", runtime_.arenaBytes());
     appendCounter(reply, "runtime.arena_peak_bytes", runtime_.arenaPeakBytes());
+    appendCounter(reply, "runtime.compile_scratch_high_water_bytes", runtime_.compileScratchHighWater());
 }
 
 }  // namespace npu::fw

@@ -2,6 +2,8 @@
 
 #include <cinttypes>
 
+#include "command_bounds.h"
+
 namespace npu::fw {
 
 namespace {
@@ -9,6 +11,30 @@ namespace {
 FwStatus bad(const char* what, uint32_t value, uint64_t limit) {
     return FwStatus::make(Code::kGeneralFailure, "blob rejected: %s (value %" PRIu32 ", limit %llu)", what,
                           value, static_cast<unsigned long long>(limit));
+}
+
+// Every operation's PUSHes and POPs balance per (from, to) queue pair, so that the token queues
+// are empty when an operation ends: a blob that leaves tokens behind would fill the queues over
+// executions until another client's model faults with TOKEN_OVERFLOW (found by fuzzing).
+FwStatus checkTokenBalance(const BlobView& v) {
+    for (uint32_t i = 0; i < v.numOps(); ++i) {
+        const OpDesc o = v.op(i);
+        int64_t balance[isa::kQueueCount * isa::kQueueCount] = {};
+        for (uint32_t k = o.cmdBegin; k < o.cmdEnd; ++k) {
+            const isa::Command c = v.command(k);
+            const isa::Opcode op = isa::opcodeOf(c);
+            if (op != isa::Opcode::kPush && op != isa::Opcode::kPop) continue;
+            const uint32_t from = c.w[isa::token::kFrom], to = c.w[isa::token::kTo];
+            if (from >= isa::kQueueCount || to >= isa::kQueueCount || from == to) {
+                return bad("token command between invalid queues", k, isa::kQueueCount - 1);
+            }
+            balance[from * isa::kQueueCount + to] += op == isa::Opcode::kPush ? 1 : -1;
+        }
+        for (int64_t b : balance) {
+            if (b != 0) return bad("operation's token pushes and pops do not balance", i, 0);
+        }
+    }
+    return FwStatus::okStatus();
 }
 
 }  // namespace
@@ -131,7 +157,23 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
-        if (!isa::isDma(op)) continue;
+        if (!vectorCommandOk(c, uint64_t{limits.scratchpadKib} * 1024))
+            return bad("vector command field or scratchpad extent out of range", i,
+                       static_cast<uint32_t>(op));
+        if (!isa::isDma(op)) {
+            const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
+                           accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;
+            if (const char* box = computeCommandOutOfBounds(c, sram, accEntries)) {
+                return FwStatus::make(Code::kGeneralFailure,
+                                      "blob rejected: command %" PRIu32
+                                      " (opcode 0x%02x): %s empty or outside the "
+                                      "%llu-byte scratchpad / %llu accumulator entries",
+                                      i, static_cast<unsigned>(op), box,
+                                      static_cast<unsigned long long>(sram),
+                                      static_cast<unsigned long long>(accEntries));
+            }
+            continue;
+        }
         const bool fill = (isa::flagsOf(c) & isa::dma::kFlagFill) != 0;
         const uint32_t region = c.w[isa::dma::kRegion];
         if (fill) continue;  // no DRAM access
@@ -149,6 +191,7 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     }
     if (absoluteDmas != v.numRelocs())
         return bad("absolute DMA without relocation", absoluteDmas, v.numRelocs());
+    if (FwStatus st = checkTokenBalance(v); !st.ok()) return st;
     *view = v;
     return FwStatus::okStatus();
 }

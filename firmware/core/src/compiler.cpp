@@ -8,100 +8,12 @@
 #include <cstring>
 
 #include "blob_format.h"
+#include "blob_writer.h"
 #include "op_plan.h"
 
 namespace npu::fw {
 
 namespace {
-
-using isa::Opcode;
-using isa::Queue;
-
-uint64_t align(uint64_t v, uint64_t a) {
-    return (v + a - 1) / a * a;
-}
-
-struct TensorRef {
-    uint32_t region = kRegionActivation;
-    uint64_t offset = 0;
-    bool isOutput = false;
-    uint32_t ioIndex = 0;
-};
-
-class BlobWriter {
-public:
-    // All pointers null: counting pass.
-    BlobWriter(uint8_t* commands, uint8_t* relocs, uint8_t* data)
-        : commands_(commands), relocs_(relocs), data_(data) {}
-
-    uint32_t emit(const isa::Command& c) {
-        if (commands_ != nullptr) writeCommand(commands_ + uint64_t{commandCount_} * isa::kCommandBytes, c);
-        return commandCount_++;
-    }
-    void dma(Opcode op, const TensorRef& t, isa::DmaBox box) {
-        box.region = t.region;
-        box.dramOffset += t.offset;
-        const uint32_t index = emit(isa::makeDma(op, box));
-        if (t.region != kRegionIo) return;
-        if (relocs_ != nullptr) {
-            uint8_t* p = relocs_ + uint64_t{relocCount_} * blob::kRelocWords * 4;
-            writeU32(p, index);
-            writeU32(p + 4, t.ioIndex | (t.isOutput ? blob::kRelocOutputBit : 0));
-        }
-        ++relocCount_;
-    }
-    uint64_t reserveData(uint64_t bytes) {
-        const uint64_t offset = align(dataBytes_, 16);
-        dataBytes_ = offset + bytes;
-        return offset;
-    }
-    uint8_t* data(uint64_t offset) { return data_ != nullptr ? data_ + offset : nullptr; }
-    uint32_t commandCount() const { return commandCount_; }
-    uint32_t relocCount() const { return relocCount_; }
-    uint64_t dataBytes() const { return dataBytes_; }
-
-private:
-    uint8_t* commands_;
-    uint8_t* relocs_;
-    uint8_t* data_;
-    uint32_t commandCount_ = 0;
-    uint32_t relocCount_ = 0;
-    uint64_t dataBytes_ = 0;
-};
-
-// Double-buffered load / compute / store over `tiles` tiles, synchronised with tokens:
-// load(t) may overwrite buffer t%2 once compute(t-2) is done with it; compute(t) may overwrite
-// output buffer t%2 once store(t-2) has drained it. Every PUSH has its POP.
-template <typename Load, typename Compute, typename Store>
-void emitPipeline(BlobWriter& w, uint32_t tiles, Load load, Compute compute, Store store) {
-    for (uint32_t t = 0; t < tiles; ++t) {
-        if (t >= 2) w.emit(isa::makePop(Queue::kCompute, Queue::kLoad));
-        load(t);
-        w.emit(isa::makePush(Queue::kLoad, Queue::kCompute));
-        w.emit(isa::makePop(Queue::kLoad, Queue::kCompute));
-        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kCompute));
-        compute(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kCompute, Queue::kLoad));
-        w.emit(isa::makePush(Queue::kCompute, Queue::kStore));
-        w.emit(isa::makePop(Queue::kCompute, Queue::kStore));
-        store(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kCompute));
-    }
-}
-
-// Two-stage load -> store pipeline over `tiles` tiles in two buffers (copies with no compute):
-// load(t) may overwrite buffer t%2 once store(t-2) has drained it.
-template <typename Load, typename Store>
-void emitCopyPipeline(BlobWriter& w, uint32_t tiles, Load load, Store store) {
-    for (uint32_t t = 0; t < tiles; ++t) {
-        if (t >= 2) w.emit(isa::makePop(Queue::kStore, Queue::kLoad));
-        load(t);
-        w.emit(isa::makePush(Queue::kLoad, Queue::kStore));
-        w.emit(isa::makePop(Queue::kLoad, Queue::kStore));
-        store(t);
-        if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kLoad));
-    }
-}
 
 constexpr uint32_t kLutBytes = 256;
 
@@ -110,24 +22,31 @@ public:
     ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
         : target_(t), model_(m), tilings_(tilings) {}
 
-    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size);
+    FwStatus run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage);
+    FwStatus measure(Arena& scratch, CompiledSize* size);
 
 private:
+    struct Layout {
+        uint64_t cmdOffset = 0, metaOffset = 0, metaBytes = 0, dataOffset = 0, total = 0;
+    };
+    FwStatus planAll(Arena& scratch);
+    Layout layoutOf(const BlobWriter& counter) const;
     FwStatus checkModel();
     FwStatus planMemory(Arena& scratch);
     bool aliasesInput(uint32_t opIndex) const;
     void emitAll(BlobWriter& w, uint8_t* opTable);
     TensorRef ref(BlobWriter& w, uint32_t operand);
     template <typename LoadIn, typename Compute, typename StoreOut>
-    void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, const OperandDesc& filter,
-                   const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
-                   Compute compute, StoreOut storeOut);
+    void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, uint32_t channelBase,
+                   const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap,
+                   uint64_t outCap, LoadIn loadIn, Compute compute, StoreOut storeOut);
     void emitConv(BlobWriter& w, const OpPlan& plan);
     void emitFc(BlobWriter& w, const OpPlan& plan);
     void emitAdd(BlobWriter& w, const OpPlan& plan);
     void emitPool(BlobWriter& w, const OpPlan& plan);
     void emitCopy(BlobWriter& w, const OpPlan& plan);
     void emitPad(BlobWriter& w, const OpPlan& plan);
+    void emitSoftmax(BlobWriter& w, const OpPlan& plan);
     void emitTable(BlobWriter& w, ByteMap map, const OperandDesc& in, const OperandDesc& out,
                    uint32_t sramAddr);
 
@@ -297,14 +216,21 @@ uint32_t macFlags(const OpPlan& plan) {
     return (plan.signedIn ? isa::kMacFlagSignedA : 0u) | (plan.signedWeights ? isa::kMacFlagSignedB : 0u);
 }
 
+// Output channels [channelBase, channelBase + cout) of the filter and bias (a GROUPED_CONV_2D
+// group; 0 and all of them otherwise); loadIn / compute / storeOut see channels relative to it.
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
-                              const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles,
-                              uint64_t inCap, uint64_t outCap, LoadIn loadIn, Compute compute,
-                              StoreOut storeOut) {
+                              uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
+                              uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
+                              Compute compute, StoreOut storeOut) {
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
     const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
+    // TRANSPOSE_CONV_2D runs the kernel flipped in both spatial dimensions: tap t of kh*kw reads
+    // tap kh*kw - 1 - t (k = taps x cin).
+    const bool flip = hal::isConvOp(plan.type) && plan.conv.transposed;
+    const uint32_t cin = flip ? plan.conv.cin : 1;
+    auto source = [&](uint32_t kk) { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; };
     const uint64_t weightCap = align(uint64_t{coutTile} * (k + 4), 64);
     const uint32_t inBuf[2] = {static_cast<uint32_t>(weightCap), static_cast<uint32_t>(weightCap + inCap)};
     const uint32_t outBuf[2] = {static_cast<uint32_t>(weightCap + 2 * inCap),
@@ -315,7 +241,8 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
     w.emit(isa::makeVecParams(plan.vec));
     for (uint32_t c0 = 0; c0 < cout; c0 += coutTile) {
         const uint32_t ct = std::min(coutTile, cout - c0);
-        if (c0 > 0) w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
+        if (c0 > 0 || channelBase > 0)
+            w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
         // Weights re-laid out K-major with this tile's output channels contiguous (the array's
         // column order), followed by the tile's int32 biases.
         const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
@@ -323,11 +250,12 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
         if (uint8_t* dst = w.data(dataOffset)) {
             for (uint32_t kk = 0; kk < k; ++kk) {
                 for (uint32_t co = 0; co < ct; ++co) {
-                    dst[uint64_t{kk} * ct + co] = depthwise ? weights[uint64_t{kk} * cout + c0 + co]
-                                                            : weights[uint64_t{c0 + co} * k + kk];
+                    dst[uint64_t{kk} * ct + co] =
+                        depthwise ? weights[uint64_t{kk} * cout + c0 + co]
+                                  : weights[uint64_t{channelBase + c0 + co} * k + source(kk)];
                 }
             }
-            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * c0, 4ull * ct);
+            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (channelBase + c0), 4ull * ct);
         }
         emitPipeline(
             w, rowTiles,
@@ -362,7 +290,7 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                 for (uint32_t co = 0; co < ct; ++co) {
                     isa::VecParams v = plan.vec;
                     QuantizedMultiplier qm;
-                    channelMultiplier(plan, c0 + co, &qm);  // representable: checked by the planner
+                    channelMultiplier(plan, channelBase + c0 + co, &qm);  // checked by the planner
                     v.outMult = qm.multiplier;
                     v.outShift = qm.shift;
                     w.emit(isa::makeVecParams(v));
@@ -421,19 +349,94 @@ void emitDepthwiseLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, ui
     }
 }
 
+// The input tile of CONV_2D / GROUPED_CONV_2D group g: input rows [first, end) of image b, the
+// group's channels, HWC in the scratchpad. NHWC with one group is one 2-D copy of whole rows; a
+// group's channel slice is a box of pixels x channels; NCHW is transposed element by element
+// (slow on purpose: narrow bursts).
+isa::DmaBox convInputBox(const ConvPlan& p, uint32_t b, uint32_t first, uint32_t end, uint32_t g,
+                         uint32_t sram) {
+    const uint32_t cinG = p.cinGroup();
+    isa::DmaBox box;
+    box.sramAddr = sram;
+    if (!p.nchw && p.groups == 1) {
+        box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin;
+        box.innerBytes = p.inW * p.cin;
+        box.rows = end - first;
+        box.dramRowStride = box.sramRowStride = p.inW * p.cin;
+    } else if (!p.nchw) {
+        box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin + uint64_t{g} * cinG;
+        box.innerBytes = cinG;
+        box.rows = (end - first) * p.inW;
+        box.dramRowStride = p.cin;
+        box.sramRowStride = cinG;
+    } else {
+        box.dramOffset = (uint64_t{b} * p.cin + uint64_t{g} * cinG) * p.inH * p.inW + uint64_t{first} * p.inW;
+        box.innerBytes = 1;
+        box.rows = (end - first) * p.inW;
+        box.dramRowStride = 1;
+        box.sramRowStride = cinG;
+        box.planes = cinG;
+        box.dramPlaneStride = p.inH * p.inW;
+        box.sramPlaneStride = 1;
+    }
+    return box;
+}
+
+// TRANSPOSE_CONV_2D's input tile: upsampled rows [first, end) of image b (zero points between
+// the real pixels, which are `upStride` apart), HWC in the scratchpad. One fill, then the real
+// rows inside the tile scattered by the DMA's strides (NHWC: one box; NCHW: one per row).
+void emitUpsampledLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, uint32_t b, uint32_t first,
+                       uint32_t end, int32_t zpIn, uint32_t sram) {
+    const uint64_t rowBytes = uint64_t{p.inW} * p.cin;
+    isa::DmaBox fill;
+    fill.sramAddr = sram;
+    fill.innerBytes = static_cast<uint32_t>((end - first) * rowBytes);
+    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, static_cast<uint32_t>(zpIn) & 0xFF));
+    const uint32_t sy = p.upStrideY, iy0 = (first + sy - 1) / sy, iy1 = (end - 1) / sy;
+    if (iy0 > iy1) return;  // no real row in this tile
+    isa::DmaBox box;
+    box.rows = p.realInW;
+    box.sramRowStride = p.upStrideX * p.cin;
+    if (!p.nchw) {
+        box.dramOffset = (uint64_t{b} * p.realInH + iy0) * p.realInW * p.cin;
+        box.sramAddr = static_cast<uint32_t>(sram + (uint64_t{iy0} * sy - first) * rowBytes);
+        box.innerBytes = p.cin;
+        box.dramRowStride = p.cin;
+        box.planes = iy1 - iy0 + 1;
+        box.dramPlaneStride = p.realInW * p.cin;
+        box.sramPlaneStride = static_cast<uint32_t>(sy * rowBytes);
+        w.dma(Opcode::kDmaLoad, in, box);
+        return;
+    }
+    for (uint32_t iy = iy0; iy <= iy1; ++iy) {
+        box.dramOffset = uint64_t{b} * p.cin * p.realInH * p.realInW + uint64_t{iy} * p.realInW;
+        box.sramAddr = static_cast<uint32_t>(sram + (uint64_t{iy} * sy - first) * rowBytes);
+        box.innerBytes = 1;
+        box.dramRowStride = 1;
+        box.planes = p.cin;
+        box.dramPlaneStride = p.realInH * p.realInW;
+        box.sramPlaneStride = 1;
+        w.dma(Opcode::kDmaLoad, in, box);
+    }
+}
+
 void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
     const ConvPlan& p = plan.conv;
     const uint32_t m = p.tiling.rowTile;
     const uint32_t tilesPerImage = (p.outH + m - 1) / m;
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
-    // Depthwise: the input tile holds the channel tile's channels, not the whole depth.
-    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cin;
+    // Depthwise: the input tile holds the channel tile's channels; grouped: the group's.
+    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cinGroup();
     const uint64_t inCap =
         align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH) * p.inW * inDepth, 64);
     const uint64_t outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
-    const uint32_t k = p.depthwise ? p.kh * p.kw : p.kh * p.kw * p.cin;
-    // The input rows a tile needs, clipped to the image (padding rows are never loaded).
+    const uint32_t k = static_cast<uint32_t>(p.taps());
+    const uint32_t cinG = p.cinGroup(), coutG = p.coutGroup();
+    uint32_t g = 0;  // the group being emitted (GROUPED_CONV_2D; else 0)
+    // The input rows a tile needs, clipped to the image (padding rows are never loaded). A tile
+    // whose windows all lie in the padding (end == first) gets one row of zero points instead:
+    // every tap then adds nothing, so its outputs are bias-only through the same REQUANT.
     auto window = [&](uint32_t t, uint32_t* b, uint32_t* r0, uint32_t* mt, uint32_t* first, uint32_t* end,
                       uint32_t* padTop) {
         *b = t / tilesPerImage;
@@ -441,89 +444,86 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
         *mt = std::min(m, p.outH - *r0);
         const int64_t y0 = int64_t{*r0} * p.strideY - p.padTop;
         const int64_t y1 = int64_t{*r0 + *mt - 1} * p.strideY - p.padTop + static_cast<int64_t>(effH);
-        *first = static_cast<uint32_t>(std::max<int64_t>(0, y0));
-        *end = static_cast<uint32_t>(std::min<int64_t>(p.inH, y1));
-        *padTop = static_cast<uint32_t>(*first - y0);
+        *first = static_cast<uint32_t>(std::clamp<int64_t>(y0, 0, p.inH));
+        *end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
+        *padTop = *end > *first ? static_cast<uint32_t>(*first - y0) : 0;
     };
-    emitMacOp(
-        w, plan, k, p.cout, model_.operands[p.filter], model_.operands[p.bias], p.batch * tilesPerImage,
-        inCap, outCap,
-        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            if (p.depthwise) {
-                emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
-                return;
-            }
-            isa::DmaBox box;
-            box.sramAddr = sram;
-            if (!p.nchw) {
-                box.dramOffset = (uint64_t{b} * p.inH + first) * p.inW * p.cin;
-                box.innerBytes = p.inW * p.cin;
-                box.rows = end - first;
-                box.dramRowStride = box.sramRowStride = p.inW * p.cin;
-            } else {  // transpose CHW -> HWC element by element (slow on purpose: narrow bursts)
-                box.dramOffset = uint64_t{b} * p.cin * p.inH * p.inW + uint64_t{first} * p.inW;
-                box.innerBytes = 1;
-                box.rows = (end - first) * p.inW;
-                box.dramRowStride = 1;
-                box.sramRowStride = p.cin;
-                box.planes = p.cin;
-                box.dramPlaneStride = p.inH * p.inW;
-                box.sramPlaneStride = 1;
-            }
-            w.dma(Opcode::kDmaLoad, in, box);
-        },
-        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            isa::ConvDesc d;
-            d.ifmAddr = sram;
-            d.ifmH = end - first;
-            d.ifmW = p.inW;
-            d.ifmC = p.depthwise ? ct : p.cin;
-            d.ifmRowStride = p.inW * d.ifmC;
-            d.wAddr = 0;
-            d.kernelH = p.kh;
-            d.kernelW = p.kw;
-            d.strideY = p.strideY;
-            d.strideX = p.strideX;
-            d.dilY = p.dilY;
-            d.dilX = p.dilX;
-            d.padTop = padTop;
-            d.padLeft = p.padLeft;
-            d.ofmH = mt;
-            d.ofmW = p.outW;
-            d.cout = ct;
-            d.accAddr = acc;
-            d.zpIn = plan.zpIn;
-            d.zpW = plan.zpWeights;
-            w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
-            return mt * p.outW;
-        },
-        [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-            uint32_t b, r0, mt, first, end, padTop;
-            window(t, &b, &r0, &mt, &first, &end, &padTop);
-            isa::DmaBox box;
-            box.sramAddr = sram;
-            if (!p.nchw) {
-                box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + c0;
-                box.innerBytes = ct;
-                box.rows = mt * p.outW;
-                box.dramRowStride = p.cout;
-                box.sramRowStride = ct;
-            } else {
-                box.dramOffset = (uint64_t{b} * p.cout + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
-                box.innerBytes = 1;
-                box.rows = mt * p.outW;
-                box.dramRowStride = 1;
-                box.sramRowStride = ct;
-                box.planes = ct;
-                box.dramPlaneStride = p.outH * p.outW;
-                box.sramPlaneStride = 1;
-            }
-            w.dma(Opcode::kDmaStore, out, box);
-        });
+    for (; g < p.groups; ++g)
+        emitMacOp(
+            w, plan, k, coutG, g * coutG, model_.operands[p.filter], model_.operands[p.bias],
+            p.batch * tilesPerImage, inCap, outCap,
+            [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                if (end == first) {  // all padding: one row of zero points (see window)
+                    isa::DmaBox fill;
+                    fill.sramAddr = sram;
+                    fill.innerBytes = p.inW * (p.depthwise ? ct : cinG);
+                    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
+                                        static_cast<uint32_t>(plan.zpIn) & 0xFF));
+                    return;
+                }
+                if (p.depthwise) {
+                    emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
+                    return;
+                }
+                if (p.transposed) {
+                    emitUpsampledLoad(w, in, p, b, first, end, plan.zpIn, sram);
+                    return;
+                }
+                w.dma(Opcode::kDmaLoad, in, convInputBox(p, b, first, end, g, sram));
+            },
+            [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                isa::ConvDesc d;
+                d.ifmAddr = sram;
+                d.ifmH = std::max<uint32_t>(end - first, 1);
+                d.ifmW = p.inW;
+                d.ifmC = p.depthwise ? ct : cinG;
+                d.ifmRowStride = p.inW * d.ifmC;
+                d.wAddr = 0;
+                d.kernelH = p.kh;
+                d.kernelW = p.kw;
+                d.strideY = p.strideY;
+                d.strideX = p.strideX;
+                d.dilY = p.dilY;
+                d.dilX = p.dilX;
+                d.padTop = padTop;
+                d.padLeft = p.padLeft;
+                d.ofmH = mt;
+                d.ofmW = p.outW;
+                d.cout = ct;
+                d.accAddr = acc;
+                d.zpIn = plan.zpIn;
+                d.zpW = plan.zpWeights;
+                w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
+                return mt * p.outW;
+            },
+            [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+                uint32_t b, r0, mt, first, end, padTop;
+                window(t, &b, &r0, &mt, &first, &end, &padTop);
+                isa::DmaBox box;
+                box.sramAddr = sram;
+                if (!p.nchw) {
+                    box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + g * coutG + c0;
+                    box.innerBytes = ct;
+                    box.rows = mt * p.outW;
+                    box.dramRowStride = p.cout;
+                    box.sramRowStride = ct;
+                } else {
+                    box.dramOffset =
+                        (uint64_t{b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
+                    box.innerBytes = 1;
+                    box.rows = mt * p.outW;
+                    box.dramRowStride = 1;
+                    box.sramRowStride = ct;
+                    box.planes = ct;
+                    box.dramPlaneStride = p.outH * p.outW;
+                    box.sramPlaneStride = 1;
+                }
+                w.dma(Opcode::kDmaStore, out, box);
+            });
 }
 
 void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
@@ -531,7 +531,7 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
     const uint32_t m = p.tiling.rowTile, k = p.inputSize;
     const TensorRef in = ref(w, p.input), out = ref(w, p.output);
     emitMacOp(
-        w, plan, k, p.units, model_.operands[p.weights], model_.operands[p.bias], (p.batch + m - 1) / m,
+        w, plan, k, p.units, 0, model_.operands[p.weights], model_.operands[p.bias], (p.batch + m - 1) / m,
         align(uint64_t{m} * k, 64), align(uint64_t{m} * p.tiling.coutTile, 64),
         [&](uint32_t t, uint32_t sram, uint32_t, uint32_t) {
             isa::DmaBox box;
@@ -648,6 +648,7 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             isa::VecOpDesc v;
             v.function = plan.type == hal::kOpMul       ? isa::VecFunction::kMul
                          : plan.type == hal::kOpMaximum ? isa::VecFunction::kMax
+                         : plan.type == hal::kOpPrelu   ? isa::VecFunction::kPrelu
                                                         : isa::VecFunction::kMin;
             v.rows = d.rows;
             v.cols = d.cols;
@@ -672,37 +673,6 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
             box.sramRowStride = x.cols;
             w.dma(Opcode::kDmaStore, out, box);
         });
-}
-
-// The DMA box of pooling rows [y, y + rows) of image b (h x wd pixels), channels [c0, c0 + ct),
-// at scratchpad `sram` as HWC: NHWC is a box of pixels x channels (one run per row when every
-// channel is taken); NCHW is transposed element by element (as CONV_2D).
-isa::DmaBox poolDmaBox(const PoolPlan& p, uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows,
-                       uint32_t h, uint32_t wd, uint32_t sram) {
-    isa::DmaBox d;
-    d.sramAddr = sram;
-    if (!p.nchw) {
-        d.dramOffset = ((uint64_t{b} * h + y) * wd) * p.channels + c0;
-        d.innerBytes = ct;
-        d.rows = rows * wd;
-        d.dramRowStride = p.channels;
-        d.sramRowStride = ct;
-        if (ct == p.channels) {
-            d.innerBytes = wd * ct;
-            d.rows = rows;
-            d.dramRowStride = d.sramRowStride = wd * ct;
-        }
-        return d;
-    }
-    d.dramOffset = (uint64_t{b} * p.channels + c0) * h * wd + uint64_t{y} * wd;
-    d.innerBytes = 1;
-    d.rows = rows * wd;
-    d.dramRowStride = 1;
-    d.sramRowStride = ct;
-    d.planes = ct;
-    d.dramPlaneStride = h * wd;
-    d.sramPlaneStride = 1;
-    return d;
 }
 
 void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
@@ -735,7 +705,9 @@ void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
         return x;
     };
     auto box = [&](uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows, uint32_t h, uint32_t wd,
-                   uint32_t sram) { return poolDmaBox(p, b, c0, ct, y, rows, h, wd, sram); };
+                   uint32_t sram) {
+        return imageTileBox(p.nchw, p.channels, b, c0, ct, y, rows, h, wd, sram);
+    };
     // A tile whose windows all lie in the padding has no input row to load: its outputs are the
     // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
     // broadcast from one byte filled once.
@@ -931,6 +903,51 @@ void ModelCompiler::emitPad(BlobWriter& w, const OpPlan& plan) {
         [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, boxOf(t, true)); });
 }
 
+// SOFTMAX: tiles of whole slabs (outer index) loaded, computed by SOFTMAX commands and stored in
+// a double-buffered pipeline; the tensor is contiguous, so each tile is one 1-D copy each way.
+void ModelCompiler::emitSoftmax(BlobWriter& w, const OpPlan& plan) {
+    const SoftmaxPlan& p = plan.softmax;
+    const uint32_t buffer = softmaxBufferBytes(target_);
+    const uint32_t slab = p.len * p.inner;
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    auto slabsOf = [&](uint32_t t) { return std::min(p.slabTile, p.outer - t * p.slabTile); };
+    auto box = [&](uint32_t t, uint32_t sram) {
+        isa::DmaBox d;
+        d.dramOffset = uint64_t{t} * p.slabTile * slab;
+        d.sramAddr = sram;
+        d.innerBytes = slabsOf(t) * slab;
+        return d;
+    };
+    emitPipeline(
+        w, (p.outer + p.slabTile - 1) / p.slabTile,
+        [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, box(t, (t % 2) * buffer)); },
+        [&](uint32_t t) {
+            isa::SoftmaxDesc d;
+            d.cols = p.len;
+            d.multiplier = p.multiplier;
+            d.leftShift = p.leftShift;
+            d.diffMin = p.diffMin;
+            const uint32_t flags = plan.signedIn ? isa::softmax::kFlagSigned : 0u;
+            if (p.inner == 1) {  // one row per slab: the whole tile in one command
+                d.rows = slabsOf(t);
+                d.inAddr = (t % 2) * buffer;
+                d.outAddr = (2 + t % 2) * buffer;
+                d.inRowStride = d.outRowStride = p.len;
+                w.emit(isa::makeSoftmax(d, flags));
+                return;
+            }
+            for (uint32_t k = 0; k < slabsOf(t); ++k) {  // `inner` rows, elements `inner` apart
+                d.rows = p.inner;
+                d.inAddr = (t % 2) * buffer + k * slab;
+                d.outAddr = (2 + t % 2) * buffer + k * slab;
+                d.inRowStride = d.outRowStride = 1;
+                d.inColStride = d.outColStride = p.inner;
+                w.emit(isa::makeSoftmax(d, flags));
+            }
+        },
+        [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, box(t, (2 + t % 2) * buffer)); });
+}
+
 void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
     for (uint32_t i = 0; i < model_.operandCount; ++i) constOffset_[i] = 0;
     for (uint32_t o = 0; o < model_.operationCount; ++o) {
@@ -939,6 +956,8 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
         switch (plan.type) {
             case hal::kOpConv2d:
             case hal::kOpDepthwiseConv2d:
+            case hal::kOpGroupedConv2d:
+            case hal::kOpTransposeConv2d:
                 emitConv(w, plan);
                 break;
             case hal::kOpFullyConnected:
@@ -949,7 +968,21 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpMul:
             case hal::kOpMaximum:
             case hal::kOpMinimum:
+            case hal::kOpPrelu:
                 emitAdd(w, plan);
+                break;
+            case hal::kOpTranspose:
+            case hal::kOpSpaceToDepth:
+            case hal::kOpDepthToSpace:
+            case hal::kOpStridedSlice:
+                emitGather(w, target_, plan.gather, ref(w, plan.gather.input), ref(w, plan.gather.output));
+                break;
+            case hal::kOpResizeBilinear:
+            case hal::kOpResizeNearest:
+                emitResize(w, target_, plan, ref(w, plan.resize.input), ref(w, plan.resize.output));
+                break;
+            case hal::kOpMean:
+                emitMean(w, target_, plan, ref(w, plan.mean.input), ref(w, plan.mean.output));
                 break;
             case hal::kOpAveragePool2d:
             case hal::kOpMaxPool2d:
@@ -958,6 +991,9 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpPad:
             case hal::kOpPadV2:
                 emitPad(w, plan);
+                break;
+            case hal::kOpSoftmax:
+                emitSoftmax(w, plan);
                 break;
             default:
                 if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))
@@ -974,7 +1010,19 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
     }
 }
 
-FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size) {
+FwStatus ModelCompiler::measure(Arena& scratch, CompiledSize* size) {
+    FwStatus st = planAll(scratch);
+    if (!st.ok()) return st;
+    BlobWriter counter(nullptr, nullptr, nullptr);
+    emitAll(counter, nullptr);
+    size->blobBytes = layoutOf(counter).total;
+    size->activationBytes = activationBytes_;
+    size->commandCount = counter.commandCount();
+    return FwStatus::okStatus();
+}
+
+// Every operation planned (with the given tilings) and the activation memory placed.
+FwStatus ModelCompiler::planAll(Arena& scratch) {
     FwStatus st = checkModel();
     if (!st.ok()) return st;
     plans_ = scratch.allocateArray<OpPlan>(model_.operationCount);
@@ -996,20 +1044,34 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
                                   o, tilings_[o].coutTile, tilings_[o].rowTile);
         applyTiling(&plans_[o], tilings_[o]);
     }
-    if (!(st = planMemory(scratch)).ok()) return st;
+    return planMemory(scratch);
+}
 
+ModelCompiler::Layout ModelCompiler::layoutOf(const BlobWriter& counter) const {
+    Layout l;
+    l.cmdOffset = align(blob::kHeaderBytesValue, kBlobAlign);
+    l.metaOffset = l.cmdOffset + uint64_t{counter.commandCount()} * isa::kCommandBytes;
+    l.metaBytes = expectedMetaBytes(model_.inputCount + model_.outputCount, model_.operationCount,
+                                    counter.relocCount());
+    l.dataOffset = align(l.metaOffset + l.metaBytes, kBlobAlign);
+    l.total = l.dataOffset + counter.dataBytes();
+    return l;
+}
+
+FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* size, size_t* usedBeforeImage) {
+    FwStatus st = planAll(scratch);
+    if (!st.ok()) return st;
     BlobWriter counter(nullptr, nullptr, nullptr);
     emitAll(counter, nullptr);
     const uint32_t numIo = model_.inputCount + model_.outputCount;
-    const uint64_t cmdOffset = align(blob::kHeaderBytesValue, kBlobAlign);
-    const uint64_t metaOffset = cmdOffset + uint64_t{counter.commandCount()} * isa::kCommandBytes;
-    const uint64_t metaBytes = expectedMetaBytes(numIo, model_.operationCount, counter.relocCount());
-    const uint64_t dataOffset = align(metaOffset + metaBytes, kBlobAlign);
-    const uint64_t total = dataOffset + counter.dataBytes();
+    const Layout layout = layoutOf(counter);
+    const uint64_t cmdOffset = layout.cmdOffset, metaOffset = layout.metaOffset, metaBytes = layout.metaBytes,
+                   dataOffset = layout.dataOffset, total = layout.total;
     if (total > UINT32_MAX || activationBytes_ > UINT32_MAX) {
         return FwStatus::make(Code::kInvalidArgument, "compiled model too large (%llu bytes)",
                               static_cast<unsigned long long>(total));
     }
+    if (usedBeforeImage != nullptr) *usedBeforeImage = scratch.used();
     uint8_t* out = static_cast<uint8_t*>(scratch.allocate(total, kBlobAlign));
     if (out == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
@@ -1060,9 +1122,16 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
 }  // namespace
 
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size, const MacTiling* tilings) {
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings,
+                      size_t* usedBeforeImage) {
     ModelCompiler compiler(target, model, tilings);
-    return compiler.run(scratch, image, size);
+    return compiler.run(scratch, image, size, usedBeforeImage);
+}
+
+FwStatus measureModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
+                      CompiledSize* size) {
+    ModelCompiler compiler(target, model, nullptr);
+    return compiler.measure(scratch, size);
 }
 
 FwStatus modelTilingCandidates(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex,

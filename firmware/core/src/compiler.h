@@ -30,11 +30,22 @@ struct MacTiling {
 };
 inline constexpr uint32_t kMaxTilingCandidates = 6;
 
-// Compiles the whole model into a blob image allocated from `scratch`. `tilings` (optional, one
-// per operation): the tiling of each CONV_2D / FULLY_CONNECTED, one of its candidates; an entry
-// with coutTile 0, or no array, keeps the planner's greedy choice.
+// Compiles the whole model into a blob image allocated from `scratch` (usedBeforeImage, if given:
+// the scratch arena's use just before the image, i.e. its high-water mark without the blob). `tilings`
+// (optional, one per operation): the tiling of each CONV_2D / FULLY_CONNECTED, one of its candidates; an
+// entry with coutTile 0, or no array, keeps the planner's greedy choice.
 FwStatus compileModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
-                      const uint8_t** image, uint64_t* size, const MacTiling* tilings = nullptr);
+                      const uint8_t** image, uint64_t* size, const MacTiling* tilings = nullptr,
+                      size_t* usedBeforeImage = nullptr);
+
+// What compileModel would produce, without writing it: the blob's bytes, the activation area and
+// the command count (the executor's queue). Scratch: the planner's tables only, not the blob.
+struct CompiledSize {
+    uint64_t blobBytes = 0, activationBytes = 0;
+    uint32_t commandCount = 0;
+};
+FwStatus measureModel(const CompileTarget& target, const ModelDesc& model, Arena& scratch,
+                      CompiledSize* size);
 
 // The tilings operation `opIndex` can be compiled with (at most kMaxTilingCandidates, the greedy
 // choice first; none for operations without a tiling).

@@ -11,6 +11,8 @@ namespace {
 
 struct PmuSnapshot {
     uint64_t cycles = 0, macs = 0, stalls = 0;
+    // Detailed profile only.
+    uint64_t dmaRead = 0, dmaWrite = 0, stallDma = 0, loadActive = 0, computeActive = 0, storeActive = 0;
 };
 
 uint64_t read64(Platform& p, uint32_t lo, uint32_t hi) {
@@ -18,10 +20,31 @@ uint64_t read64(Platform& p, uint32_t lo, uint32_t hi) {
     return l | (uint64_t{p.readReg(hi)} << 32);
 }
 
-PmuSnapshot readPmu(Platform& p) {
-    return {read64(p, isa::kRegPmuCyclesLo, isa::kRegPmuCyclesHi),
-            read64(p, isa::kRegPmuMacsLo, isa::kRegPmuMacsHi),
-            read64(p, isa::kRegPmuStallLo, isa::kRegPmuStallHi)};
+PmuSnapshot readPmu(Platform& p, bool detailed) {
+    PmuSnapshot s{read64(p, isa::kRegPmuCyclesLo, isa::kRegPmuCyclesHi),
+                  read64(p, isa::kRegPmuMacsLo, isa::kRegPmuMacsHi),
+                  read64(p, isa::kRegPmuStallLo, isa::kRegPmuStallHi)};
+    if (!detailed) return s;
+    s.dmaRead = read64(p, isa::kRegPmuDmaReadLo, isa::kRegPmuDmaReadHi);
+    s.dmaWrite = read64(p, isa::kRegPmuDmaWriteLo, isa::kRegPmuDmaWriteHi);
+    s.stallDma = read64(p, isa::kRegPmuStallDmaLo, isa::kRegPmuStallDmaHi);
+    s.loadActive = read64(p, isa::kRegPmuLoadActiveLo, isa::kRegPmuLoadActiveHi);
+    s.computeActive = read64(p, isa::kRegPmuComputeActiveLo, isa::kRegPmuComputeActiveHi);
+    s.storeActive = read64(p, isa::kRegPmuStoreActiveLo, isa::kRegPmuStoreActiveHi);
+    return s;
+}
+
+// What one operation cost: the difference of two snapshots.
+void fillProfile(const PmuSnapshot& before, const PmuSnapshot& after, OpProfile* prof) {
+    prof->cycles = after.cycles - before.cycles;
+    prof->macs = after.macs - before.macs;
+    prof->stallCycles = after.stalls - before.stalls;
+    prof->dramReadBytes = after.dmaRead - before.dmaRead;
+    prof->dramWriteBytes = after.dmaWrite - before.dmaWrite;
+    prof->stallDmaCycles = after.stallDma - before.stallDma;
+    prof->loadActiveCycles = after.loadActive - before.loadActive;
+    prof->computeActiveCycles = after.computeActive - before.computeActive;
+    prof->storeActiveCycles = after.storeActive - before.storeActive;
 }
 
 void writeAddr(Platform& p, uint32_t lo, uint32_t hi, uint64_t v) {
@@ -139,7 +162,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     p.writeReg(isa::kRegCmdqSize, static_cast<uint32_t>(queueBytes));  // resets HEAD and TAIL
 
     FwStatus status = FwStatus::okStatus();
-    const PmuSnapshot start = readPmu(p);
+    const PmuSnapshot start = readPmu(p, ctx.detailedProfile);
     PmuSnapshot before = start;
     for (uint32_t i = 0; i < v.numOps(); ++i) {
         const OpDesc op = v.op(i);
@@ -179,10 +202,8 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
                                     offset / isa::kCommandBytes);
             break;
         }
-        const PmuSnapshot after = readPmu(p);
-        prof.cycles = after.cycles - before.cycles;
-        prof.macs = after.macs - before.macs;
-        prof.stallCycles = after.stalls - before.stalls;
+        const PmuSnapshot after = readPmu(p, ctx.detailedProfile);
+        fillProfile(before, after, &prof);
         before = after;
     }
     result->deviceCycles = before.cycles - start.cycles;

@@ -16,6 +16,7 @@ struct ExecutionContext {
     DramAllocator& dram;
     uint64_t hostWindowBase = 0;
     uint32_t irqTimeoutUs = 0;
+    bool detailedProfile = false;  // also read DMA bytes, DMA stalls and unit busy cycles per operation
 };
 
 FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
+
+#include "op_check.h"
 
 namespace npu::fw {
 
@@ -14,194 +17,6 @@ namespace {
 constexpr uint32_t kMax16 = 0xFFFF;
 constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 30;  // well inside hwsim's per-command cap
 constexpr int32_t kAddLeftShift = 20;
-
-// Collects the operation's identity so every message names it.
-struct Checker {
-    const CompileTarget& target;
-    const ModelDesc& model;
-    uint32_t opIndex;
-    const OperationDesc& op;
-
-    FwStatus fail(const char* fmt, ...) const __attribute__((format(printf, 2, 3))) {
-        char rule[128];
-        va_list args;
-        va_start(args, fmt);
-        std::vsnprintf(rule, sizeof(rule), fmt, args);
-        va_end(args);
-        return FwStatus::make(Code::kInvalidArgument, "operation %" PRIu32 " (%s): %s", opIndex,
-                              operationName(op.type), rule);
-    }
-    bool inputExists(uint32_t i) const {
-        return i < op.inputCount && op.inputs[i] < model.operandCount &&
-               model.operands[op.inputs[i]].lifetime != hal::kNoValue;
-    }
-    const OperandDesc& in(uint32_t i) const { return model.operands[op.inputs[i]]; }
-    const OperandDesc& out(uint32_t i) const { return model.operands[op.outputs[i]]; }
-
-    FwStatus operandIndexes() const {
-        for (uint32_t i = 0; i < op.inputCount; ++i) {
-            if (op.inputs[i] >= model.operandCount)
-                return fail("input %" PRIu32 " names operand %" PRIu32 " of %" PRIu32 "", i, op.inputs[i],
-                            model.operandCount);
-        }
-        for (uint32_t i = 0; i < op.outputCount; ++i) {
-            if (op.outputs[i] >= model.operandCount)
-                return fail("output %" PRIu32 " names operand %" PRIu32 " of %" PRIu32 "", i, op.outputs[i],
-                            model.operandCount);
-        }
-        return FwStatus::okStatus();
-    }
-
-    FwStatus scalar(uint32_t i, uint32_t type, int32_t* value) const {
-        if (!inputExists(i)) return fail("input %" PRIu32 " (scalar) has no value", i);
-        const OperandDesc& d = in(i);
-        if (d.type != type)
-            return fail("input %" PRIu32 " (operand %" PRIu32 ") has type %" PRIu32 ", expected %" PRIu32 "",
-                        i, op.inputs[i], d.type, type);
-        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) {
-            return fail("input %" PRIu32 " (operand %" PRIu32 ") must be a constant", i, op.inputs[i]);
-        }
-        const uint32_t bytes = type == hal::kBool ? 1 : 4;
-        const uint8_t* p = constantData(target, d);
-        if (p == nullptr || d.dataLength != bytes)
-            return fail("input %" PRIu32 " (operand %" PRIu32 "): value not in the host window or %" PRIu32
-                        " bytes long",
-                        i, op.inputs[i], d.dataLength);
-        *value = type == hal::kBool ? (p[0] != 0 ? 1 : 0)
-                                    : static_cast<int32_t>(p[0] | (uint32_t{p[1]} << 8) |
-                                                           (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24));
-        return FwStatus::okStatus();
-    }
-
-    // A quantized 8-bit tensor: TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, or (where
-    // `perChannelDim` is not kNoPerChannel) TENSOR_QUANT8_SYMM_PER_CHANNEL along that dimension.
-    static constexpr uint32_t kNoPerChannel = UINT32_MAX;
-    FwStatus quantTensor(const OperandDesc& d, const char* role, uint32_t operand, uint32_t minRank,
-                         uint32_t maxRank, uint32_t perChannelDim = kNoPerChannel) const {
-        const bool perChannel = d.type == hal::kTensorQuant8SymmPerChannel && perChannelDim != kNoPerChannel;
-        if (!hal::isQuant8Data(d.type) && !perChannel) {
-            return fail("%s (operand %" PRIu32 ") has type %" PRIu32
-                        "; only TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED%s",
-                        role, operand, d.type,
-                        perChannelDim != kNoPerChannel ? " or TENSOR_QUANT8_SYMM_PER_CHANNEL" : "");
-        }
-        if (d.rank < minRank || d.rank > maxRank)
-            return fail("%s (operand %" PRIu32 ") has rank %" PRIu32 ", supported %" PRIu32 "..%" PRIu32 "",
-                        role, operand, d.rank, minRank, maxRank);
-        for (uint32_t k = 0; k < d.rank; ++k) {
-            if (d.dims[k] == 0)
-                return fail("%s (operand %" PRIu32 ") dimension %" PRIu32
-                            " is unknown; fully specified shapes only",
-                            role, operand, k);
-        }
-        if (tensorElements(d) > UINT32_MAX)
-            return fail("%s (operand %" PRIu32 ") has more than 2^32 elements", role, operand);
-        if (perChannel) {
-            if (d.zeroPoint != 0)
-                return fail("%s (operand %" PRIu32 ") per-channel zero point %" PRId32 ", must be 0", role,
-                            operand, d.zeroPoint);
-            if (d.channelDim != perChannelDim)
-                return fail("%s (operand %" PRIu32 ") quantized along dimension %" PRIu32
-                            "; the NPU takes dimension %" PRIu32 "",
-                            role, operand, d.channelDim, perChannelDim);
-            if (d.channelScaleCount != d.dims[perChannelDim] || d.channelScales == nullptr)
-                return fail("%s (operand %" PRIu32 ") has %" PRIu32 " channel scales for %" PRIu32
-                            " channels",
-                            role, operand, d.channelScaleCount, d.dims[perChannelDim]);
-            for (uint32_t ch = 0; ch < d.channelScaleCount; ++ch) {
-                if (!(d.channelScales[ch] > 0.0f) || !std::isfinite(d.channelScales[ch]))
-                    return fail("%s (operand %" PRIu32 ") channel %" PRIu32 " scale must be positive", role,
-                                operand, ch);
-            }
-            return FwStatus::okStatus();
-        }
-        if (!(d.scale > 0.0f) || !std::isfinite(d.scale))
-            return fail("%s (operand %" PRIu32 ") scale must be positive", role, operand);
-        const int32_t zpMin = d.type == hal::kTensorQuant8AsymmSigned ? -128 : 0, zpMax = zpMin + 255;
-        if (d.zeroPoint < zpMin || d.zeroPoint > zpMax)
-            return fail("%s (operand %" PRIu32 ") zero point %" PRId32 " outside [%" PRId32 ", %" PRId32 "]",
-                        role, operand, d.zeroPoint, zpMin, zpMax);
-        if (d.channelScaleCount != 0)
-            return fail("%s (operand %" PRIu32 "): per-channel quantization is not supported here", role,
-                        operand);
-        return FwStatus::okStatus();
-    }
-
-    FwStatus dataTensor(uint32_t i, const char* role, uint32_t minRank, uint32_t maxRank) const {
-        if (!inputExists(i)) return fail("%s (input %" PRIu32 ") has no value", role, i);
-        const OperandDesc& d = in(i);
-        if (d.lifetime == hal::kConstantCopy || d.lifetime == hal::kConstantReference) {
-            const uint8_t* p = constantData(target, d);
-            if (p == nullptr || d.dataLength != tensorElements(d))
-                return fail("%s (operand %" PRIu32
-                            "): constant value not in the host window or of the wrong length",
-                            role, op.inputs[i]);
-        } else if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphInput &&
-                   d.lifetime != hal::kSubgraphOutput) {
-            return fail("%s (operand %" PRIu32 ") has lifetime %" PRIu32 "", role, op.inputs[i], d.lifetime);
-        }
-        return quantTensor(d, role, op.inputs[i], minRank, maxRank);
-    }
-
-    // type: kTensorInt32, or kTensorQuant8Asymm for any 8-bit quantized type (per-channel along
-    // `perChannelDim` when that is given).
-    FwStatus constantTensor(uint32_t i, const char* role, uint32_t type, uint32_t rank,
-                            uint32_t perChannelDim = kNoPerChannel) const {
-        if (!inputExists(i)) return fail("%s (input %" PRIu32 ") has no value", role, i);
-        const OperandDesc& d = in(i);
-        if (d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference)
-            return fail("%s (operand %" PRIu32 ") must be constant", role, op.inputs[i]);
-        if (type == hal::kTensorQuant8Asymm) {
-            FwStatus st = quantTensor(d, role, op.inputs[i], rank, rank, perChannelDim);
-            if (!st.ok()) return st;
-        } else {
-            if (d.type != hal::kTensorInt32 || d.rank != rank)
-                return fail("%s (operand %" PRIu32 ") must be a rank-%" PRIu32 " TENSOR_INT32", role,
-                            op.inputs[i], rank);
-            for (uint32_t k = 0; k < rank; ++k)
-                if (d.dims[k] == 0)
-                    return fail("%s (operand %" PRIu32 ") has an unknown dimension", role, op.inputs[i]);
-        }
-        const uint64_t bytes = tensorElements(d) * (type == hal::kTensorInt32 ? 4 : 1);
-        if (constantData(target, d) == nullptr || d.dataLength != bytes)
-            return fail("%s (operand %" PRIu32 "): value not in the host window or %" PRIu32
-                        " bytes instead of %llu",
-                        role, op.inputs[i], d.dataLength, static_cast<unsigned long long>(bytes));
-        return FwStatus::okStatus();
-    }
-
-    FwStatus outputTensor(uint32_t maxRank) const {
-        if (op.outputCount != 1) return fail("has %" PRIu32 " outputs, expected 1", op.outputCount);
-        const OperandDesc& d = out(0);
-        if (d.lifetime != hal::kTemporary && d.lifetime != hal::kSubgraphOutput)
-            return fail("output (operand %" PRIu32 ") has lifetime %" PRIu32 "", op.outputs[0], d.lifetime);
-        return quantTensor(d, "output", op.outputs[0], 1, maxRank);
-    }
-
-    FwStatus activation(uint32_t i, const OperandDesc& output, isa::VecParams* vec) const {
-        int32_t act = 0;
-        FwStatus st = scalar(i, hal::kInt32, &act);
-        if (!st.ok()) return st;
-        if (!activationRange8(act, output.scale, output.zeroPoint,
-                              output.type == hal::kTensorQuant8AsymmSigned, &vec->clampMin, &vec->clampMax)) {
-            return fail("fused activation %" PRId32 "; supported NONE, RELU, RELU1, RELU6", act);
-        }
-        return FwStatus::okStatus();
-    }
-};
-
-// Every data tensor of one operation shares its 8-bit type (NNAPI: input, output, and for
-// per-tensor weights the filter too); records the signedness the commands need.
-FwStatus sameDataType(const Checker& c, const char* what, std::initializer_list<const OperandDesc*> tensors,
-                      OpPlan* plan) {
-    const uint32_t type = (*tensors.begin())->type;
-    for (const OperandDesc* d : tensors) {
-        if (d->type != type)
-            return c.fail("%s must all have the same type (%" PRIu32 " vs %" PRIu32 ")", what, type, d->type);
-    }
-    plan->signedIn = plan->signedOut = type == hal::kTensorQuant8AsymmSigned;
-    return FwStatus::okStatus();
-}
 
 // Largest weight tile (output channels) whose weights + biases take at most half the scratchpad.
 uint32_t chooseCoutTile(const CompileTarget& t, uint64_t k, uint32_t cout) {
@@ -225,8 +40,8 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
         const ConvPlan& p = plan.conv;
         if (p.depthwise && coutTile % p.multiplier != 0) return 0;
         // Depthwise: the input tile holds the tile's channels (input channels repeated).
-        const uint64_t k = p.depthwise ? uint64_t{p.kh} * p.kw : uint64_t{p.kh} * p.kw * p.cin;
-        const uint64_t inDepth = p.depthwise ? coutTile : p.cin;
+        const uint64_t k = p.taps();
+        const uint64_t inDepth = p.depthwise ? coutTile : p.cinGroup();
         const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
         const uint64_t weights = alignUp(uint64_t{coutTile} * (k + 4), 64);
         if (weights > t.scratchpadBytes) return 0;
@@ -252,46 +67,164 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
     return static_cast<uint32_t>(m);
 }
 
-// CONV_2D and DEPTHWISE_CONV_2D: the same signature but for DEPTHWISE's depth multiplier
-// (one input after the strides), its filter [1, kh, kw, cout] and per-channel dimension 3.
+// The reference accumulates in 64 bits and saturates accumulator + bias to int32 before it
+// requantizes; the NPU's accumulator and REQUANT's bias add are 32-bit and wrap. They agree
+// exactly when no partial sum can leave int32, which holds if, for every output channel,
+// sum_k |w_k - zpW| * max|x - zpIn| + |bias| <= INT32_MAX. Otherwise the operation is refused
+// (never a wrong answer). Weights are [channel][k] (`channelStride` 1 ... k) or, for depthwise,
+// [k][channel]: element (ch, kk) at ch * channelStride + kk * tapStride.
+FwStatus accumulatorFits(const Checker& c, const uint8_t* weights, const uint8_t* bias, uint32_t channels,
+                         uint64_t taps, uint64_t channelStride, uint64_t tapStride, int32_t zpW, bool signedW,
+                         int32_t zpIn, bool signedIn) {
+    const int32_t lo = signedIn ? -128 : 0;
+    const uint64_t maxX = static_cast<uint64_t>(std::max(zpIn - lo, lo + 255 - zpIn));
+    for (uint32_t ch = 0; ch < channels; ++ch) {
+        uint64_t sum = 0;
+        for (uint64_t kk = 0; kk < taps; ++kk) {
+            const uint8_t raw = weights[ch * channelStride + kk * tapStride];
+            const int32_t w = (signedW ? static_cast<int32_t>(static_cast<int8_t>(raw)) : raw) - zpW;
+            sum += static_cast<uint64_t>(w < 0 ? -w : w);
+        }
+        const int64_t b = readI32(bias, ch);
+        const uint64_t worst = sum * maxX + static_cast<uint64_t>(b < 0 ? -b : b);
+        if (worst > static_cast<uint64_t>(INT32_MAX))
+            return c.fail(
+                "output channel %" PRIu32 ": worst-case accumulator %llu (sum |w| x %llu + |bias %" PRId64
+                "|) exceeds int32; the NPU's 32-bit accumulator would wrap where the reference saturates",
+                ch, static_cast<unsigned long long>(worst), static_cast<unsigned long long>(maxX), b);
+    }
+    return FwStatus::okStatus();
+}
+
+// The requantization of a MAC operation with per-tensor weights: input x weights / output scale.
+FwStatus perTensorRequant(const Checker& c, OpPlan* plan, const OperandDesc& input,
+                          const OperandDesc& weights, const OperandDesc& output) {
+    QuantizedMultiplier qm;
+    const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) /
+                        static_cast<double>(output.scale);
+    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
+    plan->vec.outMult = qm.multiplier;
+    plan->vec.outShift = qm.shift;
+    plan->vec.outOffset = output.zeroPoint;
+    plan->zpIn = input.zeroPoint;
+    plan->zpWeights = weights.zeroPoint;
+    return FwStatus::okStatus();
+}
+
+// A convolution's operand indexes and the shapes read straight off its input (image height and
+// width into *inH / *inW) and filter. (p.nchw: set.)
+void convShapes(const Checker& c, ConvPlan& p, uint32_t* inH, uint32_t* inW) {
+    const OperandDesc& input = c.in(0);
+    p.input = c.op.inputs[0];
+    p.filter = c.op.inputs[1];
+    p.bias = c.op.inputs[2];
+    p.output = c.op.outputs[0];
+    p.batch = input.dims[0];
+    *inH = p.nchw ? input.dims[2] : input.dims[1];
+    *inW = p.nchw ? input.dims[3] : input.dims[2];
+    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    p.kh = c.in(1).dims[1];
+    p.kw = c.in(1).dims[2];
+}
+
+// The operands every convolution shares: a rank-4 quant8 input and output, a constant filter
+// (per-tensor of the same type, or per-channel along `perChannelDim`) and an INT32 bias;
+// records signedness and, for per-channel filters, the scales.
+FwStatus convOperands(const Checker& c, OpPlan* plan, uint32_t perChannelDim) {
+    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    if (!st.ok()) return st;
+    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4, perChannelDim)).ok()) return st;
+    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
+    if (!(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& output = c.out(0);
+    if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
+    if (filter.type == hal::kTensorQuant8SymmPerChannel) {
+        if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+        plan->signedWeights = true;
+        plan->channelScales = filter.channelScales;
+        plan->inputScale = input.scale;
+        plan->outputScale = output.scale;
+        return FwStatus::okStatus();
+    }
+    if (!(st = sameDataType(c, "input, filter and output", {&input, &filter, &output}, plan)).ok()) return st;
+    plan->signedWeights = plan->signedIn;
+    return FwStatus::okStatus();
+}
+
+// A planned convolution's tiling (channel and row tiles), the accumulator bound and the
+// requantization parameters. (plan->conv: shapes set.)
+FwStatus convTilingAndRequant(const Checker& c, OpPlan* plan) {
+    ConvPlan& p = plan->conv;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& bias = c.in(2);
+    const OperandDesc& output = c.out(0);
+    const bool dw = p.depthwise, perChannel = filter.type == hal::kTensorQuant8SymmPerChannel;
+    FwStatus st;
+    const uint64_t k = p.taps();
+    const CompileTarget& t = c.target;
+    uint32_t cT = chooseCoutTile(t, k, p.coutGroup());
+    if (cT == 0)
+        return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
+                      static_cast<unsigned long long>(k));
+    uint32_t m = 0;
+    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits
+    // (maxRowTile takes only whole depth-multiplier groups).
+    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
+        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
+    }
+    if (m == 0)
+        return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
+    p.tiling = {cT, m};
+    st = accumulatorFits(c, constantData(c.target, filter), constantData(c.target, bias), p.cout, k,
+                         dw ? 1 : k, dw ? p.cout : 1, perChannel ? 0 : filter.zeroPoint, plan->signedWeights,
+                         input.zeroPoint, plan->signedIn);
+    if (!st.ok()) return st;
+
+    if (perChannel) {
+        for (uint32_t ch = 0; ch < p.cout; ++ch) {
+            QuantizedMultiplier qc;
+            if (!channelMultiplier(*plan, ch, &qc))
+                return c.fail("requantization multiplier of channel %" PRIu32 " not representable", ch);
+        }
+        plan->zpIn = input.zeroPoint;
+        plan->zpWeights = 0;
+        plan->vec.outOffset = output.zeroPoint;
+        return FwStatus::okStatus();
+    }
+    return perTensorRequant(c, plan, input, filter, output);
+}
+
+// CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
+// multiplier / GROUPED's group count (one input after the strides), DEPTHWISE's filter
+// [1, kh, kw, cout] with per-channel dimension 3, and GROUPED's layout input being required and
+// its lack of dilation.
 FwStatus planConv(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     ConvPlan& p = plan->conv;
-    const bool dw = op.type == hal::kOpDepthwiseConv2d;
-    const uint32_t d = dw ? 1 : 0;  // inputs after the strides shift by one (the multiplier)
+    const bool dw = op.type == hal::kOpDepthwiseConv2d, grouped = op.type == hal::kOpGroupedConv2d;
+    const uint32_t d = dw || grouped ? 1 : 0;  // inputs after the strides shift by one
     if (op.inputCount < 7 + d || op.inputCount > 13 + d)
         return c.fail("has %" PRIu32 " inputs; %s takes %" PRIu32 "..%" PRIu32 "", op.inputCount,
                       operationName(op.type), 7 + d, 13 + d);
     const bool implicit = op.inputCount == 7 + d ||
                           (op.inputCount >= 8 + d && c.inputExists(7 + d) && c.in(7 + d).type == hal::kBool);
     const uint32_t base = (implicit ? 7 : 10) + d;  // index of the optional layout input
+    if (grouped && op.inputCount != base + 1)
+        return c.fail("has %" PRIu32 " inputs; the %s padding signature of GROUPED_CONV_2D takes %" PRIu32,
+                      op.inputCount, implicit ? "implicit" : "explicit", base + 1);
     if (op.inputCount != base && op.inputCount != base + 1 && op.inputCount != base + 3) {
         return c.fail("has %" PRIu32 " inputs; the %s padding signature takes %" PRIu32 ", %" PRIu32
                       " or %" PRIu32 "",
                       op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
     }
-    FwStatus st = c.dataTensor(0, "input", 4, 4);
+    FwStatus st = convOperands(c, plan, dw ? 3 : 0);
     if (!st.ok()) return st;
-    if (!(st = c.constantTensor(1, "filter", hal::kTensorQuant8Asymm, 4, dw ? 3 : 0)).ok()) return st;
-    if (!(st = c.constantTensor(2, "bias", hal::kTensorInt32, 1)).ok()) return st;
-    if (!(st = c.outputTensor(4)).ok()) return st;
-    const OperandDesc& input = c.in(0);
     const OperandDesc& filter = c.in(1);
     const OperandDesc& bias = c.in(2);
     const OperandDesc& output = c.out(0);
-    if (output.rank != 4) return c.fail("output has rank %" PRIu32 ", expected 4", output.rank);
-    const bool perChannel = filter.type == hal::kTensorQuant8SymmPerChannel;
-    if (perChannel) {
-        if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
-        plan->signedWeights = true;
-        plan->channelScales = filter.channelScales;
-        plan->inputScale = input.scale;
-        plan->outputScale = output.scale;
-    } else {
-        if (!(st = sameDataType(c, "input, filter and output", {&input, &filter, &output}, plan)).ok())
-            return st;
-        plan->signedWeights = plan->signedIn;
-    }
 
     int32_t layout = 0, dilW = 1, dilH = 1, multiplier = 1;
     if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
@@ -300,22 +233,16 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             !(st = c.scalar(base + 2, hal::kInt32, &dilH)).ok())
             return st;
     }
-    if (dw && !(st = c.scalar(implicit ? 6 : 9, hal::kInt32, &multiplier)).ok()) return st;
-    if (multiplier < 1) return c.fail("depth multiplier %" PRId32 " must be >= 1", multiplier);
+    if ((dw || grouped) && !(st = c.scalar(implicit ? 6 : 9, hal::kInt32, &multiplier)).ok()) return st;
+    if (multiplier < 1)
+        return c.fail("%s %" PRId32 " must be >= 1", grouped ? "group count" : "depth multiplier",
+                      multiplier);
     p.nchw = layout != 0;
     p.depthwise = dw;
-    p.multiplier = static_cast<uint32_t>(multiplier);
-    p.input = op.inputs[0];
-    p.filter = op.inputs[1];
-    p.bias = op.inputs[2];
-    p.output = op.outputs[0];
-    p.batch = input.dims[0];
-    p.inH = p.nchw ? input.dims[2] : input.dims[1];
-    p.inW = p.nchw ? input.dims[3] : input.dims[2];
-    p.cin = p.nchw ? input.dims[1] : input.dims[3];
+    p.multiplier = dw ? static_cast<uint32_t>(multiplier) : 1;
+    p.groups = grouped ? static_cast<uint32_t>(multiplier) : 1;
+    convShapes(c, p, &p.inH, &p.inW);
     p.cout = dw ? filter.dims[3] : filter.dims[0];
-    p.kh = filter.dims[1];
-    p.kw = filter.dims[2];
     if (dw) {
         if (filter.dims[0] != 1)
             return c.fail("filter dimension 0 is %" PRIu32 ", must be 1", filter.dims[0]);
@@ -323,6 +250,11 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             return c.fail("filter depth %" PRIu32 " is not input depth %" PRIu32
                           " times depth multiplier %" PRIu32 "",
                           p.cout, p.cin, p.multiplier);
+    } else if (grouped) {
+        if (p.cin % p.groups != 0 || p.cout % p.groups != 0 || uint64_t{filter.dims[3]} * p.groups != p.cin)
+            return c.fail("input depth %" PRIu32 ", output depth %" PRIu32 " and filter depth %" PRIu32
+                          " do not fit %" PRIu32 " groups",
+                          p.cin, p.cout, filter.dims[3], p.groups);
     } else if (filter.dims[3] != p.cin) {
         return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32 "", filter.dims[3], p.cin);
     }
@@ -394,56 +326,111 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     }
     p.outH = static_cast<uint32_t>(outH);
     p.outW = static_cast<uint32_t>(outW);
-    // NPU limits: 16-bit tile fields, and every output row must touch a real input row (the
-    // row tiler never loads an empty input window).
+    // NPU limits: 16-bit tile fields. (Output rows whose window lies wholly in the padding are
+    // computed from a row of zero points: bias only, as the reference.)
     if (p.inH > kMax16 || p.inW > kMax16 || p.kh > kMax16 || p.kw > kMax16 || p.strideX > kMax16 ||
-        p.strideY > kMax16 || p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.outH > kMax16 ||
-        p.outW > kMax16) {
+        p.strideY > kMax16 || p.dilX > kMax16 || p.dilY > kMax16 || p.padLeft > kMax16 || p.padTop > kMax16 ||
+        p.outH > kMax16 || p.outW > kMax16) {
         return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
     }
-    if (p.padTop >= effH || p.padBottom >= effH)
-        return c.fail("top/bottom padding %" PRIu32 "/%" PRIu32
-                      " not smaller than the dilated filter height %llu (not supported)",
-                      p.padTop, p.padBottom, static_cast<unsigned long long>(effH));
 
-    // Tiling.
-    const uint64_t k = dw ? uint64_t{p.kh} * p.kw : uint64_t{p.kh} * p.kw * p.cin;
-    const CompileTarget& t = c.target;
-    uint32_t cT = chooseCoutTile(t, k, p.cout);
-    if (cT == 0)
-        return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
-                      static_cast<unsigned long long>(k));
-    uint32_t m = 0;
-    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits
-    // (maxRowTile takes only whole depth-multiplier groups).
-    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
-    }
-    if (m == 0)
-        return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
-    p.tiling = {cT, m};
+    return convTilingAndRequant(c, plan);
+}
 
-    if (perChannel) {
-        for (uint32_t ch = 0; ch < p.cout; ++ch) {
-            QuantizedMultiplier qc;
-            if (!channelMultiplier(*plan, ch, &qc))
-                return c.fail("requantization multiplier of channel %" PRIu32 " not representable", ch);
+void samePadding(uint32_t in, uint32_t stride, uint32_t filter, uint32_t* head, uint32_t* tail);
+
+// TRANSPOSE_CONV_2D (explicit: input, filter, bias, 4 paddings, 2 strides, activation, layout;
+// implicit: input, filter, bias, output shape, scheme, 2 strides, activation, layout) as the
+// equivalent CONV_2D over the input upsampled by the strides (ConvPlan::transposed).
+FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    ConvPlan& p = plan->conv;
+    if (op.inputCount != 9 && op.inputCount != 11)
+        return c.fail("has %" PRIu32 " inputs; TRANSPOSE_CONV_2D takes 9 (implicit) or 11 (explicit)",
+                      op.inputCount);
+    const bool implicit = op.inputCount == 9;
+    FwStatus st = convOperands(c, plan, 0);
+    if (!st.ok()) return st;
+    const OperandDesc& filter = c.in(1);
+    const OperandDesc& output = c.out(0);
+    const uint32_t s0 = implicit ? 5 : 7;  // the strides
+    int32_t v[4] = {}, strideW = 0, strideH = 0, layout = 0;
+    if (!(st = c.scalar(s0, hal::kInt32, &strideW)).ok() ||
+        !(st = c.scalar(s0 + 1, hal::kInt32, &strideH)).ok() ||
+        !(st = c.activation(s0 + 2, output, &plan->vec)).ok() ||
+        !(st = c.scalar(s0 + 3, hal::kBool, &layout)).ok())
+        return st;
+    if (strideW < 1 || strideH < 1) return c.fail("strides must be >= 1");
+    p.nchw = layout != 0;
+    p.transposed = true;
+    convShapes(c, p, &p.realInH, &p.realInW);
+    p.cout = filter.dims[0];
+    if (filter.dims[3] != p.cin)
+        return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32, filter.dims[3], p.cin);
+    if (c.in(2).dims[0] != p.cout)
+        return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", c.in(2).dims[0],
+                      p.cout);
+    int64_t outH = 0, outW = 0;
+    uint32_t pads[4] = {};  // left, right, top, bottom
+    if (implicit) {
+        int32_t scheme = 0;
+        if (!(st = c.constantTensor(3, "output shape", hal::kTensorInt32, 1)).ok() ||
+            !(st = c.scalar(4, hal::kInt32, &scheme)).ok())
+            return st;
+        if (c.in(3).dims[0] != 4)
+            return c.fail("output shape has %" PRIu32 " elements, expected 4", c.in(3).dims[0]);
+        if (scheme != 1 && scheme != 2)
+            return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
+        const uint8_t* shape = constantData(c.target, c.in(3));
+        outH = readI32(shape, p.nchw ? 2 : 1);
+        outW = readI32(shape, p.nchw ? 3 : 2);
+        if (outH < 1 || outW < 1 || outH > kMax16 || outW > kMax16)
+            return c.fail("output shape %lld x %lld outside 1..65535", static_cast<long long>(outH),
+                          static_cast<long long>(outW));
+        // As the reference: the padding of a forward convolution whose input is the output.
+        if (scheme == 1) {
+            samePadding(static_cast<uint32_t>(outW), static_cast<uint32_t>(strideW), p.kw, &pads[0],
+                        &pads[1]);
+            samePadding(static_cast<uint32_t>(outH), static_cast<uint32_t>(strideH), p.kh, &pads[2],
+                        &pads[3]);
         }
-        plan->zpIn = input.zeroPoint;
-        plan->zpWeights = 0;
-        plan->vec.outOffset = output.zeroPoint;
-        return FwStatus::okStatus();
+    } else {
+        for (uint32_t i = 0; i < 4; ++i) {
+            if (!(st = c.scalar(3 + i, hal::kInt32, &v[i])).ok()) return st;
+            if (v[i] < 0) return c.fail("negative explicit padding");
+            pads[i] = static_cast<uint32_t>(v[i]);
+        }
+        outH = (int64_t{p.realInH} - 1) * strideH + p.kh - pads[2] - pads[3];
+        outW = (int64_t{p.realInW} - 1) * strideW + p.kw - pads[0] - pads[1];
+        if (outH < 1 || outW < 1)
+            return c.fail("output spatial size %lld x %lld is not positive", static_cast<long long>(outH),
+                          static_cast<long long>(outW));
     }
-    QuantizedMultiplier qm;
-    const double real = static_cast<double>(input.scale) * static_cast<double>(filter.scale) /
-                        static_cast<double>(output.scale);
-    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
-    plan->vec.outMult = qm.multiplier;
-    plan->vec.outShift = qm.shift;
-    plan->vec.outOffset = output.zeroPoint;
-    plan->zpIn = input.zeroPoint;
-    plan->zpWeights = filter.zeroPoint;
-    return FwStatus::okStatus();
+    if (pads[0] >= p.kw || pads[2] >= p.kh)
+        return c.fail("left/top padding %" PRIu32 "/%" PRIu32 " not below the filter %" PRIu32 "x%" PRIu32
+                      " (the equivalent convolution would crop its input; not supported)",
+                      pads[0], pads[2], p.kw, p.kh);
+    const uint64_t upH = (uint64_t{p.realInH} - 1) * strideH + 1,
+                   upW = (uint64_t{p.realInW} - 1) * strideW + 1;
+    if (upH > kMax16 || upW > kMax16 || p.kh > kMax16 || p.kw > kMax16)
+        return c.fail("the upsampled input %llu x %llu exceeds the NPU's 16-bit tile fields",
+                      static_cast<unsigned long long>(upH), static_cast<unsigned long long>(upW));
+    p.inH = static_cast<uint32_t>(upH);
+    p.inW = static_cast<uint32_t>(upW);
+    p.upStrideX = static_cast<uint32_t>(strideW);
+    p.upStrideY = static_cast<uint32_t>(strideH);
+    p.padLeft = p.kw - 1 - pads[0];
+    p.padTop = p.kh - 1 - pads[2];
+    p.outH = static_cast<uint32_t>(outH);
+    p.outW = static_cast<uint32_t>(outW);
+    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : p.outH, p.nchw ? p.outH : p.outW,
+                                p.nchw ? p.outW : p.cout};
+    for (uint32_t k = 0; k < 4; ++k) {
+        if (output.dims[k] != expect[k])
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
+                          output.dims[k], expect[k]);
+    }
+    return convTilingAndRequant(c, plan);
 }
 
 FwStatus planFc(const Checker& c, OpPlan* plan) {
@@ -487,17 +474,12 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
     }
     if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
     p.tiling = {cT, static_cast<uint32_t>(m)};
+    st = accumulatorFits(c, constantData(c.target, weights), constantData(c.target, c.in(2)), p.units,
+                         p.inputSize, p.inputSize, 1, weights.zeroPoint, plan->signedWeights, input.zeroPoint,
+                         plan->signedIn);
+    if (!st.ok()) return st;
 
-    QuantizedMultiplier qm;
-    const double real = static_cast<double>(input.scale) * static_cast<double>(weights.scale) /
-                        static_cast<double>(output.scale);
-    if (!quantizeMultiplier(real, &qm)) return c.fail("requantization multiplier %g not representable", real);
-    plan->vec.outMult = qm.multiplier;
-    plan->vec.outShift = qm.shift;
-    plan->vec.outOffset = output.zeroPoint;
-    plan->zpIn = input.zeroPoint;
-    plan->zpWeights = weights.zeroPoint;
-    return FwStatus::okStatus();
+    return perTensorRequant(c, plan, input, weights, output);
 }
 
 FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
@@ -507,7 +489,8 @@ FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc&
 FwStatus planBinary(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
     AddPlan& p = plan->add;
-    const bool minMax = op.type == hal::kOpMaximum || op.type == hal::kOpMinimum;
+    // MAXIMUM, MINIMUM and PRELU have no fused activation.
+    const bool minMax = op.type == hal::kOpMaximum || op.type == hal::kOpMinimum || op.type == hal::kOpPrelu;
     const uint32_t inputs = minMax ? 2 : 3;
     if (op.inputCount != inputs)
         return c.fail("has %" PRIu32 " inputs; %s takes %" PRIu32 "", op.inputCount, operationName(op.type),
@@ -585,10 +568,31 @@ FwStatus planBinary(const Checker& c, OpPlan* plan) {
     return binaryParams(c, a, b, out, plan);
 }
 
+// PRELU (VEC_OP PRELU): x = input - zpIn; x >= 0: MBQM(x, sIn / sOut); else MBQM(x * (alpha -
+// zpAlpha), sIn * sAlpha / sOut), + zpOut. The scale products in float, then double, as the
+// reference takes them, so the multipliers are the same.
+FwStatus preluParams(const Checker& c, const OperandDesc& in, const OperandDesc& alpha,
+                     const OperandDesc& out, OpPlan* plan) {
+    QuantizedMultiplier positive, negative;
+    const double realPositive = static_cast<double>(in.scale / out.scale);
+    const double realNegative = static_cast<double>(in.scale * alpha.scale) / static_cast<double>(out.scale);
+    if (!quantizeMultiplier(realPositive, &positive) || !quantizeMultiplier(realNegative, &negative))
+        return c.fail("requantization multipliers %g / %g not representable", realPositive, realNegative);
+    plan->vec.in1Offset = -in.zeroPoint;
+    plan->vec.in2Offset = -alpha.zeroPoint;
+    plan->vec.outOffset = out.zeroPoint;
+    plan->vec.in1Mult = positive.multiplier;
+    plan->vec.in1Shift = positive.shift;
+    plan->vec.outMult = negative.multiplier;
+    plan->vec.outShift = negative.shift;
+    return FwStatus::okStatus();
+}
+
 // The vector unit's parameters of a binary operation, as the reference derives them.
 FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
                       OpPlan* plan) {
     const uint32_t type = c.op.type;
+    if (type == hal::kOpPrelu) return preluParams(c, a, b, out, plan);
     if (type == hal::kOpMaximum || type == hal::kOpMinimum) {
         plan->add.requantA = a.scale != out.scale || a.zeroPoint != out.zeroPoint;
         plan->add.requantB = b.scale != out.scale || b.zeroPoint != out.zeroPoint;
@@ -667,14 +671,8 @@ FwStatus poolTiling(const Checker& c, PoolPlan& p) {
     if (uint64_t{p.kh} * p.kw > (uint64_t{1} << 23))
         return c.fail("filter %" PRIu32 "x%" PRIu32 " has more than 2^23 taps (32-bit window sum)", p.kw,
                       p.kh);
-    for (uint32_t ct = p.channels; ct > 0; ct = ct > 64 ? (ct + 1) / 2 : ct - 1) {
-        if (!poolTileFits(c.target, p, 1, ct)) continue;
-        uint32_t m = 1;
-        while (m < p.outH && poolTileFits(c.target, p, m + 1, ct)) ++m;
-        p.rowTile = m;
-        p.channelTile = ct;
-        return FwStatus::okStatus();
-    }
+    auto fits = [&](uint32_t rows, uint32_t channels) { return poolTileFits(c.target, p, rows, channels); };
+    if (rowChannelTile(p.channels, p.outH, fits, &p.rowTile, &p.channelTile)) return FwStatus::okStatus();
     return c.fail("one output row (%" PRIu32 " wide, filter %" PRIu32 "x%" PRIu32
                   ") of one channel does not fit the %" PRIu32 "-byte scratchpad",
                   p.outW, p.kw, p.kh, c.target.scratchpadBytes);
@@ -701,10 +699,7 @@ FwStatus planPool(const Checker& c, OpPlan* plan) {
     const OperandDesc& input = c.in(0);
     const OperandDesc& output = c.out(0);
     if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
-    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
-        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
-                      " (quantized pooling does not requantize)",
-                      output.scale, output.zeroPoint, input.scale, input.zeroPoint);
+    if (!(st = sameQuantization(c, input, output, "quantized pooling")).ok()) return st;
     int32_t v[6] = {}, pads[4] = {}, scheme = 0, layout = 0;
     for (uint32_t i = 0; i < 4; ++i) {  // strideW, strideH, filterW, filterH
         if (!(st = c.scalar(base + i, hal::kInt32, &v[i])).ok()) return st;
@@ -787,11 +782,6 @@ FwStatus planLut(const Checker& c, OpPlan* plan) {
     if (!(st = sameShape(c, c.in(0), c.out(0))).ok()) return st;
     singlePart(c, plan, byteMapOf(c.op.type));
     return FwStatus::okStatus();
-}
-
-int32_t readI32(const uint8_t* p, uint32_t i) {
-    return static_cast<int32_t>(p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
-                                (uint32_t{p[4 * i + 3]} << 24));
 }
 
 // The reference's RESHAPE shape rule: at most one -1, inferred from the element count.
@@ -990,7 +980,107 @@ FwStatus planPad(const Checker& c, OpPlan* plan) {
     return FwStatus::okStatus();
 }
 
+// ---- SOFTMAX -----------------------------------------------------------------------------------
+
+// A constant FLOAT32 scalar.
+FwStatus floatScalar(const Checker& c, uint32_t i, float* value) {
+    if (!c.inputExists(i)) return c.fail("input %" PRIu32 " (scalar) has no value", i);
+    const OperandDesc& d = c.in(i);
+    if (d.type != hal::kFloat32)
+        return c.fail("input %" PRIu32 " (operand %" PRIu32 ") has type %" PRIu32 ", expected FLOAT32", i,
+                      c.op.inputs[i], d.type);
+    const uint8_t* p = constantData(c.target, d);
+    if ((d.lifetime != hal::kConstantCopy && d.lifetime != hal::kConstantReference) || p == nullptr ||
+        d.dataLength != 4)
+        return c.fail("input %" PRIu32 " (operand %" PRIu32 ") must be a 4-byte constant", i, c.op.inputs[i]);
+    const uint32_t bits = static_cast<uint32_t>(readI32(p, 0));
+    std::memcpy(value, &bits, 4);
+    return FwStatus::okStatus();
+}
+
+// SOFTMAX (TENSOR_QUANT8_ASYMM / _SIGNED): the reference's integer algorithm (TFLite's), run by
+// the vector unit's SOFTMAX command with the parameters computed here.
+FwStatus planSoftmax(const Checker& c, OpPlan* plan) {
+    const OperationDesc& op = c.op;
+    SoftmaxPlan& p = plan->softmax;
+    if (op.inputCount != 2 && op.inputCount != 3)
+        return c.fail("has %" PRIu32 " inputs; SOFTMAX takes 2 or 3", op.inputCount);
+    FwStatus st = c.dataTensor(0, "input", 1, 4);
+    if (!st.ok() || !(st = c.outputTensor(4)).ok()) return st;
+    const OperandDesc& input = c.in(0);
+    const OperandDesc& output = c.out(0);
+    if (!(st = sameDataType(c, "input and output", {&input, &output}, plan)).ok()) return st;
+    if (!(st = sameShape(c, input, output)).ok()) return st;
+    const int32_t zp = plan->signedOut ? -128 : 0;
+    if (output.scale != 1.0f / 256 || output.zeroPoint != zp)
+        return c.fail("output scale %g / zero point %" PRId32
+                      "; SOFTMAX outputs scale 1/256, zero point %" PRId32,
+                      output.scale, output.zeroPoint, zp);
+    float beta = 0;
+    if (!(st = floatScalar(c, 1, &beta)).ok()) return st;
+    int32_t axis = -1;
+    if (op.inputCount == 3 && !(st = c.scalar(2, hal::kInt32, &axis)).ok()) return st;
+    const int32_t rank = static_cast<int32_t>(input.rank);
+    if (axis < -rank || axis >= rank)
+        return c.fail("axis %" PRId32 " out of range for rank %" PRId32, axis, rank);
+    const uint32_t ax = static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+    SoftmaxParams sp;
+    if (!(beta > 0) || !softmaxParams(beta, input.scale, &sp))
+        return c.fail(
+            "beta %g with input scale %g: beta * scale * 2^26 must lie in (1, 2^31) (TFLite's "
+            "integer softmax; a left shift above 31 would overflow)",
+            beta, input.scale);
+    uint64_t outer = 1, inner = 1;
+    for (uint32_t k = 0; k < ax; ++k) outer *= input.dims[k];
+    for (uint32_t k = ax + 1; k < input.rank; ++k) inner *= input.dims[k];
+    p.len = input.dims[ax];
+    if (p.len > isa::softmax::kMaxRowLength)
+        return c.fail("axis length %" PRIu32 " over %" PRIu32
+                      " (the Q12.19 sum of exponentials could overflow)",
+                      p.len, isa::softmax::kMaxRowLength);
+    const uint64_t slab = uint64_t{p.len} * inner;
+    const uint32_t buffer = softmaxBufferBytes(c.target);
+    if (slab > buffer)
+        return c.fail("one softmax slab (%" PRIu32 " x %llu bytes) does not fit a %" PRIu32
+                      "-byte scratchpad tile",
+                      p.len, static_cast<unsigned long long>(inner), buffer);
+    p.input = op.inputs[0];
+    p.output = op.outputs[0];
+    p.outer = static_cast<uint32_t>(outer);
+    p.inner = static_cast<uint32_t>(inner);
+    p.slabTile = static_cast<uint32_t>(std::min<uint64_t>(outer, buffer / slab));
+    p.multiplier = sp.multiplier;
+    p.leftShift = sp.leftShift;
+    p.diffMin = sp.diffMin;
+    return FwStatus::okStatus();
+}
+
 }  // namespace
+
+FwStatus sameDataType(const Checker& c, const char* what, std::initializer_list<const OperandDesc*> tensors,
+                      OpPlan* plan) {
+    const uint32_t type = (*tensors.begin())->type;
+    for (const OperandDesc* d : tensors) {
+        if (d->type != type)
+            return c.fail("%s must all have the same type (%" PRIu32 " vs %" PRIu32 ")", what, type, d->type);
+    }
+    plan->signedIn = plan->signedOut = type == hal::kTensorQuant8AsymmSigned;
+    return FwStatus::okStatus();
+}
+
+FwStatus sameQuantization(const Checker& c, const OperandDesc& input, const OperandDesc& output,
+                          const char* what) {
+    if (input.scale != output.scale || input.zeroPoint != output.zeroPoint)
+        return c.fail("output scale %g / zero point %" PRId32 " differ from the input's %g / %" PRId32
+                      " (%s does not requantize)",
+                      output.scale, output.zeroPoint, input.scale, input.zeroPoint, what);
+    return FwStatus::okStatus();
+}
+
+int32_t readI32(const uint8_t* p, uint32_t i) {
+    return static_cast<int32_t>(p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
+                                (uint32_t{p[4 * i + 3]} << 24));
+}
 
 const char* operationName(uint32_t type) {
     switch (type) {
@@ -1000,6 +1090,10 @@ const char* operationName(uint32_t type) {
             return "CONV_2D";
         case hal::kOpDepthwiseConv2d:
             return "DEPTHWISE_CONV_2D";
+        case hal::kOpGroupedConv2d:
+            return "GROUPED_CONV_2D";
+        case hal::kOpTransposeConv2d:
+            return "TRANSPOSE_CONV_2D";
         case hal::kOpFullyConnected:
             return "FULLY_CONNECTED";
         case hal::kOpSub:
@@ -1036,6 +1130,24 @@ const char* operationName(uint32_t type) {
             return "SQUEEZE";
         case hal::kOpHardSwish:
             return "HARD_SWISH";
+        case hal::kOpSoftmax:
+            return "SOFTMAX";
+        case hal::kOpPrelu:
+            return "PRELU";
+        case hal::kOpTranspose:
+            return "TRANSPOSE";
+        case hal::kOpSpaceToDepth:
+            return "SPACE_TO_DEPTH";
+        case hal::kOpDepthToSpace:
+            return "DEPTH_TO_SPACE";
+        case hal::kOpStridedSlice:
+            return "STRIDED_SLICE";
+        case hal::kOpResizeBilinear:
+            return "RESIZE_BILINEAR";
+        case hal::kOpResizeNearest:
+            return "RESIZE_NEAREST_NEIGHBOR";
+        case hal::kOpMean:
+            return "MEAN";
         default:
             return "operation";
     }
@@ -1088,7 +1200,10 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
     switch (c.op.type) {
         case hal::kOpConv2d:
         case hal::kOpDepthwiseConv2d:
+        case hal::kOpGroupedConv2d:
             return planConv(c, plan);
+        case hal::kOpTransposeConv2d:
+            return planTransposeConv(c, plan);
         case hal::kOpFullyConnected:
             return planFc(c, plan);
         case hal::kOpAdd:
@@ -1096,7 +1211,20 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpMul:
         case hal::kOpMaximum:
         case hal::kOpMinimum:
+        case hal::kOpPrelu:
             return planBinary(c, plan);
+        case hal::kOpTranspose:
+            return planTranspose(c, plan);
+        case hal::kOpSpaceToDepth:
+        case hal::kOpDepthToSpace:
+            return planSpaceDepth(c, plan);
+        case hal::kOpStridedSlice:
+            return planStridedSlice(c, plan);
+        case hal::kOpResizeBilinear:
+        case hal::kOpResizeNearest:
+            return planResize(c, plan);
+        case hal::kOpMean:
+            return planMean(c, plan);
         case hal::kOpAveragePool2d:
         case hal::kOpMaxPool2d:
             return planPool(c, plan);
@@ -1108,6 +1236,8 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpPad:
         case hal::kOpPadV2:
             return planPad(c, plan);
+        case hal::kOpSoftmax:
+            return planSoftmax(c, plan);
         default:
             if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,
@@ -1120,7 +1250,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
 uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTiling* out) {
     if (!hal::isConvOp(plan.type) && plan.type != hal::kOpFullyConnected) return 0;
     const MacTiling greedy = hal::isConvOp(plan.type) ? plan.conv.tiling : plan.fc.tiling;
-    const uint32_t cout = hal::isConvOp(plan.type) ? plan.conv.cout : plan.fc.units;
+    const uint32_t cout = hal::isConvOp(plan.type) ? plan.conv.coutGroup() : plan.fc.units;
     uint32_t n = 0;
     auto add = [&](uint32_t cT, uint32_t m) {
         if (n == kMaxTilingCandidates || cT == 0 || m == 0 || m > maxRowTile(target, plan, cT)) return;

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "compiler.h"
+#include "data_ops.h"
 #include "hwsim/isa/commands.h"
 #include "quant.h"
 
@@ -13,10 +14,12 @@ namespace npu::fw {
 namespace hal {
 inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5,
                           kTensorQuant8SymmPerChannel = 11, kTensorQuant8AsymmSigned = 14;
+inline constexpr uint32_t kFloat32 = 0;  // FLOAT32 scalars: RESIZE_* scales
 // The operand types some compiled operation accepts: Capabilities quotes these as fast and every
 // other type as unsupported (FLT_MAX). Keep in step with the type checks of the planners.
 inline constexpr uint32_t kClaimedOperandTypes[] = {
-    kInt32, kBool, kTensorInt32, kTensorQuant8Asymm, kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned};
+    kInt32,  kBool, kTensorInt32, kTensorQuant8Asymm, kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned,
+    kFloat32};
 // uint8 (TENSOR_QUANT8_ASYMM) or int8 (TENSOR_QUANT8_ASYMM_SIGNED) activation data.
 constexpr bool isQuant8Data(uint32_t type) {
     return type == kTensorQuant8Asymm || type == kTensorQuant8AsymmSigned;
@@ -28,13 +31,21 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
                           kOpRelu = 19, kOpRelu1 = 20, kOpRelu6 = 21, kOpReshape = 22, kOpTanh = 28,
                           kOpSqueeze = 34, kOpSub = 36, kOpMul = 18, kOpMaximum = 65, kOpMinimum = 66,
                           kOpPad = 32, kOpPadV2 = 69, kOpHardSwish = 99;
-// ADD, SUB, MUL, MAXIMUM, MINIMUM: planned into an AddPlan (broadcasting), run by the vector unit.
+// Numbers of HAL OperationType (tests/unit/firmware/softmax_test.cpp checks them against the enum).
+inline constexpr uint32_t kOpSoftmax = 25, kOpGroupedConv2d = 55, kOpTransposeConv2d = 91;
+// The data-movement, resampling and reduction operations (data_ops.h); values of the HAL's
+// OperationType, checked against it by tests/unit/firmware/data_ops_test.cpp.
+inline constexpr uint32_t kOpDepthToSpace = 5, kOpResizeBilinear = 23, kOpSpaceToDepth = 26, kOpMean = 31,
+                          kOpStridedSlice = 35, kOpTranspose = 37, kOpPrelu = 71, kOpResizeNearest = 94;
+// ADD, SUB, MUL, MAXIMUM, MINIMUM, PRELU: planned into an AddPlan (broadcasting), run by the vector unit.
 constexpr bool isBinaryOp(uint32_t type) {
-    return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum;
+    return type == kOpAdd || type == kOpSub || type == kOpMul || type == kOpMaximum || type == kOpMinimum ||
+           type == kOpPrelu;
 }
-// CONV_2D or DEPTHWISE_CONV_2D: both planned into a ConvPlan.
+// CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D or TRANSPOSE_CONV_2D: all planned into a ConvPlan.
 constexpr bool isConvOp(uint32_t type) {
-    return type == kOpConv2d || type == kOpDepthwiseConv2d;
+    return type == kOpConv2d || type == kOpDepthwiseConv2d || type == kOpGroupedConv2d ||
+           type == kOpTransposeConv2d;
 }
 // Element-wise unary operations the vector unit runs as a 256-entry lookup table.
 constexpr bool isLutOp(uint32_t type) {
@@ -63,6 +74,20 @@ struct ConvPlan {
     // in the array) computes it.
     bool depthwise = false;
     uint32_t multiplier = 1;
+    // GROUPED_CONV_2D: `groups` independent convolutions, group g reading input channels
+    // [g * cinGroup, +cinGroup) and writing output channels [g * coutGroup, +coutGroup); the
+    // filter [cout][kh][kw][cinGroup] is CONV_2D's layout per group. 1 for CONV_2D.
+    uint32_t groups = 1;
+    // TRANSPOSE_CONV_2D, run as the equivalent CONV_2D: the input upsampled by the strides
+    // (zero points between the real pixels: inH x inW here is the upsampled size, `realInH` x
+    // `realInW` the tensor's), stride 1, the kernel flipped in both spatial dimensions, padding
+    // kernel - 1 - the transpose's padding.
+    bool transposed = false;
+    uint32_t upStrideX = 1, upStrideY = 1, realInH = 0, realInW = 0;
+    uint32_t cinGroup() const { return depthwise ? cin : cin / groups; }
+    uint32_t coutGroup() const { return depthwise ? cout : cout / groups; }
+    // Filter taps per output channel (the MAC's K).
+    uint64_t taps() const { return uint64_t{kh} * kw * (depthwise ? 1 : cinGroup()); }
     MacTiling tiling;
 };
 
@@ -124,6 +149,19 @@ struct PadPlan {
     uint8_t value = 0;
 };
 
+// SOFTMAX over axis a of a tensor viewed as [outer, len, inner] (len: the axis): `slabTile` slabs
+// of len x inner bytes per double-buffered tile; a SOFTMAX command per slab (`inner` rows whose
+// elements lie `inner` bytes apart) or, when inner == 1, one per tile (a row per slab).
+struct SoftmaxPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t outer = 0, len = 0, inner = 0, slabTile = 0;
+    int32_t multiplier = 0, leftShift = 0, diffMin = 0;
+};
+// The SOFTMAX scratchpad: two input and two output tile buffers of this many bytes.
+inline uint32_t softmaxBufferBytes(const CompileTarget& t) {
+    return t.scratchpadBytes / 4 / 64 * 64;
+}
+
 struct OpPlan {
     uint32_t type = 0;
     ConvPlan conv;
@@ -132,6 +170,10 @@ struct OpPlan {
     PoolPlan pool;
     CopyPlan copy;
     PadPlan pad;
+    SoftmaxPlan softmax;
+    GatherPlan gather;
+    ResizePlan resize;
+    MeanPlan mean;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation

@@ -5,6 +5,22 @@
 
 namespace npu::fw {
 
+namespace {
+
+// TFLite's QuantizeMultiplier core: real = fraction * 2^exponent with the fraction rounded to
+// Q31 (2^31 renormalised to 2^30 and one more exponent).
+int64_t q31Fraction(double real, int* exponent) {
+    const double q = std::frexp(real, exponent);
+    int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+    if (fixed == (int64_t{1} << 31)) {
+        fixed /= 2;
+        ++*exponent;
+    }
+    return fixed;
+}
+
+}  // namespace
+
 bool quantizeMultiplier(double real, QuantizedMultiplier* out) {
     if (!(real >= 0.0) || !std::isfinite(real)) return false;
     if (real == 0.0) {
@@ -12,12 +28,7 @@ bool quantizeMultiplier(double real, QuantizedMultiplier* out) {
         return true;
     }
     int exponent = 0;
-    const double q = std::frexp(real, &exponent);
-    int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
-    if (fixed == (int64_t{1} << 31)) {
-        fixed /= 2;
-        ++exponent;
-    }
+    const int64_t fixed = q31Fraction(real, &exponent);
     if (fixed > INT32_MAX || exponent < -31 || exponent > 30) return false;
     out->multiplier = static_cast<int32_t>(fixed);
     out->shift = exponent;
@@ -103,6 +114,24 @@ void byteMapTable(ByteMap map, const ByteQuant& in, const ByteQuant& out, uint8_
         }
         table[b] = static_cast<uint8_t>(r);
     }
+}
+
+bool softmaxParams(float beta, float inputScale, SoftmaxParams* out) {
+    constexpr int kScaledDiffIntegerBits = 5;
+    const double real = std::min(static_cast<double>(beta) * static_cast<double>(inputScale) *
+                                     static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)),
+                                 static_cast<double>((int64_t{1} << 31) - 1));
+    if (!(real > 1.0)) return false;
+    int exponent = 0;
+    const int64_t fixed = q31Fraction(real, &exponent);
+    if (exponent > 31) return false;
+    out->multiplier = static_cast<int32_t>(fixed);
+    out->leftShift = exponent;
+    const double radius = static_cast<double>((1 << kScaledDiffIntegerBits) - 1) *
+                          static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)) /
+                          std::ldexp(1.0, exponent);
+    out->diffMin = -static_cast<int32_t>(std::floor(radius));
+    return true;
 }
 
 }  // namespace npu::fw

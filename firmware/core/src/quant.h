@@ -39,4 +39,14 @@ struct ByteQuant {
 // LOGISTIC's expf and TANH's tanhf: docs/firmware.md).
 void byteMapTable(ByteMap map, const ByteQuant& in, const ByteQuant& out, uint8_t* table);
 
+// SOFTMAX's integer parameters as TFLite derives them (PreprocessSoftmaxScaling,
+// CalculateInputRadius with 5 integer bits for the scaled difference): the multiplier and left
+// shift of beta * inputScale * 2^26 (QuantizeMultiplierGreaterThanOne) and the smallest
+// difference to the row maximum that still counts (-radius). False when that real is not above 1
+// (TFLite refuses it) or needs a left shift above 31 (beta * inputScale >= 32).
+struct SoftmaxParams {
+    int32_t multiplier = 0, leftShift = 0, diffMin = 0;
+};
+bool softmaxParams(float beta, float inputScale, SoftmaxParams* out);
+
 }  // namespace npu::fw

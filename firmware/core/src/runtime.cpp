@@ -9,6 +9,7 @@
 #include "dram_allocator.h"
 #include "executor.h"
 #include "hwsim/isa/registers.h"
+#include "model_claim.h"
 #include "op_plan.h"
 
 namespace npu::fw {
@@ -19,6 +20,7 @@ struct Runtime::Impl {
     Arena& arena;
     RuntimeConfig config;
     bool initialized = false;
+    size_t compileHighWater = 0;  // the compiler's scratch use before its blob images (GetCounters)
     HardwareInfo hw;
     DramAllocator dram;
     BlobStore store;
@@ -122,14 +124,15 @@ HardwareInfo Runtime::hardwareInfo() const {
     return impl_ != nullptr ? impl_->hw : HardwareInfo{};
 }
 
-FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported) {
+FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (supported == nullptr || (model.operationCount > 0 && model.operations == nullptr)) {
         return FwStatus::make(Code::kInvalidArgument, "supportedOperations: missing arrays");
     }
-    const CompileTarget t = impl_->target();
-    for (uint32_t i = 0; i < model.operationCount; ++i) supported[i] = checkOperation(t, model, i).ok();
-    return FwStatus::okStatus();
+    ClaimLimits limits;
+    limits.firmwareDramBytes = impl_->config.firmwareDramBytes;
+    limits.compileScratch = compileScratch;
+    return claimOperations(impl_->target(), model, limits, impl_->arena, supported);
 }
 
 FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune) {
@@ -143,7 +146,9 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
     }
     const uint8_t* image = nullptr;
     uint64_t size = 0;
-    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings);
+    size_t used = 0;
+    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings, &used);
+    if (used > impl_->compileHighWater) impl_->compileHighWater = used;
     if (!st.ok()) return st;
     // The compiler's output goes through the same validation as a blob from a cache file.
     if (!(st = loadBlob(image, size, info)).ok()) return st;
@@ -211,7 +216,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     }
 
     const uint64_t start = s.platform.nowUs();
-    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs};
+    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, false};
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
@@ -225,7 +230,9 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         const uint8_t* image = nullptr;
         uint64_t size = 0;
         uint32_t handle = 0;
-        FwStatus st = compileModel(target, model, scratch, &image, &size, trial);
+        size_t used = 0;
+        FwStatus st = compileModel(target, model, scratch, &image, &size, trial, &used);
+        if (used > s.compileHighWater) s.compileHighWater = used;
         if (st.ok()) st = s.store.load(s.platform, s.dram, image, size, s.limits(), &handle);
         scratch.release(mark);
         if (!st.ok()) {
@@ -295,13 +302,13 @@ FwStatus Runtime::release(uint32_t handle) {
 }
 
 FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
-                          uint32_t outputCount, ExecResult* result) {
+                          uint32_t outputCount, ExecResult* result, bool detailedProfile) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     const LoadedBlob* b = impl_->store.find(handle);
     if (b == nullptr)
         return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
     const ExecutionContext ctx{impl_->platform, impl_->dram, impl_->config.firmwareDramBytes,
-                               impl_->config.irqTimeoutUs};
+                               impl_->config.irqTimeoutUs, detailedProfile};
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
     return status;
@@ -327,6 +334,9 @@ size_t Runtime::arenaBytes() const {
 }
 size_t Runtime::arenaPeakBytes() const {
     return impl_ == nullptr ? 0 : impl_->arena.peak();
+}
+size_t Runtime::compileScratchHighWater() const {
+    return impl_ == nullptr ? 0 : impl_->compileHighWater;
 }
 
 uint32_t Runtime::loadedModels() const {

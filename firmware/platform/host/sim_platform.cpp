@@ -25,8 +25,16 @@ void SimPlatform::armFaultsOnce(const sim::FaultConfig& faults) {
     faultsArmed_ = true;
 }
 
-bool SimPlatform::waitForIrq(uint32_t /*timeoutUs*/) {
-    return device_.irqPending();
+bool SimPlatform::waitForIrq(uint32_t timeoutUs) {
+    // The doorbell ran synchronously, but an IRQ may become visible only after some polls (the
+    // irq_delay_polls fault, a slow interrupt line): poll until it shows, as a firmware on
+    // silicon would. The simulated device answers a poll at once, so the timeout counts polls
+    // (one per microsecond) rather than wall time: a hung device fails in milliseconds, not
+    // after the whole timeout. Checking once made every delayed IRQ a lost one.
+    for (uint64_t polls = 0; polls <= timeoutUs; ++polls) {
+        if (device_.irqPending()) return true;
+    }
+    return false;
 }
 
 uint64_t SimPlatform::nowUs() {

@@ -1,7 +1,8 @@
 #pragma once
 // The host platform of the portable firmware: npu::fw::Platform over a simulated NPU.
 // The simulator runs a doorbell synchronously (see npu/hwsim/device.h), so waitForIrq never
-// blocks: the interrupt is either pending already or will not come.
+// sleeps: the interrupt is pending already, shows after a few polls (the irq_delay_polls fault),
+// or will not come; it polls at most once per microsecond of the timeout.
 
 #include <cstdint>
 

@@ -12,7 +12,10 @@ namespace npu::fw::qemu {
 
 // SysTick time base: a 1 kHz tick plus the counter's current value.
 void startSysTick();
-uint64_t uptimeUs();
+uint64_t uptimeUs();  // monotonic; main context only
+// How often the SysTick reading fell below the previous one (never returned; 0 unless the
+// reading logic is wrong): reported by GetCounters as qemu.clock_backsteps.
+uint32_t uptimeBacksteps();
 
 // Masks interrupts, sleeps until one is pending unless `ready()` already holds, unmasks (the
 // pending interrupt then runs). Checking under the mask closes the race with a wake-up that

@@ -63,6 +63,7 @@ void CmsdkUart::drainRx() {
         }
         ring_[head & mask_] = static_cast<uint8_t>(reg(kData));
         head_ = head + 1;
+        rxBytes_ = rxBytes_ + 1;
     }
 }
 

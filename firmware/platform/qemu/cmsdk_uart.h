@@ -29,7 +29,8 @@ public:
 
     uint32_t overruns() const { return overruns_; }
     uint32_t rxInterrupts() const { return rxInterrupts_; }
-    uint32_t rxPauses() const { return rxPauses_; }
+    uint32_t rxBytes() const { return rxBytes_; }
+    uint32_t rxPauses() const { return rxPauses_; }  // times the ring was full (back-pressure began)
 
 private:
     void drainRx();
@@ -44,6 +45,7 @@ private:
     volatile uint32_t tail_ = 0;      // next byte the consumer reads
     volatile uint32_t overruns_ = 0;  // the UART's own overruns (bytes lost before the interrupt ran)
     volatile uint32_t rxInterrupts_ = 0;
+    volatile uint32_t rxBytes_ = 0;
     volatile uint32_t rxPauses_ = 0;
     volatile bool paused_ = false;  // ring full: RX interrupt off until read() makes room
 };

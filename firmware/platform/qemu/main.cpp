@@ -29,10 +29,19 @@ constexpr uint32_t kMailboxAckTimeoutUs = 2'000'000;   // one register access, b
 constexpr uint64_t kRuntimeArenaBytes = 32ull << 20;   // as on the host platform
 constexpr uint64_t kServerScratchBytes = 64ull << 20;  // per-request temporaries (model decoding)
 
-alignas(8) uint8_t g_uart0Ring[256];  // ring doorbells only: requests come through DDR
-alignas(8) uint8_t g_uart1Ring[256];
-CmsdkUart g_uart0(kUart0Base, g_uart0Ring, sizeof(g_uart0Ring));
-CmsdkUart g_uart1(kUart1Base, g_uart1Ring, sizeof(g_uart1Ring));
+// A UART receive ring between two guard words that nothing writes: a receive path that wrote
+// past its ring would show in GetCounters as qemu.uart_ring_guard_errors.
+constexpr uint32_t kGuard = 0x6A09E667u;
+struct GuardedRing {
+    uint32_t front = kGuard;
+    alignas(8) uint8_t bytes[256] = {};
+    uint32_t back = kGuard;
+    uint32_t damagedGuards() const { return (front != kGuard ? 1u : 0u) + (back != kGuard ? 1u : 0u); }
+};
+GuardedRing g_uart0Ring;  // ring doorbells only: requests come through DDR
+GuardedRing g_uart1Ring;  // mailbox acks
+CmsdkUart g_uart0(kUart0Base, g_uart0Ring.bytes, sizeof(g_uart0Ring.bytes));
+CmsdkUart g_uart1(kUart1Base, g_uart1Ring.bytes, sizeof(g_uart1Ring.bytes));
 CmsdkUart g_uart2(kUart2Base, nullptr, 1);
 char g_identity[160];
 
@@ -85,8 +94,8 @@ private:
     CmsdkUart& uart_;
 };
 
-// GetCounters entries of this platform: proof that the UART interrupts fire, the bridge's
-// round trips, and the firmware's DDR memory.
+// GetCounters entries of this platform: proof that the UART interrupts fire, the receive rings'
+// back-pressure and integrity, the bridge's round trips, the clock, and the firmware's DDR memory.
 class PlatformCounters final : public CounterSource {
 public:
     PlatformCounters(const MailboxPlatform& platform, const DdrRingReader& ring, const Arena& ddr)
@@ -95,12 +104,17 @@ public:
         appendCounter(reply, "qemu.uart0_rx_interrupts", g_uart0.rxInterrupts());
         appendCounter(reply, "qemu.uart1_rx_interrupts", g_uart1.rxInterrupts());
         appendCounter(reply, "qemu.uart_overruns", g_uart0.overruns() + g_uart1.overruns());
+        appendCounter(reply, "qemu.uart0_rx_bytes", g_uart0.rxBytes());
+        appendCounter(reply, "qemu.uart_rx_ring_full", g_uart0.rxPauses() + g_uart1.rxPauses());
+        appendCounter(reply, "qemu.uart_ring_guard_errors",
+                      g_uart0Ring.damagedGuards() + g_uart1Ring.damagedGuards());
         appendCounter(reply, "qemu.mailbox_round_trips", platform_.roundTrips());
         appendCounter(reply, "qemu.mailbox_failures", platform_.failures());
         appendCounter(reply, "qemu.ring_bytes", ring_.bytesConsumed());
         appendCounter(reply, "qemu.ring_resyncs", ring_.resyncs());
         appendCounter(reply, "qemu.ddr_arena_bytes", ddr_.capacity());
         appendCounter(reply, "qemu.ddr_arena_used_bytes", ddr_.peak());
+        appendCounter(reply, "qemu.clock_backsteps", uptimeBacksteps());
     }
 
 private:

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -129,52 +130,127 @@ proto::Result<void> AioEndpoint::open(const std::string& path, int flags) {
 }
 
 proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
-    if (pending_) return proto::fail(Error::Kind::kIo, path_ + ": a transfer is already in flight");
-    cb_ = iocb{};
-    cb_.aio_fildes = static_cast<uint32_t>(fd_);
-    cb_.aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
-    cb_.aio_buf = reinterpret_cast<uint64_t>(data);
-    cb_.aio_nbytes = length;
-    iocb* list[1] = {&cb_};
+    if (abandoned_) {
+        (void)collect(std::chrono::milliseconds(0));  // came back since?
+        while (count_ > 0 && oldest().done) popOldest();
+        if (count_ > 0)
+            return proto::fail(Error::Kind::kIo, path_ + ": a cancelled transfer has not come back");
+        abandoned_ = false;
+    }
+    if (count_ == kDepth) {
+        return proto::fail(Error::Kind::kIo,
+                           path_ + ": " + std::to_string(kDepth) + " transfers are already in flight");
+    }
+    size_t index = 0;
+    while (slots_[index].busy) ++index;
+    Slot& slot = slots_[index];
+    slot.cb = iocb{};
+    slot.cb.aio_fildes = static_cast<uint32_t>(fd_);
+    slot.cb.aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
+    slot.cb.aio_buf = reinterpret_cast<uint64_t>(data);
+    slot.cb.aio_nbytes = length;
+    iocb* list[1] = {&slot.cb};
     if (ioSubmit(context_, 1, list) != 1) {
         const int err = errno;
         const auto kind = err == ESHUTDOWN || err == ENODEV ? Error::Kind::kDisconnected : Error::Kind::kIo;
         return proto::fail(kind, errnoText(path_ + ": io_submit", err));
     }
-    pending_ = true;
+    slot.busy = true;
+    slot.done = false;
+    order_[count_++] = index;
     return {};
 }
 
-proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout) {
-    if (!pending_) return proto::fail(Error::Kind::kIo, path_ + ": no transfer in flight");
+proto::Result<void> AioEndpoint::collect(std::chrono::milliseconds timeout) {
     timespec ts{static_cast<time_t>(timeout.count() / 1000),
                 static_cast<long>(timeout.count() % 1000) * 1'000'000};
-    io_event ev{};
+    io_event events[kDepth];
     long n;
     do {
-        n = ioGetEvents(context_, 1, 1, &ev, &ts);
+        n = ioGetEvents(context_, 1, static_cast<long>(kDepth), events, &ts);
     } while (n < 0 && errno == EINTR);
-    if (n == 0)
-        return proto::fail(Error::Kind::kTimeout,
-                           path_ + ": nothing within " + std::to_string(timeout.count()) + " ms");
     if (n < 0) return proto::fail(Error::Kind::kIo, errnoText(path_ + ": io_getevents", errno));
-    pending_ = false;
-    const auto res = static_cast<int64_t>(ev.res);
+    for (long i = 0; i < n; ++i) {
+        for (Slot& slot : slots_) {
+            if (slot.busy && events[i].obj == reinterpret_cast<uint64_t>(&slot.cb)) {
+                slot.done = true;
+                slot.res = static_cast<int64_t>(events[i].res);
+            }
+        }
+    }
+    return {};
+}
+
+void AioEndpoint::popOldest() {
+    oldest().busy = false;
+    for (size_t i = 1; i < count_; ++i) order_[i - 1] = order_[i];
+    --count_;
+}
+
+proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout, void** data) {
+    if (count_ == 0) return proto::fail(Error::Kind::kIo, path_ + ": no transfer in flight");
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!oldest().done) {
+        const auto left =
+            std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       deadline - std::chrono::steady_clock::now()));
+        if (auto r = collect(left); !r) return std::unexpected(r.error());
+        if (!oldest().done && std::chrono::steady_clock::now() >= deadline) {
+            return proto::fail(Error::Kind::kTimeout,
+                               path_ + ": nothing within " + std::to_string(timeout.count()) + " ms");
+        }
+    }
+    const int64_t res = oldest().res;
+    if (data != nullptr) *data = reinterpret_cast<void*>(oldest().cb.aio_buf);
+    popOldest();
     if (res >= 0) return static_cast<size_t>(res);
     const int err = static_cast<int>(-res);
     const bool gone = err == ESHUTDOWN || err == ECONNRESET || err == ENODEV || err == EPIPE;
     return proto::fail(gone ? Error::Kind::kDisconnected : Error::Kind::kIo, errnoText(path_, err));
 }
 
-void AioEndpoint::cancel() {
-    if (!pending_) return;
-    io_event ev{};
-    if (ioCancel(context_, &cb_, &ev) == 0) {  // completed by the cancel itself (older kernels)
-        pending_ = false;
-        return;
+bool AioEndpoint::cancel() {
+    if (count_ == 0) return true;
+    for (size_t i = 0; i < count_ && !abandoned_; ++i) {
+        Slot& slot = slots_[order_[i]];
+        io_event ev{};
+        if (!slot.done &&
+            ioCancel(context_, &slot.cb, &ev) == 0) {  // completed by the cancel (older kernels)
+            slot.done = true;
+            slot.res = static_cast<int64_t>(ev.res);
+        }
     }
-    (void)wait(kCancelWait);  // newer kernels deliver the cancelled transfer as an event
-    pending_ = false;
+    // Newer kernels deliver cancelled transfers as events.
+    const auto deadline = std::chrono::steady_clock::now() + kCancelWait;
+    auto allDone = [&] {
+        for (size_t i = 0; i < count_; ++i)
+            if (!slots_[order_[i]].done) return false;
+        return true;
+    };
+    while (!allDone() && std::chrono::steady_clock::now() < deadline) {
+        if (!collect(std::chrono::milliseconds(50))) break;
+    }
+    if (allDone()) {
+        while (count_ > 0) popOldest();
+        abandoned_ = false;
+        return true;
+    }
+    abandoned_ = true;
+    std::fprintf(stderr, "npu-usb-gadget: %s: a cancelled transfer did not come back within %lld ms\n",
+                 path_.c_str(), static_cast<long long>(kCancelWait.count()));
+    return false;
+}
+
+namespace {
+std::atomic<uint64_t> gAbandoned{0};
+}  // namespace
+
+void keepAbandoned(std::vector<uint8_t>&& buffer, const std::string& endpoint) {
+    // Moving a vector keeps its storage: the kernel's pointer stays valid, and it is never freed.
+    new std::vector<uint8_t>(std::move(buffer));
+    const uint64_t n = ++gAbandoned;
+    std::fprintf(stderr, "npu-usb-gadget: %s: kept a read buffer the kernel may still write (%llu so far)\n",
+                 endpoint.c_str(), static_cast<unsigned long long>(n));
 }
 
 proto::Result<std::unique_ptr<FunctionFs>> FunctionFs::open(const std::string& mount) {

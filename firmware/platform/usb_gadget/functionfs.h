@@ -13,38 +13,62 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npu/protocol/transport.h"
 
 namespace npu::fw::usb {
 
-// One endpoint file with at most one transfer in flight.
+// One endpoint file with up to kDepth transfers in flight, completed in the order submitted.
 class AioEndpoint {
 public:
+    static constexpr size_t kDepth = 2;
     AioEndpoint() = default;
     ~AioEndpoint();
     AioEndpoint(const AioEndpoint&) = delete;
     AioEndpoint& operator=(const AioEndpoint&) = delete;
 
     proto::Result<void> open(const std::string& path, int flags);
-    // Starts a read or write of `length` bytes at `data` (which must stay valid until it
-    // completes or is cancelled). One at a time.
+    // Queues a read or write of `length` bytes at `data` (which must stay valid until it
+    // completes or is cancelled), at most kDepth at once. A cancelled transfer the kernel has not
+    // given back yet is reaped first, or the submit fails.
     proto::Result<void> submit(void* data, size_t length, bool write);
-    bool pending() const { return pending_; }
-    // Waits up to `timeout` for the transfer: bytes moved, kTimeout (still pending), or the
-    // endpoint's error (-ESHUTDOWN when the host disabled the interface: kDisconnected).
-    proto::Result<size_t> wait(std::chrono::milliseconds timeout);
-    // Cancels a pending transfer and waits (bounded) for the kernel to give the buffer back.
-    void cancel();
+    bool pending() const { return count_ > 0; }
+    size_t inFlight() const { return count_; }
+    // Waits up to `timeout` for the oldest transfer: bytes moved (and in *data, its buffer),
+    // kTimeout (still in flight), or the endpoint's error (-ESHUTDOWN when the host disabled the
+    // interface: kDisconnected).
+    proto::Result<size_t> wait(std::chrono::milliseconds timeout, void** data = nullptr);
+    // Cancels every transfer in flight and waits (bounded) for the kernel to give them back.
+    // false: they did not all come back in time; the kernel may still write the buffer of a
+    // read, so the caller must never free or reuse it (keepAbandoned()).
+    bool cancel();
     const std::string& path() const { return path_; }
 
 private:
+    struct Slot {
+        iocb cb{};
+        bool busy = false;  // submitted, its event not yet taken by wait()
+        bool done = false;  // its event arrived (result in res)
+        int64_t res = 0;
+    };
+    // Collects the events that arrive within `timeout` (at least one is waited for).
+    proto::Result<void> collect(std::chrono::milliseconds timeout);
+    Slot& oldest() { return slots_[order_[0]]; }
+    void popOldest();
+
     int fd_ = -1;
     aio_context_t context_ = 0;
-    iocb cb_{};
-    bool pending_ = false;
+    Slot slots_[kDepth];
+    size_t order_[kDepth] = {};  // slot indexes, oldest first
+    size_t count_ = 0;
+    bool abandoned_ = false;  // cancelled transfers not all given back
     std::string path_;
 };
+
+// Keeps a read buffer that a transfer the kernel did not give back may still write: it is never
+// freed (a leak, counted and logged, instead of memory the kernel writes into after a free).
+void keepAbandoned(std::vector<uint8_t>&& buffer, const std::string& endpoint);
 
 // What ep0 told us, shared by the ep0 thread and the serving loop.
 struct GadgetState {

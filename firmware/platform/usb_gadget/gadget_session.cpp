@@ -9,19 +9,29 @@ namespace {
 
 using proto::Error;
 
-constexpr size_t kReadBytes = 256 * 1024;                 // one bulk OUT read (completes on a short packet)
+// One bulk OUT read: it completes at the end of the host's transfer (a short or zero-length
+// packet), so a read takes a whole frame of up to 1 MiB and the window service serves it in
+// place. (FunctionFS allocates the same size in the kernel per read: 1 MiB is an order-8 page
+// allocation; a frame of 1 MiB + header takes two reads.)
+constexpr size_t kReadBytes = 1024 * 1024;
 constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
 constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
 
 }  // namespace
 
 GadgetSession::GadgetSession(FunctionFs& ffs, WindowService& window, uint64_t openRequest, uint64_t number)
-    : ffs_(ffs), window_(window), openRequest_(openRequest), number_(number), readBuffer_(kReadBytes) {}
+    : ffs_(ffs), window_(window), openRequest_(openRequest), number_(number) {
+    for (auto& b : readBuffers_) b.resize(kReadBytes);
+}
 
 GadgetSession::~GadgetSession() {
     // Give the endpoints back clean: the next session must not inherit a transfer of this one.
-    ffs_.bulkOut().cancel();
-    ffs_.bulkIn().cancel();
+    // A read the kernel does not give back keeps its buffer forever (never freed under it);
+    // writes are copied into the kernel when submitted, so their buffers are free at once.
+    if (!ffs_.bulkOut().cancel()) {
+        for (auto& b : readBuffers_) keepAbandoned(std::move(b), ffs_.bulkOut().path());
+    }
+    (void)ffs_.bulkIn().cancel();
 }
 
 bool GadgetSession::ended(std::string* why) {
@@ -92,17 +102,21 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     if (forwardPos_ < forward_.size()) return take(buffer);
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& out = ffs_.bulkOut();
-    if (!out.pending()) {
-        if (auto r = out.submit(readBuffer_.data(), readBuffer_.size(), false); !r)
-            return std::unexpected(r.error());
+    // Every read buffer queued, in turn: while one frame is served, the next can arrive in the
+    // other (the host keeps two window calls in flight).
+    while (out.inFlight() < readBuffers_.size()) {
+        std::vector<uint8_t>& b = readBuffers_[nextRead_];
+        if (auto r = out.submit(b.data(), b.size(), false); !r) return std::unexpected(r.error());
+        nextRead_ = (nextRead_ + 1) % readBuffers_.size();
     }
-    auto n = out.wait(std::min(timeout, kReadSlice));
+    void* data = nullptr;
+    auto n = out.wait(std::min(timeout, kReadSlice), &data);
     if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
     const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
         std::lock_guard lock(writeMutex_);
         return writeLocked(frame, length).has_value();
     };
-    window_.feed(readBuffer_.data(), *n, forward_, reply);
+    window_.feed(static_cast<const uint8_t*>(data), *n, forward_, reply);
     if (forwardPos_ < forward_.size()) return take(buffer);
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
@@ -112,7 +126,7 @@ void GadgetSession::echo() {
     std::string why;
     while (!ended(&why)) {
         if (!out.pending()) {
-            if (auto r = out.submit(readBuffer_.data(), readBuffer_.size(), false); !r) break;
+            if (auto r = out.submit(readBuffers_[0].data(), readBuffers_[0].size(), false); !r) break;
         }
         auto n = out.wait(kReadSlice);
         if (!n) {
@@ -120,7 +134,7 @@ void GadgetSession::echo() {
             break;
         }
         std::lock_guard lock(writeMutex_);
-        if (!writeLocked(readBuffer_.data(), *n)) break;
+        if (!writeLocked(readBuffers_[0].data(), *n)) break;
     }
 }
 

@@ -4,6 +4,7 @@
 // with a zero-length packet after a multiple of the packet size. The session ends when the host
 // opens a new one (OPEN_SESSION), disables the interface (unplug, unbind) or the program stops.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -44,7 +45,8 @@ private:
     const uint64_t number_;
     std::mutex writeMutex_;
     bool shut_ = false;
-    std::vector<uint8_t> readBuffer_;
+    std::array<std::vector<uint8_t>, AioEndpoint::kDepth> readBuffers_;  // bulk OUT reads, in turn
+    size_t nextRead_ = 0;                                                // the buffer queued next
     std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };

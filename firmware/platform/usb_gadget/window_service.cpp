@@ -1,10 +1,12 @@
 // WINDOW_WRITE / WINDOW_READ served against device DRAM (see window_service.h).
 #include "window_service.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include "npu.pb.h"
 #include "npu/protocol/frame.h"
 
 namespace npu::fw::usb {
@@ -18,32 +20,12 @@ bool isWindowRequest(const proto::FrameHeader& h) {
            (h.flags & (proto::kFlagResponse | proto::kFlagError | proto::kFlagMore)) == 0;
 }
 
-size_t findMagic(const std::vector<uint8_t>& bytes, size_t from) {
-    for (size_t i = from; i + 4 <= bytes.size(); ++i) {
-        if (proto::loadLe32(bytes.data() + i) == proto::kFrameMagic) return i;
+// The first frame magic in [p + from, p + avail), or avail.
+size_t findMagic(const uint8_t* p, size_t avail, size_t from) {
+    for (size_t i = from; i + 4 <= avail; ++i) {
+        if (proto::loadLe32(p + i) == proto::kFrameMagic) return i;
     }
-    return bytes.size();
-}
-
-void sendReply(uint8_t method, uint16_t flags, uint64_t callId, const std::string& payload,
-               const WindowService::ReplySink& reply) {
-    std::vector<uint8_t> frame(proto::kFrameHeaderSize + payload.size());
-    std::memcpy(frame.data() + proto::kFrameHeaderSize, payload.data(), payload.size());
-    proto::FrameHeader h;
-    h.type = method;
-    h.flags = static_cast<uint16_t>(proto::kFlagResponse | flags);
-    h.callId = callId;
-    h.length = static_cast<uint32_t>(payload.size());
-    proto::encodeFrameHeader(h, frame.data() + proto::kFrameHeaderSize, frame.data());
-    (void)reply(frame.data(), frame.size());
-}
-
-void sendError(uint8_t method, uint64_t callId, const std::string& message,
-               const WindowService::ReplySink& reply) {
-    proto::ErrorReply e;
-    e.mutable_status()->set_code(kInvalidArgument);
-    e.mutable_status()->set_message(message);
-    sendReply(method, proto::kFlagError, callId, e.SerializeAsString(), reply);
+    return avail;
 }
 
 }  // namespace
@@ -56,54 +38,73 @@ void WindowService::reset() {
     passRemaining_ = 0;
 }
 
+// Bytes are served where they lie (the endpoint's read buffer) unless a partial frame is
+// waiting, which is rare: the host sends each frame as one transfer and a read takes a whole
+// transfer. Only an incomplete frame is kept, so pending_ never holds more than one frame.
 void WindowService::feed(const uint8_t* data, size_t length, std::vector<uint8_t>& forward,
                          const ReplySink& reply) {
-    pending_.insert(pending_.end(), data, data + length);
-    while (!pending_.empty() && step(forward, reply)) {
+    if (pending_.empty()) {
+        const size_t used = consume(data, length, forward, reply);
+        pending_.assign(data + used, data + length);
+        return;
     }
+    pending_.insert(pending_.end(), data, data + length);
+    const size_t used = consume(pending_.data(), pending_.size(), forward, reply);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(used));
 }
 
-bool WindowService::step(std::vector<uint8_t>& forward, const ReplySink& reply) {
+size_t WindowService::consume(const uint8_t* p, size_t length, std::vector<uint8_t>& forward,
+                              const ReplySink& reply) {
+    size_t used = 0;
+    while (used < length) {
+        const size_t n = step(p + used, length - used, forward, reply);
+        if (n == 0) break;
+        used += n;
+    }
+    return used;
+}
+
+size_t WindowService::step(const uint8_t* p, size_t avail, std::vector<uint8_t>& forward,
+                           const ReplySink& reply) {
     auto pass = [&](size_t n) {
-        forward.insert(forward.end(), pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
-        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+        forward.insert(forward.end(), p, p + n);
+        return n;
     };
     if (passRemaining_ > 0) {
-        const size_t n = std::min(passRemaining_, pending_.size());
-        pass(n);
+        const size_t n = std::min(passRemaining_, avail);
         passRemaining_ -= n;
-        return true;
+        return pass(n);
     }
-    if (pending_.size() < 4) return false;
-    if (proto::loadLe32(pending_.data()) != proto::kFrameMagic) {
-        // Not a frame: hand it on up to the next magic (the firmware reports it as garbage).
-        const size_t next = findMagic(pending_, 1);
-        const size_t n = next < pending_.size() ? next : pending_.size() - 3;
-        pass(n);
-        return n > 0;
+    if (avail < 4) return 0;
+    if (proto::loadLe32(p) != proto::kFrameMagic) {
+        // Not a frame: hand it on up to the next magic (the firmware reports it as garbage),
+        // keeping back three bytes that may begin one.
+        const size_t next = findMagic(p, avail, 1);
+        return pass(next < avail ? next : avail - 3);
     }
-    if (pending_.size() < proto::kFrameHeaderSize) return false;
+    if (avail < proto::kFrameHeaderSize) return 0;
     proto::FrameHeader h;
-    proto::parseFrameHeader(pending_.data(), &h);
-    const bool sane = h.version == proto::kFrameVersion && h.length <= maxPayload_;
-    if (!sane) {
-        pass(proto::kFrameHeaderSize);  // as the firmware's decoder does: drop the header, resync
-        return true;
+    proto::parseFrameHeader(p, &h);
+    if (h.version != proto::kFrameVersion || h.length > maxPayload_) {
+        return pass(proto::kFrameHeaderSize);  // as the firmware's decoder does: drop the header, resync
     }
     const size_t frameBytes = proto::kFrameHeaderSize + h.length;
     if (!isWindowRequest(h)) {
-        passRemaining_ = frameBytes;
-        return true;
+        const size_t n = std::min(frameBytes, avail);
+        passRemaining_ = frameBytes - n;
+        return pass(n);
     }
-    if (pending_.size() < frameBytes) return false;
-    const uint8_t* payload = pending_.data() + proto::kFrameHeaderSize;
-    if (proto::frameCrc(pending_.data(), payload, h.length) != h.crc) {
-        pass(frameBytes);  // the firmware answers a corrupt frame with its usual error
-        return true;
+    if (avail < frameBytes) return 0;
+    const uint8_t* payload = p + proto::kFrameHeaderSize;
+    if (proto::frameCrc(p, payload, h.length) != h.crc) {
+        return pass(frameBytes);  // the firmware answers a corrupt frame with its usual error
     }
-    serve(h.type, h.callId, payload, h.length, reply);
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(frameBytes));
-    return true;
+    if (h.type == proto::METHOD_WINDOW_WRITE) {
+        serveWrite(h.callId, payload, h.length, reply);
+    } else {
+        serveRead(h.callId, payload, h.length, reply);
+    }
+    return frameBytes;
 }
 
 std::string WindowService::checkRange(uint64_t addr, uint64_t length) const {
@@ -116,24 +117,62 @@ std::string WindowService::checkRange(uint64_t addr, uint64_t length) const {
     return {};
 }
 
-void WindowService::serve(uint8_t method, uint64_t callId, const uint8_t* payload, uint32_t length,
-                          const ReplySink& reply) {
-    if (method == proto::METHOD_WINDOW_WRITE) {
-        proto::WindowWriteRequest request;
-        if (!request.ParseFromArray(payload, static_cast<int>(length))) {
-            return sendError(method, callId,
-                             "WindowWrite: undecodable request (" + std::to_string(length) + " bytes)",
-                             reply);
-        }
-        if (std::string e = checkRange(request.addr(), request.data().size()); !e.empty()) {
-            return sendError(method, callId, "WindowWrite: " + e, reply);
-        }
-        std::memcpy(dram_ + request.addr(), request.data().data(), request.data().size());
-        bytesWritten_ += request.data().size();
-        proto::WindowWriteReply ok;
-        ok.mutable_status()->set_code(0);
-        return sendReply(method, 0, callId, ok.SerializeAsString(), reply);
+// Replies are built in replyFrame_, kept between calls: a fresh megabyte per reply costs a page
+// fault per 4 KiB, which on an emulated CPU costs more than the copy itself.
+uint8_t* WindowService::replyPayload(size_t bytes) {
+    if (replyFrame_.size() < proto::kFrameHeaderSize + bytes)
+        replyFrame_.resize(proto::kFrameHeaderSize + bytes);
+    return replyFrame_.data() + proto::kFrameHeaderSize;
+}
+
+void WindowService::sendFrame(uint8_t method, uint16_t flags, uint64_t callId, size_t payloadBytes,
+                              const ReplySink& reply) {
+    proto::FrameHeader h;
+    h.type = method;
+    h.flags = static_cast<uint16_t>(proto::kFlagResponse | flags);
+    h.callId = callId;
+    h.length = static_cast<uint32_t>(payloadBytes);
+    proto::encodeFrameHeader(h, replyFrame_.data() + proto::kFrameHeaderSize, replyFrame_.data());
+    (void)reply(replyFrame_.data(), proto::kFrameHeaderSize + payloadBytes);
+}
+
+void WindowService::sendMessage(uint8_t method, uint16_t flags, uint64_t callId,
+                                const google::protobuf::MessageLite& message, const ReplySink& reply) {
+    const size_t n = message.ByteSizeLong();
+    message.SerializeWithCachedSizesToArray(replyPayload(n));
+    sendFrame(method, flags, callId, n, reply);
+}
+
+void WindowService::sendError(uint8_t method, uint64_t callId, const std::string& message,
+                              const ReplySink& reply) {
+    proto::ErrorReply e;
+    e.mutable_status()->set_code(kInvalidArgument);
+    e.mutable_status()->set_message(message);
+    sendMessage(method, proto::kFlagError, callId, e, reply);
+}
+
+void WindowService::serveWrite(uint64_t callId, const uint8_t* payload, uint32_t length,
+                               const ReplySink& reply) {
+    const uint8_t method = proto::METHOD_WINDOW_WRITE;
+    // Parsed into a message kept between calls: its data string keeps its capacity.
+    if (!writeRequest_.ParseFromArray(payload, static_cast<int>(length))) {
+        return sendError(method, callId,
+                         "WindowWrite: undecodable request (" + std::to_string(length) + " bytes)", reply);
     }
+    const std::string& data = writeRequest_.data();
+    if (std::string e = checkRange(writeRequest_.addr(), data.size()); !e.empty()) {
+        return sendError(method, callId, "WindowWrite: " + e, reply);
+    }
+    std::memcpy(dram_ + writeRequest_.addr(), data.data(), data.size());
+    bytesWritten_ += data.size();
+    proto::WindowWriteReply ok;
+    ok.mutable_status()->set_code(0);
+    sendMessage(method, 0, callId, ok, reply);
+}
+
+void WindowService::serveRead(uint64_t callId, const uint8_t* payload, uint32_t length,
+                              const ReplySink& reply) {
+    const uint8_t method = proto::METHOD_WINDOW_READ;
     proto::WindowReadRequest request;
     if (!request.ParseFromArray(payload, static_cast<int>(length))) {
         return sendError(method, callId,
@@ -148,11 +187,23 @@ void WindowService::serve(uint8_t method, uint64_t callId, const uint8_t* payloa
     if (std::string e = checkRange(request.addr(), request.length()); !e.empty()) {
         return sendError(method, callId, "WindowRead: " + e, reply);
     }
-    proto::WindowReadReply out;
-    out.mutable_status()->set_code(0);
-    out.set_data(dram_ + request.addr(), request.length());
-    bytesRead_ += request.length();
-    sendReply(method, 0, callId, out.SerializeAsString(), reply);
+    // WindowReadReply {status {code 0}, data}: the status serialised by protobuf, then field 2
+    // (tag, length, bytes) written straight from DRAM into the frame: the message's wire format
+    // with one copy of the data.
+    using google::protobuf::internal::WireFormatLite;
+    using google::protobuf::io::CodedOutputStream;
+    constexpr uint32_t kDataTag = WireFormatLite::MakeTag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    proto::WindowReadReply head;
+    head.mutable_status()->set_code(0);
+    const uint32_t n = request.length();
+    const size_t total = head.ByteSizeLong() + CodedOutputStream::VarintSize32(kDataTag) +
+                         CodedOutputStream::VarintSize32(n) + n;
+    uint8_t* out = head.SerializeWithCachedSizesToArray(replyPayload(total));
+    out = CodedOutputStream::WriteTagToArray(kDataTag, out);
+    out = CodedOutputStream::WriteVarint32ToArray(n, out);
+    std::memcpy(out, dram_ + request.addr(), n);
+    bytesRead_ += n;
+    sendFrame(method, 0, callId, total, reply);
 }
 
 }  // namespace npu::fw::usb

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "npu.pb.h"
+
 namespace npu::fw::usb {
 
 class WindowService {
@@ -28,19 +30,30 @@ public:
     uint64_t bytesRead() const { return bytesRead_; }
 
 private:
-    // Moves what the stream's head allows to `forward` or serves it; false when more bytes are
-    // needed.
-    bool step(std::vector<uint8_t>& forward, const ReplySink& reply);
-    void serve(uint8_t method, uint64_t callId, const uint8_t* payload, uint32_t length,
-               const ReplySink& reply);
+    // Serves or forwards what it can of [p, p + length); returns the bytes used (the rest is the
+    // beginning of a frame).
+    size_t consume(const uint8_t* p, size_t length, std::vector<uint8_t>& forward, const ReplySink& reply);
+    // Serves one window frame or forwards a piece from the head of [p, p + avail); returns the
+    // bytes used, 0 when more are needed.
+    size_t step(const uint8_t* p, size_t avail, std::vector<uint8_t>& forward, const ReplySink& reply);
+    void serveWrite(uint64_t callId, const uint8_t* payload, uint32_t length, const ReplySink& reply);
+    void serveRead(uint64_t callId, const uint8_t* payload, uint32_t length, const ReplySink& reply);
     std::string checkRange(uint64_t addr, uint64_t length) const;
+    uint8_t* replyPayload(size_t bytes);  // room for a reply payload of `bytes` in replyFrame_
+    void sendFrame(uint8_t method, uint16_t flags, uint64_t callId, size_t payloadBytes,
+                   const ReplySink& reply);
+    void sendMessage(uint8_t method, uint16_t flags, uint64_t callId,
+                     const google::protobuf::MessageLite& message, const ReplySink& reply);
+    void sendError(uint8_t method, uint64_t callId, const std::string& message, const ReplySink& reply);
 
     uint8_t* dram_;
     uint64_t windowAddr_;
     uint64_t windowBytes_;
     uint32_t maxPayload_;
-    std::vector<uint8_t> pending_;
-    size_t passRemaining_ = 0;  // bytes of a frame for the firmware still to forward
+    std::vector<uint8_t> pending_;            // the beginning of a frame, kept for the next bytes
+    std::vector<uint8_t> replyFrame_;         // every reply is built here (grows, never shrinks)
+    proto::WindowWriteRequest writeRequest_;  // reused: its data keeps its capacity
+    size_t passRemaining_ = 0;                // bytes of a frame for the firmware still to forward
     uint64_t bytesWritten_ = 0;
     uint64_t bytesRead_ = 0;
 };

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "npu/fw/runtime.h"
@@ -216,15 +218,31 @@ inline Run execute(Harness& h, const BlobInfo& info, const std::vector<std::vect
 
 // The model must be claimed and prepare; returns its blob.
 inline BlobInfo prepareClaimed(Harness& h, const ModelDesc& model) {
-    bool supported = false;
-    REQUIRE(h.runtime.supportedOperations(model, &supported).ok());
-    REQUIRE(supported);
+    std::unique_ptr<bool[]> supported(new bool[model.operationCount]);  // one per operation
+    REQUIRE(h.runtime.supportedOperations(model, supported.get()).ok());
+    for (uint32_t i = 0; i < model.operationCount; ++i) REQUIRE(supported[i]);
     Arena scratch(h.scratchMem.data(), h.scratchMem.size());
     BlobInfo info;
     FwStatus st = h.runtime.prepare(model, scratch, &info);
     INFO(st.message);
+    REQUIRE(supported);
     REQUIRE(st.ok());
     return info;
+}
+
+// The model (one operation) must be refused by both supportedOperations and prepare, with a
+// message naming operation 0, its type and `why`.
+inline void expectRefused(Harness& h, ModelBuilder& mb, const std::string& opName, const std::string& why) {
+    bool supported = true;
+    REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());
+    CHECK_FALSE(supported);
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    const FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
+    INFO(st.message);
+    CHECK(st.code == Code::kInvalidArgument);
+    CHECK(std::string(st.message).find("operation 0 (" + opName + ")") != std::string::npos);
+    CHECK(std::string(st.message).find(why) != std::string::npos);
 }
 
 // HAL 1.3: the int8 twin of uint8 data is every byte shifted by -128.

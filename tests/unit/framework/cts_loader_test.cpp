@@ -318,3 +318,13 @@ TEST_CASE("the example vector of docs/vector-format.md parses, with every docume
     CHECK(tc->expectedOutputs[0] == std::vector<uint8_t>{11, 22, 33, 44});
     CHECK(tc->model.main.operations.size() == 1);
 }
+
+TEST_CASE("closestNames suggests names containing the query or a few edits away", "[framework][cts]") {
+    const std::vector<std::string> names = {"conv_quant8", "conv_quant8_2", "conv_float", "add_quant8",
+                                            "depthwise_conv2d_quant8"};
+    using npu::framework::closestNames;
+    CHECK(closestNames("conv_qant8", names, 3) == std::vector<std::string>{"conv_quant8", "conv_quant8_2"});
+    CHECK(closestNames("conv_quant8", names, 1) == std::vector<std::string>{"conv_quant8"});
+    CHECK(closestNames("zzzzzzzz", names, 3).empty());
+    CHECK(closestNames("quant8", names, 2).size() == 2);  // contained in several
+}

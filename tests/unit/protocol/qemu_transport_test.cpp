@@ -1,5 +1,6 @@
 // The qemu transport against the real firmware image on QEMU's mps3-an547 and the real NPU
-// bridge: boot and handshake, a corrupt request, QEMU or the bridge killed mid-call.
+// bridge: boot and handshake, a corrupt request, a corrupt reply (from the guest), the
+// firmware's UART receive ring overfilled, QEMU or the bridge killed mid-call.
 // Skipped (exit 77, with the reason) when qemu-system-arm, the image or the bridge is missing.
 #include "npu/protocol/qemu_transport.h"
 
@@ -7,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "npu.pb.h"
+#include "npu/protocol/ddr_ring.h"
 #include "npu/protocol/frame.h"
 #include "npu/protocol/rpc_client.h"
 
@@ -34,17 +37,19 @@ void skipUnlessQemuRuns() {
 
 struct Booted {
     std::unique_ptr<RpcClient> client;
+    Transport* transport = nullptr;  // the client's, for raw writes
     QemuProcesses processes;
     HelloReply hello;
     std::vector<UniqueFd> fds;
 };
 
-Booted bootAndHello() {
+Booted bootAndHello(const QemuOptions& options = {}) {
     skipUnlessQemuRuns();
-    auto transport = startQemu({});
+    auto transport = startQemu(options);
     REQUIRE(transport.has_value());
     Booted b;
     b.processes = qemuProcesses(**transport);
+    b.transport = transport->get();
     auto client = RpcClient::create(std::move(*transport));
     REQUIRE(client.has_value());
     b.client = std::move(*client);
@@ -89,11 +94,15 @@ TEST_CASE("the firmware image boots under QEMU and answers Hello and Ping over t
     CHECK(c["rpc.arena_peak_bytes"] <= c["rpc.arena_bytes"]);
     CHECK(c["runtime.arena_peak_bytes"] > 0);
     CHECK(c["runtime.arena_peak_bytes"] <= c["runtime.arena_bytes"]);
+    CHECK(c["qemu.ddr_arena_used_bytes"] > 0);  // the DDR the runtime and RPC arenas were carved from
+    CHECK(c["qemu.ddr_arena_used_bytes"] <= c["qemu.ddr_arena_bytes"]);
     CHECK(c["qemu.uart0_rx_interrupts"] > 0);
     CHECK(c["qemu.uart1_rx_interrupts"] > 0);
     CHECK(c["qemu.mailbox_round_trips"] > 0);
     CHECK(c["qemu.mailbox_failures"] == 0);
     CHECK(c["qemu.ring_bytes"] > 0);
+    CHECK(c["qemu.clock_backsteps"] == 0);
+    CHECK(c["qemu.uart_ring_guard_errors"] == 0);
 
     for (uint64_t nonce : {1ull, 0xDEADBEEFCAFEull}) {
         PingRequest ping;
@@ -217,4 +226,124 @@ TEST_CASE("the NPU bridge killed mid-session makes the next call fail as disconn
     INFO(r.error().message);
     CHECK(r.error().kind == Error::Kind::kDisconnected);
     CHECK(r.error().message.find("NPU bridge killed by signal") != std::string::npos);
+}
+
+namespace {
+
+std::map<std::string, uint64_t> counters(RpcClient& client) {
+    GetCountersRequest request;
+    CountersReply reply;
+    auto r = client.call(METHOD_GET_COUNTERS, request, reply, 10s);
+    INFO((r ? std::string("ok") : r.error().message));
+    REQUIRE(r.has_value());
+    std::map<std::string, uint64_t> c;
+    for (const auto& counter : reply.counters()) c[counter.name()] = counter.value();
+    return c;
+}
+
+Result<void> ping(RpcClient& client, uint64_t nonce, std::chrono::milliseconds timeout = 10s) {
+    PingRequest request;
+    request.set_nonce(nonce);
+    PingReply reply;
+    auto r = client.call(METHOD_PING, request, reply, timeout);
+    if (r && reply.nonce() != nonce) return fail(Error::Kind::kProtocol, "the Ping reply has another nonce");
+    return r;
+}
+
+// Flips one byte of the firmware's reply stream, `at` bytes after it is armed: a relay between
+// QEMU's UART0 and the RPC layer that corrupts a frame on its way from the guest.
+struct Corrupter {
+    std::atomic<int64_t> left{-1};  // bytes to let through before the one to flip; -1: disarmed
+    std::atomic<int> flipped{0};
+    void arm(int64_t at) { left = at; }
+    void operator()(std::span<uint8_t> bytes) {
+        for (uint8_t& b : bytes) {
+            int64_t l = left.load();
+            if (l < 0) return;
+            left = l - 1;
+            if (l == 0) {
+                b ^= 0x5A;
+                ++flipped;
+            }
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a reply frame corrupted on its way from the guest fails only its call, and the channel resyncs",
+          "[qemu]") {
+    auto corrupter = std::make_shared<Corrupter>();
+    QemuOptions options;
+    options.replyTap = [corrupter](std::span<uint8_t> bytes) { (*corrupter)(bytes); };
+    Booted b = bootAndHello(options);
+    REQUIRE(ping(*b.client, 1).has_value());
+
+    // A payload byte (past the 24-byte header): the CRC no longer matches, the header names the
+    // call, so the call fails at once with a protocol error instead of waiting for its timeout.
+    corrupter->arm(kFrameHeaderSize + 1);
+    auto r = ping(*b.client, 2, 60s);
+    REQUIRE(corrupter->flipped == 1);
+    REQUIRE_FALSE(r.has_value());
+    INFO(r.error().message);
+    CHECK(r.error().kind == Error::Kind::kProtocol);
+    CHECK_THAT(r.error().message, Catch::Contains("CRC32C mismatch") && Catch::Contains("qemu mps3-an547"));
+    CHECK(b.client->badFrames() == 1);
+    REQUIRE(ping(*b.client, 3).has_value());
+
+    // The magic: the frame is not recognised at all (garbage, no call id), so its call ends at
+    // its timeout, and the decoder finds the next reply's magic.
+    const uint64_t badBefore = b.client->badFrames();
+    corrupter->arm(0);
+    r = ping(*b.client, 4, 2s);
+    REQUIRE(corrupter->flipped == 2);
+    REQUIRE_FALSE(r.has_value());
+    INFO(r.error().message);
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+    REQUIRE(ping(*b.client, 5).has_value());
+    CHECK(b.client->badFrames() > badBefore);  // the skipped bytes, reported when the next magic came
+
+    // The firmware saw nothing wrong: the damage was on the host's side of the wire.
+    auto c = counters(*b.client);
+    CHECK(c["rpc.bad_frames"] == 0);
+    CHECK(c["qemu.mailbox_failures"] == 0);
+}
+
+TEST_CASE("more doorbell bytes than the firmware's UART ring holds: back-pressure, no loss, no damage",
+          "[qemu]") {
+    Booted b = bootAndHello();
+    Transport& transport = *b.transport;
+    auto before = counters(*b.client);
+    // Keep the firmware busy on its request ring (garbage: no byte is a frame magic, so it only
+    // counts them) while doorbells arrive faster than its main loop reads them: its UART0 receive
+    // ring (256 bytes) fills, the RX interrupt pauses, and QEMU stops taking bytes from the socket.
+    constexpr size_t kGarbage = kQemuRingBytes - 4096;  // all the request ring holds, at once
+    constexpr size_t kDoorbells = 2048;
+    const std::vector<uint8_t> garbage(kGarbage, 0x00);
+    size_t rounds = 0;
+    std::map<std::string, uint64_t> after;
+    do {
+        ++rounds;
+        REQUIRE(transport.write(garbage).has_value());
+        REQUIRE(qemuSendDoorbells(transport, kDoorbells).has_value());
+        // Requests ride in the DDR ring, not behind the doorbells: this Ping may overtake them.
+        REQUIRE(ping(*b.client, rounds, 60s).has_value());
+        after = counters(*b.client);
+    } while (after["qemu.uart_rx_ring_full"] == before["qemu.uart_rx_ring_full"] && rounds < 8);
+    INFO("rounds " << rounds);
+    // Every doorbell still reaches the firmware, however long the back-pressure lasted (bounded
+    // wait: QEMU feeds the guest a byte per main-loop iteration).
+    for (int i = 0;
+         i < 600 && after["qemu.uart0_rx_bytes"] - before["qemu.uart0_rx_bytes"] < rounds * kDoorbells; ++i) {
+        std::this_thread::sleep_for(50ms);
+        after = counters(*b.client);
+    }
+    CHECK(after["qemu.uart_rx_ring_full"] > before["qemu.uart_rx_ring_full"]);
+    CHECK(after["qemu.uart0_rx_bytes"] - before["qemu.uart0_rx_bytes"] >= rounds * kDoorbells);
+    CHECK(after["qemu.uart_overruns"] == 0);
+    CHECK(after["qemu.uart_ring_guard_errors"] == 0);
+    CHECK(after["rpc.garbage_bytes"] - before["rpc.garbage_bytes"] == rounds * kGarbage);
+    CHECK(after["qemu.ring_resyncs"] == 0);
+    CHECK(after["qemu.mailbox_failures"] == 0);
+    REQUIRE(ping(*b.client, 99).has_value());
 }

@@ -131,6 +131,42 @@ TEST_CASE("concurrent calls each get their own response") {
     REQUIRE(client->connected());
 }
 
+TEST_CASE("calls started from one thread are all in flight and finish with their own replies") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), pingEcho);
+    auto client = makeClient(std::move(host));
+    constexpr int kCalls = 4;
+    PingReply replies[kCalls];
+    std::vector<RpcClient::InFlight> inFlight;
+    for (int i = 0; i < kCalls; ++i) {
+        PingRequest req;
+        req.set_nonce(100 + uint64_t(i));
+        auto started = client->start(METHOD_PING, req, replies[i]);
+        REQUIRE(started.has_value());
+        inFlight.push_back(std::move(*started));
+    }
+    for (int i = kCalls - 1; i >= 0; --i) {  // any order
+        REQUIRE(client->finish(inFlight[size_t(i)], 5000ms).has_value());
+        CHECK(replies[i].nonce() == 100 + uint64_t(i));
+    }
+    auto again = client->finish(inFlight[0], 5000ms);
+    REQUIRE_FALSE(again.has_value());
+    CHECK(again.error().message.find("finished already") != std::string::npos);
+    // An abandoned call's response is counted as unknown; the client carries on.
+    {
+        PingRequest req;
+        PingReply dropped;
+        auto started = client->start(METHOD_PING, req, dropped);
+        REQUIRE(started.has_value());
+    }
+    PingRequest req;
+    req.set_nonce(7);
+    PingReply rep;
+    REQUIRE(client->call(METHOD_PING, req, rep, 5000ms).has_value());
+    CHECK(rep.nonce() == 7);
+    CHECK(client->unknownResponses() == 1);
+}
+
 TEST_CASE("responses with unknown call ids are counted, not fatal") {
     auto [host, fwEnd] = makeLoopbackPair();
     FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string& p) {

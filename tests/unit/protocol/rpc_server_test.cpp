@@ -89,7 +89,7 @@ struct FakeService : Service {
             scales1.assign(m.operands[1].channelScales,
                            m.operands[1].channelScales + m.operands[1].channelScaleCount);
     }
-    FwStatus supportedOperations(const ModelDesc& m, bool* supported) override {
+    FwStatus supportedOperations(const ModelDesc& m, bool* supported, Arena&) override {
         record(m);
         for (uint32_t i = 0; i < m.operationCount; ++i) supported[i] = (i % 2) == 0;
         return FwStatus::okStatus();
@@ -286,6 +286,21 @@ TEST_CASE("an oversize frame and an unknown method get ERROR frames") {
     e = errorOf(fx.sink.frames[1]);
     CHECK(fx.sink.frames[1].header.callId == 9);
     CHECK(e.status().message().find("unknown method 99") != std::string::npos);
+}
+
+TEST_CASE("a host-window call over a transport that shares memory gets an error naming the mismatch") {
+    Fixture fx;
+    proto::WindowWriteRequest w;
+    w.set_addr(0);
+    w.set_data("abc");
+    auto f = makeFrame(proto::METHOD_WINDOW_WRITE, 0, 12, w.SerializeAsString());
+    fx.server.onBytes(f.data(), f.size());
+    auto e = errorOf(fx.only());
+    CHECK(fx.only().header.callId == 12);
+    CHECK(e.status().code() == uint32_t(Code::kInvalidArgument));
+    CHECK(e.status().message().find("WINDOW_WRITE (method 16, call 12)") != std::string::npos);
+    CHECK(e.status().message().find("shares the device memory") != std::string::npos);
+    CHECK(fx.server.queued() == 0);
 }
 
 TEST_CASE("a full queue answers RESOURCE_EXHAUSTED_TRANSIENT, never drops silently") {

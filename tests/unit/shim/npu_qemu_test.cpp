@@ -5,11 +5,15 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "npu/framework/cts_loader.h"
@@ -78,15 +82,26 @@ Outcome runOnce(hal::IDevice& device, const framework::TestCase& tc) {
     return o;
 }
 
+// The in-process firmware (loopback) the qemu results are compared with.
+struct Loopback {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::shared_ptr<hal::IDevice> device;
+};
+
+Loopback openLoopback() {
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd));
+    REQUIRE(device.has_value());
+    return {std::move(loop->firmware), *device};
+}
+
 }  // namespace
 
 TEST_CASE("qemu: CONV_2D and FULLY_CONNECTED vectors give loopback's bytes and simulated cycles",
           "[shim][qemu]") {
     QemuDevice q = openQemu();
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto loopback = shim::createNpuDevice(std::move(loop->hostEnd));
-    REQUIRE(loopback.has_value());
+    Loopback loopback = openLoopback();
     for (const char* name :
          {"conv_quant8", "conv_quant8_large", "conv_quant8_all_inputs_as_internal", "fully_connected_quant8",
           "fully_connected_quant8_2", "fully_connected_quant8_large"}) {
@@ -94,7 +109,7 @@ TEST_CASE("qemu: CONV_2D and FULLY_CONNECTED vectors give loopback's bytes and s
         auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", name);
         REQUIRE(tc.has_value());
         const Outcome onQemu = runOnce(*q.device, *tc);
-        const Outcome onLoopback = runOnce(**loopback, *tc);
+        const Outcome onLoopback = runOnce(*loopback.device, *tc);
         CHECK(onQemu.outputs == onLoopback.outputs);
         CHECK(onQemu.cycles > 0);
         CHECK(onQemu.cycles == onLoopback.cycles);
@@ -169,4 +184,123 @@ TEST_CASE("qemu: a missing firmware image or emulator is refused, naming it", "[
     transport = proto::startQemu(options);
     REQUIRE_FALSE(transport.has_value());
     CHECK_THAT(transport.error().message, Catch::Contains("no-such-qemu-system-arm"));
+}
+
+namespace {
+
+// What makes a vector cover an operation: its type and the type of its first input.
+struct Claim {
+    hal::OperationType operation;
+    hal::OperandType type;
+    auto operator<=>(const Claim&) const = default;
+};
+
+std::string describe(const Claim& c) {
+    return std::string(hal::toString(c.operation)) + " " + std::string(hal::toString(c.type));
+}
+
+// The bytes a vector moves and holds: a proxy for how long it runs on the emulated core.
+size_t cost(const framework::TestCase& tc) {
+    size_t bytes = tc.model.operandValues.size();
+    for (const auto& pool : tc.model.pools) bytes += pool != nullptr ? pool->size() : 0;
+    for (const auto& in : tc.inputs) bytes += in.size();
+    for (const auto& out : tc.expectedOutputs) bytes += out.size();
+    return bytes;
+}
+
+// For every (operation, input type) of a vector the NPU takes whole (loopback's
+// getSupportedOperations), the cheapest such vector of the vendored CTS: a subset covering
+// every operation type the NPU claims, chosen from what it answers rather than from a list.
+std::map<Claim, framework::TestCase> cheapestClaimedVectors(hal::IDevice& npu) {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(framework::ctsDataDir())) {
+        if (entry.path().string().ends_with(".jsonl.gz")) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    REQUIRE_FALSE(files.empty());
+    std::map<Claim, framework::TestCase> chosen;
+    for (const auto& file : files) {
+        auto reader = framework::CtsReader::open(file);
+        REQUIRE(reader.has_value());
+        for (;;) {
+            auto next = (*reader)->next();
+            REQUIRE(next.has_value());
+            if (!next->has_value()) break;
+            framework::TestCase& tc = **next;
+            if (tc.expectFailure || tc.model.main.operations.empty()) continue;
+            auto supported = npu.getSupportedOperations(tc.model);
+            if (!supported || std::find(supported->begin(), supported->end(), false) != supported->end())
+                continue;
+            for (const auto& op : tc.model.main.operations) {
+                const Claim claim{op.type, tc.model.main.operands[op.inputs.at(0)].type};
+                auto it = chosen.find(claim);
+                if (it == chosen.end() || cost(tc) < cost(it->second)) chosen.insert_or_assign(claim, tc);
+            }
+        }
+    }
+    return chosen;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "qemu: the cheapest CTS vector of every operation type the NPU claims gives loopback's bytes and cycles",
+    "[shim][qemu]") {
+    QemuDevice q = openQemu();
+    Loopback loopback = openLoopback();
+    const auto chosen = cheapestClaimedVectors(*loopback.device);
+    std::set<hal::OperationType> operations;
+    for (const auto& [claim, tc] : chosen) operations.insert(claim.operation);
+    // The NPU claims the convolutions, the vector-unit and the copy operations (docs/conformance.md):
+    // far more than a handful. An empty or tiny set would mean the selection, not the NPU, failed.
+    REQUIRE(operations.size() >= 20);
+    for (const auto& [claim, tc] : chosen) {
+        INFO(describe(claim) << ": " << tc.name);
+        const Outcome onQemu = runOnce(*q.device, tc);
+        const Outcome onLoopback = runOnce(*loopback.device, tc);
+        CHECK(onQemu.outputs == onLoopback.outputs);
+        CHECK(onQemu.cycles == onLoopback.cycles);
+        CHECK(onQemu.operationCycles == onLoopback.operationCycles);
+        CHECK(onQemu.tuningTrials == onLoopback.tuningTrials);
+    }
+    auto counters = shim::queryFirmwareCounters(*q.device);
+    REQUIRE(counters.has_value());
+    CHECK((*counters)["qemu.mailbox_failures"] == 0);
+    std::string covered;
+    for (const auto& [claim, tc] : chosen) covered += describe(claim) + " (" + tc.name + ")\n";
+    std::printf("qemu CTS subset: %zu vectors, %zu operation types:\n%s", chosen.size(), operations.size(),
+                covered.c_str());
+}
+
+TEST_CASE("qemu: two emulators started one after the other in one process each execute a model many times",
+          "[shim][qemu]") {
+    // npu bench rpc's sequence: one emulator for the Pings, then a second for the executions.
+    // Each execution makes ~31 register accesses through the mailbox, each timed by the
+    // firmware's SysTick clock; a clock that stepped back made one of them time out at once.
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "conv_quant8");
+    REQUIRE(tc.has_value());
+    Loopback loopback = openLoopback();
+    const Outcome expected = runOnce(*loopback.device, *tc);
+    for (int emulator = 0; emulator < 2; ++emulator) {
+        INFO("emulator " << emulator);
+        QemuDevice q = openQemu();
+        auto prepared = q.device->prepareModel(tc->model);
+        REQUIRE(prepared.has_value());
+        auto request = framework::makeRequest(*tc);
+        REQUIRE(request.has_value());
+        for (int i = 0; i < 150; ++i) {
+            auto r = (*prepared)->executeSynchronously(request->request, hal::MeasureTiming::YES,
+                                                       std::nullopt, std::nullopt);
+            INFO("execution " << i << ": " << (r ? std::string("ok") : r.error().message));
+            REQUIRE(r.has_value());
+            REQUIRE(r->deviceCycles == expected.cycles);
+            REQUIRE(framework::readOutputs(*request) == expected.outputs);
+        }
+        // The firmware's own account: no register access failed, the clock never stepped back.
+        auto counters = shim::queryFirmwareCounters(*q.device);
+        REQUIRE(counters.has_value());
+        CHECK((*counters)["qemu.mailbox_round_trips"] >= 150 * 10);
+        CHECK((*counters)["qemu.mailbox_failures"] == 0);
+        CHECK((*counters)["qemu.clock_backsteps"] == 0);
+    }
 }

@@ -183,3 +183,31 @@ TEST_CASE("npu conformance reports a crashing or hanging worker as an error and 
     CHECK_THAT(messages["conv_float"], Catch::Contains("hang"));
     std::remove(path.c_str());
 }
+
+TEST_CASE("npu conformance hides all-unsupported rows unless --all", "[cli][conformance]") {
+    const std::string file = std::string(NPU_CTS_DIR) + "/V1_0.jsonl.gz";
+    const std::string filters = " --filter conv_float --filter conv_quant8 --jobs 1";
+    auto table = npu("conformance --device npu " + file + filters);
+    INFO(table.out);
+    CHECK(table.exitCode == 0);
+    CHECK_THAT(table.out, Catch::Contains("TENSOR_QUANT8_ASYMM"));
+    CHECK_THAT(table.out, !Catch::Contains("TENSOR_FLOAT32"));
+    CHECK_THAT(table.out, Catch::Contains("1 rows with only unsupported vectors hidden; --all shows them"));
+    auto all = npu("conformance --device npu --all " + file + filters);
+    INFO(all.out);
+    CHECK_THAT(all.out, Catch::Contains("TENSOR_FLOAT32"));
+    CHECK_THAT(all.out, !Catch::Contains("hidden"));
+    auto json = npu("conformance --device npu --json " + file + filters);
+    CHECK(Json::parse(json.out)["operations"].size() == 2);  // JSON lists every row
+}
+
+TEST_CASE("npu conformance warns about transport flags with the reference device", "[cli][conformance]") {
+    const std::string err = "/tmp/npu-conformance-warn-" + std::to_string(::getpid()) + ".txt";
+    auto r = npu("conformance --device reference --transport unix " + std::string(NPU_CTS_DIR) +
+                     "/V1_0.jsonl.gz --filter conv_quant8",
+                 "", err);
+    const std::string text = readFile(err);
+    std::remove(err.c_str());
+    CHECK(r.exitCode == 0);
+    CHECK_THAT(text, Catch::Contains("--transport does not apply to --device reference; ignored"));
+}

@@ -1,5 +1,6 @@
 // The npu command line as a user meets it: exit codes and messages for good and bad input.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,7 @@ TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies 
         auto r = npu("run " + kV10 + " --name conv_quant8" + dirs);
         INFO(r.output);
         CHECK(r.exitCode == 0);
+        CHECK_THAT(r.output, Catch::Contains(i == 0 ? ", compiled" : ", loaded from the compilation cache"));
     }
     const std::string where = " " + root + "/compilations --state-dir " + root + "/state";
     auto list = npu("cache list" + where + " --json");
@@ -336,14 +339,24 @@ TEST_CASE("npu-fwd --max-clients 1 tells the extra client the limit", "[cli][rel
     TempDir dir;
     const std::string socket = dir.path + "/fwd.sock";
     const pid_t daemon = startDaemon({"--socket", socket, "--max-clients", "1", "--idle-exit", "30"}, socket);
-    ::usleep(500'000);  // startDaemon's probe connection has come and gone
-    // Hold the one place with a raw connection (the daemon serves it as a client).
-    int holder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
-    REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    ::usleep(300'000);  // accepted and counted
+    // Hold the one place with a raw connection (the daemon serves it as a client). While
+    // startDaemon's probe connection is still counted (a loaded machine), the daemon refuses the
+    // holder: it closes a refused connection after 1 s without a handshake, so a holder that sees
+    // no EOF within 1.5 s is being served. Try again until one is.
+    int holder = -1;
+    for (int attempt = 0; attempt < 20 && holder < 0; ++attempt) {
+        holder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+        REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        pollfd p{holder, POLLIN, 0};
+        if (::poll(&p, 1, 1500) != 0) {
+            ::close(holder);
+            holder = -1;
+        }
+    }
+    REQUIRE(holder >= 0);
     auto r = npu("info --transport unix --socket " + socket);
     INFO(r.output);
     CHECK(r.exitCode != 0);
@@ -511,4 +524,58 @@ TEST_CASE("npu run of an unsupported operation says why", "[cli][reliability]") 
     INFO(r.output);
     CHECK(r.exitCode == 3);
     CHECK_THAT(r.output, Catch::Contains("why:") && Catch::Contains("FLOOR"));
+}
+
+TEST_CASE("npu run shows whole outputs, time in the right unit, and writes --output .npy", "[cli]") {
+    auto text = npu("run " + kV10 + " --name conv_quant8");
+    INFO(text.output);
+    CHECK(text.exitCode == 0);
+    // 683 cycles at 1 GHz: fractional microseconds, not "0 us".
+    CHECK_THAT(text.output,
+               Catch::Matches("(.|\\n)*device +[0-9]+ cycles = [0-9]+\\.[0-9]{3} us simulated(.|\\n)*"));
+    CHECK_THAT(text.output, Catch::Contains("summed over the queues"));
+
+    auto reference = npu("run " + kV10 + " --name conv_quant8 --device reference");
+    INFO(reference.output);
+    CHECK_THAT(reference.output, Catch::Contains("us on the CPU") && !Catch::Contains("device time"));
+
+    auto json = npu("run " + kV10 + " --name conv_quant8 --json");
+    const auto start = json.output.find('{');
+    REQUIRE(start != std::string::npos);
+    const auto j = nlohmann::json::parse(json.output.substr(start));
+    REQUIRE(j["outputs"][0]["values"].is_array());
+    CHECK(j["outputs"][0]["values"] == nlohmann::json::array({15, 15, 15, 15}));
+    CHECK(j["outputs"][0]["dims"] == nlohmann::json::array({1, 2, 2, 1}));
+    CHECK(j["device_time_us"].get<double>() > 0.0);
+
+    const std::string npy = "/tmp/npu-cli-out-" + std::to_string(getpid()) + ".npy";
+    auto written = npu("run " + kV10 + " --name conv_quant8 --output " + npy);
+    CHECK(written.exitCode == 0);
+    std::ifstream in(npy, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::remove(npy.c_str());
+    REQUIRE(bytes.size() % 64 == 4);  // the header pads to a multiple of 64, then 4 bytes of data
+    CHECK(bytes.compare(0, 6, "\x93NUMPY") == 0);
+    CHECK_THAT(bytes, Catch::Contains("'descr': '|u1'") && Catch::Contains("'shape': (1, 2, 2, 1)"));
+    CHECK(bytes.substr(bytes.size() - 4) == std::string(4, '\x0f'));
+
+    auto unwritable = npu("run " + kV10 + " --name conv_quant8 --output /nonexistent/dir/out.npy");
+    CHECK(unwritable.exitCode == 2);
+    CHECK_THAT(unwritable.output, Catch::Contains("/nonexistent/dir/out.npy"));
+}
+
+TEST_CASE("npu list lists the vectors; a wrong --name suggests the closest", "[cli]") {
+    auto list = npu("list " + kV10 + " --filter 'conv_quant8*'");
+    INFO(list.output);
+    CHECK(list.exitCode == 0);
+    CHECK_THAT(list.output, Catch::Contains("conv_quant8_channels") && Catch::Contains("CONV_2D") &&
+                                Catch::Contains("16 vector(s)"));
+    CHECK_THAT(list.output, !Catch::Contains("conv_float"));
+    auto typo = npu("run " + kV10 + " --name conv_qant8");
+    INFO(typo.output);
+    CHECK(typo.exitCode == 2);
+    CHECK_THAT(typo.output, Catch::Contains("did you mean: conv_quant8"));
+    auto nothing = npu("run " + kV10 + " --name zzzzzzzzzzzzzzzzzzzz");
+    CHECK_THAT(nothing.output, Catch::Contains("npu list FILE lists its vectors"));
+    CHECK(npu("list /nonexistent.jsonl").exitCode == 2);
 }

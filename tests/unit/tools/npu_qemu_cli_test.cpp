@@ -1,7 +1,9 @@
 // The npu command line over --transport qemu (the firmware image on an emulated Cortex-M55):
-// the demo network bit-identical to loopback with the same cycles, info naming the image, and a
-// CTS subset of every operation type the NPU claims passing. Skipped (exit 77, with the reason)
-// when qemu-system-arm, the image or the bridge is missing.
+// the demo network bit-identical to loopback with the same cycles, info naming the image,
+// `npu conformance` running the convolution vectors over it, and `npu bench rpc` measuring its
+// figures. (A vector of every operation type the NPU claims, against loopback, is
+// tests/unit/shim/npu_qemu_test.cpp's.) Skipped (exit 77, with the reason) when
+// qemu-system-arm, the image or the bridge is missing.
 #include <sys/wait.h>
 
 #include <array>
@@ -70,8 +72,9 @@ TEST_CASE("npu info --transport qemu names the image's core, build id and footpr
     CHECK_THAT(r.output, Catch::Contains("transport qemu"));
 }
 
-TEST_CASE("npu conformance --transport qemu passes a vector of every operation type the NPU claims",
-          "[cli][qemu]") {
+TEST_CASE(
+    "npu conformance --transport qemu passes the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED vectors",
+    "[cli][qemu]") {
     const auto j = npuJson(
         "conformance --transport qemu --json -j 2 --filter conv_quant8 --filter conv_quant8_large "
         "--filter depthwise_conv2d_quant8 --filter depthwise_conv2d_quant8_large --filter "
@@ -93,4 +96,19 @@ TEST_CASE("npu conformance --transport qemu passes a vector of every operation t
         INFO(claimed);
         CHECK(passed.count(claimed) == 1);
     }
+}
+
+TEST_CASE("npu bench rpc --json measures Ping and execution over qemu and the mailbox round trips",
+          "[cli][qemu]") {
+    // Two emulators one after the other in one process (Pings, then executions): the sequence
+    // that once printed exec_qemu_us -1 when the firmware's clock stepped back. Any failed figure
+    // makes the command exit 1 and say why on stderr.
+    const auto j = npuJson("bench rpc --json --iterations 40");
+    INFO(j.dump(1));
+    CHECK(j["qemu_iterations"] == 40);
+    CHECK(j["ping_qemu_us"].is_number());
+    CHECK(j["exec_qemu_us"].is_number());
+    REQUIRE(j["exec_qemu_mailbox_round_trips"].is_number());
+    // Set-up, doorbell, interrupt poll, status and the PMU snapshots: a few dozen per execution.
+    CHECK(j["exec_qemu_mailbox_round_trips"].get<double>() >= 10);
 }

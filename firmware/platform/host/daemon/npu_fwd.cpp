@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -94,170 +96,132 @@ void refuseClient(npu::proto::Transport& transport, const std::string& why) {
     (void)transport.write(frame);
 }
 
-int usage(const char* msg) {
-    std::fprintf(
-        stderr,
-        "npu-fwd: %s\n"
-        "usage: npu-fwd [--socket PATH] [--once] [--idle-exit SECONDS] [--max-clients N] [--hw-config FILE]\n"
-        "  --socket PATH       listen on PATH (default %s)\n"
-        "  --once              exit after the first client disconnects\n"
-        "  --idle-exit SECONDS exit when no client has been connected for SECONDS (0 = never)\n"
-        "  --max-clients N     clients served at once, each with its own NPU (default 8)\n"
-        "  --hw-config FILE    the simulated NPU's hardware config JSON (docs/hw-config.md)\n"
-        "  --allow-group GID   also serve peers whose gid is GID (default: our own uid only)\n"
-        "  --fault-injection   let clients inject NPU faults and crashes (reliability tests only)\n",
-        msg, defaultSocketText().c_str());
-    return 2;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+struct DaemonOptions {
     std::string socketPath;
     npu::proto::PeerPolicy peerPolicy;
     bool once = false;
     long idleExit = 0;
     long maxClients = 8;
-    npu::fw::host::FirmwareHostConfig firmwareConfig;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        if (arg == "--socket" && i + 1 < argc) {
-            socketPath = argv[++i];
-        } else if (arg == "--once") {
-            once = true;
-        } else if (arg == "--idle-exit" && i + 1 < argc) {
-            char* end = nullptr;
-            idleExit = std::strtol(argv[++i], &end, 10);
-            if (end == nullptr || *end != '\0' || idleExit < 0)
-                return usage("--idle-exit takes a whole number of seconds");
-        } else if (arg == "--max-clients" && i + 1 < argc) {
-            char* end = nullptr;
-            maxClients = std::strtol(argv[++i], &end, 10);
-            if (end == nullptr || *end != '\0' || maxClients < 1 || maxClients > 64)
-                return usage("--max-clients takes a number from 1 to 64");
-        } else if (arg == "--hw-config" && i + 1 < argc) {
-            auto hw = npu::sim::loadHwConfig(argv[++i]);
-            if (!hw) return usage(("--hw-config: " + hw.error()).c_str());
-            firmwareConfig.hw = *hw;
-        } else if (arg == "--allow-group" && i + 1 < argc) {
-            char* end = nullptr;
-            const long gid = std::strtol(argv[++i], &end, 10);
-            if (end == nullptr || *end != '\0' || gid < 0 || gid > 0xFFFFFFFEL)
-                return usage("--allow-group takes a numeric group id from 0 to 4294967294");
-            peerPolicy.allowedGroup = static_cast<uint32_t>(gid);
-        } else if (arg == "--fault-injection") {
-            // An injected crash takes the whole daemon down, as a real firmware crash would
-            // take its card: every client loses its NPU and must restart it.
-            firmwareConfig.faultInjection = true;
-            firmwareConfig.onCrash = [] {
-                std::fprintf(stderr, "npu-fwd: injected crash: exiting\n");
-                _exit(70);
-            };
-        } else if (arg == "--help" || arg == "-h") {
-            usage("the firmware daemon");
-            return 0;
-        } else {
-            return usage(("unknown argument '" + arg + "'").c_str());
-        }
+    npu::fw::host::FirmwareHostConfig firmware;
+};
+
+// The command line (CLI11). Returns the exit code to leave with, or nullopt to go on serving.
+std::optional<int> parseOptions(int argc, char** argv, DaemonOptions& o) {
+    CLI::App app{
+        "npu-fwd: the firmware daemon; serves simulated NPUs over a Unix socket (docs/reliability.md)"};
+    std::string hwConfig;
+    int64_t allowGroup = -1;
+    app.add_option("--socket", o.socketPath, "listen on PATH (default " + defaultSocketText() + ")");
+    app.add_flag("--once", o.once, "exit after the first client disconnects");
+    app.add_option("--idle-exit", o.idleExit,
+                   "exit when no client has been connected for SECONDS (0 = never)")
+        ->check(CLI::Range(0L, 86400L * 365));
+    app.add_option("--max-clients", o.maxClients, "clients served at once, each with its own NPU")
+        ->check(CLI::Range(1L, 64L))
+        ->capture_default_str();
+    app.add_option("--hw-config", hwConfig, "the simulated NPU's hardware config JSON (docs/hw-config.md)");
+    app.add_option("--allow-group", allowGroup,
+                   "also serve peers whose gid is GID (default: our own uid only)")
+        ->check(CLI::Range(int64_t{0}, int64_t{0xFFFFFFFE}));
+    bool faultInjection = false;
+    app.add_flag("--fault-injection", faultInjection,
+                 "let clients inject NPU faults and crashes (reliability tests only)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
     }
+    if (!hwConfig.empty()) {
+        auto hw = npu::sim::loadHwConfig(hwConfig);
+        if (!hw) {
+            std::fprintf(stderr, "npu-fwd: --hw-config: %s\n", hw.error().c_str());
+            return 2;
+        }
+        o.firmware.hw = *hw;
+    }
+    if (allowGroup >= 0) o.peerPolicy.allowedGroup = static_cast<uint32_t>(allowGroup);
+    if (faultInjection) {
+        // An injected crash takes the whole daemon down, as a real firmware crash would take its
+        // card: every client loses its NPU and must restart it.
+        o.firmware.faultInjection = true;
+        o.firmware.onCrash = [] {
+            std::fprintf(stderr, "npu-fwd: injected crash: exiting\n");
+            _exit(70);
+        };
+    }
+    return std::nullopt;
+}
 
-    struct sigaction sa {};
-    sa.sa_handler = onSignal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-
+// The listening socket: the one systemd handed in, or --socket / the private default path.
+std::unique_ptr<npu::proto::UnixListener> openListener(DaemonOptions& o) {
     const int activated = socketActivationFd();
-    if (activated == -2) return 1;
-    if (activated < 0 && socketPath.empty()) {
+    if (activated == -2) return nullptr;
+    if (activated < 0 && o.socketPath.empty()) {
         auto path = npu::proto::defaultUnixSocketPath();
         if (!path) {
             std::fprintf(stderr, "npu-fwd: %s\n", path.error().message.c_str());
-            return 1;
+            return nullptr;
         }
-        socketPath = *path;
+        o.socketPath = *path;
     }
-    if (activated >= 0 && !socketPath.empty()) {
+    if (activated >= 0 && !o.socketPath.empty()) {
         std::fprintf(stderr,
                      "npu-fwd: socket-activated: serving the socket systemd passed, not --socket %s\n",
-                     socketPath.c_str());
+                     o.socketPath.c_str());
     }
-    auto listener = activated >= 0 ? npu::proto::UnixListener::adopt(activated, peerPolicy)
-                                   : npu::proto::UnixListener::listen(socketPath, peerPolicy);
-    if (listener && activated >= 0) socketPath = (*listener)->path();
+    auto listener = activated >= 0 ? npu::proto::UnixListener::adopt(activated, o.peerPolicy)
+                                   : npu::proto::UnixListener::listen(o.socketPath, o.peerPolicy);
     if (!listener) {
-        std::fprintf(stderr, "npu-fwd: cannot listen on %s: %s\n", socketPath.c_str(),
+        std::fprintf(stderr, "npu-fwd: cannot listen on %s: %s\n", o.socketPath.c_str(),
                      listener.error().message.c_str());
-        return 1;
+        return nullptr;
     }
-    // Fail early (before accepting anyone) if a firmware cannot be created at all.
-    if (auto probe = npu::fw::host::FirmwareHost::create(firmwareConfig); !probe) {
-        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", probe.error().message.c_str());
-        return 1;
-    }
-    std::fprintf(stderr, "npu-fwd: listening on %s\n", socketPath.c_str());
+    if (activated >= 0) o.socketPath = (*listener)->path();
+    return std::move(*listener);
+}
 
-    struct Session {
-        std::thread thread;
-        std::atomic<bool> done{false};
-        bool serving = true;  // false: a refused client being told why
-    };
-    std::list<Session> sessions;
-    auto reap = [&] {
-        for (auto it = sessions.begin(); it != sessions.end();) {
+// The client sessions, each on a thread of its own: served with a firmware of its own, or told
+// why it is refused. The owner joins every thread.
+class Sessions {
+public:
+    explicit Sessions(const DaemonOptions& o) : options_(o) {}
+    ~Sessions() {
+        for (auto& s : sessions_) s.thread.join();
+    }
+
+    void reap() {
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
             if (it->done.load()) {
                 it->thread.join();
-                it = sessions.erase(it);
+                it = sessions_.erase(it);
             } else {
                 ++it;
             }
         }
-    };
-    auto serving = [&] {
+    }
+    long serving() const {
         long n = 0;
-        for (const auto& s : sessions) n += s.serving ? 1 : 0;
+        for (const auto& s : sessions_) n += s.serving ? 1 : 0;
         return n;
-    };
-    long idleMs = 0;
-    bool servedOne = false;
-    while (!gStop.load()) {
-        reap();
-        if (once && servedOne && serving() == 0) break;
-        auto transport = (*listener)->accept(std::chrono::milliseconds(200));
-        if (!transport) {
-            const auto kind = transport.error().kind;
-            if (kind == npu::proto::Error::Kind::kDisconnected) break;
-            if (kind != npu::proto::Error::Kind::kTimeout) {
-                // A refused peer (SO_PEERCRED) or a client gone before accept: log, keep serving.
-                std::fprintf(stderr, "npu-fwd: %s\n", transport.error().message.c_str());
-                continue;
-            }
-            idleMs = serving() == 0 ? idleMs + 200 : 0;
-            if (idleExit > 0 && idleMs >= idleExit * 1000) break;
-            continue;
-        }
-        idleMs = 0;
-        std::shared_ptr<npu::proto::Transport> t(std::move(*transport));
+    }
+    bool servedOne() const { return servedOne_; }
+
+    void add(std::shared_ptr<npu::proto::Transport> t) {
         const long connected = serving();
-        Session& session = sessions.emplace_back();
-        if (connected >= maxClients || (once && servedOne)) {
-            const std::string why =
-                once && servedOne
-                    ? "npu-fwd --once has served its client and takes no other"
-                    : "npu-fwd serves at most " + std::to_string(maxClients) +
-                          " client(s) at once (--max-clients " + std::to_string(maxClients) + ") and " +
-                          std::to_string(connected) + " are connected; try again when one disconnects";
+        Session& session = sessions_.emplace_back();
+        if (connected >= options_.maxClients || (options_.once && servedOne_)) {
+            const std::string why = refusal(connected);
             std::fprintf(stderr, "npu-fwd: refusing a client: %s\n", why.c_str());
             session.serving = false;
             session.thread = std::thread([&session, t, why] {
                 refuseClient(*t, why);
                 session.done.store(true);
             });
-            continue;
+            return;
         }
-        servedOne = true;
-        session.thread = std::thread([&session, &firmwareConfig, t] {
-            auto firmware = npu::fw::host::FirmwareHost::create(firmwareConfig);
+        servedOne_ = true;
+        session.thread = std::thread([&session, config = &options_.firmware, t] {
+            auto firmware = npu::fw::host::FirmwareHost::create(*config);
             if (firmware) {
                 (*firmware)->serve(*t, &gStop);
             } else {
@@ -267,7 +231,72 @@ int main(int argc, char** argv) {
             session.done.store(true);
         });
     }
-    gStop.store(true);  // ends every session's serve loop within its poll interval
-    for (auto& s : sessions) s.thread.join();
+
+private:
+    struct Session {
+        std::thread thread;
+        std::atomic<bool> done{false};
+        bool serving = true;  // false: a refused client being told why
+    };
+
+    std::string refusal(long connected) const {
+        if (options_.once && servedOne_) return "npu-fwd --once has served its client and takes no other";
+        const std::string limit = std::to_string(options_.maxClients);
+        return "npu-fwd serves at most " + limit + " client(s) at once (--max-clients " + limit + ") and " +
+               std::to_string(connected) + " are connected; try again when one disconnects";
+    }
+
+    const DaemonOptions& options_;
+    std::list<Session> sessions_;
+    bool servedOne_ = false;
+};
+
+// Accepts clients until a signal, --once's client leaving, or --idle-exit.
+void serve(npu::proto::UnixListener& listener, const DaemonOptions& o) {
+    Sessions sessions(o);
+    long idleMs = 0;
+    while (!gStop.load()) {
+        sessions.reap();
+        if (o.once && sessions.servedOne() && sessions.serving() == 0) break;
+        auto transport = listener.accept(std::chrono::milliseconds(200));
+        if (!transport) {
+            const auto kind = transport.error().kind;
+            if (kind == npu::proto::Error::Kind::kDisconnected) break;
+            if (kind != npu::proto::Error::Kind::kTimeout) {
+                // A refused peer (SO_PEERCRED) or a client gone before accept: log, keep serving.
+                std::fprintf(stderr, "npu-fwd: %s\n", transport.error().message.c_str());
+                continue;
+            }
+            idleMs = sessions.serving() == 0 ? idleMs + 200 : 0;
+            if (o.idleExit > 0 && idleMs >= o.idleExit * 1000) break;
+            continue;
+        }
+        idleMs = 0;
+        sessions.add(std::shared_ptr<npu::proto::Transport>(std::move(*transport)));
+    }
+    gStop.store(true);  // ends every session's serve loop within its poll interval; ~Sessions joins
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    DaemonOptions options;
+    if (auto exitCode = parseOptions(argc, argv, options)) return *exitCode;
+
+    struct sigaction sa {};
+    sa.sa_handler = onSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    auto listener = openListener(options);
+    if (!listener) return 1;
+    // Fail early (before accepting anyone) if a firmware cannot be created at all.
+    if (auto probe = npu::fw::host::FirmwareHost::create(options.firmware); !probe) {
+        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", probe.error().message.c_str());
+        return 1;
+    }
+    std::fprintf(stderr, "npu-fwd: listening on %s\n", options.socketPath.c_str());
+    serve(*listener, options);
     return 0;  // the listener unlinks its own socket (and nothing else) when destroyed
 }

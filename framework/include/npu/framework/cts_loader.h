@@ -37,8 +37,13 @@ public:
 
     // The next test case; nullopt at the end of the file. Blank lines are skipped.
     Result<std::optional<TestCase>> next();
-    // 1-based number of the line last returned by next() (0 before the first call).
+    // The next non-blank line, unparsed; false at the end of the file. A caller picking a few
+    // vectors out of a large file parses only those (parseCtsLine(line, where())).
+    Result<bool> nextLine(std::string& line);
+    // 1-based number of the line last returned by next() or nextLine() (0 before the first call).
     size_t lineNumber() const { return lineNumber_; }
+    // "PATH:LINE" of that line, for error messages.
+    std::string where() const { return path_ + ":" + std::to_string(lineNumber_); }
 
 private:
     CtsReader(std::string path, void* gz) : path_(std::move(path)), gz_(gz) {}
@@ -58,8 +63,13 @@ Result<TestCase> parseCtsLine(const std::string& line, const std::string& where)
 
 // All test cases of one file.
 Result<std::vector<TestCase>> loadCtsFile(const std::string& path);
-// The vector named `name` in the file at `path`; INVALID_ARGUMENT naming both when absent.
+// The vector named `name` in the file at `path`; INVALID_ARGUMENT naming both when absent, with
+// the closest names of the file as suggestions.
 Result<TestCase> findTestCase(const std::string& path, const std::string& name);
+// Up to `limit` of `names` closest to `name` (containing it, or a small edit distance away),
+// closest first.
+std::vector<std::string> closestNames(const std::string& name, const std::vector<std::string>& names,
+                                      size_t limit);
 
 // Absolute path of the vendored tests/cts folder; the environment variable NPU_CTS_DIR
 // overrides the path compiled in by meson.

@@ -39,6 +39,8 @@ Result<PartitionPlan> planPartitions(const hal::Model& model, const std::vector<
 struct PartitionTiming {
     size_t partition = 0;
     hal::ExecutionResult result;
+    double prepareMs = 0;  // host time of the partition's prepareModel (compilation on the NPU)
+    std::shared_ptr<hal::IPreparedModel> prepared;  // kept for the caller's queries
 };
 
 // Runs the partitions in order. inputs: one byte buffer per parent model input, in its HAL type;

@@ -16,9 +16,41 @@
 namespace npu::hal {
 
 class IBurst;
+class IExecution;
+
+// Completion of an asynchronous execution (the HAL 1.3 IExecutionCallback): notify() is called
+// exactly once, from a driver thread, with the outputs' shapes and timing, or with the error
+// (OUTPUT_INSUFFICIENT_SIZE carries every output's needed shape in Error::outputShapes).
+class IExecutionCallback {
+public:
+    virtual ~IExecutionCallback() = default;
+    virtual void notify(Result<ExecutionResult> result) = 0;
+};
+
+// What a fenced execution reports once its sync fence has signalled (IFencedExecutionCallback).
+struct FencedExecutionInfo {
+    Timing timingLaunched;  // from the executeFenced call until the returned fence signalled
+    Timing timingFenced;    // from the last waitFor fence signalling until the returned one did
+    ErrorStatus status = ErrorStatus::NONE;
+    std::string message;  // why, when status is not NONE
+};
+class IFencedExecutionCallback {
+public:
+    virtual ~IFencedExecutionCallback() = default;
+    // GENERAL_FAILURE while the execution has not finished (its sync fence has not signalled).
+    virtual Result<FencedExecutionInfo> getExecutionInfo() = 0;
+};
+
+// A fenced execution's handles: a sync fence fd (owned by the caller; readable once the
+// execution has finished, successfully or not) and the callback that reports how it went.
+struct FencedResult {
+    int syncFence = -1;
+    std::shared_ptr<IFencedExecutionCallback> callback;
+};
 
 // A model prepared for execution. Its lifetime is shared (HAL semantics): it lives while any
 // client or burst holds it; its device resources are released when the last holder lets go.
+// docs/execution.md describes every execution mode.
 class IPreparedModel {
 public:
     virtual ~IPreparedModel() = default;
@@ -28,32 +60,52 @@ public:
         const Request& request, MeasureTiming measure, const Deadline& deadline,
         std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
 
-    // Fenced execution: waits for the sync fds in waitFor (pollable fds), runs, and returns a
-    // sync fd (owned by the caller) that becomes readable when the execution completes, plus
-    // the result. The default runs synchronously after the fences have signalled.
-    struct FencedResult {
-        int syncFence = -1;  // -1: already complete
-        ExecutionResult result;
-    };
+    // Asynchronous execution (execute_1_3): validates, returns at once, and reports the result
+    // through `callback`. An error returned here means the callback will not be called.
+    virtual Status execute(const Request& request, MeasureTiming measure, const Deadline& deadline,
+                           std::optional<std::chrono::nanoseconds> loopTimeout,
+                           std::shared_ptr<IExecutionCallback> callback);
+
+    // Fenced execution: waits (asynchronously) for every fd of waitFor to become readable (sync
+    // fences: pollable fds, e.g. eventfds; a closed or unpollable fd is INVALID_ARGUMENT), runs,
+    // and signals the returned fence. timeoutAfterFence bounds the run after the fences.
     virtual Result<FencedResult> executeFenced(const Request& request, const std::vector<int>& waitFor,
                                                MeasureTiming measure, const Deadline& deadline,
                                                std::optional<std::chrono::nanoseconds> loopTimeout,
                                                std::optional<std::chrono::nanoseconds> timeoutAfterFence);
 
     virtual Result<std::shared_ptr<IBurst>> configureExecutionBurst();
+
+    // A request bound to this model once, run any number of times (one run at a time).
+    virtual Result<std::shared_ptr<IExecution>> createReusableExecution(
+        const Request& request, MeasureTiming measure, std::optional<std::chrono::nanoseconds> loopTimeout);
 };
 
 // A burst: a sequence of executions of one prepared model with cached memory identifiers.
+// memoryIdentifierTokens has one entry per request pool: -1 = not cached; a token >= 0 caches
+// the pool under it on first use, and a later request may then pass a null pool for it.
 class IBurst {
 public:
     virtual ~IBurst() = default;
     virtual Result<ExecutionResult> executeSynchronously(
         const Request& request, const std::vector<int64_t>& memoryIdentifierTokens, MeasureTiming measure,
         const Deadline& deadline, std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
+    // INVALID_ARGUMENT for a token that is not cached (never used, or released already).
     virtual Status releaseMemoryResource(int64_t memoryIdentifierToken) = 0;
 };
 
-// A driver-managed buffer (memory domains).
+// A reusable execution (AIDL IExecution): INVALID_ARGUMENT when started while it still runs.
+class IExecution {
+public:
+    virtual ~IExecution() = default;
+    virtual Result<ExecutionResult> executeSynchronously(const Deadline& deadline) = 0;
+    virtual Result<FencedResult> executeFenced(const std::vector<int>& waitFor, const Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> timeoutAfterFence) = 0;
+};
+
+// A driver-managed buffer (memory domains). copyTo: the buffer's bytes into `dst`, which must be
+// exactly as large (GENERAL_FAILURE while the buffer holds no data yet). copyFrom: sets the
+// contents and the dimensions (empty = the ones known at allocation, which must then be full).
 class IBuffer {
 public:
     virtual ~IBuffer() = default;

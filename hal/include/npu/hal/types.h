@@ -289,6 +289,9 @@ struct OperationProfile {
     uint64_t cycles = 0;
     uint64_t macs = 0;
     uint64_t stallCycles = 0;
+    // With MeasureTiming::YES on the NPU: DMA bytes, DMA stalls and busy cycles per unit.
+    uint64_t dramReadBytes = 0, dramWriteBytes = 0, stallDmaCycles = 0;
+    uint64_t loadActiveCycles = 0, computeActiveCycles = 0, storeActiveCycles = 0;
 };
 
 struct ExecutionResult {

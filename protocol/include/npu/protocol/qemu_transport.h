@@ -11,7 +11,9 @@
 // device-DRAM memfd to that reply, so the shim maps its host window in the same way.
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "npu/protocol/transport.h"
@@ -19,12 +21,20 @@
 namespace npu::proto {
 
 struct QemuOptions {
-    std::string qemuBinary;    // empty: $NPU_QEMU, else qemu-system-arm on PATH
-    std::string imagePath;     // empty: $NPU_QEMU_IMAGE, else the build tree's firmware image
-    std::string bridgePath;    // empty: $NPU_QEMU_BRIDGE, else the build tree's npu-qemu-bridge
+    std::string qemuBinary;  // empty: $NPU_QEMU, else qemu-system-arm on PATH
+    // Empty: $NPU_QEMU_IMAGE, else the image relative to the running program (an installed
+    // bin/npu finds ../share/npu-stack/firmware/npu-fw-m55.elf, a program in the build tree's
+    // tools/ or tests/ ../firmware/npu-fw-m55.elf), else where `meson install` puts it.
+    std::string imagePath;
+    // Empty: $NPU_QEMU_BRIDGE, else npu-qemu-bridge beside the running program (installed), or
+    // the build tree's ../hwsim/npu-qemu-bridge, else where `meson install` puts it.
+    std::string bridgePath;
     std::string hwConfigPath;  // the simulated NPU's config (the bridge's --hw-config); empty = defaults
     std::chrono::milliseconds startTimeout{10'000};  // QEMU and the bridge connect within this
     std::chrono::milliseconds writeTimeout{10'000};  // a full request ring that stays full this long fails
+    // Fault injection for tests: sees every chunk read from UART0 (the firmware's replies, in
+    // order) before the RPC layer does and may change its bytes: a corrupt frame from the guest.
+    std::function<void(std::span<uint8_t>)> replyTap;
 };
 
 // What startQemu would run (resolved paths), or why it cannot: the check behind a test's skip.
@@ -48,5 +58,9 @@ struct QemuProcesses {
     int bridgePid = -1;
 };
 QemuProcesses qemuProcesses(const Transport& transport);
+
+// Sends `count` bare doorbell bytes on UART0 (the ring gets no request bytes): what tests flood
+// the firmware's UART receive ring with. kInvalidArgument for any other transport.
+Result<void> qemuSendDoorbells(Transport& transport, size_t count);
 
 }  // namespace npu::proto

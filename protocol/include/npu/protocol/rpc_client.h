@@ -27,6 +27,8 @@
 namespace npu::proto {
 
 class RpcClient {
+    struct Pending;
+
 public:
     // maxPayloadBytes is the largest frame payload sent and accepted
     // (the firmware's HelloReply.max_payload_bytes tells what it accepts); larger messages are
@@ -46,6 +48,32 @@ public:
                       google::protobuf::Message& reply, std::chrono::milliseconds timeout,
                       std::span<const int> sendFds = {}, std::vector<UniqueFd>* receivedFds = nullptr);
 
+    // A call sent by start() whose response finish() has not taken yet. Destroying it unfinished
+    // abandons the call (its response, if it comes, is counted as unknown).
+    class InFlight {
+    public:
+        InFlight(InFlight&& other) noexcept;
+        InFlight& operator=(InFlight&& other) noexcept;
+        ~InFlight();
+
+    private:
+        friend class RpcClient;
+        InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending, std::string name);
+        void abandon();
+        RpcClient* client_ = nullptr;  // null once finished (or moved from)
+        uint64_t callId_ = 0;
+        std::shared_ptr<Pending> pending_;
+        std::string name_;
+    };
+    // call() in two halves, so that several calls can be in flight from one thread: the link and
+    // both ends then work at once (the host window over USB moves megabytes in chunk calls).
+    // start() sends the request; `reply` must outlive the InFlight. finish() waits up to
+    // `timeout` for the response and parses it into that reply, as call() does.
+    Result<InFlight> start(Method method, const google::protobuf::Message& request,
+                           google::protobuf::Message& reply, std::span<const int> sendFds = {});
+    Result<void> finish(InFlight& call, std::chrono::milliseconds timeout,
+                        std::vector<UniqueFd>* receivedFds = nullptr);
+
     // Responses whose call id matches no pending call (late replies after a timeout, a confused
     // peer): counted and logged, never fatal.
     uint64_t unknownResponses() const { return unknownResponses_.load(); }
@@ -60,21 +88,26 @@ public:
     static constexpr size_t kMaxMessageBytes = 256u << 20;
 
 private:
-    struct Pending;
     class Reader;
     RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes);
     // The leader's read: one transport read (up to `timeout`), fed to the decoder.
     void readOnce(std::chrono::milliseconds timeout);
     void failAll(const Error& error);
-    Result<void> sendFrames(uint8_t method, uint64_t callId, const std::string& payload,
-                            std::span<const int> fds);
+    // `bytes`: request.ByteSizeLong(), just computed.
+    Result<void> sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
+                            size_t bytes, std::span<const int> fds);
+    uint8_t* sendRoom(size_t bytes);  // sendBuffer_, at least `bytes` long
 
     std::unique_ptr<Transport> transport_;
     const uint32_t maxPayload_;
     const std::string description_;
 
     std::mutex writeMutex_;  // frames of one call are never interleaved with another's
-    std::mutex mutex_;       // pending_, disconnectReason_
+    // Frames are built here, under writeMutex_. Kept between calls (it grows to the largest
+    // frame sent): a fresh megabyte per call costs a page fault per 4 KiB, which is more than
+    // the copy on an emulated CPU (the USB test VM).
+    std::vector<uint8_t> sendBuffer_;
+    std::mutex mutex_;  // pending_, disconnectReason_
     std::map<uint64_t, std::shared_ptr<Pending>> pending_;
     std::string disconnectReason_;
     std::atomic<uint64_t> nextCallId_{1};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "npu/hal/device.h"
+#include "npu/hal/prepared_model_base.h"
 
 namespace npu::ref {
 
@@ -26,6 +27,14 @@ public:
         const hal::Deadline& deadline, const std::vector<int>& modelCache, const std::vector<int>& dataCache,
         const hal::CacheToken& token) override;
     using hal::IDevice::prepareModel;
+    // Memory domains: buffers in host shared memory, usable by this device's prepared models.
+    Result<hal::DeviceBuffer> allocate(
+        const hal::BufferDesc& desc, const std::vector<std::shared_ptr<hal::IPreparedModel>>& preparedModels,
+        const std::vector<hal::BufferRole>& inputRoles,
+        const std::vector<hal::BufferRole>& outputRoles) override;
+
+private:
+    std::shared_ptr<hal::BufferRegistry> buffers_ = std::make_shared<hal::BufferRegistry>();
 };
 
 // The "operation type (input 0 type)" pairs this device implements, for documentation and tools.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,12 +121,20 @@ struct NpuInfo {
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
 Result<NpuInfo> queryNpuInfo(hal::IDevice& device);
 
+// The firmware's counters (GetCounters: RPC statistics, arena sizes and high-water marks, platform
+// counters such as qemu.mailbox_round_trips; docs/protocol.md), name and value in the firmware's
+// order, or by name. INVALID_ARGUMENT for a device of another kind.
+Result<std::vector<std::pair<std::string, uint64_t>>> queryCounters(hal::IDevice& device);
+Result<std::map<std::string, uint64_t>> queryFirmwareCounters(hal::IDevice& device);
+
 // What the firmware reported when it compiled a prepared model (all 0 for one loaded from a
 // cache, which is never re-tuned).
 struct NpuCompileInfo {
-    uint32_t tuningTrials = 0;  // trial executions run by the autotuner
-    uint64_t greedyCycles = 0;  // device cycles with the planner's tilings
-    uint64_t tunedCycles = 0;   // device cycles with the tilings chosen
+    uint32_t tuningTrials = 0;                       // trial executions run by the autotuner
+    uint64_t greedyCycles = 0;                       // device cycles with the planner's tilings
+    uint64_t tunedCycles = 0;                        // device cycles with the tilings chosen
+    uint64_t modelBlobBytes = 0, dataBlobBytes = 0;  // the compiled blob (PrepareModelReply)
+    bool fromCache = false;                          // loaded from a compilation cache, not compiled
 };
 // INVALID_ARGUMENT when `prepared` is not a prepared model of this shim.
 Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);

@@ -37,7 +37,8 @@ protected:
 class Service {
 public:
     virtual void capabilities(npu_proto_CapabilitiesReply* reply) = 0;
-    virtual FwStatus supportedOperations(const ModelDesc& model, bool* supported) = 0;
+    // `scratch`: the arena prepareModel would compile in (claimed operations must fit it).
+    virtual FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) = 0;
     virtual FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                   Arena& scratch, BlobInfo* info) = 0;
     virtual FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
@@ -72,7 +73,7 @@ public:
           startUs_(platform.nowUs()) {}
 
     void capabilities(npu_proto_CapabilitiesReply* reply) override;
-    FwStatus supportedOperations(const ModelDesc& model, bool* supported) override;
+    FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) override;
     FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                           Arena& scratch, BlobInfo* info) override;
     FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,

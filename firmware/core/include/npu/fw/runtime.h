@@ -89,6 +89,9 @@ struct OpProfile {
     uint64_t cycles = 0;
     uint64_t macs = 0;
     uint64_t stallCycles = 0;
+    // Only with a detailed profile (Runtime::execute): PMU DMA bytes, DMA stalls, unit busy cycles.
+    uint64_t dramReadBytes = 0, dramWriteBytes = 0, stallDmaCycles = 0;
+    uint64_t loadActiveCycles = 0, computeActiveCycles = 0, storeActiveCycles = 0;
 };
 
 struct OutputShapeInfo {
@@ -163,15 +166,20 @@ public:
     FwStatus init();  // probes the NPU (ID/VERSION/HW_CONFIG), resets it
     HardwareInfo hardwareInfo() const;
 
-    // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types).
-    FwStatus supportedOperations(const ModelDesc& model, bool* supported);
+    // supported[i] = true iff operation i compiles and runs (bit-exact for quantized types), and
+    // the model made of the claimed operations prepares and runs: within kMaxOperations,
+    // kMaxIo inputs/outputs, the firmware DRAM and, when given, `compileScratch` (the arena
+    // prepare() will compile in): a verified prefix of the accepted operations (model_claim.h).
+    FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch = nullptr);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
     // temporaries and is released by the caller afterwards. Autotunes when the config and
     // `allowAutotune` both allow it.
     FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true);
     FwStatus release(uint32_t handle);
+    // detailedProfile: also read the PMU's DMA and unit counters per operation (more register
+    // reads, which cost a mailbox round trip each on the emulated SoC).
     FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
-                     uint32_t outputCount, ExecResult* result);
+                     uint32_t outputCount, ExecResult* result, bool detailedProfile = false);
     // Drops every blob and resets the NPU.
     FwStatus reset();
 
@@ -187,6 +195,9 @@ public:
     // The runtime arena's size and high-water mark (the firmware's own memory, GetCounters).
     size_t arenaBytes() const;
     size_t arenaPeakBytes() const;
+    // The highest use of a compile's scratch arena just before the compiler placed its blob
+    // image there (the working memory of compiling, autotuning included, without the blob).
+    size_t compileScratchHighWater() const;
     // True iff some operation the compiler claims accepts operands of this HAL OperandType.
     static bool claimsOperandType(uint32_t type);
 

@@ -1,10 +1,11 @@
 // The host side of the register mailbox (npu-qemu-bridge's core) against a real Device.
+#include "npu/hwsim/mailbox_server.h"
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
 
 #include "hwsim/isa/registers.h"
-#include "npu/hwsim/mailbox_server.h"
 
 using namespace npu;
 

@@ -1,6 +1,7 @@
 // Runtime end to end on the simulator: compile, load, execute, compare bit-exact with reference
 // kernels written from the TFLite formulas (model_fixture.h).
 #include <catch2/catch.hpp>
+#include <memory>
 
 #include "model_fixture.h"
 
@@ -8,7 +9,7 @@ using namespace fwtest;
 
 namespace {
 
-constexpr uint32_t kAdd = 0, kConv = 3, kDepthwise = 4, kFc = 9;
+constexpr uint32_t kAdd = 0, kConv = 3, kDepthwise = 4, kFc = 9, kGroupedConv = 55;
 
 struct ConvCase {
     uint32_t n, h, w, cin, cout, kh, kw;
@@ -23,9 +24,12 @@ struct ConvCase {
 
 // The integer convolution of TFLite/NNAPI: in and f hold (value - zero point); mult[co] is the
 // requantization multiplier of output channel co (one for all channels unless per-channel).
+// GROUPED_CONV_2D: `groups` groups, filter [cout][kh][kw][cin / groups].
 std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const std::vector<int>& f,
                          const std::vector<int32_t>& bias, const std::vector<std::pair<int32_t, int>>& mult,
-                         int outZp, int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow) {
+                         int outZp, int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow,
+                         uint32_t groups = 1) {
+    const uint32_t cinG = c.cin / groups, coutG = c.cout / groups;
     auto inAt = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t ch) {
         return c.nchw ? in[((b * c.cin + ch) * c.h + y) * c.w + x]
                       : in[((b * c.h + y) * c.w + x) * c.cin + ch];
@@ -41,8 +45,9 @@ std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const st
                             int y = int(oy * c.sy + ky * c.dy) - int(pt),
                                 x = int(ox * c.sx + kx * c.dx) - int(pl);
                             if (y < 0 || x < 0 || y >= int(c.h) || x >= int(c.w)) continue;
-                            for (uint32_t ci = 0; ci < c.cin; ++ci)
-                                acc += inAt(b, y, x, ci) * f[((co * c.kh + ky) * c.kw + kx) * c.cin + ci];
+                            for (uint32_t ci = 0; ci < cinG; ++ci)
+                                acc += inAt(b, y, x, co / coutG * cinG + ci) *
+                                       f[((co * c.kh + ky) * c.kw + kx) * cinG + ci];
                         }
                     acc += bias[co];
                     const auto& [m, sh] = mult[mult.size() == 1 ? 0 : co];
@@ -97,8 +102,9 @@ std::vector<std::pair<int32_t, int>> requantMultipliers(float inputScale,
 // type, or TENSOR_QUANT8_SYMM_PER_CHANNEL.
 enum class ConvTypes { kUint8, kInt8, kUint8PerChannel, kInt8PerChannel };
 
+// groups > 1: GROUPED_CONV_2D (no dilation; the layout input is required).
 void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
-                 ConvTypes types = ConvTypes::kUint8) {
+                 ConvTypes types = ConvTypes::kUint8, uint32_t groups = 1) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
@@ -131,7 +137,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     }
     const uint32_t oh = outSize(c.h, c.kh, c.sy, c.dy, pt, pb), ow = outSize(c.w, c.kw, c.sx, c.dx, pl, pr);
     auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
-    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin);
+    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin / groups);
     auto bias = randomBias(rng, c.cout, 5000);
     // Bytes as the type reads them, minus the zero point.
     auto centred = [](const std::vector<uint8_t>& bytes, bool asSigned, int zp) {
@@ -147,7 +153,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     std::vector<uint32_t> outDims =
         c.nchw ? std::vector<uint32_t>{c.n, c.cout, oh, ow} : std::vector<uint32_t>{c.n, oh, ow, c.cout};
     uint32_t x = mb.input(inDims, qi, dataType);
-    uint32_t fo = mb.constant(perChannel ? 11 : dataType, {c.cout, c.kh, c.kw, c.cin},
+    uint32_t fo = mb.constant(perChannel ? 11 : dataType, {c.cout, c.kh, c.kw, c.cin / groups},
                               perChannel ? 0.0f : qf.scale, qf.zp, f.data(), f.size());
     if (perChannel) {
         mb.operands[fo].channelScales = channelScales.data();
@@ -157,7 +163,13 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     uint32_t bo =
         mb.constant(4, {c.cout}, perChannel ? 0.0f : qi.scale * qf.scale, 0, bias.data(), bias.size() * 4);
     uint32_t y = mb.output(outDims, qo, dataType);
-    mb.op(kConv, convolutionArgs(mb, c, {x, fo, bo}, 0), {y});
+    if (groups == 1) {
+        mb.op(kConv, convolutionArgs(mb, c, {x, fo, bo}, 0), {y});
+    } else {
+        auto args = convolutionArgs(mb, c, {x, fo, bo}, groups);
+        if (!c.nchw && !c.optionalArgs) args.push_back(mb.boolean(false));  // the layout is required
+        mb.op(kGroupedConv, args, {y});
+    }
     const ModelDesc& model = mb.build();
 
     const BlobInfo info = prepareClaimed(h, model);
@@ -167,7 +179,7 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
     refActRange(c.act, qo.scale, qo.zp, &lo, &hi, signedData);
     const auto values =
         refConv(c, centred(in, signedData, qi.zp), centred(f, signedData || perChannel, qf.zp), bias, mult,
-                qo.zp, lo, hi, pl, pt, oh, ow);
+                qo.zp, lo, hi, pl, pt, oh, ow, groups);
     std::vector<uint8_t> expect(values.size());
     for (size_t i = 0; i < values.size(); ++i) expect[i] = uint8_t(values[i]);  // the byte of a uint8 or int8
     Run r = execute(h, info, {in}, {expect.size()});
@@ -221,6 +233,24 @@ TEST_CASE("CONV_2D with TENSOR_QUANT8_ASYMM_SIGNED and per-channel filters, bit-
     hw.arrayRows = hw.arrayCols = 8;
     runConvCase({1, 17, 13, 5, 70, 3, 3, 2, 1, 1, 2, false, 0, 2, 1, 1, 2, 3, true, true}, seed++, hw,
                 ConvTypes::kInt8PerChannel);
+}
+
+TEST_CASE("GROUPED_CONV_2D bit-exact: groups, padding, strides, NCHW, int8, per-channel, tiling") {
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt; groups
+    runConvCase({1, 5, 5, 4, 6, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 170, {},
+                ConvTypes::kUint8, 2);
+    runConvCase({2, 7, 6, 6, 9, 3, 2, 2, 1, 1, 1, true, 1, 0, 0, 0, 0, 1, false, false}, 171, {},
+                ConvTypes::kInt8, 3);
+    runConvCase({1, 6, 5, 8, 4, 2, 3, 1, 2, 1, 1, true, 2, 0, 0, 0, 0, 3, true, false}, 172, {},
+                ConvTypes::kUint8PerChannel, 4);
+    runConvCase({1, 4, 4, 6, 6, 3, 3, 1, 1, 1, 1, false, 0, 2, 1, 4, 5, 0, true, false}, 173, {},
+                ConvTypes::kInt8PerChannel, 6);  // one channel per group; rows wholly in padding
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({1, 17, 13, 20, 70, 3, 3, 2, 1, 1, 1, false, 0, 2, 1, 1, 2, 3, false, false}, 174, hw,
+                ConvTypes::kInt8, 2);  // channel and row tiles per group
 }
 
 TEST_CASE("CONV_2D tiles rows and output channels on a small scratchpad") {
@@ -690,30 +720,23 @@ TEST_CASE("prepare rejects an unsupported model with a message naming the operat
     CHECK(h.runtime.loadedModels() == 0);
 }
 
-TEST_CASE("DEPTHWISE_CONV_2D padding as large as the dilated filter is refused, naming the limit") {
-    Harness h;
-    REQUIRE(h.runtime.init().ok());
-    ModelBuilder mb(h);
-    Quant q{0.5f, 10};
-    std::vector<uint8_t> f(2 * 2 * 3, 1);
-    std::vector<int32_t> bias(3, 0);
-    uint32_t x = mb.input({1, 4, 4, 3}, q);
-    uint32_t fo = mb.constant(5, {1, 2, 2, 3}, 0.5f, 0, f.data(), f.size());
-    uint32_t bo = mb.constant(4, {3}, 0.25f, 0, bias.data(), 12);
-    uint32_t y = mb.output({1, 6, 3, 3}, q);  // top padding 3 >= dilated height 2 (+ bottom 0)
-    mb.op(kDepthwise,
-          {x, fo, bo, mb.i32(0), mb.i32(0), mb.i32(3), mb.i32(0), mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)},
-          {y});
-    bool supported = true;
-    REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());
-    CHECK_FALSE(supported);
-    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
-    BlobInfo info;
-    FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
-    INFO(st.message);
-    CHECK(st.code == Code::kInvalidArgument);
-    CHECK(std::string(st.message).find("operation 0 (DEPTHWISE_CONV_2D)") != std::string::npos);
-    CHECK(std::string(st.message).find("dilated filter height") != std::string::npos);
+TEST_CASE("CONV_2D and DEPTHWISE_CONV_2D paddings past the dilated filter: bias-only rows, bit-exact") {
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt
+    // Top padding 3 >= dilated height 2, bottom 4; left/right past the filter too.
+    runDepthwiseCase({1, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, false, 0, 0, 0, 3, 4, 0, false, false}, 1, 160);
+    runDepthwiseCase({1, 5, 4, 2, 4, 2, 2, 1, 2, 1, 1, false, 0, 3, 4, 5, 6, 1, true, false}, 2, 161, {},
+                     ConvTypes::kInt8PerChannel);
+    runConvCase({1, 4, 5, 3, 4, 1, 1, 1, 1, 1, 1, false, 0, 1, 2, 2, 3, 0, false, false}, 162);
+    runConvCase({2, 6, 4, 2, 3, 3, 2, 1, 2, 2, 1, false, 0, 4, 0, 7, 9, 3, true, true}, 163, {},
+                ConvTypes::kInt8);
+    // Tiles of whole padding rows on a small scratchpad.
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runConvCase({1, 9, 12, 8, 40, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 12, 15, 1, false, false}, 164, hw);
+    runDepthwiseCase({1, 9, 12, 40, 40, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 12, 15, 0, false, false}, 1, 165,
+                     hw);
 }
 
 namespace {
@@ -801,4 +824,295 @@ TEST_CASE("autotuning picks per-operation tilings: same outputs, never more cycl
              << " cycles, tuned " << tuned.run.result.deviceCycles << " cycles, " << tuned.info.tuningTrials
              << " trials");
     }
+}
+
+TEST_CASE("the 32-bit accumulator: models that could wrap are refused, the largest that cannot are exact") {
+    // CONV_2D 1x1 of one channel: out = MBQM(x * w + bias) + zp, uint8, zero points 0, w = 200.
+    auto conv = [](Harness& h, ModelBuilder& mb, int32_t bias, uint32_t* x) {
+        REQUIRE(h.runtime.init().ok());
+        static const uint8_t w = 200;
+        *x = mb.input({1, 2, 2, 1}, {1.0f, 0});
+        const uint32_t fo = mb.constant(5, {1, 1, 1, 1}, 1.0f, 0, &w, 1);
+        const uint32_t bo = mb.constant(4, {1}, 1.0f, 0, &bias, 4);
+        const uint32_t y = mb.output({1, 2, 2, 1}, {float(1 << 24), 0});
+        mb.op(kConv,
+              {*x, fo, bo, mb.i32(0), mb.i32(0), mb.i32(0), mb.i32(0), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+    };
+    SECTION("a bias within 200 x 255 of INT32_MAX is refused, naming the operation") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        conv(h, mb, INT32_MAX - 200 * 255 + 1, &x);
+        expectRefused(h, mb, "CONV_2D", "worst-case accumulator 2147483648");
+    }
+    SECTION("a negative extreme bias likewise") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        conv(h, mb, INT32_MIN + 1, &x);
+        expectRefused(h, mb, "CONV_2D", "exceeds int32");
+    }
+    SECTION("the largest bias that cannot wrap runs bit-exact") {
+        Harness h;
+        ModelBuilder mb(h);
+        uint32_t x;
+        const int32_t bias = INT32_MAX - 200 * 255;
+        conv(h, mb, bias, &x);
+        const BlobInfo info = prepareClaimed(h, mb.build());
+        const std::vector<uint8_t> in = {0, 1, 128, 255};
+        int32_t m;
+        int s;
+        refQuantizeMultiplier(1.0 / double(1 << 24), &m, &s);
+        std::vector<uint8_t> expect;
+        for (uint8_t v : in)
+            expect.push_back(uint8_t(std::min(255, std::max(0, refMbqm(v * 200 + bias, m, s)))));
+        Run r = execute(h, info, {in}, {4});
+        REQUIRE(r.status.ok());
+        CHECK(r.outputs[0] == expect);
+        CHECK(expect[3] == 128);  // (255 * 200 + bias) / 2^24 rounds to 128: the top of int32 reached
+    }
+    SECTION("FULLY_CONNECTED with K = 40000 weights of 255 is refused") {
+        Harness h;
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        std::vector<uint8_t> w(40000, 255);
+        const int32_t bias = 0;
+        const uint32_t x = mb.input({1, 40000}, {1.0f, 0});
+        const uint32_t wo = mb.constant(5, {1, 40000}, 1.0f, 0, w.data(), w.size());
+        const uint32_t bo = mb.constant(4, {1}, 1.0f, 0, &bias, 4);
+        const uint32_t y = mb.output({1, 1}, {float(1 << 24), 0});
+        mb.op(kFc, {x, wo, bo, mb.i32(0)}, {y});
+        expectRefused(h, mb, "FULLY_CONNECTED", "sum |w| x 255");
+    }
+}
+
+namespace {
+
+constexpr uint32_t kRelu = 19;
+
+// Which operations the runtime claims, and whether the model of exactly those prepares.
+std::vector<bool> claimed(Harness& h, const ModelDesc& model) {
+    std::unique_ptr<bool[]> s(new bool[model.operationCount]);
+    REQUIRE(h.runtime.supportedOperations(model, s.get()).ok());
+    return std::vector<bool>(s.get(), s.get() + model.operationCount);
+}
+
+}  // namespace
+
+TEST_CASE("whole-model honesty: the claimed operations form a model that prepares") {
+    SECTION("over the operation-count limit: the first kMaxOperations are claimed") {
+        Harness h;
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        uint32_t x = mb.input({1, 8}, {0.1f, 0});
+        for (uint32_t i = 0; i < kMaxOperations + 44; ++i) {
+            const uint32_t y =
+                i + 1 == kMaxOperations + 44 ? mb.output({1, 8}, {0.1f, 0}) : mb.temp({1, 8}, {0.1f, 0});
+            mb.op(kRelu, {x}, {y});
+            x = y;
+        }
+        const auto s = claimed(h, mb.build());
+        for (uint32_t i = 0; i < s.size(); ++i) {
+            INFO(i);
+            CHECK(s[i] == (i < kMaxOperations));
+        }
+        // The claimed prefix alone (its last output a model output) prepares and runs.
+        mb.types.resize(kMaxOperations);
+        mb.opInputs.resize(kMaxOperations);
+        mb.opOutputs.resize(kMaxOperations);
+        mb.operands[mb.opOutputs.back()[0]].lifetime = 2;
+        mb.outputs = {mb.opOutputs.back()[0]};
+        const BlobInfo info = prepareClaimed(h, mb.build());
+        Run r = execute(h, info, {std::vector<uint8_t>(8, 7)}, {8});
+        CHECK(r.status.ok());
+    }
+    SECTION("over the input limit: 65 independent RELUs, 64 claimed") {
+        Harness h;
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        for (uint32_t i = 0; i < kMaxIo + 1; ++i)
+            mb.op(kRelu, {mb.input({4}, {0.1f, 0})}, {mb.output({4}, {0.1f, 0})});
+        const auto s = claimed(h, mb.build());
+        for (uint32_t i = 0; i < s.size(); ++i) CHECK(s[i] == (i < kMaxIo));
+    }
+    SECTION("over the device memory: weights larger than the firmware DRAM are not claimed") {
+        Harness h;  // 16 MiB of firmware DRAM
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        const uint32_t inputSize = 4096, units = 4352;  // 17 MiB of weights
+        std::vector<uint8_t> w(size_t(inputSize) * units, 3);
+        std::vector<int32_t> bias(units, 0);
+        const uint32_t x = mb.input({1, 16}, {0.1f, 0});
+        const uint32_t t = mb.temp({1, 16}, {0.1f, 0});
+        mb.op(kRelu, {x}, {t});  // small: claimed
+        const uint32_t wo = mb.constant(5, {units, 16}, 0.01f, 0, w.data(), size_t(units) * 16);
+        const uint32_t big = mb.constant(5, {units, inputSize}, 0.01f, 0, w.data(), w.size());
+        const uint32_t bo = mb.constant(4, {units}, 0.001f, 0, bias.data(), bias.size() * 4);
+        const uint32_t y = mb.output({1, units}, {10.0f, 0});
+        mb.op(kFc, {t, wo, bo, mb.i32(0)}, {y});
+        const auto small = claimed(h, mb.build());
+        CHECK(small[0]);
+        CHECK(small[1]);
+        mb.opInputs[1][1] = big;  // the same FC on 4096 inputs: 17 MiB of weights
+        mb.operands[x].dims[1] = mb.operands[t].dims[1] = inputSize;
+        const auto s = claimed(h, mb.build());
+        CHECK(s[0]);
+        CHECK_FALSE(s[1]);
+        Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+        BlobInfo info;
+        CHECK_FALSE(h.runtime.prepare(mb.build(), scratch, &info, false).ok());  // as predicted
+    }
+}
+
+namespace {
+
+constexpr uint32_t kTransposeConv = 91;
+
+struct TransposeCase {
+    uint32_t n, h, w, cin, cout, kh, kw, sx, sy;
+    bool implicit;
+    int scheme;               // implicit: 1 SAME, 2 VALID; the output size is oh x ow
+    uint32_t oh, ow;          // implicit only
+    uint32_t pl, pr, pt, pb;  // explicit only
+    int act;
+    bool nchw;
+};
+
+// TRANSPOSE_CONV_2D as NNAPI defines it: every input pixel scatters input x filter into the
+// output window at (iy * sy + ky - pt, ix * sx + kx - pl); then bias and requantization.
+void runTransposeCase(const TransposeCase& c, uint32_t seed, bool isSigned, bool perChannel,
+                      npu::sim::HwConfig hw = {}) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    const uint32_t type = isSigned ? 14 : 5;
+    const int lo8 = isSigned ? -128 : 0;
+    Quant qi{0.5f, int(rng() % 256) + lo8}, qf{0.25f, perChannel ? 0 : int(rng() % 256) + lo8},
+        qo{2.0f + float(rng() % 6), int(rng() % 256) + lo8};
+    std::vector<float> scales(c.cout, qf.scale);
+    if (perChannel)
+        for (auto& s : scales) s = 0.05f * float(1 + rng() % 16);
+    uint32_t pl = c.pl, pr = c.pr, pt = c.pt, pb = c.pb, oh = c.oh, ow = c.ow;
+    if (c.implicit) {
+        pl = pr = pt = pb = 0;
+        auto same = [](uint32_t out, uint32_t s, uint32_t k, uint32_t* p0, uint32_t* p1) {
+            const int o = int((out + s - 1) / s), t = std::max(0, (o - 1) * int(s) + int(k) - int(out));
+            *p0 = uint32_t(t / 2);
+            *p1 = uint32_t(t - t / 2);
+        };
+        if (c.scheme == 1) {
+            same(ow, c.sx, c.kw, &pl, &pr);
+            same(oh, c.sy, c.kh, &pt, &pb);
+        }
+    } else {
+        oh = (c.h - 1) * c.sy + c.kh - pt - pb;
+        ow = (c.w - 1) * c.sx + c.kw - pl - pr;
+    }
+    auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
+    auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin);
+    auto bias = randomBias(rng, c.cout, 5000);
+    auto val = [&](uint8_t b, bool s) { return s ? int(int8_t(b)) : int(b); };
+    auto inAt = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t ch) {
+        return val(in[c.nchw ? ((size_t(b) * c.cin + ch) * c.h + y) * c.w + x
+                             : ((size_t(b) * c.h + y) * c.w + x) * c.cin + ch],
+                   isSigned) -
+               qi.zp;
+    };
+    std::vector<int64_t> acc(size_t(c.n) * oh * ow * c.cout, 0);
+    for (uint32_t b = 0; b < c.n; ++b)
+        for (uint32_t iy = 0; iy < c.h; ++iy)
+            for (uint32_t ix = 0; ix < c.w; ++ix)
+                for (uint32_t co = 0; co < c.cout; ++co)
+                    for (uint32_t ky = 0; ky < c.kh; ++ky)
+                        for (uint32_t kx = 0; kx < c.kw; ++kx) {
+                            const int oy = int(iy * c.sy + ky) - int(pt), ox = int(ix * c.sx + kx) - int(pl);
+                            if (oy < 0 || ox < 0 || oy >= int(oh) || ox >= int(ow)) continue;
+                            for (uint32_t ci = 0; ci < c.cin; ++ci)
+                                acc[((size_t(b) * oh + oy) * ow + ox) * c.cout + co] +=
+                                    inAt(b, iy, ix, ci) *
+                                    (val(f[((size_t(co) * c.kh + ky) * c.kw + kx) * c.cin + ci],
+                                         isSigned || perChannel) -
+                                     qf.zp);
+                        }
+    int lo, hi;
+    refActRange(c.act, qo.scale, qo.zp, &lo, &hi, isSigned);
+    const auto mult = requantMultipliers(qi.scale, scales, qo.scale);
+    std::vector<uint8_t> expect(acc.size());
+    for (uint32_t b = 0; b < c.n; ++b)
+        for (uint32_t y = 0; y < oh; ++y)
+            for (uint32_t x = 0; x < ow; ++x)
+                for (uint32_t co = 0; co < c.cout; ++co) {
+                    const int64_t a = acc[((size_t(b) * oh + y) * ow + x) * c.cout + co] + bias[co];
+                    const int v = std::min(
+                        hi, std::max(lo, refMbqm(int32_t(a), mult[co].first, mult[co].second) + qo.zp));
+                    const size_t o = c.nchw ? ((size_t(b) * c.cout + co) * oh + y) * ow + x
+                                            : ((size_t(b) * oh + y) * ow + x) * c.cout + co;
+                    expect[o] = uint8_t(v);
+                }
+    ModelBuilder mb(h);
+    auto dims = [&](uint32_t ch, uint32_t hh, uint32_t ww) {
+        return c.nchw ? std::vector<uint32_t>{c.n, ch, hh, ww} : std::vector<uint32_t>{c.n, hh, ww, ch};
+    };
+    const uint32_t x = mb.input(dims(c.cin, c.h, c.w), qi, type);
+    const uint32_t fo = mb.constant(perChannel ? 11 : type, {c.cout, c.kh, c.kw, c.cin},
+                                    perChannel ? 0.0f : qf.scale, qf.zp, f.data(), f.size());
+    if (perChannel) {
+        mb.operands[fo].channelScales = scales.data();
+        mb.operands[fo].channelScaleCount = c.cout;
+        mb.operands[fo].channelDim = 0;
+    }
+    const uint32_t bo = mb.constant(4, {c.cout}, 0.0f, 0, bias.data(), bias.size() * 4);
+    const uint32_t y = mb.output(dims(c.cout, oh, ow), qo, type);
+    std::vector<uint32_t> args = {x, fo, bo};
+    if (c.implicit) {
+        const std::vector<int32_t> shape =
+            c.nchw ? std::vector<int32_t>{int(c.n), int(c.cout), int(oh), int(ow)}
+                   : std::vector<int32_t>{int(c.n), int(oh), int(ow), int(c.cout)};
+        args.insert(args.end(), {mb.constant(4, {4}, 0, 0, shape.data(), 16), mb.i32(c.scheme)});
+    } else {
+        args.insert(args.end(), {mb.i32(int(pl)), mb.i32(int(pr)), mb.i32(int(pt)), mb.i32(int(pb))});
+    }
+    args.insert(args.end(), {mb.i32(int(c.sx)), mb.i32(int(c.sy)), mb.i32(c.act), mb.boolean(c.nchw)});
+    mb.op(kTransposeConv, args, {y});
+    const BlobInfo info = prepareClaimed(h, mb.build());
+    Run r = execute(h, info, {in}, {expect.size()});
+    INFO(r.status.message);
+    REQUIRE(r.status.ok());
+    CHECK(r.outputs[0] == expect);
+}
+
+}  // namespace
+
+TEST_CASE("TRANSPOSE_CONV_2D bit-exact: strides, paddings, output shapes, NCHW, int8, per-channel, tiles") {
+    // n h w cin cout kh kw sx sy implicit scheme oh ow pl pr pt pb act nchw
+    runTransposeCase({1, 3, 3, 2, 3, 3, 3, 2, 2, false, 0, 0, 0, 1, 1, 1, 1, 0, false}, 180, false, false);
+    runTransposeCase({2, 4, 3, 3, 2, 2, 3, 1, 2, false, 0, 0, 0, 0, 2, 1, 0, 1, true}, 181, true, false);
+    runTransposeCase({1, 3, 4, 2, 4, 3, 3, 2, 2, true, 1, 6, 8, 0, 0, 0, 0, 3, false}, 182, false, true);
+    runTransposeCase({1, 2, 2, 3, 2, 2, 2, 3, 3, true, 2, 7, 5, 0, 0, 0, 0, 0, true}, 183, true, true);
+    runTransposeCase({1, 5, 5, 1, 1, 1, 1, 3, 2, false, 0, 0, 0, 0, 0, 0, 0, 2, false}, 184, false,
+                     false);  // gaps
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    runTransposeCase({1, 9, 7, 8, 40, 3, 3, 2, 2, false, 0, 0, 0, 1, 0, 2, 1, 1, false}, 185, true, true, hw);
+    runTransposeCase({1, 6, 9, 5, 12, 4, 4, 2, 3, false, 0, 0, 0, 3, 1, 0, 2, 0, true}, 186, false, false,
+                     hw);
+}
+
+TEST_CASE("TRANSPOSE_CONV_2D padding of the filter size or more is refused, naming the rule") {
+    Harness h;
+    REQUIRE(h.runtime.init().ok());
+    ModelBuilder mb(h);
+    std::vector<uint8_t> f(2 * 2 * 2, 1);
+    std::vector<int32_t> bias(1, 0);
+    const uint32_t x = mb.input({1, 4, 4, 2}, {0.5f, 10});
+    const uint32_t fo = mb.constant(5, {1, 2, 2, 2}, 0.5f, 0, f.data(), f.size());
+    const uint32_t bo = mb.constant(4, {1}, 0.25f, 0, bias.data(), 4);
+    const uint32_t y = mb.output({1, 4, 6, 1}, {1.0f, 0});  // (4-1)*2+2-2-2 = 4, (4-1)*2+2-0-2 = 6
+    mb.op(kTransposeConv,
+          {x, fo, bo, mb.i32(0), mb.i32(2), mb.i32(2), mb.i32(0), mb.i32(2), mb.i32(2), mb.i32(0),
+           mb.boolean(false)},
+          {y});
+    expectRefused(h, mb, "TRANSPOSE_CONV_2D", "not below the filter");
 }

@@ -181,19 +181,6 @@ void runMapped(uint32_t op, std::vector<uint32_t> dims, Quant qi, Quant qo, bool
 }
 
 // Prepare must fail with a message naming the operation and containing `why`.
-void expectRefused(Harness& h, ModelBuilder& mb, const std::string& opName, const std::string& why) {
-    bool supported = true;
-    REQUIRE(h.runtime.supportedOperations(mb.build(), &supported).ok());
-    CHECK_FALSE(supported);
-    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
-    BlobInfo info;
-    const FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
-    INFO(st.message);
-    CHECK(st.code == Code::kInvalidArgument);
-    CHECK(std::string(st.message).find("operation 0 (" + opName + ")") != std::string::npos);
-    CHECK(std::string(st.message).find(why) != std::string::npos);
-}
-
 // SUB / MUL / MAXIMUM / MINIMUM of a (dims da) and b (dims db, broadcast), the TFLite formulas.
 int refBinary(uint32_t op, int x, int y, Quant qa, Quant qb, Quant qo) {
     if (op == kMaximum || op == kMinimum) {  // the reference: compare dequantized, requantize

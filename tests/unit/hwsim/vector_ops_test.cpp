@@ -102,10 +102,10 @@ TEST_CASE("DWCONV matches the depthwise loop over random shapes") {
 
 TEST_CASE("VEC_OP functions match TFLite's formulas") {
     std::mt19937 rng(5);
-    for (int iter = 0; iter < 60; ++iter) {
+    for (int iter = 0; iter < 70; ++iter) {
         Sim s;
-        const auto fn = static_cast<isa::VecFunction>(iter % 6);
-        const bool sIn = (iter / 6) % 2 == 1, sOut = sIn;
+        const auto fn = static_cast<isa::VecFunction>(iter % 7);
+        const bool sIn = (iter / 7) % 2 == 1, sOut = sIn;
         const uint32_t rows = 1 + rng() % 7, cols = 1 + rng() % 40;
         uint8_t* sp = s.dev.scratchpad();
         for (uint32_t i = 0; i < 4096; ++i) sp[i] = uint8_t(rng());
@@ -154,6 +154,14 @@ TEST_CASE("VEC_OP functions match TFLite's formulas") {
                     case isa::VecFunction::kLut:
                         e = sOut ? int8_t(sp[2048 + araw]) : sp[2048 + araw];
                         break;
+                    case isa::VecFunction::kPrelu: {
+                        const int32_t x = a + p.in1Offset;
+                        e = clampTo((x >= 0 ? mbqm(x, p.in1Mult, p.in1Shift)
+                                            : mbqm(x * (b + p.in2Offset), p.outMult, p.outShift)) +
+                                        p.outOffset,
+                                    p.clampMin, p.clampMax);
+                        break;
+                    }
                 }
                 INFO("fn " << int(fn) << " r " << r << " c " << c);
                 REQUIRE(sp[8192 + r * d.outRowStride + c] == uint8_t(e));
@@ -269,4 +277,47 @@ TEST_CASE("new opcodes reject malformed commands with an error code and offset")
     p.outAddr = 0;
     p.kernelH = 0;
     expectError(isa::makePool(p), ErrorCode::kBadSize);
+}
+
+TEST_CASE("SOFTMAX (ISA 1.2) rejects malformed commands with an error code and offset") {
+    auto expectError = [](const isa::Command& bad, ErrorCode code) {
+        Sim s;
+        REQUIRE(s.run({isa::makeNop(), bad}) == isa::kIrqError);
+        CHECK(s.dev.readReg(isa::kRegErrorCode) == uint32_t(code));
+        CHECK(s.dev.readReg(isa::kRegErrorOffset) == isa::kCommandBytes);
+    };
+    isa::SoftmaxDesc d;
+    d.rows = 2;
+    d.cols = 5;
+    d.inRowStride = d.outRowStride = 5;
+    d.outAddr = 64;
+    d.multiplier = 1 << 30;
+    d.leftShift = 20;
+    d.diffMin = -100;
+    {
+        Sim s;  // the well-formed command runs
+        CHECK(s.run({isa::makeSoftmax(d)}) == isa::kIrqDone);
+    }
+    isa::SoftmaxDesc z = d;
+    z.rows = 0;
+    expectError(isa::makeSoftmax(z), ErrorCode::kBadSize);
+    isa::SoftmaxDesc longRow = d;
+    longRow.cols = isa::softmax::kMaxRowLength + 1;
+    expectError(isa::makeSoftmax(longRow), ErrorCode::kBadSize);
+    isa::SoftmaxDesc shift = d;
+    shift.leftShift = 32;
+    expectError(isa::makeSoftmax(shift), ErrorCode::kBadParameter);
+    isa::SoftmaxDesc mult = d;
+    mult.multiplier = 0;
+    expectError(isa::makeSoftmax(mult), ErrorCode::kBadParameter);
+    isa::SoftmaxDesc diff = d;
+    diff.diffMin = 1;
+    expectError(isa::makeSoftmax(diff), ErrorCode::kBadParameter);
+    expectError(isa::makeSoftmax(d, 0x2), ErrorCode::kBadParameter);  // unknown flag
+    isa::SoftmaxDesc far = d;
+    far.inColStride = 1u << 20;
+    expectError(isa::makeSoftmax(far), ErrorCode::kSramOutOfRange);
+    isa::SoftmaxDesc outFar = d;
+    outFar.outAddr = (1u << 20) - 3;
+    expectError(isa::makeSoftmax(outFar), ErrorCode::kSramOutOfRange);
 }

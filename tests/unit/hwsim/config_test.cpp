@@ -1,4 +1,6 @@
 // The hardware configuration: defaults, JSON loading, validation messages.
+#include "npu/hwsim/config.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,7 +9,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "npu/hwsim/config.h"
 #include "npu/hwsim/device.h"
 
 using namespace npu;

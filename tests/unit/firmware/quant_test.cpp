@@ -1,10 +1,11 @@
 // Quantization parameters: QuantizeMultiplier and the activation ranges against the TFLite
 // formulas, and the device's fixed-point requantization against the independent reference.
+#include "quant.h"
+
 #include <catch2/catch.hpp>
 
 #include "hwsim/isa/fixed_point.h"
 #include "model_fixture.h"
-#include "quant.h"
 
 using namespace fwtest;
 

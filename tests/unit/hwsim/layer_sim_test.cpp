@@ -1,10 +1,11 @@
 // The layer timing model: SCALE-Sim v2 compatibility, the roofline bound, counters, determinism
 // and the output formats.
+#include "npu/hwsim/layer_sim.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "npu/hwsim/layer_sim.h"
 #include "npu/hwsim/systolic_model.h"
 
 using namespace npu;

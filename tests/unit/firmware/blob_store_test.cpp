@@ -231,3 +231,103 @@ TEST_CASE("the blob store reports a full table as RESOURCE_EXHAUSTED") {
     CHECK(p.h.runtime.loadedModels() == loaded);
     CHECK(loaded == 64);
 }
+
+namespace {
+
+// A one-operation model whose blob holds commands of the kinds below.
+std::vector<uint8_t> blobOf(Harness& h, uint32_t opType) {
+    REQUIRE(h.runtime.init().ok());
+    ModelBuilder mb(h);
+    static const std::vector<uint8_t> w(3 * 3 * 4 * 4, 3);
+    static const std::vector<int32_t> bias(4, 7);
+    const Quant q{0.5f, 100};
+    const uint32_t x = mb.input({1, 6, 6, 4}, q);
+    const uint32_t wo =
+        mb.constant(5, opType == 4 ? std::vector<uint32_t>{1, 3, 3, 4} : std::vector<uint32_t>{4, 3, 3, 4},
+                    0.5f, 120, w.data(), opType == 4 ? 36 : w.size());
+    const uint32_t bo = mb.constant(4, {4}, 0.25f, 0, bias.data(), 16);
+    switch (opType) {
+        case 3:  // CONV_2D: CONV, REQUANT
+            mb.op(3, {x, wo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {mb.output({1, 6, 6, 4}, q)});
+            break;
+        case 4:  // DEPTHWISE_CONV_2D: DWCONV
+            mb.op(4, {x, wo, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)},
+                  {mb.output({1, 6, 6, 4}, q)});
+            break;
+        case 9: {  // FULLY_CONNECTED: GEMM
+            const uint32_t fw = mb.constant(5, {4, 144}, 0.5f, 120, w.data(), 4 * 144);
+            mb.op(9, {x, fw, bo, mb.i32(0)}, {mb.output({1, 4}, q)});
+            break;
+        }
+        case 0:   // ADD
+        case 18:  // MUL: VEC_OP
+            mb.op(opType, {x, mb.input({1, 6, 6, 4}, q), mb.i32(0)}, {mb.output({1, 6, 6, 4}, {1.0f, 100})});
+            break;
+        case 1:  // AVERAGE_POOL_2D: POOL
+            mb.op(1, {x, mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(0)},
+                  {mb.output({1, 3, 3, 4}, q)});
+            break;
+        case 25: {  // SOFTMAX
+            const float beta = 1.0f;
+            mb.op(25, {x, mb.constant(0, {}, 0, 0, &beta, 4)}, {mb.output({1, 6, 6, 4}, {1.0f / 256, 0})});
+            break;
+        }
+    }
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    const FwStatus st = h.runtime.prepare(mb.build(), scratch, &info, false);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    const uint8_t* p = nullptr;
+    uint64_t n = 0;
+    REQUIRE(h.runtime.blobImage(info.handle, &p, &n).ok());
+    return std::vector<uint8_t>(p, p + n);
+}
+
+}  // namespace
+
+TEST_CASE("loadBlob checks every compute command's scratchpad and accumulator boxes") {
+    struct Kind {
+        uint32_t opType;
+        isa::Opcode opcode;
+        uint32_t word;  // an address word set past the memory
+        const char* box;
+    };
+    const Kind kinds[] = {
+        {9, isa::Opcode::kGemm, isa::gemm::kAAddr, "GEMM A matrix"},
+        {9, isa::Opcode::kGemm, isa::gemm::kAccAddr, "GEMM accumulators"},
+        {3, isa::Opcode::kConv, isa::conv::kIfmAddr, "CONV input tile"},
+        {3, isa::Opcode::kConv, isa::conv::kWAddr, "CONV weights"},
+        {4, isa::Opcode::kDwConv, isa::conv::kAccAddr, "CONV accumulators"},
+        {3, isa::Opcode::kRequant, isa::requant::kAccAddr, "REQUANT accumulators"},
+        {3, isa::Opcode::kRequant, isa::requant::kBiasAddr, "REQUANT bias"},
+        {0, isa::Opcode::kAdd, isa::add::kOutAddr, "ADD boxes"},
+        {18, isa::Opcode::kVecOp, isa::vecop::kBAddr, "VEC_OP boxes"},
+        {1, isa::Opcode::kPool, isa::pool::kOutAddr, "POOL output"},
+        {25, isa::Opcode::kSoftmax, isa::softmax::kInAddr, "SOFTMAX input"},
+        {25, isa::Opcode::kSoftmax, isa::softmax::kRows, "SOFTMAX input"},  // rows 0: empty
+    };
+    for (const Kind& k : kinds) {
+        INFO(k.box);
+        Harness h;
+        const std::vector<uint8_t> image = blobOf(h, k.opType);
+        BlobInfo info;
+        REQUIRE(h.runtime.loadBlob(image.data(), image.size(), &info).ok());  // the image itself is fine
+        const uint32_t cmdOffset = readU32(image.data() + 4 * blob::kCommandOffset),
+                       count = readU32(image.data() + 4 * blob::kCommandCount);
+        uint32_t at = count;
+        for (uint32_t i = 0; i < count && at == count; ++i)
+            if ((image[cmdOffset + i * isa::kCommandBytes] & 0xFF) == static_cast<uint8_t>(k.opcode)) at = i;
+        REQUIRE(at < count);
+        auto bad = image;
+        writeU32(bad.data() + cmdOffset + at * isa::kCommandBytes + 4 * k.word,
+                 k.word == isa::softmax::kRows && k.opcode == isa::Opcode::kSoftmax ? 0 : 0xFFFFFF00u);
+        const uint32_t before = h.runtime.loadedModels();
+        const FwStatus st = h.runtime.loadBlob(bad.data(), bad.size(), &info);
+        INFO(st.message);
+        CHECK_FALSE(st.ok());
+        CHECK(std::string(st.message).find("command " + std::to_string(at)) != std::string::npos);
+        CHECK(std::string(st.message).find(k.box) != std::string::npos);
+        CHECK(h.runtime.loadedModels() == before);
+    }
+}

@@ -1,0 +1,97 @@
+#pragma once
+// Every execution mode on top of one device-specific synchronous execution, so the NPU shim and
+// the CPU reference behave alike (docs/execution.md): asynchronous execution with a callback,
+// fenced execution, bursts with cached memory tokens, reusable executions, and requests that
+// use driver-managed buffers (memory domains) as inputs and outputs.
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "npu/hal/device.h"
+
+namespace npu::hal {
+
+class ManagedBuffer;
+class WorkerThreads;
+
+// The driver-managed buffers of one device, i.e. of one client: token -> buffer. A token is
+// found only in the registry of the device that allocated it, and only while its IBuffer lives.
+class BufferRegistry {
+public:
+    std::shared_ptr<ManagedBuffer> find(uint32_t token) const;
+    size_t size() const;
+    uint32_t add(const std::shared_ptr<ManagedBuffer>& buffer);
+    void remove(uint32_t token);
+
+private:
+    mutable std::mutex mutex_;
+    std::map<uint32_t, std::weak_ptr<ManagedBuffer>> buffers_;
+    uint32_t next_ = 1;
+};
+
+// IDevice::allocate for a device whose prepared models derive from PreparedModelBase and share
+// `registry`: validates the roles (hal::validateBufferRoles) and that every prepared model is
+// this device's, then returns a buffer held in host shared memory (a memfd) and its token.
+Result<DeviceBuffer> allocateDeviceBuffer(const std::shared_ptr<BufferRegistry>& registry,
+                                          const BufferDesc& desc,
+                                          const std::vector<std::shared_ptr<IPreparedModel>>& preparedModels,
+                                          const std::vector<BufferRole>& inputRoles,
+                                          const std::vector<BufferRole>& outputRoles);
+
+class PreparedModelBase : public IPreparedModel, public std::enable_shared_from_this<PreparedModelBase> {
+public:
+    // The longest a fenced execution waits for its fences when the caller gives no deadline.
+    static constexpr std::chrono::seconds kMaxFenceWait{60};
+    // Asynchronous and fenced executions in flight per prepared model; more: RESOURCE_EXHAUSTED.
+    static constexpr size_t kMaxAsyncExecutions = 64;
+
+    explicit PreparedModelBase(std::shared_ptr<BufferRegistry> buffers);
+    ~PreparedModelBase() override;
+
+    // Resolves driver-managed buffer tokens, then runs executeShared.
+    Result<ExecutionResult> executeSynchronously(const Request& request, MeasureTiming measure,
+                                                 const Deadline& deadline,
+                                                 std::optional<std::chrono::nanoseconds> loopTimeout) final;
+    Status execute(const Request& request, MeasureTiming measure, const Deadline& deadline,
+                   std::optional<std::chrono::nanoseconds> loopTimeout,
+                   std::shared_ptr<IExecutionCallback> callback) final;
+    Result<FencedResult> executeFenced(const Request& request, const std::vector<int>& waitFor,
+                                       MeasureTiming measure, const Deadline& deadline,
+                                       std::optional<std::chrono::nanoseconds> loopTimeout,
+                                       std::optional<std::chrono::nanoseconds> timeoutAfterFence) final;
+    Result<std::shared_ptr<IBurst>> configureExecutionBurst() final;
+    Result<std::shared_ptr<IExecution>> createReusableExecution(
+        const Request& request, MeasureTiming measure,
+        std::optional<std::chrono::nanoseconds> loopTimeout) final;
+
+    // The model whose main subgraph's inputs and outputs requests are validated against.
+    virtual const Model& ioModel() const = 0;
+    uint64_t id() const { return id_; }
+    const BufferRegistry* buffers() const { return buffers_.get(); }
+
+protected:
+    // The device's execution of a request whose pools are all shared memory.
+    virtual Result<ExecutionResult> executeShared(const Request& request, MeasureTiming measure,
+                                                  const Deadline& deadline,
+                                                  std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
+    // Ends fence waits and joins the threads of asynchronous executions (those running finish
+    // first). A derived destructor calls it before releasing anything executeShared uses.
+    void stopAsyncExecutions();
+
+private:
+    Result<ExecutionResult> executeWithBuffers(const Request& request, MeasureTiming measure,
+                                               const Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> loopTimeout);
+    Status validateForLaunch(const Request& request, const char* what) const;
+
+    const uint64_t id_;
+    std::shared_ptr<BufferRegistry> buffers_;
+    std::unique_ptr<WorkerThreads> workers_;
+};
+
+}  // namespace npu::hal

@@ -1,0 +1,36 @@
+#pragma once
+// The threads that run a prepared model's asynchronous and fenced executions: grown on demand
+// up to a limit, reused while idle, joined by stop() (or the destructor).
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "npu/hal/result.h"
+
+namespace npu::hal {
+
+class WorkerThreads {
+public:
+    explicit WorkerThreads(size_t maxTasks);
+    ~WorkerThreads();
+    WorkerThreads(const WorkerThreads&) = delete;
+    WorkerThreads& operator=(const WorkerThreads&) = delete;
+
+    // Queues `task`; RESOURCE_EXHAUSTED_TRANSIENT when maxTasks are queued or running,
+    // GENERAL_FAILURE once stop() has begun.
+    Status submit(std::function<void()> task);
+    // Signals cancelFd(), lets every queued task run (they see the cancellation), joins the
+    // threads. Called from one of the threads (a task dropped the last reference to the prepared
+    // model), that thread is detached instead: it only touches state it shares.
+    void stop();
+    // An eventfd that becomes readable when stop() begins: long waits inside tasks watch it.
+    int cancelFd() const;
+
+    struct State;  // shared with the threads
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+}  // namespace npu::hal

@@ -1,0 +1,48 @@
+#pragma once
+// npu run --builtin NAME and npu bench model --builtin NAME: whole built-in networks through the
+// stack (builtin_networks.h), CPU fallback for what the NPU does not claim, per-layer profiles.
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "device_factory.h"
+#include "model_run.h"
+
+namespace npu::tools {
+
+// Profile files of `npu run` (a built-in network or a test vector).
+struct ProfileFiles {
+    std::string csv, trace;
+};
+
+struct BuiltinRunOptions {
+    std::string name;
+    uint32_t inputSize = 0;  // 0: the network's own
+    ProfileFiles files;
+};
+
+// npu run --builtin NAME: the network on the chosen device (npu: each operation the NPU does not
+// claim on the CPU reference) and on the reference; outputs must be bit-exact. Exit 0 match, 1
+// mismatch or failure, 2 bad input.
+int cmdRunBuiltin(const DeviceChoice& choice, const BuiltinRunOptions& options, bool json);
+
+// Writes the CSV and trace files asked for; false (and a message) when one cannot be written.
+bool writeProfileFiles(const ProfileFiles& files, const NetworkRun& run, const std::string& modelName,
+                       uint64_t clockHz);
+
+// npu bench model --builtin NAME [--input-size N] [--json] [--no-autotune] [--hw-config FILE]
+class BenchModelCli {
+public:
+    explicit BenchModelCli(CLI::App& bench);
+    bool parsed() const { return cmd_->parsed(); }
+    int run();
+
+private:
+    CLI::App* cmd_;
+    DeviceChoice choice_;
+    std::string name_;
+    uint32_t inputSize_ = 0;
+    bool json_ = false;
+};
+
+}  // namespace npu::tools
