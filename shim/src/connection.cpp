@@ -78,6 +78,26 @@ std::shared_ptr<proto::RpcClient> Connection::rpc() const {
     return rpc_;
 }
 
+Status Connection::acquireCalls(uint32_t n, std::chrono::milliseconds timeout, const char* what) {
+    std::unique_lock lock(gateMutex_);
+    if (!callsChanged_.wait_for(lock, timeout, [&] { return callsInFlight_ + n <= kCallsInFlight; })) {
+        return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
+                    std::string(what) + ": " + std::to_string(kCallsInFlight) +
+                        " calls to the firmware stayed in flight for " + std::to_string(timeout.count()) +
+                        " ms; retry later");
+    }
+    callsInFlight_ += n;
+    return {};
+}
+
+void Connection::releaseCalls(uint32_t n) {
+    {
+        std::lock_guard lock(gateMutex_);
+        callsInFlight_ -= n;
+    }
+    callsChanged_.notify_all();
+}
+
 void Connection::heard() {
     std::lock_guard lock(gateMutex_);
     lastHeard_ = std::chrono::steady_clock::now();
@@ -98,7 +118,9 @@ Status Connection::callFailed(Attempt& attempt, const proto::Error& e, std::chro
 Status Connection::call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
                         google::protobuf::Message& reply, std::chrono::milliseconds timeout,
                         const char* what) {
+    NPU_TRY(acquireCalls(1, timeout, what));
     auto result = rpc()->call(method, request, reply, timeout);
+    releaseCalls(1);
     if (!result) return callFailed(attempt, result.error(), timeout, what);
     heard();
     return {};
@@ -117,8 +139,13 @@ Status Connection::pipeline(Attempt& attempt, size_t calls, proto::Method method
                             const RequestFn& request, const ReplyFn& reply, const DoneFn& done) {
     const auto timeout = options_.callTimeout;
     const std::shared_ptr<proto::RpcClient> client = rpc();  // one client for the whole transfer
-    std::deque<proto::RpcClient::InFlight> inFlight;         // abandoned if we return early
+    NPU_TRY(acquireCalls(kWindowDepth, timeout, what));
+    std::deque<proto::RpcClient::InFlight> inFlight;  // abandoned if we return early
     size_t finished = 0;
+    struct Release {
+        Connection* c;
+        ~Release() { c->releaseCalls(kWindowDepth); }
+    } release{this};
     auto finishOne = [&]() -> Status {
         auto r = client->finish(inFlight.front(), timeout);
         inFlight.pop_front();

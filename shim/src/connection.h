@@ -99,6 +99,10 @@ public:
     // Window calls in flight at once: while the device serves one chunk, the next is on its way
     // (USB: the link, the host and the device work at the same time instead of in turn).
     static constexpr size_t kWindowDepth = 2;
+    // Calls of operations in flight at once on one connection: below the firmware's request
+    // queue (16 by default), leaving room for the watchdog's and recovery's calls, so that many
+    // asynchronous executions wait here instead of being refused with "queue full".
+    static constexpr uint32_t kCallsInFlight = 12;
 
 private:
     struct ModelEntry {
@@ -126,6 +130,10 @@ private:
     void quarantine(std::vector<WindowBlock>& blocks);
 
     std::shared_ptr<proto::RpcClient> rpc() const;
+    // Takes `n` of the kCallsInFlight places, waiting up to `timeout` for them; release gives
+    // them back.
+    Status acquireCalls(uint32_t n, std::chrono::milliseconds timeout, const char* what);
+    void releaseCalls(uint32_t n);
     void heard();  // the firmware answered: the watchdog need not ping yet
     // A failed call: a timeout or a dropped connection marks the attempt lost; mapped to a Status.
     Status callFailed(Attempt& attempt, const proto::Error& e, std::chrono::milliseconds timeout,
@@ -155,7 +163,9 @@ private:
     uint32_t active_ = 0;
     uint64_t epoch_ = 1;
     std::chrono::steady_clock::time_point lastHeard_ = std::chrono::steady_clock::now();
-    std::mutex recoverMutex_;  // one recovery at a time
+    std::mutex recoverMutex_;     // one recovery at a time
+    uint32_t callsInFlight_ = 0;  // under gateMutex_
+    std::condition_variable callsChanged_;
 
     std::mutex modelsMutex_;
     uint64_t nextModelId_ = 1;
