@@ -158,7 +158,7 @@ std::optional<HostTensor> foldSqueeze(const onnx::NodeProto& n, int64_t opset, c
     std::vector<bool> marked(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
     for (int64_t a : *axes) {
         const int64_t k = a < 0 ? a + rank : a;
-        if (k < 0 || k >= rank) return std::nullopt;
+        if (k < 0 || k >= rank || marked[static_cast<size_t>(k)]) return std::nullopt;  // repeated axis
         marked[static_cast<size_t>(k)] = true;
     }
     t.dims.clear();

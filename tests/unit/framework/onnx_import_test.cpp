@@ -239,6 +239,33 @@ TEST_CASE("ONNX shape computations (Shape, Cast, Slice, Concat) fold so Reshape 
     CHECK(floats(run->outputs[0]) == ramp(8));
 }
 
+TEST_CASE("ONNX shape computations with Gather and Unsqueeze (opset 13) fold too") {
+    GraphBuilder g(13);
+    g.input("x", {2, 3, 4});
+    auto int64Init = [&](const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
+        auto* t = g.model.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        for (int64_t d : dims) t->add_dims(d);
+        for (int64_t v : values) t->add_int64_data(v);
+    };
+    int64Init("one", {}, {1});  // a scalar index
+    int64Init("axes", {1}, {0});
+    int64Init("minus_one", {1}, {-1});
+    g.node("Shape", {"x"}, {"s"}, "shape");
+    g.node("Gather", {"s", "one"}, {"c"}, "gather");  // 3, a scalar
+    g.node("Unsqueeze", {"c", "axes"}, {"c1"}, "unsqueeze");
+    GraphBuilder::attr(g.node("Concat", {"minus_one", "c1"}, {"shape2"}, "concat"), "axis", int64_t{0});
+    g.node("Reshape", {"x", "shape2"}, {"y"}, "reshape");
+    g.output("y", {-1, -1});
+    auto m = g.import();
+    INFO((m ? std::string() : m.error().message));
+    REQUIRE(m.has_value());
+    CHECK(m->foldedConstants == 4);
+    CHECK(opTypes(*m) == std::vector<OperationType>{OperationType::RESHAPE});
+    CHECK(m->model.main.operands[m->model.main.outputIndexes[0]].dimensions == std::vector<uint32_t>{8, 3});
+}
+
 TEST_CASE("ONNX import errors name the node, its operator and the reason") {
     GraphBuilder g;
     g.input("x", {1, 4});
