@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -108,12 +110,17 @@ OrtRun runOnnxRuntime(const std::string& model, const std::vector<framework::Onn
         }
         cmd += " --input " + shellQuote(in.name + "=" + file.string());
     }
-    cmd += " --out-dir " + shellQuote((dir / "out").string()) + " --runs " + std::to_string(runs) + " 2>&1";
-    const auto c = capture(cmd);
+    const fs::path errors = dir / "stderr.txt";
+    cmd += " --out-dir " + shellQuote((dir / "out").string()) + " --runs " + std::to_string(runs) + " 2>" +
+           shellQuote(errors.string());
+    const auto c = capture(cmd);  // stdout: one JSON line
     auto j = Json::parse(c.out.substr(0, c.out.find('\n')), nullptr, false);
     if (c.exitCode != 0 || j.is_discarded() || !j.contains("onnxruntime_ms")) {
-        r.reason = c.exitCode == 3 ? "onnxruntime-node is not installed (scripts/fetch-models.sh --runtime)"
-                                   : "run.js failed (exit " + std::to_string(c.exitCode) + "): " + c.out;
+        std::ifstream in(errors);
+        const std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        r.reason = c.exitCode == 3
+                       ? "onnxruntime-node is not installed (scripts/fetch-models.sh --runtime)"
+                       : "run.js failed (exit " + std::to_string(c.exitCode) + "): " + why + c.out;
         while (!r.reason.empty() && r.reason.back() == '\n') r.reason.pop_back();
         fs::remove_all(dir);
         return r;
