@@ -220,11 +220,9 @@ bool BenchOnnxCli::parsed() const {
 
 int BenchOnnxCli::run() const {
     framework::OnnxImportOptions options;
-    for (const auto& text : inputShapes_) {
-        auto shape = parseInputShape(text);
-        if (!shape) return std::fprintf(stderr, "npu bench onnx: %s\n", shape.error().message.c_str()), 2;
-        options.inputShapes[shape->first] = shape->second;
-    }
+    auto shapes = parseInputShapes(inputShapes_);
+    if (!shapes) return std::fprintf(stderr, "npu bench onnx: %s\n", shapes.error().message.c_str()), 2;
+    options.inputShapes = std::move(*shapes);
     auto npu = openDevice({.device = "npu", .hwConfigPath = hwConfig_});
     auto ref = openDevice({.device = "reference"});
     if (!npu || !ref)

@@ -71,6 +71,15 @@ Result<std::pair<std::string, std::vector<int64_t>>> parseInputShape(const std::
     return std::pair{text.substr(0, eq), dims};
 }
 
+Result<std::map<std::string, std::vector<int64_t>>> parseInputShapes(const std::vector<std::string>& texts) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& text : texts) {
+        auto shape = NPU_TRY(parseInputShape(text));
+        shapes[shape.first] = std::move(shape.second);
+    }
+    return shapes;
+}
+
 // The elements as numbers: FLOAT, INT32, UINT8 or INT8.
 std::vector<double> valuesOf(const framework::OnnxTensor& t) {
     std::vector<double> v;
@@ -163,11 +172,9 @@ int OnnxCli::run() const {
 
 int OnnxCli::runModel() const {
     framework::OnnxImportOptions options;
-    for (const auto& text : inputShapes_) {
-        auto shape = parseInputShape(text);
-        if (!shape) return std::fprintf(stderr, "npu onnx run: %s\n", shape.error().message.c_str()), 2;
-        options.inputShapes[shape->first] = shape->second;
-    }
+    auto shapes = parseInputShapes(inputShapes_);
+    if (!shapes) return std::fprintf(stderr, "npu onnx run: %s\n", shapes.error().message.c_str()), 2;
+    options.inputShapes = std::move(*shapes);
     for (const auto& text : fixed_) {
         const size_t eq = text.find('=');
         if (eq == std::string::npos || eq == 0)
