@@ -1100,6 +1100,34 @@ TEST_CASE("TRANSPOSE_CONV_2D bit-exact: strides, paddings, output shapes, NCHW, 
                      hw);
 }
 
+TEST_CASE("double-buffered weight tiles: CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D, FC, bit-exact") {
+    // Weights wider than half the scratchpad: channel tiles whose two weight buffers fit, each
+    // loading while the previous tile computes (op_plan.h doubleBufferedWeights), over several
+    // row tiles, with a partial last channel tile.
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt
+    const ConvCase wide = {2, 8, 8, 32, 45, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 1, false, false};
+    runConvCase(wide, 190, hw);  // 5 channel tiles of 11, 1 (k = 288)
+    runConvCase(wide, 191, hw, ConvTypes::kInt8PerChannel);
+    ConvCase nchw = wide;
+    nchw.nchw = true;
+    runConvCase(nchw, 192, hw, ConvTypes::kUint8PerChannel);
+    // Per group: 45 channels of k = 144, split in two for weight/compute overlap (24 + 21).
+    runConvCase({2, 8, 8, 32, 90, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 193, hw,
+                ConvTypes::kInt8, 2);
+    // n h w cin cout kh kw sx sy implicit scheme oh ow pl pr pt pb act nchw: 4 tiles of 10 (k = 216)
+    runTransposeCase({1, 4, 4, 24, 40, 3, 3, 2, 2, false, 0, 0, 0, 1, 1, 1, 1, 1, false}, 194, true, true,
+                     hw);
+    npu::sim::HwConfig fc;
+    fc.scratchpadBytes = 8 << 10;
+    fc.accumulatorBytes = 2 << 10;
+    runFc(13, 200, 70, 1, 195, false, fc);  // 7 channel tiles of 10, 3 row tiles
+    runFc(13, 200, 70, 2, 196, false, fc, true);
+}
+
 TEST_CASE("TRANSPOSE_CONV_2D padding of the filter size or more is refused, naming the rule") {
     Harness h;
     REQUIRE(h.runtime.init().ok());
