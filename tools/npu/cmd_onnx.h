@@ -3,12 +3,25 @@
 // the reference as CPU fallback), print the outputs and, with --explain, where each node ran.
 // npu onnx conformance [DIR]: the ONNX backend node tests (libonnx-testdata) on a device.
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "device_factory.h"
+#include "npu/framework/onnx_import.h"
 
 namespace npu::tools {
+
+// Shared with npu bench onnx (cmd_bench_onnx.cpp).
+// "x=1x3x224x224" -> {"x", {1, 3, 224, 224}}.
+Result<std::pair<std::string, std::vector<int64_t>>> parseInputShape(const std::string& text);
+// Every --input-shape value, by input name.
+Result<std::map<std::string, std::vector<int64_t>>> parseInputShapes(const std::vector<std::string>& texts);
+// The elements as numbers: FLOAT, INT32, UINT8 or INT8.
+std::vector<double> valuesOf(const framework::OnnxTensor& t);
+std::string dimsText(const std::vector<int64_t>& dims);
+// Deterministic input i when the user gives none: a ramp in [-1, 1) (integers: 0..6, 0..255).
+framework::OnnxTensor syntheticInput(const framework::OnnxImportedModel& m, size_t i);
 
 class OnnxCli {
 public:

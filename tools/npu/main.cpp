@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli_checks.h"
+#include "cmd_bench_onnx.h"
 #include "cmd_bench_sim.h"
 #include "cmd_conformance.h"
 #include "cmd_model.h"
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
 
     npu::tools::BenchSimCli benchSimCli(*bench);
     npu::tools::BenchModelCli benchModelCli(*bench);
+    npu::tools::BenchOnnxCli benchOnnxCli(*bench);
 
     std::string cacheAction, cacheDir, cacheStateDir;
     auto* cache = app.add_subcommand("cache", "Inspect, verify or clear the compilation cache");
@@ -184,6 +186,7 @@ int main(int argc, char** argv) {
     if (benchCache->parsed()) return npu::tools::cmdBenchCache(json, cacheIterations, benchHwConfig);
     if (benchSimCli.parsed()) return benchSimCli.run();
     if (benchModelCli.parsed()) return benchModelCli.run();
+    if (benchOnnxCli.parsed()) return benchOnnxCli.run();
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();

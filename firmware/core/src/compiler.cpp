@@ -218,12 +218,19 @@ uint32_t macFlags(const OpPlan& plan) {
 
 // Output channels [channelBase, channelBase + cout) of the filter and bias (a GROUPED_CONV_2D
 // group; 0 and all of them otherwise); loadIn / compute / storeOut see channels relative to it.
+// Load / compute / store pipelines over (channel tile, row tile) pairs, channel tile major. With
+// double-buffered weights (doubleBufferedWeights, op_plan.h) one pipeline covers every pair:
+// channel tile j's weights go to buffer j % 2 with its first row tile's load, which (the
+// pipeline's tokens) waits for the compute of two tiles earlier, so the buffer's previous user,
+// channel tile j - 2, is done and tile j's weights load while tile j - 1 computes. With one
+// weight buffer each channel tile is a pipeline of its own, after a fence; so is each group.
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
                               uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
                               uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
                               Compute compute, StoreOut storeOut) {
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
+    const uint32_t channelTiles = (cout + coutTile - 1) / coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
     const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
     // TRANSPOSE_CONV_2D runs the kernel flipped in both spatial dimensions: tap t of kh*kw reads
@@ -231,20 +238,25 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
     const bool flip = hal::isConvOp(plan.type) && plan.conv.transposed;
     const uint32_t cin = flip ? plan.conv.cin : 1;
     auto source = [&](uint32_t kk) { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; };
-    const uint64_t weightCap = align(uint64_t{coutTile} * (k + 4), 64);
-    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightCap), static_cast<uint32_t>(weightCap + inCap)};
-    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightCap + 2 * inCap),
-                                static_cast<uint32_t>(weightCap + 2 * inCap + outCap)};
+    const bool doubleWeights = doubleBufferedWeights(target_, coutTile, k, cout);
+    const uint64_t weightCap = weightTileBytes(coutTile, k),
+                   weightsEnd = weightBufferBytes(target_, coutTile, k, cout);
+    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightsEnd), static_cast<uint32_t>(weightsEnd + inCap)};
+    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightsEnd + 2 * inCap),
+                                static_cast<uint32_t>(weightsEnd + 2 * inCap + outCap)};
     const uint32_t accHalf = target_.accumulatorBytes / 4 / 2;
     const uint8_t* weights = constantData(target_, filter);
     const uint8_t* biases = constantData(target_, bias);
-    w.emit(isa::makeVecParams(plan.vec));
-    for (uint32_t c0 = 0; c0 < cout; c0 += coutTile) {
-        const uint32_t ct = std::min(coutTile, cout - c0);
-        if (c0 > 0 || channelBase > 0)
-            w.emit(isa::makeFence());  // the weight buffer is about to be overwritten
-        // Weights re-laid out K-major with this tile's output channels contiguous (the array's
-        // column order), followed by the tile's int32 biases.
+    // Pair i (channel tile major): its channels [c0, c0 + ct) and weight buffer wAddr.
+    auto channels = [&](uint32_t i, uint32_t* c0, uint32_t* ct, uint32_t* wAddr) {
+        const uint32_t j = i / rowTiles;
+        *c0 = j * coutTile;
+        *ct = std::min(coutTile, cout - *c0);
+        *wAddr = doubleWeights ? static_cast<uint32_t>((j % 2) * weightCap) : 0;
+    };
+    // Weights re-laid out K-major with the tile's output channels contiguous (the array's column
+    // order), followed by the tile's int32 biases, loaded to `wAddr`.
+    auto loadWeights = [&](uint32_t c0, uint32_t ct, uint32_t wAddr) {
         const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
         const uint64_t dataOffset = w.reserveData(tileBytes);
         if (uint8_t* dst = w.data(dataOffset)) {
@@ -257,27 +269,39 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
             }
             std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (channelBase + c0), 4ull * ct);
         }
+        isa::DmaBox box;
+        box.dramOffset = dataOffset;
+        box.sramAddr = wAddr;
+        box.innerBytes = static_cast<uint32_t>(tileBytes);
+        w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
+    };
+    w.emit(isa::makeVecParams(plan.vec));
+    const uint32_t perPipeline = doubleWeights ? channelTiles : 1;
+    for (uint32_t firstTile = 0; firstTile < channelTiles; firstTile += perPipeline) {
+        if (firstTile > 0 || channelBase > 0)
+            w.emit(isa::makeFence());  // a weight buffer in use is about to be overwritten
+        const uint32_t base = firstTile * rowTiles;
         emitPipeline(
-            w, rowTiles,
+            w, perPipeline * rowTiles,
             [&](uint32_t t) {
-                if (t == 0) {
-                    isa::DmaBox box;
-                    box.dramOffset = dataOffset;
-                    box.innerBytes = static_cast<uint32_t>(tileBytes);
-                    w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
-                }
-                loadIn(t, inBuf[t % 2], c0, ct);
+                uint32_t c0, ct, wAddr;
+                channels(base + t, &c0, &ct, &wAddr);
+                if ((base + t) % rowTiles == 0) loadWeights(c0, ct, wAddr);
+                loadIn((base + t) % rowTiles, inBuf[(base + t) % 2], c0, ct);
             },
             [&](uint32_t t) {
-                const uint32_t acc = (t % 2) * accHalf;
-                const uint32_t rows = compute(t, inBuf[t % 2], acc, ct);
+                const uint32_t i = base + t;
+                uint32_t c0, ct, wAddr;
+                channels(i, &c0, &ct, &wAddr);
+                const uint32_t acc = (i % 2) * accHalf;
+                const uint32_t rows = compute(i % rowTiles, inBuf[i % 2], wAddr, acc, ct);
                 isa::RequantDesc r;
                 r.accAddr = acc;
                 r.accRowStride = ct;
                 r.rows = rows;
                 r.cols = ct;
-                r.biasAddr = k * ct;
-                r.outAddr = outBuf[t % 2];
+                r.biasAddr = wAddr + k * ct;
+                r.outAddr = outBuf[i % 2];
                 r.outRowStride = ct;
                 const uint32_t flags =
                     isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
@@ -297,12 +321,16 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                     isa::RequantDesc rc = r;
                     rc.accAddr = acc + co;
                     rc.cols = 1;
-                    rc.biasAddr = k * ct + 4 * co;
-                    rc.outAddr = outBuf[t % 2] + co;
+                    rc.biasAddr = r.biasAddr + 4 * co;
+                    rc.outAddr = outBuf[i % 2] + co;
                     w.emit(isa::makeRequant(rc, flags));
                 }
             },
-            [&](uint32_t t) { storeOut(t, outBuf[t % 2], c0, ct); });
+            [&](uint32_t t) {
+                uint32_t c0, ct, wAddr;
+                channels(base + t, &c0, &ct, &wAddr);
+                storeOut((base + t) % rowTiles, outBuf[(base + t) % 2], c0, ct);
+            });
     }
 }
 
@@ -473,7 +501,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
                 }
                 w.dma(Opcode::kDmaLoad, in, convInputBox(p, b, first, end, g, sram));
             },
-            [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+            [&](uint32_t t, uint32_t sram, uint32_t wAddr, uint32_t acc, uint32_t ct) {
                 uint32_t b, r0, mt, first, end, padTop;
                 window(t, &b, &r0, &mt, &first, &end, &padTop);
                 isa::ConvDesc d;
@@ -482,7 +510,7 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
                 d.ifmW = p.inW;
                 d.ifmC = p.depthwise ? ct : cinG;
                 d.ifmRowStride = p.inW * d.ifmC;
-                d.wAddr = 0;
+                d.wAddr = wAddr;
                 d.kernelH = p.kh;
                 d.kernelW = p.kw;
                 d.strideY = p.strideY;
@@ -542,11 +570,11 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
             box.dramRowStride = box.sramRowStride = k;
             w.dma(Opcode::kDmaLoad, in, box);
         },
-        [&](uint32_t t, uint32_t sram, uint32_t acc, uint32_t ct) {
+        [&](uint32_t t, uint32_t sram, uint32_t wAddr, uint32_t acc, uint32_t ct) {
             isa::GemmDesc g;
             g.aAddr = sram;
             g.aRowStride = k;
-            g.bAddr = 0;
+            g.bAddr = wAddr;
             g.bRowStride = ct;
             g.m = std::min(m, p.batch - t * m);
             g.k = k;

@@ -18,16 +18,45 @@ constexpr uint32_t kMax16 = 0xFFFF;
 constexpr uint64_t kMaxMacsPerCommand = uint64_t{1} << 30;  // well inside hwsim's per-command cap
 constexpr int32_t kAddLeftShift = 20;
 
-// Largest weight tile (output channels) whose weights + biases take at most half the scratchpad.
+// The next narrower channel tile the planner tries: halved while wider than the array, then one
+// channel less.
+uint64_t narrowerTile(const CompileTarget& t, uint64_t tile) {
+    return tile > t.arrayCols ? tile / 2 : tile - 1;
+}
+
+// Largest weight tile (output channels) whose weights + biases take at most half the
+// scratchpad: all channels in one tile, else the widest double-buffered tiles
+// (doubleBufferedWeights), else single-buffered ones.
 uint32_t chooseCoutTile(const CompileTarget& t, uint64_t k, uint32_t cout) {
+    if (uint64_t{cout} * (k + 4) <= t.scratchpadBytes / 2) return cout;
+    for (uint64_t tile = narrowerTile(t, cout); tile > 0; tile = narrowerTile(t, tile)) {
+        if (doubleBufferedWeights(t, tile, k, cout)) return static_cast<uint32_t>(tile);
+    }
     uint64_t tile = cout;
-    while (tile > 0 && tile * (k + 4) > t.scratchpadBytes / 2)
-        tile = tile > t.arrayCols ? tile / 2 : tile - 1;
+    while (tile > 0 && tile * (k + 4) > t.scratchpadBytes / 2) tile = narrowerTile(t, tile);
     return static_cast<uint32_t>(tile);
 }
 
 uint64_t alignUp(uint64_t v, uint64_t a) {
     return (v + a - 1) / a * a;
+}
+
+// A layer whose weights outweigh its input loads them while it computes: its channels are split
+// into n tiles (double-buffered weights, compiler.cpp emitMacOp), so only the first tile's
+// weights are waited for, at the price of reading the input n times. n in {1, 2, 4} maximises
+// the load time saved, W (1 - 1/n) - (n - 1) I; tiles are whole array columns.
+uint32_t overlapCoutTile(const CompileTarget& t, uint32_t cout, uint64_t weightBytes, uint64_t inputBytes) {
+    uint32_t best = cout;
+    double bestGain = 0;
+    for (uint32_t n : {2u, 4u}) {
+        const uint32_t tile = static_cast<uint32_t>(alignUp((cout + n - 1) / n, t.arrayCols));
+        const double gain = static_cast<double>(weightBytes) * (1.0 - 1.0 / n) - (n - 1.0) * inputBytes;
+        if (tile < cout && gain > bestGain) {
+            best = tile;
+            bestGain = gain;
+        }
+    }
+    return best;
 }
 
 // The most rows (CONV_2D output rows, FULLY_CONNECTED batch rows) a tile of `coutTile` output
@@ -43,7 +72,7 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
         const uint64_t k = p.taps();
         const uint64_t inDepth = p.depthwise ? coutTile : p.cinGroup();
         const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
-        const uint64_t weights = alignUp(uint64_t{coutTile} * (k + 4), 64);
+        const uint64_t weights = weightBufferBytes(t, coutTile, k, p.coutGroup());
         if (weights > t.scratchpadBytes) return 0;
         const uint64_t free = t.scratchpadBytes - weights;
         for (uint32_t m = p.outH; m > 0; --m) {
@@ -58,13 +87,33 @@ uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTil
         return 0;
     }
     const FcPlan& p = plan.fc;
-    const uint64_t weights = alignUp(uint64_t{coutTile} * (p.inputSize + 4), 64);
+    const uint64_t weights = weightBufferBytes(t, coutTile, p.inputSize, p.units);
     if (weights > t.scratchpadBytes) return 0;
     const uint64_t free = t.scratchpadBytes - weights;
     const uint64_t m = std::min<uint64_t>({free / (2 * (alignUp(p.inputSize, 64) + alignUp(coutTile, 64))),
                                            accHalf / coutTile, p.batch,
                                            kMaxMacsPerCommand / (uint64_t{coutTile} * p.inputSize)});
     return static_cast<uint32_t>(m);
+}
+
+// The greedy tiling of `cout` output channels (`k` weights each; plan: shapes set): the widest
+// channel tile (chooseCoutTile) narrowed until one row tile fits (maxRowTile takes only whole
+// depth-multiplier groups), {0, 0} if none does. A single channel tile is then split for
+// weight/compute overlap (overlapCoutTile, `inputBytes`: what each channel tile reads) when a
+// double-buffered split fits; `inputBytes` 0 keeps it whole.
+MacTiling greedyTiling(const CompileTarget& t, const OpPlan& plan, uint64_t k, uint32_t cout,
+                       uint64_t inputBytes) {
+    uint32_t cT = chooseCoutTile(t, k, cout), m = 0;
+    for (; cT > 0; cT = static_cast<uint32_t>(narrowerTile(t, cT))) {
+        if ((m = maxRowTile(t, plan, cT)) > 0) break;
+    }
+    if (m == 0) return {};
+    if (cT == cout && inputBytes > 0) {
+        const uint32_t split = overlapCoutTile(t, cout, k * cout, inputBytes);
+        const uint32_t rows = doubleBufferedWeights(t, split, k, cout) ? maxRowTile(t, plan, split) : 0;
+        if (rows > 0) return {split, rows};
+    }
+    return {cT, m};
 }
 
 // The reference accumulates in 64 bits and saturates accumulator + bias to int32 before it
@@ -165,19 +214,15 @@ FwStatus convTilingAndRequant(const Checker& c, OpPlan* plan) {
     FwStatus st;
     const uint64_t k = p.taps();
     const CompileTarget& t = c.target;
-    uint32_t cT = chooseCoutTile(t, k, p.coutGroup());
-    if (cT == 0)
+    if (chooseCoutTile(t, k, p.coutGroup()) == 0)
         return c.fail("filter of %llu taps per output channel does not fit the scratchpad",
                       static_cast<unsigned long long>(k));
-    uint32_t m = 0;
-    // Prefer wide channel tiles (weights loaded once); narrow them until one output row fits
-    // (maxRowTile takes only whole depth-multiplier groups).
-    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
-    }
-    if (m == 0)
+    // Depthwise weights (kh x kw per channel) are never worth a split; each channel tile of the
+    // others reads the group's whole input (TRANSPOSE_CONV_2D: counted upsampled).
+    const uint64_t inputBytes = dw ? 0 : uint64_t{p.batch} * p.inH * p.inW * p.cinGroup();
+    p.tiling = greedyTiling(t, *plan, k, p.coutGroup(), inputBytes);
+    if (p.tiling.rowTile == 0)
         return c.fail("one output row (width %" PRIu32 ") does not fit the scratchpad/accumulator", p.outW);
-    p.tiling = {cT, m};
     st = accumulatorFits(c, constantData(c.target, filter), constantData(c.target, bias), p.cout, k,
                          dw ? 1 : k, dw ? p.cout : 1, perChannel ? 0 : filter.zeroPoint, plan->signedWeights,
                          input.zeroPoint, plan->signedIn);
@@ -466,14 +511,10 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
         return c.fail("output must be [%" PRIu32 ", %" PRIu32 "]", p.batch, p.units);
     }
     const CompileTarget& t = c.target;
-    uint32_t cT = chooseCoutTile(t, p.inputSize, p.units);
-    if (cT == 0) return c.fail("input_size %" PRIu32 " does not fit the scratchpad", p.inputSize);
-    uint64_t m = 0;
-    for (; cT > 0; cT = cT > t.arrayCols ? cT / 2 : cT - 1) {
-        if ((m = maxRowTile(t, *plan, cT)) > 0) break;
-    }
-    if (m == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
-    p.tiling = {cT, static_cast<uint32_t>(m)};
+    if (chooseCoutTile(t, p.inputSize, p.units) == 0)
+        return c.fail("input_size %" PRIu32 " does not fit the scratchpad", p.inputSize);
+    p.tiling = greedyTiling(t, *plan, p.inputSize, p.units, uint64_t{p.batch} * p.inputSize);
+    if (p.tiling.rowTile == 0) return c.fail("one batch row does not fit the scratchpad/accumulator");
     st = accumulatorFits(c, constantData(c.target, weights), constantData(c.target, c.in(2)), p.units,
                          p.inputSize, p.inputSize, 1, weights.zeroPoint, plan->signedWeights, input.zeroPoint,
                          plan->signedIn);
@@ -1260,6 +1301,11 @@ uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTi
         out[n++] = {cT, m};
     };
     add(greedy.coutTile, greedy.rowTile);
+    // The planner's split for weight/compute overlap (greedyTiling) is a guess from byte counts:
+    // the whole-width tile it split is measured too.
+    const uint64_t k = hal::isConvOp(plan.type) ? plan.conv.taps() : plan.fc.inputSize;
+    if (greedy.coutTile < cout && chooseCoutTile(target, k, cout) == cout)
+        add(cout, maxRowTile(target, plan, cout));
     // Narrower channel tiles (more rows fit beside their weights), then shorter row tiles (a
     // shorter pipeline fill, more tiles to overlap): the trade-offs the greedy choice ignores.
     const uint32_t minWidth = std::min(greedy.coutTile, target.arrayCols);

@@ -91,6 +91,21 @@ struct ConvPlan {
     MacTiling tiling;
 };
 
+// The weight buffers of a CONV_2D / FULLY_CONNECTED (or one GROUPED_CONV_2D group) tiled
+// `coutTile` of `cout` output channels with `k` weights each: one buffer holds a tile's weights
+// and int32 biases, 64-byte aligned. With more than one channel tile there are two buffers (the
+// next tile's weights load while this one computes, compiler.cpp emitMacOp) when both fit in
+// half the scratchpad; otherwise one, and the channel tiles are separated by fences.
+inline uint64_t weightTileBytes(uint64_t coutTile, uint64_t k) {
+    return (coutTile * (k + 4) + 63) / 64 * 64;
+}
+inline bool doubleBufferedWeights(const CompileTarget& t, uint64_t coutTile, uint64_t k, uint64_t cout) {
+    return coutTile < cout && 2 * weightTileBytes(coutTile, k) <= t.scratchpadBytes / 2;
+}
+inline uint64_t weightBufferBytes(const CompileTarget& t, uint64_t coutTile, uint64_t k, uint64_t cout) {
+    return (doubleBufferedWeights(t, coutTile, k, cout) ? 2 : 1) * weightTileBytes(coutTile, k);
+}
+
 struct FcPlan {
     uint32_t input = 0, weights = 0, bias = 0, output = 0;
     uint32_t batch = 0, inputSize = 0, units = 0;

@@ -442,12 +442,13 @@ namespace {
 // Flips uint8 bytes to the int8 bytes of the same real values (zero point minus 128).
 // signedData: the same case as TENSOR_QUANT8_ASYMM_SIGNED, every zero point and value shifted by
 // -128; the outputs must be the uint8 ones shifted likewise (the HAL 1.3 rule for signed ops).
+// outScale: the output scale (a coarse one keeps long sums off the clamps, so every weight counts).
 void runFc(uint32_t batch, uint32_t inputSize, uint32_t units, int act, uint32_t seed, bool rank4Input,
-           npu::sim::HwConfig hw = {}, bool signedData = false) {
+           npu::sim::HwConfig hw = {}, bool signedData = false, float outScale = 0.7f) {
     Harness h(hw);
     REQUIRE(h.runtime.init().ok());
     std::mt19937 rng(seed);
-    Quant qi{0.1f, int(rng() % 256)}, qw{0.05f, int(rng() % 256)}, qo{0.7f, int(rng() % 256)};
+    Quant qi{0.1f, int(rng() % 256)}, qw{0.05f, int(rng() % 256)}, qo{outScale, int(rng() % 256)};
     auto in = randomBytes(rng, size_t(batch) * inputSize);
     auto w = randomBytes(rng, size_t(units) * inputSize);
     auto bias = randomBias(rng, units, 3000);
@@ -1098,6 +1099,34 @@ TEST_CASE("TRANSPOSE_CONV_2D bit-exact: strides, paddings, output shapes, NCHW, 
     runTransposeCase({1, 9, 7, 8, 40, 3, 3, 2, 2, false, 0, 0, 0, 1, 0, 2, 1, 1, false}, 185, true, true, hw);
     runTransposeCase({1, 6, 9, 5, 12, 4, 4, 2, 3, false, 0, 0, 0, 3, 1, 0, 2, 0, true}, 186, false, false,
                      hw);
+}
+
+TEST_CASE("double-buffered weight tiles: CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D, FC, bit-exact") {
+    // Weights wider than half the scratchpad: channel tiles whose two weight buffers fit, each
+    // loading while the previous tile computes (op_plan.h doubleBufferedWeights), over several
+    // row tiles, with a partial last channel tile.
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt
+    const ConvCase wide = {2, 8, 8, 32, 45, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 1, false, false};
+    runConvCase(wide, 190, hw);  // 5 channel tiles of 11, 1 (k = 288)
+    runConvCase(wide, 191, hw, ConvTypes::kInt8PerChannel);
+    ConvCase nchw = wide;
+    nchw.nchw = true;
+    runConvCase(nchw, 192, hw, ConvTypes::kUint8PerChannel);
+    // Per group: 45 channels of k = 144, split in two for weight/compute overlap (24 + 21).
+    runConvCase({2, 8, 8, 32, 90, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 193, hw,
+                ConvTypes::kInt8, 2);
+    // n h w cin cout kh kw sx sy implicit scheme oh ow pl pr pt pb act nchw: 4 tiles of 10 (k = 216)
+    runTransposeCase({1, 4, 4, 24, 40, 3, 3, 2, 2, false, 0, 0, 0, 1, 1, 1, 1, 1, false}, 194, true, true,
+                     hw);
+    npu::sim::HwConfig fc;
+    fc.scratchpadBytes = 8 << 10;
+    fc.accumulatorBytes = 2 << 10;
+    runFc(13, 200, 70, 0, 195, false, fc, false, 256.0f);  // 7 channel tiles of 10, 3 row tiles
+    runFc(13, 200, 70, 0, 197, false, fc, true, 256.0f);
 }
 
 TEST_CASE("TRANSPOSE_CONV_2D padding of the filter size or more is refused, naming the rule") {

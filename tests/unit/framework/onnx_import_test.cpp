@@ -206,6 +206,66 @@ TEST_CASE("ONNX Constant nodes fold into constants; a dynamic input takes the gi
     CHECK(run->outputs[0].dims == std::vector<int64_t>{2, 3});
 }
 
+TEST_CASE("ONNX shape computations (Shape, Cast, Slice, Concat) fold so Reshape knows its shape") {
+    // As PaddlePaddle exports a flatten (the PP-OCR classifier, opset 9): Reshape(x, Concat(
+    // Cast(Slice(Cast(Shape(x)))), [-1])). ONNX 1.12's data propagation stops at the Cast.
+    GraphBuilder g(9);
+    g.input("x", {-1, 4, 1, 1});
+    auto* minusOne = g.model.mutable_graph()->add_initializer();
+    minusOne->set_name("minus_one");
+    minusOne->set_data_type(onnx::TensorProto::INT64);
+    minusOne->add_dims(1);
+    minusOne->add_int64_data(-1);
+    g.node("Shape", {"x"}, {"s"}, "shape");
+    GraphBuilder::attr(g.node("Cast", {"s"}, {"s32"}, "cast32"), "to", int64_t{onnx::TensorProto::INT32});
+    auto* slice = g.node("Slice", {"s32"}, {"n32"}, "slice");
+    GraphBuilder::attr(slice, "axes", std::vector<int64_t>{0});
+    GraphBuilder::attr(slice, "starts", std::vector<int64_t>{0});
+    GraphBuilder::attr(slice, "ends", std::vector<int64_t>{1});
+    GraphBuilder::attr(g.node("Cast", {"n32"}, {"n"}, "cast64"), "to", int64_t{onnx::TensorProto::INT64});
+    GraphBuilder::attr(g.node("Concat", {"n", "minus_one"}, {"shape2"}, "concat"), "axis", int64_t{0});
+    g.node("Reshape", {"x", "shape2"}, {"y"}, "reshape");
+    g.output("y", {-1, -1});
+    auto m = g.import({.inputShapes = {{"x", {2, 4, 1, 1}}}});
+    INFO((m ? std::string() : m.error().message));
+    REQUIRE(m.has_value());
+    CHECK(m->foldedConstants == 5);
+    CHECK(m->onnxNodes == 1);
+    CHECK(opTypes(*m) == std::vector<OperationType>{OperationType::RESHAPE});
+    ref::ReferenceDevice device;
+    auto run = framework::runOnnxModel(device, *m, {floatTensor({2, 4, 1, 1}, ramp(8))});
+    REQUIRE(run.has_value());
+    CHECK(run->outputs[0].dims == std::vector<int64_t>{2, 4});
+    CHECK(floats(run->outputs[0]) == ramp(8));
+}
+
+TEST_CASE("ONNX shape computations with Gather and Unsqueeze (opset 13) fold too") {
+    GraphBuilder g(13);
+    g.input("x", {2, 3, 4});
+    auto int64Init = [&](const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
+        auto* t = g.model.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        for (int64_t d : dims) t->add_dims(d);
+        for (int64_t v : values) t->add_int64_data(v);
+    };
+    int64Init("one", {}, {1});  // a scalar index
+    int64Init("axes", {1}, {0});
+    int64Init("minus_one", {1}, {-1});
+    g.node("Shape", {"x"}, {"s"}, "shape");
+    g.node("Gather", {"s", "one"}, {"c"}, "gather");  // 3, a scalar
+    g.node("Unsqueeze", {"c", "axes"}, {"c1"}, "unsqueeze");
+    GraphBuilder::attr(g.node("Concat", {"minus_one", "c1"}, {"shape2"}, "concat"), "axis", int64_t{0});
+    g.node("Reshape", {"x", "shape2"}, {"y"}, "reshape");
+    g.output("y", {-1, -1});
+    auto m = g.import();
+    INFO((m ? std::string() : m.error().message));
+    REQUIRE(m.has_value());
+    CHECK(m->foldedConstants == 4);
+    CHECK(opTypes(*m) == std::vector<OperationType>{OperationType::RESHAPE});
+    CHECK(m->model.main.operands[m->model.main.outputIndexes[0]].dimensions == std::vector<uint32_t>{8, 3});
+}
+
 TEST_CASE("ONNX import errors name the node, its operator and the reason") {
     GraphBuilder g;
     g.input("x", {1, 4});

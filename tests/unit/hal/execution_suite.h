@@ -469,7 +469,11 @@ inline void checkInFlightLimit(IDevice& device, size_t limit) {
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().status == ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT);
     gate.signal();
-    for (const auto& f : held) CHECK(finishedInfo(f).status == ErrorStatus::NONE);
+    for (const auto& f : held) {
+        const auto info = finishedInfo(f);
+        INFO(info.message);
+        CHECK(info.status == ErrorStatus::NONE);
+    }
     REQUIRE(
         prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, callback).has_value());
     CHECK(callback->wait(kWait).has_value());

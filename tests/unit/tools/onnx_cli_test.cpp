@@ -14,9 +14,10 @@ struct Run {
     std::string output;
 };
 
-// stdout only (stderr appended when `withStderr`).
-Run npu(const std::string& args, bool withStderr = false) {
-    const std::string cmd = std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
+// stdout only (stderr appended when `withStderr`); `env`: VAR=VALUE assignments before it.
+Run npu(const std::string& args, bool withStderr = false, const std::string& env = {}) {
+    const std::string cmd =
+        env + std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
     Run r;
     FILE* p = popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
@@ -88,4 +89,30 @@ TEST_CASE("npu onnx conformance counts pass and unsupported", "[cli]") {
     CHECK(j["unsupported"] == 1);
     CHECK(j["failed"] == 0);
     CHECK(j["errors"] == 0);
+}
+
+TEST_CASE("npu bench onnx prints the figures; ONNX Runtime's are null with a reason when it cannot run",
+          "[cli]") {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d_depthwise_padded/model.onnx";
+    const Run r = npu("bench onnx " + model + " --runs 2 --json");
+    INFO(r.output);
+    REQUIRE(r.exitCode == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    for (const char* key : {"reference_ms", "sim_host_ms", "import_compile_ms"})
+        CHECK(j[key].get<double>() > 0.0);
+    CHECK(j["ops_total"] == 1);
+    CHECK(j["ops_on_npu"] == 0);  // float: the NPU takes quant8 only, the reference runs it
+    CHECK(j["sim_device_ms"].is_null());
+    CHECK(j["onnxruntime_ms"].is_null());
+    CHECK(j["max_abs_diff_npu_vs_reference"] == 0.0);
+
+    // Where tools/onnxruntime/run.js cannot be run, the ONNX Runtime fields are null with a reason.
+    const Run noOrt = npu("bench onnx " + model + " --runs 1 --json --compare-onnxruntime", false,
+                          "NPU_ONNXRUNTIME_SCRIPT=/nonexistent/run.js ");
+    INFO(noOrt.output);
+    REQUIRE(noOrt.exitCode == 0);
+    const auto k = nlohmann::json::parse(noOrt.output);
+    CHECK(k["onnxruntime_ms"].is_null());
+    CHECK_FALSE(k["onnxruntime_reason"].get<std::string>().empty());
 }

@@ -44,6 +44,9 @@ struct OnnxImportOptions {
     // shape inference. The HAL has no 64-bit integer tensors, so an int64 input (a shape, axes,
     // pads) can only be taken this way.
     std::map<std::string, OnnxTensor> fixedInputs;
+    // Shapes of the run-time graph inputs in order (those neither initializers nor fixed), as the
+    // input files give them; an input named in inputShapes keeps that shape.
+    std::vector<std::vector<int64_t>> orderedInputShapes;
 };
 
 // Where a HAL operation came from.
