@@ -224,6 +224,8 @@ uint32_t macFlags(const OpPlan& plan) {
 // pipeline's tokens) waits for the compute of two tiles earlier, so the buffer's previous user,
 // channel tile j - 2, is done and tile j's weights load while tile j - 1 computes. With one
 // weight buffer each channel tile is a pipeline of its own, after a fence; so is each group.
+// With one row tile the input is loaded once per group and stays resident (residentInput,
+// op_plan.cpp).
 template <typename LoadIn, typename Compute, typename StoreOut>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
                               uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
@@ -239,6 +241,9 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
     const uint32_t cin = flip ? plan.conv.cin : 1;
     auto source = [&](uint32_t kk) { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; };
     const bool doubleWeights = doubleBufferedWeights(target_, coutTile, k, cout);
+    // One row tile (the whole output) and an input shared by every channel tile (not depthwise):
+    // the input is loaded once, into buffer 0, and stays there for every channel tile.
+    const bool residentIn = rowTiles == 1 && !depthwise;
     const uint64_t weightCap = weightTileBytes(coutTile, k),
                    weightsEnd = weightBufferBytes(target_, coutTile, k, cout);
     const uint32_t inBuf[2] = {static_cast<uint32_t>(weightsEnd), static_cast<uint32_t>(weightsEnd + inCap)};
@@ -287,14 +292,15 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                 uint32_t c0, ct, wAddr;
                 channels(base + t, &c0, &ct, &wAddr);
                 if ((base + t) % rowTiles == 0) loadWeights(c0, ct, wAddr);
-                loadIn((base + t) % rowTiles, inBuf[(base + t) % 2], c0, ct);
+                if (!residentIn || base + t == 0)
+                    loadIn((base + t) % rowTiles, inBuf[(base + t) % 2], c0, ct);
             },
             [&](uint32_t t) {
                 const uint32_t i = base + t;
                 uint32_t c0, ct, wAddr;
                 channels(i, &c0, &ct, &wAddr);
                 const uint32_t acc = (i % 2) * accHalf;
-                const uint32_t rows = compute(i % rowTiles, inBuf[i % 2], wAddr, acc, ct);
+                const uint32_t rows = compute(i % rowTiles, inBuf[residentIn ? 0 : i % 2], wAddr, acc, ct);
                 isa::RequantDesc r;
                 r.accAddr = acc;
                 r.accRowStride = ct;

@@ -28,7 +28,7 @@ struct MacTiling {
     uint32_t coutTile = 0;
     uint32_t rowTile = 0;
 };
-inline constexpr uint32_t kMaxTilingCandidates = 6;
+inline constexpr uint32_t kMaxTilingCandidates = 8;
 
 // Compiles the whole model into a blob image allocated from `scratch` (usedBeforeImage, if given:
 // the scratch arena's use just before the image, i.e. its high-water mark without the blob). `tilings`

@@ -41,17 +41,40 @@ uint64_t alignUp(uint64_t v, uint64_t a) {
     return (v + a - 1) / a * a;
 }
 
+// Whether a row tile of `rowTile` rows covers the whole output of a CONV_2D (not depthwise: its
+// input tile holds the channel tile's channels) or FULLY_CONNECTED: then the input is loaded
+// once and stays resident for every channel tile (compiler.cpp emitMacOp).
+bool residentInput(const OpPlan& plan, uint32_t rowTile) {
+    if (hal::isConvOp(plan.type))
+        return !plan.conv.depthwise && plan.conv.batch == 1 && rowTile >= plan.conv.outH;
+    return rowTile >= plan.fc.batch;
+}
+
+uint32_t maxRowTile(const CompileTarget& t, const OpPlan& plan, uint32_t coutTile);
+
+// A DMA command's fixed cost in bytes' worth of transfer: the default config's DRAM latency
+// (200 cycles) at its 16 B/cycle. A planner estimate; the autotuner measures the candidates.
+constexpr double kDmaLatencyBytes = 200.0 * 16.0;
+
 // A layer whose weights outweigh its input loads them while it computes: its channels are split
-// into n tiles (double-buffered weights, compiler.cpp emitMacOp), so only the first tile's
-// weights are waited for, at the price of reading the input n times. n in {1, 2, 4} maximises
-// the load time saved, W (1 - 1/n) - (n - 1) I; tiles are whole array columns.
-uint32_t overlapCoutTile(const CompileTarget& t, uint32_t cout, uint64_t weightBytes, uint64_t inputBytes) {
+// into n tiles of whole array columns (double-buffered weights, compiler.cpp emitMacOp), so only
+// the first tile's weights are waited for. The split maximises the load time saved, W (1 - 1/n),
+// less the input read again by each further tile ((n - 1) I, none when the input stays
+// resident: residentInput) and each tile's DMA latency; `cout` if no split gains.
+uint32_t overlapCoutTile(const CompileTarget& t, const OpPlan& plan, uint32_t cout, uint64_t weightBytes,
+                         uint64_t inputBytes) {
     uint32_t best = cout;
     double bestGain = 0;
-    for (uint32_t n : {2u, 4u}) {
+    for (uint32_t n = 2; n <= cout / t.arrayCols; n *= 2) {
         const uint32_t tile = static_cast<uint32_t>(alignUp((cout + n - 1) / n, t.arrayCols));
-        const double gain = static_cast<double>(weightBytes) * (1.0 - 1.0 / n) - (n - 1.0) * inputBytes;
-        if (tile < cout && gain > bestGain) {
+        const uint32_t tiles = (cout + tile - 1) / tile;
+        const uint32_t rows = maxRowTile(t, plan, tile);
+        if (tile >= cout || rows == 0 || !doubleBufferedWeights(t, tile, weightBytes / cout, cout)) continue;
+        const double reread =
+            residentInput(plan, rows) ? 0.0 : (tiles - 1.0) * static_cast<double>(inputBytes);
+        const double gain = static_cast<double>(weightBytes) * (1.0 - 1.0 / tiles) - reread -
+                            (tiles - 1.0) * kDmaLatencyBytes;
+        if (gain > bestGain) {
             best = tile;
             bestGain = gain;
         }
@@ -109,7 +132,7 @@ MacTiling greedyTiling(const CompileTarget& t, const OpPlan& plan, uint64_t k, u
     }
     if (m == 0) return {};
     if (cT == cout && inputBytes > 0) {
-        const uint32_t split = overlapCoutTile(t, cout, k * cout, inputBytes);
+        const uint32_t split = overlapCoutTile(t, plan, cout, k * cout, inputBytes);
         const uint32_t rows = doubleBufferedWeights(t, split, k, cout) ? maxRowTile(t, plan, split) : 0;
         if (rows > 0) return {split, rows};
     }
@@ -1304,8 +1327,15 @@ uint32_t tilingCandidates(const CompileTarget& target, const OpPlan& plan, MacTi
     // The planner's split for weight/compute overlap (greedyTiling) is a guess from byte counts:
     // the whole-width tile it split is measured too.
     const uint64_t k = hal::isConvOp(plan.type) ? plan.conv.taps() : plan.fc.inputSize;
-    if (greedy.coutTile < cout && chooseCoutTile(target, k, cout) == cout)
-        add(cout, maxRowTile(target, plan, cout));
+    if (greedy.coutTile < cout && chooseCoutTile(target, k, cout) == cout) {
+        const uint32_t rows = maxRowTile(target, plan, cout);
+        add(cout, rows);
+        add(cout, (rows + 1) / 2);  // its input load overlaps compute, unlike a resident input
+        add(cout, (rows + 3) / 4);
+        // and a split twice as wide (fewer tiles: less per-tile overhead, more of the first exposed)
+        const uint32_t wider = static_cast<uint32_t>(alignUp(2ull * greedy.coutTile, target.arrayCols));
+        if (wider < cout) add(wider, maxRowTile(target, plan, wider));
+    }
     // Narrower channel tiles (more rows fit beside their weights), then shorter row tiles (a
     // shorter pipeline fill, more tiles to overlap): the trade-offs the greedy choice ignores.
     const uint32_t minWidth = std::min(greedy.coutTile, target.arrayCols);
