@@ -23,4 +23,13 @@ std::expected<std::vector<uint8_t>, std::string> decodeBase64(std::string_view t
     return out;
 }
 
+std::string encodeBase64(const uint8_t* data, size_t size) {
+    if (size == 0) return {};
+    const size_t capacity = sodium_base64_encoded_len(size, sodium_base64_VARIANT_ORIGINAL);
+    std::string out(capacity, '\0');
+    sodium_bin2base64(out.data(), capacity, data, size, sodium_base64_VARIANT_ORIGINAL);
+    out.resize(capacity - 1);  // without the terminating NUL
+    return out;
+}
+
 }  // namespace npu::framework

@@ -1,6 +1,7 @@
 // npu run / npu demo
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -152,6 +153,27 @@ std::string deviceLabel(const DeviceChoice& c) {
     return c.device == "npu" ? "npu (" + c.transport + ")" : c.device;
 }
 
+// --exact: the first byte that differs from the expected outputs (within the CTS tolerance,
+// else compareOutputs would have reported it), or nothing when every output is identical.
+std::optional<framework::Mismatch> firstDifference(const framework::TestCase& tc,
+                                                   const std::vector<std::vector<uint8_t>>& outputs) {
+    for (uint32_t o = 0; o < outputs.size() && o < tc.expectedOutputs.size(); ++o) {
+        const auto& e = tc.expectedOutputs[o];
+        const auto& a = outputs[o];
+        for (size_t i = 0; i < std::min(a.size(), e.size()); ++i) {
+            if (a[i] != e[i])
+                return framework::Mismatch{
+                    o,
+                    i,
+                    double(e[i]),
+                    double(a[i]),
+                    0,
+                    fmt::format("output {} byte {}: expected {}, got {} (--exact)", o, i, e[i], a[i])};
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name,
@@ -210,6 +232,7 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         return 1;
     }
     auto mismatch = framework::compareOutputs(*found, outcome->outputs, outcome->result.outputShapes);
+    if (!mismatch && options.exact) mismatch = firstDifference(*found, outcome->outputs);
     const uint64_t clockHz = clockOf(*opened->device);
     NetworkRun layers = layersOf(found->model, outcome->result, choice.device);
     if (auto hw = shim::queryNpuInfo(*opened->device)) addRoofline(layers, found->model, *hw);

@@ -15,6 +15,7 @@ struct RunOptions {
     std::string outputFile;  // --output FILE.npy: the outputs as NumPy arrays
     std::string csvFile;     // --csv: the per-operation profile (cmd_model.h)
     std::string traceFile;   // --trace: a Chrome/Perfetto trace of the run
+    bool exact = false;      // --exact: outputs must equal the expected bytes (no CTS tolerance)
 };
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name,
            const RunOptions& options);

@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
     run->add_option("--dot", runOptions.dotFile, "also write the model as a Graphviz graph to FILE");
     run->add_option("--output", runOptions.outputFile,
                     "write the outputs as NumPy arrays: output 0 to FILE.npy, output k to FILE_k.npy");
+    run->add_flag("--exact", runOptions.exact,
+                  "outputs must equal the expected bytes, no CTS tolerance (a vector saved by the "
+                  "differential test holds the reference's outputs)")
+        ->needs(runFile);
     run->add_option("--cache-dir", choice.cacheDir,
                     "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", choice.cacheStateDir,

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <random>
 
+#include "npu/framework/cts_writer.h"
+
 using namespace npu;
 using framework::TestCase;
 
@@ -327,4 +329,105 @@ TEST_CASE("closestNames suggests names containing the query or a few edits away"
     CHECK(closestNames("conv_quant8", names, 1) == std::vector<std::string>{"conv_quant8"});
     CHECK(closestNames("zzzzzzzz", names, 3).empty());
     CHECK(closestNames("quant8", names, 2).size() == 2);  // contained in several
+}
+
+namespace {
+
+// The bytes of constant operand `o` of `model` (CONSTANT_COPY or CONSTANT_REFERENCE).
+std::vector<uint8_t> constantOf(const hal::Model& model, const hal::Operand& o) {
+    const uint8_t* base = o.lifetime == hal::OperandLifeTime::CONSTANT_REFERENCE
+                              ? model.pools.at(o.location.poolIndex)->data()
+                              : model.operandValues.data();
+    return {base + o.location.offset, base + o.location.offset + o.location.length};
+}
+
+void checkSameSubgraph(const hal::Model& ma, const hal::Subgraph& a, const hal::Model& mb,
+                       const hal::Subgraph& b) {
+    REQUIRE(a.operands.size() == b.operands.size());
+    for (size_t i = 0; i < a.operands.size(); ++i) {
+        INFO("operand " << i);
+        const hal::Operand &x = a.operands[i], &y = b.operands[i];
+        CHECK(x.type == y.type);
+        CHECK(x.dimensions == y.dimensions);
+        CHECK(x.scale == y.scale);
+        CHECK(x.zeroPoint == y.zeroPoint);
+        CHECK(x.lifetime == y.lifetime);
+        CHECK(x.channelQuant.has_value() == y.channelQuant.has_value());
+        if (x.channelQuant && y.channelQuant) {
+            CHECK(x.channelQuant->channelDim == y.channelQuant->channelDim);
+            CHECK(x.channelQuant->scales == y.channelQuant->scales);
+        }
+        if (x.lifetime == hal::OperandLifeTime::CONSTANT_COPY ||
+            x.lifetime == hal::OperandLifeTime::CONSTANT_REFERENCE)
+            CHECK(constantOf(ma, x) == constantOf(mb, y));
+        if (x.lifetime == hal::OperandLifeTime::SUBGRAPH) CHECK(x.location.offset == y.location.offset);
+    }
+    REQUIRE(a.operations.size() == b.operations.size());
+    for (size_t i = 0; i < a.operations.size(); ++i) {
+        CHECK(a.operations[i].type == b.operations[i].type);
+        CHECK(a.operations[i].inputs == b.operations[i].inputs);
+        CHECK(a.operations[i].outputs == b.operations[i].outputs);
+    }
+    CHECK(a.inputIndexes == b.inputIndexes);
+    CHECK(a.outputIndexes == b.outputIndexes);
+}
+
+}  // namespace
+
+// The writer (used by the differential test to save a failing random model for `npu run FILE`)
+// is the reader's inverse on every vendored vector: every field the reader fills comes back.
+TEST_CASE("every vendored vector written by ctsLine reads back into the same test case", "[framework]") {
+    size_t checked = 0;
+    for (const char* file :
+         {"V1_0.jsonl.gz", "V1_1.jsonl.gz", "V1_2.jsonl.gz", "V1_3.jsonl.gz", "V1_3_cts_only.jsonl.gz"}) {
+        auto all = framework::loadCtsFile(framework::ctsDataDir() + "/" + file);
+        REQUIRE(all.has_value());
+        for (const TestCase& tc : *all) {
+            INFO(file << " " << tc.name);
+            auto line = framework::ctsLine(tc);
+            REQUIRE(line.has_value());
+            auto back = framework::parseCtsLine(*line, "written");
+            REQUIRE(back.has_value());
+            CHECK(back->name == tc.name);
+            CHECK(back->spec == tc.spec);
+            CHECK(back->hal == tc.hal);
+            CHECK(back->source == tc.source);
+            CHECK(back->minSupportedVersion == tc.minSupportedVersion);
+            CHECK(back->expectFailure == tc.expectFailure);
+            CHECK(back->isRelaxed == tc.isRelaxed);
+            CHECK(back->multinomialTolerance == tc.multinomialTolerance);
+            CHECK(back->inputs == tc.inputs);
+            CHECK(back->expectedOutputs == tc.expectedOutputs);
+            CHECK(back->expectedOutputDims == tc.expectedOutputDims);
+            CHECK(back->outputIgnored == tc.outputIgnored);
+            checkSameSubgraph(tc.model, tc.model.main, back->model, back->model.main);
+            REQUIRE(back->model.referenced.size() == tc.model.referenced.size());
+            for (size_t r = 0; r < tc.model.referenced.size(); ++r)
+                checkSameSubgraph(tc.model, tc.model.referenced[r], back->model, back->model.referenced[r]);
+            ++checked;
+        }
+    }
+    CHECK(checked == 7133);
+}
+
+TEST_CASE("appendCtsLine appends one line per test case; a bad test case is refused", "[framework]") {
+    auto tc = framework::parseCtsLine(kAddLine, "add");
+    REQUIRE(tc.has_value());
+    const std::string path = tempPath("append");
+    std::remove(path.c_str());
+    REQUIRE(framework::appendCtsLine(path, *tc).has_value());
+    tc->name = "add_again";
+    REQUIRE(framework::appendCtsLine(path, *tc).has_value());
+    auto all = framework::loadCtsFile(path);
+    std::remove(path.c_str());
+    REQUIRE(all.has_value());
+    REQUIRE(all->size() == 2);
+    CHECK((*all)[0].name == "add");
+    CHECK((*all)[1].name == "add_again");
+    CHECK((*all)[1].inputs == tc->inputs);
+
+    tc->inputs.pop_back();  // one input short of the model's two
+    auto bad = framework::ctsLine(*tc);
+    REQUIRE_FALSE(bad.has_value());
+    CHECK_THAT(bad.error().message, Catch::Contains("1 inputs") && Catch::Contains("add_again"));
 }

@@ -9,11 +9,15 @@
 // (layouts, implicit and explicit padding, strides, dilation, activations, uint8 / int8 /
 // per-channel filters, requantization multipliers above and below 1, depth multipliers,
 // broadcasting).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "npu/framework/cts_loader.h"
+#include "npu/framework/cts_writer.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/hal/validation.h"
 #include "npu/ref/reference_device.h"
@@ -760,8 +765,27 @@ Result<std::vector<std::vector<uint8_t>>> run(hal::IDevice& device, const framew
     return framework::readOutputs(request);
 }
 
+// Where a failing random model is written: $NPU_DIFF_FAILURES, else
+// npu_vs_reference_failures.jsonl in the working directory (the build directory under meson test).
+std::string failuresPath() {
+    const char* env = std::getenv("NPU_DIFF_FAILURES");
+    return env != nullptr && *env != '\0' ? env : "npu_vs_reference_failures.jsonl";
+}
+
+// Appends `tc` with the reference's outputs as its expected outputs to `path` as a test vector
+// (docs/vector-format.md) and returns the command that replays it on the NPU, bit for bit.
+std::string saveForReplay(const std::string& path, framework::TestCase tc,
+                          const std::vector<std::vector<uint8_t>>& referenceOutputs) {
+    tc.expectedOutputs = referenceOutputs;
+    tc.source = "tests/unit/shim/npu_vs_reference_test.cpp (random model, outputs from the CPU reference)";
+    auto written = framework::appendCtsLine(path, tc);
+    if (!written) return "(not saved: " + written.error().message + ")";
+    return "npu run " + path + " --name " + tc.name + " --device npu --exact";
+}
+
 // Runs `tc` on the reference and, if the NPU claims every operation, on the NPU, and checks the
-// NPU's bytes against the reference's. Returns whether the NPU claimed it.
+// NPU's bytes against the reference's. Returns whether the NPU claimed it. A model the NPU gets
+// wrong (or fails) is saved for replay (saveForReplay) and the replay command printed.
 bool claimedAndBitExact(hal::IDevice& npuDevice, hal::IDevice& reference, const framework::TestCase& tc) {
     const auto valid = hal::validateModel(tc.model);
     INFO((valid ? std::string() : valid.error().message));
@@ -779,7 +803,13 @@ bool claimedAndBitExact(hal::IDevice& npuDevice, hal::IDevice& reference, const 
         return false;
     }
     auto actual = run(npuDevice, tc);
-    if (!actual) FAIL("the NPU claimed the model but failed: " << actual.error().message);
+    if (!actual || *actual != *expected) {
+        const std::string replay = saveForReplay(failuresPath(), tc, *expected);
+        std::cout << tc.name << ": the NPU " << (actual ? "differs from the reference" : "failed")
+                  << "; replay: " << replay << "\n";
+        INFO("replay: " << replay);
+        if (!actual) FAIL("the NPU claimed the model but failed: " << actual.error().message);
+    }
     REQUIRE(actual->size() == expected->size());
     for (size_t o = 0; o < expected->size(); ++o) {
         const auto& e = (*expected)[o];
@@ -907,4 +937,111 @@ TEST_CASE("random pooling, activation, copy and element-wise chains: the NPU giv
         INFO(hal::toString(type));
         CHECK(counts.second >= counts.first * 50 / 100);
     }
+}
+
+namespace {
+
+// Every operation the NPU compiles (firmware/core/src/op_plan.cpp, planOperation).
+const hal::OperationType kNpuOperations[] = {
+    hal::OperationType::ADD,
+    hal::OperationType::CONV_2D,
+    hal::OperationType::DEPTHWISE_CONV_2D,
+    hal::OperationType::GROUPED_CONV_2D,
+    hal::OperationType::TRANSPOSE_CONV_2D,
+    hal::OperationType::FULLY_CONNECTED,
+    hal::OperationType::SUB,
+    hal::OperationType::PAD,
+    hal::OperationType::PAD_V2,
+    hal::OperationType::MUL,
+    hal::OperationType::MAXIMUM,
+    hal::OperationType::MINIMUM,
+    hal::OperationType::AVERAGE_POOL_2D,
+    hal::OperationType::MAX_POOL_2D,
+    hal::OperationType::CONCATENATION,
+    hal::OperationType::LOGISTIC,
+    hal::OperationType::RELU,
+    hal::OperationType::RELU1,
+    hal::OperationType::RELU6,
+    hal::OperationType::RESHAPE,
+    hal::OperationType::TANH,
+    hal::OperationType::SQUEEZE,
+    hal::OperationType::HARD_SWISH,
+    hal::OperationType::SOFTMAX,
+    hal::OperationType::PRELU,
+    hal::OperationType::TRANSPOSE,
+    hal::OperationType::SPACE_TO_DEPTH,
+    hal::OperationType::DEPTH_TO_SPACE,
+    hal::OperationType::STRIDED_SLICE,
+    hal::OperationType::RESIZE_BILINEAR,
+    hal::OperationType::RESIZE_NEAREST_NEIGHBOR,
+    hal::OperationType::MEAN,
+};
+
+}  // namespace
+
+TEST_CASE("the random generators make every NPU operation, alone and in chains", "[differential]") {
+    std::map<hal::OperationType, uint32_t> models;  // models containing the type
+    std::map<std::pair<hal::OperationType, hal::OperationType>, uint32_t> pairs;  // producer -> consumer
+    uint32_t chains = 0;
+    for (auto generate : {randomModel, randomDataModel, randomVectorModel}) {
+        for (uint32_t seed = 1; seed <= 300; ++seed) {
+            const framework::TestCase tc = generate(seed);
+            const auto& ops = tc.model.main.operations;
+            std::set<hal::OperationType> types;
+            for (const auto& op : ops) types.insert(op.type);
+            for (hal::OperationType t : types) ++models[t];
+            chains += ops.size() >= 2 ? 1 : 0;
+            for (const auto& consumer : ops) {
+                for (const auto& producer : ops) {
+                    if (std::find(consumer.inputs.begin(), consumer.inputs.end(), producer.outputs[0]) !=
+                        consumer.inputs.end())
+                        ++pairs[{producer.type, consumer.type}];
+                }
+            }
+        }
+    }
+    for (hal::OperationType t : kNpuOperations) {
+        INFO(hal::toString(t));
+        CHECK(models[t] >= 5);
+        // Chained: fed by another operation, or feeding one (a model input feeds the first).
+        uint32_t linked = 0;
+        for (const auto& [pair, count] : pairs) linked += (pair.first == t || pair.second == t) ? count : 0;
+        CHECK(linked >= 3);
+    }
+    CHECK(chains >= 300);
+}
+
+// The replay path of a failing model: written through the same writer the differential tests
+// use, then replayed with the npu command (a fresh process, loopback NPU), which must give the
+// saved reference outputs bit for bit; a saved output one off (within the CTS tolerance) passes
+// without --exact and fails with it.
+TEST_CASE("a random model saved for replay runs again with npu run --exact", "[differential]") {
+#ifndef NPU_CLI_PATH
+    SKIP("the npu command is not built in this configuration");
+#else
+    ref::ReferenceDevice reference;
+    framework::TestCase tc = randomVectorModel(7);
+    auto expected = run(reference, tc);
+    REQUIRE(expected.has_value());
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("npu_vs_reference_replay_" + std::to_string(::getpid()) + ".jsonl"))
+                                 .string();
+    std::filesystem::remove(path);
+    const std::string replay = saveForReplay(path, tc, *expected);
+    INFO(replay);
+    REQUIRE(replay.rfind("npu run ", 0) == 0);
+    std::vector<std::vector<uint8_t>> offByOne = *expected;
+    offByOne[0][0] = static_cast<uint8_t>(offByOne[0][0] == 0 ? 1 : offByOne[0][0] - 1);
+    tc.name += "_off_by_one";
+    saveForReplay(path, tc, offByOne);
+    auto status = [&](const std::string& args) {
+        const std::string cmd = std::string(NPU_CLI_PATH) + " run " + path + " " + args + " >/dev/null 2>&1";
+        const int rc = std::system(cmd.c_str());
+        return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    };
+    CHECK(status("--name random_vector_7 --device npu --exact") == 0);
+    CHECK(status("--name random_vector_7_off_by_one --device npu") == 0);
+    CHECK(status("--name random_vector_7_off_by_one --device npu --exact") == 1);
+    std::filesystem::remove(path);
+#endif
 }
