@@ -2,7 +2,7 @@
 
 #include <cinttypes>
 
-#include "command_bounds.h"
+#include "compute_command_check.h"
 
 namespace npu::fw {
 
@@ -157,23 +157,21 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             op == isa::Opcode::kIrq) {
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
-        if (!vectorCommandOk(c, uint64_t{limits.scratchpadKib} * 1024))
-            return bad("vector command field or scratchpad extent out of range", i,
-                       static_cast<uint32_t>(op));
-        if (!isa::isDma(op)) {
+        if (commandClass(op) != CommandClass::kOther) {
             const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
                            accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;
-            if (const char* box = computeCommandOutOfBounds(c, sram, accEntries)) {
+            if (const char* what = computeCommandProblem(c, sram, accEntries)) {
                 return FwStatus::make(Code::kGeneralFailure,
                                       "blob rejected: command %" PRIu32
-                                      " (opcode 0x%02x): %s empty or outside the "
-                                      "%llu-byte scratchpad / %llu accumulator entries",
-                                      i, static_cast<unsigned>(op), box,
+                                      " (opcode 0x%02x): %s out of range (a field, an empty size, or a box "
+                                      "outside the %llu-byte scratchpad / %llu accumulator entries)",
+                                      i, static_cast<unsigned>(op), what,
                                       static_cast<unsigned long long>(sram),
                                       static_cast<unsigned long long>(accEntries));
             }
             continue;
         }
+        if (!isa::isDma(op)) continue;  // tokens (checkTokenBalance), FENCE, NOP
         const bool fill = (isa::flagsOf(c) & isa::dma::kFlagFill) != 0;
         const uint32_t region = c.w[isa::dma::kRegion];
         if (fill) continue;  // no DRAM access

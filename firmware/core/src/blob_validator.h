@@ -2,7 +2,7 @@
 // Checks every size, offset and command of a blob before the firmware trusts it. A blob may come
 // from a cache file an attacker wrote, so nothing is assumed: the header, the section bounds, the
 // metadata tables, every command's opcode, every DMA's DRAM extent against its region, and every
-// compute command's scratchpad and accumulator boxes (command_bounds.h).
+// compute command's fields and scratchpad and accumulator boxes (compute_command_check.h).
 
 #include <cstdint>
 
@@ -18,11 +18,6 @@ struct BlobLimits {
 
 // On success `view` points into `bytes`, which must stay unchanged while the view is used.
 FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& limits, BlobView* view);
-
-// False if a RESIZE or MEAN command (ISA 1.2) has a field out of range or a scratchpad extent
-// outside `scratchpadBytes`, or a VEC_OP an unknown function (vector_command_check.cpp); true for
-// every other command.
-bool vectorCommandOk(const isa::Command& c, uint64_t scratchpadBytes);
 
 // The DRAM span [0, span) a DMA command touches relative to its region offset; false on overflow.
 bool dmaDramSpan(const isa::Command& c, uint64_t* end);

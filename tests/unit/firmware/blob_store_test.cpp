@@ -267,6 +267,14 @@ std::vector<uint8_t> blobOf(Harness& h, uint32_t opType) {
             mb.op(1, {x, mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(2), mb.i32(0)},
                   {mb.output({1, 3, 3, 4}, q)});
             break;
+        case 14:  // LOGISTIC: VEC_OP LUT
+            mb.op(14, {x}, {mb.output({1, 6, 6, 4}, {1.0f / 256, 0})});
+            break;
+        case 71: {  // PRELU: VEC_OP PRELU, alpha broadcast over the pixels
+            static const std::vector<uint8_t> alpha = {1, 2, 3, 4};
+            mb.op(71, {x, mb.constant(5, {4}, 0.5f, 0, alpha.data(), 4)}, {mb.output({1, 6, 6, 4}, q)});
+            break;
+        }
         case 25: {  // SOFTMAX
             const float beta = 1.0f;
             mb.op(25, {x, mb.constant(0, {}, 0, 0, &beta, 4)}, {mb.output({1, 6, 6, 4}, {1.0f / 256, 0})});
@@ -286,7 +294,7 @@ std::vector<uint8_t> blobOf(Harness& h, uint32_t opType) {
 
 }  // namespace
 
-TEST_CASE("loadBlob checks every compute command's scratchpad and accumulator boxes") {
+TEST_CASE("loadBlob checks every compute command's fields and scratchpad and accumulator boxes") {
     struct Kind {
         uint32_t opType;
         isa::Opcode opcode;
@@ -306,6 +314,14 @@ TEST_CASE("loadBlob checks every compute command's scratchpad and accumulator bo
         {1, isa::Opcode::kPool, isa::pool::kOutAddr, "POOL output"},
         {25, isa::Opcode::kSoftmax, isa::softmax::kInAddr, "SOFTMAX input"},
         {25, isa::Opcode::kSoftmax, isa::softmax::kRows, "SOFTMAX input"},  // rows 0: empty
+        {9, isa::Opcode::kGemm, isa::gemm::kBAddr, "GEMM B matrix"},
+        {3, isa::Opcode::kConv, isa::conv::kAccAddr, "CONV accumulators"},
+        {3, isa::Opcode::kRequant, isa::requant::kOutAddr, "REQUANT output"},
+        {18, isa::Opcode::kVecOp, isa::vecop::kFunction, "VEC_OP function"},
+        {14, isa::Opcode::kVecOp, isa::vecop::kLutAddr, "VEC_OP table"},
+        {71, isa::Opcode::kVecOp, isa::vecop::kBAddr, "VEC_OP boxes"},  // PRELU's alpha
+        {1, isa::Opcode::kPool, isa::pool::kIfmAddr, "POOL input tile"},
+        {25, isa::Opcode::kSoftmax, isa::softmax::kOutAddr, "SOFTMAX output"},
     };
     for (const Kind& k : kinds) {
         INFO(k.box);

@@ -566,6 +566,7 @@ TEST_CASE("loadBlob refuses a RESIZE, MEAN or VEC_OP PRELU command with a field 
         const FwStatus st = h.runtime.loadBlob(v.data(), v.size(), &bi);
         INFO("command " << command << " word " << word << " = " << value << ": " << st.message);
         CHECK_FALSE(st.ok());
+        CHECK(std::string(st.message).find("command " + std::to_string(command) + " ") != std::string::npos);
     };
     uint32_t seen[3] = {};
     for (size_t c = 0; c < count; ++c) {
@@ -576,6 +577,8 @@ TEST_CASE("loadBlob refuses a RESIZE, MEAN or VEC_OP PRELU command with a field 
             refused(c, isa::resize::kMode, 2);
             refused(c, isa::resize::kOutAddr, 0xFFFFFF00u);
             refused(c, isa::resize::kIfmRowStride, 0x7FFFFFFFu);
+            refused(c, isa::resize::kIfmRows, 0);
+            refused(c, isa::resize::kFullIn, 0);
             refused(c, 0, header | ((isa::resize::kFlagAlignCorners | isa::resize::kFlagHalfPixel) << 8));
         } else if (op == isa::Opcode::kMean) {
             ++seen[1];
@@ -583,6 +586,8 @@ TEST_CASE("loadBlob refuses a RESIZE, MEAN or VEC_OP PRELU command with a field 
             refused(c, isa::mean::kZpOut, 256);
             refused(c, isa::mean::kCount1, 0);
             refused(c, isa::mean::kIfmAddr, 0xFFFFFFF0u);
+            refused(c, isa::mean::kStride1, 0xFFFFFFFFu);  // the input span leaves the scratchpad
+            refused(c, isa::mean::kOutAddr, 0xFFFFFFF0u);
         } else if (op == isa::Opcode::kVecOp) {
             ++seen[2];
             refused(c, isa::vecop::kFunction, 7);
