@@ -1145,3 +1145,76 @@ TEST_CASE("TRANSPOSE_CONV_2D padding of the filter size or more is refused, nami
           {y});
     expectRefused(h, mb, "TRANSPOSE_CONV_2D", "not below the filter");
 }
+
+TEST_CASE("one row tile over several channel tiles: the input loads once and stays resident, bit-exact") {
+    // Output height 1, so every tiling candidate has a single row tile and the input stays in
+    // the scratchpad for all channel tiles (op_plan.cpp residentInput, compiler.cpp emitMacOp);
+    // weights wider than half the scratchpad take several channel tiles, the last one partial.
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 16 << 10;
+    hw.accumulatorBytes = 4 << 10;
+    hw.arrayRows = hw.arrayCols = 8;
+    // n h w cin cout kh kw sx sy dx dy implicit scheme pl pr pt pb act nchw opt: k = 576, tiles of 5
+    const ConvCase row = {1, 1, 6, 64, 47, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 1, false, false};
+    runConvCase(row, 230, hw);
+    runConvCase(row, 231, hw, ConvTypes::kInt8PerChannel);
+    ConvCase nchw = row;
+    nchw.nchw = true;
+    runConvCase(nchw, 232, hw, ConvTypes::kUint8PerChannel);
+    // VALID 2x2 over two rows: one output row, the input's two rows resident.
+    runConvCase({1, 2, 9, 64, 33, 2, 2, 1, 1, 1, 1, false, 0, 0, 0, 0, 0, 0, false, false}, 233, hw);
+    // Two groups: each group's input slice is loaded once, after the fence before its channels.
+    runConvCase({1, 1, 6, 64, 94, 3, 3, 1, 1, 1, 1, false, 0, 1, 1, 1, 1, 0, false, false}, 234, hw,
+                ConvTypes::kInt8, 2);
+    // n h w cin cout kh kw sx sy implicit scheme oh ow pl pr pt pb act nchw: one output row
+    runTransposeCase({1, 1, 4, 48, 40, 3, 3, 2, 2, false, 0, 0, 0, 1, 1, 1, 1, 1, false}, 235, false, false,
+                     hw);
+    npu::sim::HwConfig fc;
+    fc.scratchpadBytes = 8 << 10;
+    fc.accumulatorBytes = 2 << 10;
+    runFc(1, 600, 45, 0, 236, false, fc, false, 256.0f);  // batch 1: the input row resident
+    runFc(1, 600, 45, 0, 237, false, fc, true, 256.0f);
+}
+
+TEST_CASE("CONV_2D and FULLY_CONNECTED too large for the scratchpad are refused, naming the limit") {
+    npu::sim::HwConfig hw;
+    hw.scratchpadBytes = 4 << 10;
+    const Quant q{0.5f, 100};
+    const std::vector<uint8_t> w(3 * 3 * 512, 1);
+    const std::vector<int32_t> bias(4, 0);
+    SECTION("a filter whose taps for one output channel exceed half the scratchpad") {
+        Harness h(hw);
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        const uint32_t x = mb.input({1, 3, 3, 512}, q);
+        const uint32_t f = mb.constant(5, {1, 3, 3, 512}, 0.5f, 120, w.data(), w.size());
+        mb.op(
+            kConv,
+            {x, f, mb.constant(4, {1}, 0.25f, 0, bias.data(), 4), mb.i32(2), mb.i32(1), mb.i32(1), mb.i32(0)},
+            {mb.output({1, 1, 1, 1}, q)});
+        expectRefused(h, mb, "CONV_2D", "filter of 4608 taps per output channel does not fit the scratchpad");
+    }
+    SECTION("an output row whose input rows do not fit") {
+        Harness h(hw);
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        const uint32_t x = mb.input({1, 3, 1500, 2}, q);
+        const uint32_t f = mb.constant(5, {2, 3, 3, 2}, 0.5f, 120, w.data(), 36);
+        mb.op(
+            kConv,
+            {x, f, mb.constant(4, {2}, 0.25f, 0, bias.data(), 8), mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)},
+            {mb.output({1, 3, 1500, 2}, q)});
+        expectRefused(h, mb, "CONV_2D",
+                      "one output row (width 1500) does not fit the scratchpad/accumulator");
+    }
+    SECTION("a FULLY_CONNECTED input row longer than half the scratchpad") {
+        Harness h(hw);
+        REQUIRE(h.runtime.init().ok());
+        ModelBuilder mb(h);
+        const uint32_t x = mb.input({1, 3000}, q);
+        const std::vector<uint8_t> fw(4 * 3000, 1);
+        const uint32_t f = mb.constant(5, {4, 3000}, 0.5f, 120, fw.data(), fw.size());
+        mb.op(kFc, {x, f, mb.constant(4, {4}, 0.25f, 0, bias.data(), 16), mb.i32(0)}, {mb.output({1, 4}, q)});
+        expectRefused(h, mb, "FULLY_CONNECTED", "input_size 3000 does not fit the scratchpad");
+    }
+}
