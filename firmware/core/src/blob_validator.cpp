@@ -138,9 +138,10 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             return bad("relocations not strictly ordered", rel.cmdIndex, 0);
         const isa::Command c = v.command(rel.cmdIndex);
         const isa::Opcode op = isa::opcodeOf(c);
-        const bool wantStore = rel.output;
-        if (op != (wantStore ? isa::Opcode::kDmaStore : isa::Opcode::kDmaLoad) ||
-            c.w[isa::dma::kRegion] != kRegionIo) {
+        // Inputs are only read; an output is written, and read back by a later operation when
+        // the model also consumes it (an NNAPI model output may feed another operation).
+        const bool dmaOk = op == isa::Opcode::kDmaLoad || (rel.output && op == isa::Opcode::kDmaStore);
+        if (!dmaOk || c.w[isa::dma::kRegion] != kRegionIo) {
             return bad("relocation does not name a DMA of the right direction", rel.cmdIndex, 0);
         }
         const uint32_t limit = rel.output ? v.numOutputs() : v.numInputs();

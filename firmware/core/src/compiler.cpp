@@ -33,14 +33,16 @@ private:
     Layout layoutOf(const BlobWriter& counter) const;
     FwStatus checkModel();
     FwStatus planMemory(Arena& scratch);
+    FwStatus planFusion(Arena& scratch);
+    bool fusableAdd(uint32_t convOp, uint32_t addOp, const uint32_t* producer) const;
     bool aliasesInput(uint32_t opIndex) const;
     void emitAll(BlobWriter& w, uint8_t* opTable);
     TensorRef ref(BlobWriter& w, uint32_t operand);
-    template <typename LoadIn, typename Compute, typename StoreOut>
+    template <typename LoadIn, typename Compute, typename StoreOut, typename Fused>
     void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, uint32_t channelBase,
                    const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap,
-                   uint64_t outCap, LoadIn loadIn, Compute compute, StoreOut storeOut);
-    void emitConv(BlobWriter& w, const OpPlan& plan);
+                   uint64_t outCap, LoadIn loadIn, Compute compute, StoreOut storeOut, Fused fused);
+    void emitConv(BlobWriter& w, const OpPlan& plan, uint32_t fusedAdd);
     void emitFc(BlobWriter& w, const OpPlan& plan);
     void emitAdd(BlobWriter& w, const OpPlan& plan);
     void emitPool(BlobWriter& w, const OpPlan& plan);
@@ -54,6 +56,11 @@ private:
     const ModelDesc& model_;
     const MacTiling* tilings_;  // per operation, or null: the planner's choice (coutTile 0: too)
     OpPlan* plans_ = nullptr;
+    // Per operation: the ADD fused into this CONV_2D's store (planFusion), or kNoFusion; and,
+    // for that ADD, the CONV_2D that emits it (it emits nothing itself).
+    static constexpr uint32_t kNoFusion = UINT32_MAX;
+    uint32_t* fusedAdd_ = nullptr;
+    uint32_t* fusedInto_ = nullptr;
     TensorRef* refs_ = nullptr;        // per operand: IO and activation placement
     uint64_t* constOffset_ = nullptr;  // per operand: data offset + 1 once copied (per pass)
     uint64_t activationBytes_ = 0;
@@ -142,7 +149,24 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
                                       o, op.inputs[i]);
             }
         }
-        const uint32_t out = op.outputs[0];
+        if (fusedInto_[o] != kNoFusion) {  // written (and placed) with its convolution
+            for (uint32_t l = 0; l < liveCount;) {
+                if (lastUse[live[l]] <= o) {
+                    live[l] = live[--liveCount];
+                } else {
+                    ++l;
+                }
+            }
+            continue;
+        }
+        // A convolution with a fused ADD writes the ADD's output, not its own (which only the
+        // ADD reads): that output is placed now, clear of every tensor live while the
+        // convolution reads its input.
+        uint32_t out = op.outputs[0];
+        if (fusedAdd_[o] != kNoFusion) {
+            defined[out] = true;
+            out = m.operations[fusedAdd_[o]].outputs[0];
+        }
         if (defined[out])
             return FwStatus::make(
                 Code::kInvalidArgument,
@@ -190,6 +214,98 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
     return FwStatus::okStatus();
 }
 
+// What a fused operation adds to emitMacOp's pipeline: load(i, rowTile, c0, ct) in pair i's
+// load phase, afterRequant(i, outAddr, rows, ct) after its REQUANT.
+template <typename Load, typename After>
+struct FusedHooks {
+    Load load;
+    After afterRequant;
+};
+template <typename Load, typename After>
+FusedHooks<Load, After> makeFusedHooks(Load load, After after) {
+    return {load, after};
+}
+
+// The scratchpad of a CONV_2D tile pipeline (emitMacOp): the weight buffers, two input tiles,
+// two output tiles, and, with a fused ADD, two tiles of its other input.
+struct ConvBuffers {
+    uint64_t weights = 0, inCap = 0, outCap = 0;
+    uint64_t fusedEnd() const { return weights + 2 * inCap + 4 * outCap; }
+};
+ConvBuffers convBuffers(const CompileTarget& t, const ConvPlan& p) {
+    const uint32_t m = p.tiling.rowTile;
+    const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
+    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cinGroup();
+    ConvBuffers b;
+    b.weights = weightBufferBytes(t, p.tiling.coutTile, p.taps(), p.coutGroup());
+    b.inCap = align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH) * p.inW * inDepth, 64);
+    b.outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
+    return b;
+}
+
+bool sameDims(const OperandDesc& a, const OperandDesc& b) {
+    if (a.rank != b.rank) return false;
+    for (uint32_t i = 0; i < a.rank; ++i)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
+
+// Whether ADD `addOp` can run inside CONV_2D `convOp`'s tiles: the convolution (NHWC, one group,
+// not depthwise or transposed) writes a temporary that only this ADD reads, the ADD adds it to a
+// tensor of the same shape (no broadcasting) that exists before the convolution runs
+// (`producer`: the operation writing each operand, or kNoFusion), and the scratchpad has room
+// for two tiles of that tensor beside the convolution's buffers.
+bool ModelCompiler::fusableAdd(uint32_t convOp, uint32_t addOp, const uint32_t* producer) const {
+    const OpPlan& cp = plans_[convOp];
+    const OpPlan& ap = plans_[addOp];
+    if (cp.type != hal::kOpConv2d || ap.type != hal::kOpAdd || ap.add.requantA || ap.add.requantB)
+        return false;
+    const ConvPlan& p = cp.conv;
+    if (p.depthwise || p.transposed || p.nchw || p.groups != 1) return false;
+    const uint32_t convOut = p.output;
+    if (model_.operands[convOut].lifetime != hal::kTemporary || ap.add.a == ap.add.b) return false;
+    if (ap.add.a != convOut && ap.add.b != convOut) return false;
+    const uint32_t other = ap.add.a == convOut ? ap.add.b : ap.add.a;
+    if (producer[other] != kNoFusion && producer[other] >= convOp) return false;
+    const OperandDesc& out = model_.operands[ap.add.output];
+    if (!sameDims(model_.operands[convOut], out) || !sameDims(model_.operands[other], out)) return false;
+    for (uint32_t o = 0; o < model_.operationCount; ++o) {  // the ADD is the only reader
+        const OperationDesc& op = model_.operations[o];
+        for (uint32_t i = 0; i < op.inputCount; ++i)
+            if (op.inputs[i] == convOut && o != addOp) return false;
+    }
+    return convBuffers(target_, p).fusedEnd() <= target_.scratchpadBytes;
+}
+
+// Fuses each residual ADD into the CONV_2D that feeds it (fusableAdd): the convolution's tiles
+// are added to the other input's tiles in the scratchpad and stored as the ADD's output, so the
+// convolution's output never goes to DRAM and back. Same commands on the same bytes as unfused
+// (REQUANT, then ADD), so the result is identical.
+FwStatus ModelCompiler::planFusion(Arena& scratch) {
+    const ModelDesc& m = model_;
+    fusedAdd_ = scratch.allocateArray<uint32_t>(m.operationCount);
+    fusedInto_ = scratch.allocateArray<uint32_t>(m.operationCount);
+    uint32_t* producer = scratch.allocateArray<uint32_t>(m.operandCount);
+    if (fusedAdd_ == nullptr || fusedInto_ == nullptr || producer == nullptr)
+        return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (fusion)");
+    for (uint32_t i = 0; i < m.operandCount; ++i) producer[i] = kNoFusion;
+    for (uint32_t o = 0; o < m.operationCount; ++o) {
+        fusedAdd_[o] = fusedInto_[o] = kNoFusion;
+        producer[m.operations[o].outputs[0]] = o;
+    }
+    for (uint32_t a = 0; a < m.operationCount; ++a) {
+        if (plans_[a].type != hal::kOpAdd) continue;
+        for (uint32_t input : {plans_[a].add.a, plans_[a].add.b}) {
+            const uint32_t c = producer[input];
+            if (c == kNoFusion || fusedAdd_[c] != kNoFusion || fusedInto_[a] != kNoFusion) continue;
+            if (!fusableAdd(c, a, producer)) continue;
+            fusedAdd_[c] = a;
+            fusedInto_[a] = c;
+        }
+    }
+    return FwStatus::okStatus();
+}
+
 // A RESHAPE or SQUEEZE whose output is a temporary and whose input is a temporary or a model
 // input needs no bytes moved: its output names the input's bytes (row-major either way).
 bool ModelCompiler::aliasesInput(uint32_t opIndex) const {
@@ -226,11 +342,14 @@ uint32_t macFlags(const OpPlan& plan) {
 // weight buffer each channel tile is a pipeline of its own, after a fence; so is each group.
 // With one row tile the input is loaded once per group and stays resident (residentInput,
 // op_plan.cpp).
-template <typename LoadIn, typename Compute, typename StoreOut>
+// `fused` (FusedHooks: a fused ADD) adds a load to each pair's load phase, after its input, and
+// work after each tile's REQUANT on the compute queue (which must leave plan.vec in the vector
+// unit); pair i uses buffers i % 2.
+template <typename LoadIn, typename Compute, typename StoreOut, typename Fused>
 void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout,
                               uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
                               uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
-                              Compute compute, StoreOut storeOut) {
+                              Compute compute, StoreOut storeOut, Fused fused) {
     const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
     const uint32_t channelTiles = (cout + coutTile - 1) / coutTile;
     // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
@@ -294,6 +413,7 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                 if ((base + t) % rowTiles == 0) loadWeights(c0, ct, wAddr);
                 if (!residentIn || base + t == 0)
                     loadIn((base + t) % rowTiles, inBuf[(base + t) % 2], c0, ct);
+                fused.load(base + t, (base + t) % rowTiles, c0, ct);
             },
             [&](uint32_t t) {
                 const uint32_t i = base + t;
@@ -313,6 +433,7 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                     isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
                 if (plan.channelScales == nullptr) {
                     w.emit(isa::makeRequant(r, flags));
+                    fused.afterRequant(i, outBuf[i % 2], rows, ct);
                     return;
                 }
                 // Per-channel: the vector unit holds one multiplier, so each output channel is
@@ -331,6 +452,7 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                     rc.outAddr = outBuf[i % 2] + co;
                     w.emit(isa::makeRequant(rc, flags));
                 }
+                fused.afterRequant(i, outBuf[i % 2], rows, ct);
             },
             [&](uint32_t t) {
                 uint32_t c0, ct, wAddr;
@@ -454,17 +576,21 @@ void emitUpsampledLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, ui
     }
 }
 
-void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
+void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan, uint32_t fusedAdd) {
     const ConvPlan& p = plan.conv;
     const uint32_t m = p.tiling.rowTile;
     const uint32_t tilesPerImage = (p.outH + m - 1) / m;
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
-    // Depthwise: the input tile holds the channel tile's channels; grouped: the group's.
-    const uint32_t inDepth = p.depthwise ? p.tiling.coutTile : p.cinGroup();
-    const uint64_t inCap =
-        align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + effH, p.inH) * p.inW * inDepth, 64);
-    const uint64_t outCap = align(uint64_t{m} * p.outW * p.tiling.coutTile, 64);
-    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
+    const ConvBuffers buffers = convBuffers(target_, p);
+    const uint64_t inCap = buffers.inCap, outCap = buffers.outCap;
+    const bool fused = fusedAdd != kNoFusion;
+    const AddPlan* add = fused ? &plans_[fusedAdd].add : nullptr;
+    const TensorRef in = ref(w, p.input), out = ref(w, fused ? add->output : p.output);
+    // A fused ADD's other input, in two tiles after the output tiles; the convolution's tile is
+    // ADD operand a or b as in the model.
+    const bool convIsA = fused && add->a == p.output;
+    const TensorRef other = fused ? ref(w, convIsA ? add->b : add->a) : TensorRef{};
+    const uint64_t otherBuf = buffers.weights + 2 * inCap + 2 * outCap;
     const uint32_t k = static_cast<uint32_t>(p.taps());
     const uint32_t cinG = p.cinGroup(), coutG = p.coutGroup();
     uint32_t g = 0;  // the group being emitted (GROUPED_CONV_2D; else 0)
@@ -481,6 +607,32 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
         *first = static_cast<uint32_t>(std::clamp<int64_t>(y0, 0, p.inH));
         *end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
         *padTop = *end > *first ? static_cast<uint32_t>(*first - y0) : 0;
+    };
+    // The output box of tile t (rows r0.. of image b, channels c0..c0+ct of group g) in DRAM,
+    // at scratchpad `sram`: where the tile is stored, and where a fused ADD's other input is read.
+    auto outputBox = [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
+        uint32_t b, r0, mt, first, end, padTop;
+        window(t, &b, &r0, &mt, &first, &end, &padTop);
+        isa::DmaBox box;
+        box.sramAddr = sram;
+        if (!p.nchw) {
+            box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + g * coutG + c0;
+            box.innerBytes = ct;
+            box.rows = mt * p.outW;
+            box.dramRowStride = p.cout;
+            box.sramRowStride = ct;
+        } else {
+            box.dramOffset =
+                (uint64_t{b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
+            box.innerBytes = 1;
+            box.rows = mt * p.outW;
+            box.dramRowStride = 1;
+            box.sramRowStride = ct;
+            box.planes = ct;
+            box.dramPlaneStride = p.outH * p.outW;
+            box.sramPlaneStride = 1;
+        }
+        return box;
     };
     for (; g < p.groups; ++g)
         emitMacOp(
@@ -535,29 +687,31 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan) {
                 return mt * p.outW;
             },
             [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-                uint32_t b, r0, mt, first, end, padTop;
-                window(t, &b, &r0, &mt, &first, &end, &padTop);
-                isa::DmaBox box;
-                box.sramAddr = sram;
-                if (!p.nchw) {
-                    box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + g * coutG + c0;
-                    box.innerBytes = ct;
-                    box.rows = mt * p.outW;
-                    box.dramRowStride = p.cout;
-                    box.sramRowStride = ct;
-                } else {
-                    box.dramOffset =
-                        (uint64_t{b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
-                    box.innerBytes = 1;
-                    box.rows = mt * p.outW;
-                    box.dramRowStride = 1;
-                    box.sramRowStride = ct;
-                    box.planes = ct;
-                    box.dramPlaneStride = p.outH * p.outW;
-                    box.sramPlaneStride = 1;
-                }
-                w.dma(Opcode::kDmaStore, out, box);
-            });
+                w.dma(Opcode::kDmaStore, out, outputBox(t, sram, c0, ct));
+            },
+            makeFusedHooks(
+                [&](uint32_t i, uint32_t t, uint32_t c0, uint32_t ct) {
+                    if (fused)
+                        w.dma(Opcode::kDmaLoad, other, outputBox(t, otherBuf + (i % 2) * outCap, c0, ct));
+                },
+                [&](uint32_t i, uint32_t outAddr, uint32_t rows, uint32_t ct) {
+                    if (!fused) return;
+                    // The ADD in place on the REQUANT's output tile, under the ADD's parameters.
+                    const uint32_t otherAddr = static_cast<uint32_t>(otherBuf + (i % 2) * outCap);
+                    isa::AddDesc d;
+                    d.rows = rows;
+                    d.cols = ct;
+                    d.aAddr = convIsA ? outAddr : otherAddr;
+                    d.bAddr = convIsA ? otherAddr : outAddr;
+                    d.aRowStride = d.bRowStride = d.outRowStride = ct;
+                    d.aColStride = d.bColStride = 1;
+                    d.outAddr = outAddr;
+                    w.emit(isa::makeVecParams(plans_[fusedAdd].vec));
+                    w.emit(isa::makeAdd(d, plans_[fusedAdd].signedIn
+                                               ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut
+                                               : 0u));
+                    w.emit(isa::makeVecParams(plan.vec));
+                }));
 }
 
 void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
@@ -601,7 +755,9 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
             box.dramRowStride = p.units;
             box.sramRowStride = ct;
             w.dma(Opcode::kDmaStore, out, box);
-        });
+        },
+        makeFusedHooks([](uint32_t, uint32_t, uint32_t, uint32_t) {},
+                       [](uint32_t, uint32_t, uint32_t, uint32_t) {}));
 }
 
 void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
@@ -992,7 +1148,7 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpDepthwiseConv2d:
             case hal::kOpGroupedConv2d:
             case hal::kOpTransposeConv2d:
-                emitConv(w, plan);
+                emitConv(w, plan, fusedAdd_[o]);
                 break;
             case hal::kOpFullyConnected:
                 emitFc(w, plan);
@@ -1003,7 +1159,7 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpMaximum:
             case hal::kOpMinimum:
             case hal::kOpPrelu:
-                emitAdd(w, plan);
+                if (fusedInto_[o] == kNoFusion) emitAdd(w, plan);  // else its convolution did it
                 break;
             case hal::kOpTranspose:
             case hal::kOpSpaceToDepth:
@@ -1078,6 +1234,7 @@ FwStatus ModelCompiler::planAll(Arena& scratch) {
                                   o, tilings_[o].coutTile, tilings_[o].rowTile);
         applyTiling(&plans_[o], tilings_[o]);
     }
+    if (!(st = planFusion(scratch)).ok()) return st;
     return planMemory(scratch);
 }
 

@@ -1218,3 +1218,88 @@ TEST_CASE("CONV_2D and FULLY_CONNECTED too large for the scratchpad are refused,
         expectRefused(h, mb, "FULLY_CONNECTED", "input_size 3000 does not fit the scratchpad");
     }
 }
+
+namespace {
+
+// A residual block: y = ADD(CONV_2D(x) [+ a 1x1 CONV_2D before it], skip), skip the model input x
+// or the output of the first convolution. With `observeConv` the convolution's output is also a
+// model output, so the ADD cannot be fused (the bytes must reach DRAM): the unfused twin.
+struct Residual {
+    uint32_t n, h, w, c;
+    bool skipIsInput, convFirst, isSigned;
+};
+Run runResidual(const Residual& b, bool observeConv, uint32_t seed, npu::sim::HwConfig hw,
+                uint32_t* addCycles) {
+    Harness h(hw);
+    REQUIRE(h.runtime.init().ok());
+    std::mt19937 rng(seed);
+    const int zs = b.isSigned ? -128 : 0;
+    const uint32_t type = b.isSigned ? 14 : 5;  // TENSOR_QUANT8_ASYMM(_SIGNED)
+    const Quant qx{0.1f, 120 + zs}, qc{0.15f, 110 + zs}, qy{0.2f, 125 + zs};
+    ModelBuilder mb(h);
+    const std::vector<uint32_t> dims = {b.n, b.h, b.w, b.c};
+    const uint32_t x = mb.input(dims, qx, type);
+    auto conv = [&](uint32_t in, uint32_t kh, Quant out, bool output) {
+        static std::vector<std::vector<uint8_t>> keep;  // constants outlive the model
+        keep.push_back(randomBytes(rng, size_t(b.c) * kh * kh * b.c));
+        const std::vector<int32_t> bias = randomBias(rng, b.c, 200);
+        keep.emplace_back(reinterpret_cast<const uint8_t*>(bias.data()),
+                          reinterpret_cast<const uint8_t*>(bias.data()) + 4 * b.c);
+        const uint32_t f = mb.constant(type, {b.c, kh, kh, b.c}, 0.01f, 3 + zs, keep[keep.size() - 2].data(),
+                                       keep[keep.size() - 2].size());
+        const uint32_t bo = mb.constant(4, {b.c}, 0.1f * 0.01f, 0, keep.back().data(), 4 * b.c);
+        const uint32_t y = output ? mb.output(dims, out, type) : mb.temp(dims, out, type);
+        mb.op(kConv, {in, f, bo, mb.i32(1), mb.i32(1), mb.i32(1), mb.i32(0)}, {y});
+        return y;
+    };
+    const uint32_t first = b.convFirst ? conv(x, 1, qx, false) : x;
+    const uint32_t t = conv(first, 3, qc, observeConv);
+    const uint32_t skip = b.skipIsInput ? x : first;
+    const uint32_t y = mb.output(dims, qy, type);
+    mb.op(kAdd, {seed % 2 == 0 ? t : skip, seed % 2 == 0 ? skip : t, mb.i32(1)}, {y});
+    Arena scratch(h.scratchMem.data(), h.scratchMem.size());
+    BlobInfo info;
+    const FwStatus st = h.runtime.prepare(mb.build(), scratch, &info);
+    INFO(st.message);
+    REQUIRE(st.ok());
+    const size_t bytes = size_t(b.n) * b.h * b.w * b.c;
+    std::vector<size_t> outs = {bytes};
+    if (observeConv) outs.insert(outs.begin(), bytes);
+    Run r = execute(h, info, {randomBytes(rng, bytes)}, outs);
+    REQUIRE(r.status.ok());
+    if (observeConv) r.outputs.erase(r.outputs.begin());  // keep y only
+    const uint32_t addOp = b.convFirst ? 2 : 1;
+    REQUIRE(r.result.profileCount > addOp);
+    *addCycles = static_cast<uint32_t>(r.result.profile[addOp].cycles);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("a residual ADD fused into its CONV_2D's store gives the unfused bytes") {
+    npu::sim::HwConfig small;
+    small.scratchpadBytes = 16 << 10;
+    small.accumulatorBytes = 4 << 10;
+    small.arrayRows = small.arrayCols = 8;
+    const Residual blocks[] = {
+        {1, 6, 7, 8, true, false, false},    // skip = the model input
+        {2, 9, 5, 12, false, true, false},   // skip = an earlier convolution's output, two images
+        {1, 11, 13, 24, true, true, true},   // int8, several row and channel tiles on `small`
+        {1, 20, 17, 16, false, true, true},  // int8, several row tiles
+    };
+    uint32_t seed = 700;
+    for (const Residual& b : blocks) {
+        for (const npu::sim::HwConfig& hw : {npu::sim::HwConfig{}, small}) {
+            for (int order = 0; order < 2; ++order, ++seed) {  // the convolution as ADD input a, then b
+                INFO("block " << b.h << "x" << b.w << "x" << b.c << " seed " << seed << " scratchpad "
+                              << hw.scratchpadBytes);
+                uint32_t fusedAdd = 1, unfusedAdd = 0;
+                const Run fused = runResidual(b, false, seed, hw, &fusedAdd);
+                const Run unfused = runResidual(b, true, seed, hw, &unfusedAdd);
+                CHECK(fused.outputs[0] == unfused.outputs[0]);
+                CHECK(fusedAdd == 0);   // the ADD emits nothing: its convolution did it
+                CHECK(unfusedAdd > 0);  // the twin really ran it on its own
+            }
+        }
+    }
+}
