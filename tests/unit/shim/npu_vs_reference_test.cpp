@@ -787,7 +787,8 @@ uint32_t addSameConv(RandomModel& m, uint32_t x, uint32_t cout) {
 }
 
 // One to three residual blocks as in MobileNet-v2: an optional 1x1 expansion, a shape-keeping
-// CONV_2D back to the block's depth, and ADD(convolution, block input) in either order.
+// CONV_2D back to the block's depth, and ADD(convolution, block input) in either order; now and
+// then the convolution's output is also a model output.
 framework::TestCase randomResidualModel(uint32_t seed) {
     RandomModel m(seed);
     const OperandType type =
@@ -800,6 +801,9 @@ framework::TestCase randomResidualModel(uint32_t seed) {
     for (int i = 0; i < blocks; ++i) {
         const uint32_t expanded = m.coin() ? addSameConv(m, x, c * uint32_t(m.uniform(1, 4))) : x;
         const uint32_t y = addSameConv(m, expanded, c);
+        // Now and then the convolution's output is a model output too, which the ADD then reads
+        // back from the output buffer (no fusion: its bytes must reach DRAM).
+        if (m.uniform(0, 3) == 0) m.markOutput(y);
         const hal::Operand in = m.at(x);
         const float os = std::max(in.scale, m.at(y).scale) * m.uniformReal(0.7f, 3.0f);
         const uint32_t sum =
