@@ -199,6 +199,50 @@ private:
     void handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length);
     void dispatch(const Entry& entry, const uint8_t* payload);
 
+    // One request being served: its method, the decoded request (in the arena; null for methods
+    // that decode their own payload) and the raw payload.
+    struct Call {
+        uint64_t id;
+        uint8_t method;
+        const char* name;
+        void* request;
+        const uint8_t* payload;
+        uint32_t length;
+    };
+    // The method table (pw_rpc style): one row per method, its request message (decoded by
+    // dispatch(), one decode-or-error path) and its handler.
+    struct Method {
+        uint32_t id;
+        const char* name;
+        const pb_msgdesc_t* requestFields;  // null: no request, or the handler decodes the payload
+        size_t requestSize;
+        const char* requestLabel;  // message name in decode errors ("" for none)
+        void (RpcServer::*handler)(const Call& call);
+    };
+    static const Method kMethods[];
+    static const Method* findMethod(uint32_t id);
+    static const char* methodName(uint32_t id);  // null for methods the firmware does not serve
+
+    template <typename T>
+    T* replyFor(const Call& call);  // zeroed reply in the arena; sends the out-of-memory error if not
+    void noMemory(const Call& call);
+    void onHello(const Call& call);
+    void onGetCapabilities(const Call& call);
+    void onGetSupportedOperations(const Call& call);
+    void onPrepareModel(const Call& call);
+    void onPrepareFromCache(const Call& call);
+    void sendPrepareReply(const Call& call, npu_proto_PrepareModelReply* reply, const FwStatus& status,
+                          const BlobInfo& info);
+    void onFetchBlob(const Call& call);
+    void onRelease(const Call& call);
+    void onExecute(const Call& call);
+    void onAllocateBuffer(const Call& call);
+    void onBufferCopy(const Call& call);
+    void onPing(const Call& call);
+    void onReset(const Call& call);
+    void onInjectFaults(const Call& call);
+    void onGetCounters(const Call& call);
+
     // Encodes `reply` (nanopb `fields`) and sends it as the response to callId.
     void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);
     void sendError(uint64_t callId, Code code, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
