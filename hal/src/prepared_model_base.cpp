@@ -289,11 +289,14 @@ Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
         const uint32_t p = arg.location.poolIndex;
         if (arg.hasNoValue || !poolBuffer[p]) return {};
         std::vector<uint32_t> dims;
-        auto memory = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
-                                      : poolBuffer[p]->output(arg.dimensions, dims));
-        resolved.pools[p] = memory;
+        auto pool = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
+                                    : poolBuffer[p]->output(arg.dimensions, dims));
         const auto bytes = tensorByteSize(poolBuffer[p]->operandType(), dims);
-        arg.location = {p, 0, static_cast<uint32_t>(isInput ? bytes.value_or(0) : memory->size()), 0};
+        arg.location = {p, 0, 0, 0};  // a device token's location
+        if (const auto* memory = std::get_if<std::shared_ptr<Memory>>(&pool)) {
+            arg.location.length = static_cast<uint32_t>(isInput ? bytes.value_or(0) : (*memory)->size());
+        }
+        resolved.pools[p] = std::move(pool);
         arg.dimensions = bytes ? dims : std::vector<uint32_t>{};
         return {};
     };

@@ -51,6 +51,7 @@ void toIoArg(const npu_proto_Argument& a, IoArg* out) {
     out->length = a.length;
     out->rank = a.dimensions_count;
     for (uint32_t i = 0; i < out->rank; ++i) out->dims[i] = a.dimensions[i];
+    out->bufferToken = a.buffer_token;  // deviceBuffer stays false: only the runtime binds
 }
 
 }  // namespace

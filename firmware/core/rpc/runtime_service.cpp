@@ -118,29 +118,41 @@ FwStatus RuntimeService::releaseModel(uint32_t handle) {
     return runtime_.release(handle);
 }
 
-FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
-                                 const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
-    return runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result,
-                            r.measure_timing);
+FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, IoArg* inputs, uint32_t inputCount,
+                                 IoArg* outputs, uint32_t outputCount, ExecResult* result) {
+    FwStatus st = runtime_.bindBuffers(session_, r.model_handle, inputs, inputCount, outputs, outputCount);
+    if (!st.ok()) return st;
+    st = runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result, r.measure_timing);
+    if (st.ok()) runtime_.buffersWritten(outputs, outputCount);
+    return st;
 }
 
-FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, uint32_t*) {
-    return FwStatus::make(Code::kGeneralFailure,
-                          "AllocateBuffer: memory domains are not supported by this firmware");
+FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {
+    BufferRole roles[kMaxBufferRoles];
+    BufferSpec spec;
+    spec.session = session_;
+    spec.type = r.type;
+    spec.rank = r.dimensions_count;
+    for (uint32_t k = 0; k < spec.rank && k < kMaxRank; ++k) spec.dims[k] = r.dimensions[k];
+    spec.bytes = r.bytes;
+    spec.roleCount = r.roles_count;
+    for (uint32_t i = 0; i < r.roles_count && i < kMaxBufferRoles; ++i) {
+        roles[i] = {r.roles[i].model_handle, r.roles[i].input, r.roles[i].io_index};
+    }
+    spec.roles = roles;
+    return runtime_.allocateBuffer(spec, token);
 }
+
 FwStatus RuntimeService::releaseBuffer(uint32_t token) {
-    return FwStatus::make(Code::kInvalidArgument,
-                          "ReleaseBuffer: unknown buffer token %" PRIu32
-                          " (memory domains are not "
-                          "supported by this firmware)",
-                          token);
+    return runtime_.releaseBuffer(session_, token);
 }
+
 FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
-    return FwStatus::make(Code::kInvalidArgument,
-                          "BufferCopy: unknown buffer token %" PRIu32
-                          " (memory domains are not "
-                          "supported by this firmware)",
-                          r.buffer_token);
+    if (r.to_device) {
+        return runtime_.writeBuffer(session_, r.buffer_token, r.addr, r.length, r.dimensions_count,
+                                    r.dimensions);
+    }
+    return runtime_.readBuffer(session_, r.buffer_token, r.addr, r.length);
 }
 
 FwStatus RuntimeService::reset() {
@@ -152,6 +164,10 @@ void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.arena_bytes", runtime_.arenaBytes());
     appendCounter(reply, "runtime.arena_peak_bytes", runtime_.arenaPeakBytes());
     appendCounter(reply, "runtime.compile_scratch_high_water_bytes", runtime_.compileScratchHighWater());
+    appendCounter(reply, "runtime.dram_bytes_in_use", runtime_.dramBytesInUse());
+    appendCounter(reply, "runtime.buffers", runtime_.buffersInUse());
+    appendCounter(reply, "runtime.buffer_bytes", runtime_.bufferBytes());
+    appendCounter(reply, "runtime.copied_bytes", runtime_.copiedBytes());
 }
 
 }  // namespace npu::fw

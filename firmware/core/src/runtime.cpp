@@ -5,6 +5,7 @@
 #include <new>
 
 #include "blob_store.h"
+#include "buffer_table.h"
 #include "compiler.h"
 #include "dram_allocator.h"
 #include "executor.h"
@@ -24,6 +25,21 @@ struct Runtime::Impl {
     HardwareInfo hw;
     DramAllocator dram;
     BlobStore store;
+    BufferTable buffers;
+    uint64_t copiedBytes = 0;  // GetCounters: tensor bytes staged in the host window
+
+    // [addr, +length) inside the host window, where the host stages client memory.
+    FwStatus checkWindow(const char* what, uint64_t addr, uint64_t length) const {
+        const uint64_t size = platform.dramSize();
+        if (addr < config.firmwareDramBytes || addr > size || length > size - addr) {
+            return FwStatus::make(
+                Code::kInvalidArgument, "%s: [0x%llx, +%llu) is outside the host window [0x%llx, 0x%llx)",
+                what, static_cast<unsigned long long>(addr), static_cast<unsigned long long>(length),
+                static_cast<unsigned long long>(config.firmwareDramBytes),
+                static_cast<unsigned long long>(size));
+        }
+        return FwStatus::okStatus();
+    }
 
     CompileTarget target() const {
         CompileTarget t;
@@ -110,7 +126,7 @@ FwStatus Runtime::init() {
             static_cast<unsigned long long>(fw), static_cast<unsigned long long>(p.dramSize()));
     }
     if (!s.initialized) {
-        if (!s.dram.init(s.arena, 0, fw) || !s.store.init(s.arena)) {
+        if (!s.dram.init(s.arena, 0, fw) || !s.store.init(s.arena) || !s.buffers.init(s.arena)) {
             return FwStatus::make(Code::kResourceExhaustedPersistent,
                                   "runtime: arena too small for the blob store tables");
         }
@@ -311,15 +327,90 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
                                impl_->config.irqTimeoutUs, detailedProfile};
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
+    // The host copied the inputs staged in the window in, and copies the outputs out once they
+    // are computed; a driver-managed buffer moves nothing.
+    auto staged = [](const IoArg* args, uint32_t count) {
+        uint64_t n = 0;
+        for (uint32_t i = 0; args != nullptr && i < count; ++i) {
+            if (!args[i].hasNoValue && !args[i].deviceBuffer) n += args[i].length;
+        }
+        return n;
+    };
+    impl_->copiedBytes += staged(inputs, inputCount);
+    if (status.ok()) impl_->copiedBytes += staged(outputs, outputCount);
     return status;
 }
 
 FwStatus Runtime::reset() {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     impl_->store.clear(impl_->dram);
+    impl_->buffers.clear();
     impl_->dram.clear();
     resetNpu(impl_->platform);
     return FwStatus::okStatus();
+}
+
+// ---- memory domains ---------------------------------------------------------------------------
+
+FwStatus Runtime::allocateBuffer(const BufferSpec& spec, uint32_t* token) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    return impl_->buffers.allocate(spec, impl_->store, impl_->dram, token);
+}
+
+FwStatus Runtime::releaseBuffer(uint32_t session, uint32_t token) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    return impl_->buffers.release(session, token, impl_->dram);
+}
+
+FwStatus Runtime::writeBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length, uint32_t rank,
+                              const uint32_t* dims) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    FwStatus st = impl_->checkWindow("BufferCopy to the device", addr, length);
+    if (!st.ok()) return st;
+    uint8_t* dram = impl_->platform.dram();
+    st = impl_->buffers.write(session, token, dram, length, rank, dims, dram + addr);
+    if (st.ok()) impl_->copiedBytes += length;
+    return st;
+}
+
+FwStatus Runtime::readBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    FwStatus st = impl_->checkWindow("BufferCopy from the device", addr, length);
+    if (!st.ok()) return st;
+    uint8_t* dram = impl_->platform.dram();
+    st = impl_->buffers.read(session, token, dram, length, dram + addr);
+    if (st.ok()) impl_->copiedBytes += length;
+    return st;
+}
+
+uint32_t Runtime::releaseSessionBuffers(uint32_t session) {
+    if (impl_ == nullptr || !impl_->initialized) return 0;
+    return impl_->buffers.releaseSession(session, impl_->dram);
+}
+
+FwStatus Runtime::bindBuffers(uint32_t session, uint32_t handle, IoArg* inputs, uint32_t inputCount,
+                              IoArg* outputs, uint32_t outputCount) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    if (impl_->store.find(handle) == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
+    return impl_->buffers.bind(session, handle, inputs, inputCount, outputs, outputCount);
+}
+
+void Runtime::buffersWritten(const IoArg* outputs, uint32_t outputCount) {
+    if (impl_ != nullptr) impl_->buffers.written(outputs, outputCount);
+}
+
+uint32_t Runtime::buffersInUse() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->buffers.count() : 0;
+}
+uint64_t Runtime::bufferBytes() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->buffers.bytes() : 0;
+}
+uint64_t Runtime::dramBytesInUse() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->dram.bytesInUse() : 0;
+}
+uint64_t Runtime::copiedBytes() const {
+    return impl_ != nullptr ? impl_->copiedBytes : 0;
 }
 
 bool Runtime::claimsOperandType(uint32_t type) {

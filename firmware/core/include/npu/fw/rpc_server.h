@@ -46,9 +46,9 @@ public:
     virtual FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request,
                                npu_proto_FetchBlobReply* reply) = 0;
     virtual FwStatus releaseModel(uint32_t handle) = 0;
-    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs,
-                             uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
-                             ExecResult* result) = 0;
+    // `inputs` and `outputs` may be rewritten (driver-managed buffers bound to their memory).
+    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, IoArg* inputs, uint32_t inputCount,
+                             IoArg* outputs, uint32_t outputCount, ExecResult* result) = 0;
     virtual FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) = 0;
     virtual FwStatus releaseBuffer(uint32_t token) = 0;
     virtual FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) = 0;
@@ -61,8 +61,7 @@ protected:
     ~Service() = default;
 };
 
-// Service over the firmware Runtime. Memory domains (Allocate/Release/BufferCopy) are not
-// implemented by the runtime yet and answer GENERAL_FAILURE saying so.
+// Service over the firmware Runtime.
 class RuntimeService final : public Service {
 public:
     RuntimeService(Runtime& runtime, Platform& platform, uint64_t hostWindowAddr, uint64_t hostWindowBytes)
@@ -80,14 +79,19 @@ public:
                               BlobInfo* info) override;
     FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) override;
     FwStatus releaseModel(uint32_t handle) override;
-    FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
-                     const IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
+    FwStatus execute(const npu_proto_ExecuteRequest& request, IoArg* inputs, uint32_t inputCount,
+                     IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
     FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) override;
     FwStatus releaseBuffer(uint32_t token) override;
     FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) override;
     FwStatus reset() override;
     void counters(npu_proto_CountersReply* reply) override;
     uint64_t uptimeUs() override { return platform_.nowUs() - startUs_; }
+
+    // The client whose request is being served: owner of the buffers it allocates, and the
+    // only one that finds them (0 while one firmware serves one client).
+    void setSession(uint32_t session) { session_ = session; }
+    uint32_t session() const { return session_; }
 
 private:
     // True iff [addr, addr + length) lies inside device DRAM.
@@ -98,6 +102,7 @@ private:
     uint64_t windowAddr_;
     uint64_t windowBytes_;
     uint64_t startUs_;
+    uint32_t session_ = 0;
 };
 
 // Appends one counter to a GetCounters reply; false (and nothing added) when the reply is full.

@@ -81,6 +81,32 @@ struct IoArg {
     uint32_t length = 0;  // bytes available
     uint32_t rank = 0;    // 0 = the model's dimensions
     uint32_t dims[kMaxRank] = {};
+    // Memory domains: non-zero names a driver-managed buffer instead of addr. Runtime::bindBuffers
+    // checks it and points addr at the buffer's firmware memory (deviceBuffer), the only way an
+    // argument may lie outside the host window.
+    uint32_t bufferToken = 0;
+    bool deviceBuffer = false;
+};
+
+// ---- Memory domains: driver-managed buffers in firmware DRAM ---------------------------------
+inline constexpr uint32_t kMaxBuffers = 64;
+inline constexpr uint32_t kMaxBufferRoles = 16;
+
+// One use a buffer may serve: input or output `ioIndex` of the prepared model `modelHandle`.
+struct BufferRole {
+    uint32_t modelHandle = 0;
+    bool input = true;
+    uint32_t ioIndex = 0;
+};
+
+struct BufferSpec {
+    uint32_t session = 0;  // the owner: only its calls can use, copy or release the buffer
+    uint32_t type = 0;     // HAL OperandType, as the host says (the blob records bytes only)
+    uint32_t rank = 0;     // 0 = the roles'
+    uint32_t dims[kMaxRank] = {};
+    uint64_t bytes = 0;  // 0 = the roles'
+    const BufferRole* roles = nullptr;
+    uint32_t roleCount = 0;
 };
 
 struct OpProfile {
@@ -180,8 +206,34 @@ public:
     // reads, which cost a mailbox round trip each on the emulated SoC).
     FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
                      uint32_t outputCount, ExecResult* result, bool detailedProfile = false);
-    // Drops every blob and resets the NPU.
+    // Drops every blob and buffer and resets the NPU.
     FwStatus reset();
+
+    // Memory domains (docs/execution.md). A buffer is sized by its roles (every role must agree
+    // on the dimensions, and the spec's with them), lives in firmware DRAM, and is found only by
+    // its owner's calls. write/read copy between the host window [addr, +length) and the buffer
+    // (copyFrom / copyTo); length must be the tensor's bytes. Errors name the token and the role
+    // or argument.
+    FwStatus allocateBuffer(const BufferSpec& spec, uint32_t* token);
+    FwStatus releaseBuffer(uint32_t session, uint32_t token);
+    FwStatus writeBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length, uint32_t rank,
+                         const uint32_t* dims);
+    FwStatus readBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length);
+    // Frees every buffer of a session (its client went away); returns how many.
+    uint32_t releaseSessionBuffers(uint32_t session);
+    // Points each argument naming a buffer at its firmware memory, after checking the buffer's
+    // owner, roles (this model, input or output, index), data (an input must hold some) and
+    // dimensions; one buffer cannot be an input and an output of one execution.
+    FwStatus bindBuffers(uint32_t session, uint32_t handle, IoArg* inputs, uint32_t inputCount,
+                         IoArg* outputs, uint32_t outputCount);
+    // After a successful execution: the output buffers hold data.
+    void buffersWritten(const IoArg* outputs, uint32_t outputCount);
+    uint32_t buffersInUse() const;
+    uint64_t bufferBytes() const;
+    uint64_t dramBytesInUse() const;
+    // Tensor bytes copied between client memory and device memory: execution arguments staged
+    // in the host window (inputs when run, outputs when they succeed) and buffer copies.
+    uint64_t copiedBytes() const;
 
     // Blob store access beyond prepare/release (additions of the foundation issue):
     // loadBlob validates a blob image (e.g. from a cache file) completely and holds it;
