@@ -56,7 +56,7 @@ FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* suppo
 
 FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                       Arena& scratch, BlobInfo* info) {
-    return runtime_.prepare(model, scratch, info, !request.no_autotune);
+    return runtime_.prepare(model, scratch, info, !request.no_autotune, request.preference);
 }
 
 FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch,

@@ -151,13 +151,18 @@ FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported, A
     return claimOperations(impl_->target(), model, limits, impl_->arena, supported);
 }
 
-FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune) {
+FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune,
+                          uint32_t preference) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (info == nullptr) return FwStatus::make(Code::kInvalidArgument, "prepare: no BlobInfo");
     MacTiling* tilings = nullptr;
     TuningOutcome tuning;
     if (impl_->config.autotune && allowAutotune) {
-        FwStatus st = tune(model, scratch, &tilings, &tuning);
+        // FAST_SINGLE_ANSWER: the fewest cycles. SUSTAINED_SPEED and LOW_POWER: the least DRAM
+        // traffic (a sustained or battery-bound workload is limited by memory bandwidth and
+        // energy, which DRAM transfers dominate), ties broken by cycles. docs/firmware.md.
+        const bool leastTraffic = preference != kPreferFastSingleAnswer;
+        FwStatus st = tune(model, scratch, leastTraffic, &tilings, &tuning);
         if (!st.ok()) return st;
     }
     const uint8_t* image = nullptr;
@@ -178,7 +183,8 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
 // min(k, count_o - 1)) on scratch inputs in firmware DRAM, and keeps, per operation, the tiling
 // of the run in which that operation took the fewest cycles. Operations run one after another
 // with a fence between them, so one operation's tiling does not change another's cycles.
-FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome) {
+FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic, MacTiling** tilings,
+                       TuningOutcome* outcome) {
     Impl& s = *impl_;
     const CompileTarget target = s.target();
     const uint32_t ops = model.operationCount;
@@ -189,11 +195,13 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     MacTiling* candidates = scratch.allocateArray<MacTiling>(size_t{ops} * kMaxTilingCandidates);
     uint32_t* counts = scratch.allocateArray<uint32_t>(ops);
     uint64_t* bestCycles = scratch.allocateArray<uint64_t>(ops);
+    uint64_t* bestCost = scratch.allocateArray<uint64_t>(ops);  // cycles, or DRAM bytes
     uint64_t* greedyCycles = scratch.allocateArray<uint64_t>(ops);
     ExecResult* result = scratch.allocateArray<ExecResult>(1);
     IoArg* io = scratch.allocateArray<IoArg>(kMaxIo * 2);
     if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr ||
-        bestCycles == nullptr || greedyCycles == nullptr || result == nullptr || io == nullptr) {
+        bestCycles == nullptr || bestCost == nullptr || greedyCycles == nullptr || result == nullptr ||
+        io == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
                               "compiler scratch exhausted (autotuning tables)");
     }
@@ -204,7 +212,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         if (!st.ok()) return st;  // the same message the compiler would give
         rounds = counts[o] > rounds ? counts[o] : rounds;
         best[o] = {};
-        bestCycles[o] = greedyCycles[o] = UINT64_MAX;
+        bestCycles[o] = bestCost[o] = greedyCycles[o] = UINT64_MAX;
     }
     if (rounds <= 1 || model.inputCount > kMaxIo || model.outputCount > kMaxIo) return FwStatus::okStatus();
 
@@ -232,7 +240,8 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     }
 
     const uint64_t start = s.platform.nowUs();
-    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, false};
+    // DRAM traffic is read from the PMU's detailed per-operation counters.
+    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, leastTraffic};
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
@@ -262,11 +271,15 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         ++outcome->trials;
         uint64_t total = 0;
         for (uint32_t i = 0; i < result->profileCount && i < ops; ++i) {
-            const uint32_t o = result->profile[i].operationIndex;
-            total += result->profile[i].cycles;
-            if (o < ops && k == 0) greedyCycles[o] = result->profile[i].cycles;
-            if (o < ops && counts[o] > k && result->profile[i].cycles < bestCycles[o]) {
-                bestCycles[o] = result->profile[i].cycles;
+            const OpProfile& p = result->profile[i];
+            const uint32_t o = p.operationIndex;
+            const uint64_t cost = leastTraffic ? p.dramReadBytes + p.dramWriteBytes : p.cycles;
+            total += p.cycles;
+            if (o < ops && k == 0) greedyCycles[o] = p.cycles;
+            if (o < ops && counts[o] > k &&
+                (cost < bestCost[o] || (cost == bestCost[o] && p.cycles < bestCycles[o]))) {
+                bestCost[o] = cost;
+                bestCycles[o] = p.cycles;
                 best[o] = trial[o];
             }
         }
@@ -275,11 +288,12 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     s.dram.free(block);
     if (!status.ok()) return status;
     if (outcome->trials > 1) {
-        // The greedy run's total, less what each tuned operation saved.
+        // The greedy run's total with each tuned operation's cycles in place of its greedy ones
+        // (fewer for the fewest-cycles goal; possibly more for the least-traffic one).
         outcome->tunedCycles = outcome->greedyCycles;
         for (uint32_t o = 0; o < ops; ++o) {
-            if (counts[o] > 0 && bestCycles[o] < greedyCycles[o] && greedyCycles[o] != UINT64_MAX) {
-                outcome->tunedCycles -= greedyCycles[o] - bestCycles[o];
+            if (counts[o] > 0 && bestCycles[o] != UINT64_MAX && greedyCycles[o] != UINT64_MAX) {
+                outcome->tunedCycles = outcome->tunedCycles - greedyCycles[o] + bestCycles[o];
             }
         }
         *tilings = best;

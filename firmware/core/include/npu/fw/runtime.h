@@ -182,6 +182,11 @@ struct RuntimeConfig {
     uint32_t tuneBudgetUs = 2'000'000;
 };
 
+// HAL ExecutionPreference (PrepareModelRequest.preference).
+inline constexpr uint32_t kPreferLowPower = 0;
+inline constexpr uint32_t kPreferFastSingleAnswer = 1;
+inline constexpr uint32_t kPreferSustainedSpeed = 2;
+
 struct MacTiling;  // compiler internals (core/src/compiler.h)
 
 class Runtime {
@@ -199,8 +204,10 @@ public:
     FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch = nullptr);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
     // temporaries and is released by the caller afterwards. Autotunes when the config and
-    // `allowAutotune` both allow it.
-    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true);
+    // `allowAutotune` both allow it, for the goal `preference` (HAL ExecutionPreference) sets:
+    // FAST_SINGLE_ANSWER the fewest cycles, SUSTAINED_SPEED and LOW_POWER the least DRAM traffic.
+    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true,
+                     uint32_t preference = kPreferFastSingleAnswer);
     FwStatus release(uint32_t handle);
     // detailedProfile: also read the PMU's DMA and unit counters per operation (more register
     // reads, which cost a mailbox round trip each on the emulated SoC).
@@ -259,7 +266,8 @@ private:
         uint32_t trials = 0;
         uint64_t greedyCycles = 0, tunedCycles = 0;
     };
-    FwStatus tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome);
+    FwStatus tune(const ModelDesc& model, Arena& scratch, bool leastTraffic, MacTiling** tilings,
+                  TuningOutcome* outcome);
     Impl* impl_;  // lives in the arena
 };
 
