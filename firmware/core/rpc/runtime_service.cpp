@@ -17,23 +17,28 @@ bool RuntimeService::inDram(uint64_t addr, uint64_t length) const {
 void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
     const HardwareInfo hw = runtime_.hardwareInfo();
     reply->has_status = true;
-    // Relative figures (NNAPI: lower is better, 1.0 = the CPU): the NPU is quoted as faster and
-    // cheaper for what it runs; FLT_MAX (the HAL's "unsupported") for the rest: it runs no float
-    // (so no relaxed float) and no control flow.
-    const npu_proto_PerformanceInfo fast = {0.1f, 0.1f};
+    // Relative figures (NNAPI: lower is better, 1.0 = the CPU), measured by the runtime on
+    // reference workloads (docs/firmware.md, "Capabilities"). FLT_MAX (the HAL's "unsupported")
+    // for what the NPU does not run: float (so no relaxed float) and control flow.
     const npu_proto_PerformanceInfo unsupported = {FLT_MAX, FLT_MAX};
     reply->has_relaxed_scalar = reply->has_relaxed_tensor = true;
     reply->relaxed_scalar = reply->relaxed_tensor = unsupported;
     reply->has_if_performance = reply->has_while_performance = true;
     reply->if_performance = reply->while_performance = unsupported;
-    // Every HAL operand type, sorted (the HAL's nonExtensionOperandPerformance): the types the
-    // compiler takes are quoted as fast, the others as unsupported (FLT_MAX).
+    // Every HAL operand type, sorted (the HAL's nonExtensionOperandPerformance).
     constexpr uint32_t kLastOperandType = 15;  // SUBGRAPH
     for (uint32_t t = 0; t <= kLastOperandType; ++t) {
+        PerformanceFigure figure;
+        FwStatus st = runtime_.performance(t, &figure);
+        if (!st.ok()) {
+            reply->status.code = static_cast<uint32_t>(st.code);
+            std::snprintf(reply->status.message, sizeof(reply->status.message), "%s", st.message);
+            return;
+        }
         npu_proto_OperandPerformance& p = reply->operand_performance[reply->operand_performance_count++];
         p.type = t;
         p.has_info = true;
-        p.info = Runtime::claimsOperandType(t) ? fast : unsupported;
+        p.info = {figure.execTime, figure.powerUsage};
     }
     reply->has_hw = true;
     reply->hw.clock_hz = hw.clockHz;

@@ -1,5 +1,6 @@
 #include "npu/fw/runtime.h"
 
+#include <cfloat>
 #include <cinttypes>
 #include <cstring>
 #include <new>
@@ -12,6 +13,7 @@
 #include "hwsim/isa/registers.h"
 #include "model_claim.h"
 #include "op_plan.h"
+#include "performance_probe.h"
 
 namespace npu::fw {
 
@@ -27,6 +29,24 @@ struct Runtime::Impl {
     BlobStore store;
     BufferTable buffers;
     uint64_t copiedBytes = 0;  // GetCounters: tensor bytes staged in the host window
+    // Capabilities, measured at the first init(): [0] uint8 data, [1] int8 data.
+    WorkloadFigures performance[2];
+    FwStatus performanceStatus = FwStatus::make(Code::kDeviceUnavailable, "performance not measured yet");
+
+    // The reference workloads, in the runtime arena's free part (released after) and firmware
+    // DRAM (empty at the first init).
+    void measurePerformance() {
+        CompileTarget t = target();
+        t.hostWindowBase = 0;
+        const ProbeContext ctx{t, platform, dram, store, limits(), hw.clockHz, config.irqTimeoutUs};
+        const size_t mark = arena.mark();
+        const uint32_t types[] = {hal::kTensorQuant8Asymm, hal::kTensorQuant8AsymmSigned};
+        performanceStatus = FwStatus::okStatus();
+        for (uint32_t i = 0; i < 2 && performanceStatus.ok(); ++i) {
+            performanceStatus = probeWorkload(ctx, types[i], arena, &performance[i]);
+            arena.release(mark);
+        }
+    }
 
     // [addr, +length) inside the host window, where the host stages client memory.
     FwStatus checkWindow(const char* what, uint64_t addr, uint64_t length) const {
@@ -132,6 +152,7 @@ FwStatus Runtime::init() {
         }
     }
     resetNpu(p);
+    if (!s.initialized) s.measurePerformance();
     s.initialized = true;
     return FwStatus::okStatus();
 }
@@ -425,6 +446,18 @@ uint64_t Runtime::dramBytesInUse() const {
 }
 uint64_t Runtime::copiedBytes() const {
     return impl_ != nullptr ? impl_->copiedBytes : 0;
+}
+
+FwStatus Runtime::performance(uint32_t type, PerformanceFigure* out) const {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    if (!impl_->performanceStatus.ok()) return impl_->performanceStatus;
+    if (!claimsOperandType(type)) {
+        *out = {FLT_MAX, FLT_MAX};
+        return FwStatus::okStatus();
+    }
+    const WorkloadFigures& w = impl_->performance[type == hal::kTensorQuant8AsymmSigned ? 1 : 0];
+    *out = {w.execTime, w.powerUsage};
+    return FwStatus::okStatus();
 }
 
 bool Runtime::claimsOperandType(uint32_t type) {

@@ -153,3 +153,27 @@ TEST_CASE("npu loopback: the firmware counts tensor bytes staged through the hos
     REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
     CHECK(firmwareCounter(*l.device, "runtime.copied_bytes") - before == 3 * 4);  // a, b in; out back
 }
+
+TEST_CASE("npu loopback: two fresh firmwares answer the same measured capabilities", "[shim][capabilities]") {
+    auto capabilities = [] {
+        auto l = openLoopback();
+        auto caps = l.device->getCapabilities();
+        REQUIRE(caps.has_value());
+        return *caps;
+    };
+    const hal::Capabilities a = capabilities(), b = capabilities();
+    auto same = [](const hal::PerformanceInfo& x, const hal::PerformanceInfo& y) {
+        return x.execTime == y.execTime && x.powerUsage == y.powerUsage;
+    };
+    REQUIRE(a.operandPerformance.size() == b.operandPerformance.size());
+    bool measured = false;
+    for (size_t i = 0; i < a.operandPerformance.size(); ++i) {
+        CHECK(a.operandPerformance[i].type == b.operandPerformance[i].type);
+        CHECK(same(a.operandPerformance[i].info, b.operandPerformance[i].info));
+        measured = measured || a.operandPerformance[i].info.execTime < 1.0f;
+    }
+    CHECK(measured);
+    CHECK(same(a.relaxedFloat32toFloat16PerformanceTensor, b.relaxedFloat32toFloat16PerformanceTensor));
+    CHECK(same(a.ifPerformance, b.ifPerformance));
+    CHECK(same(a.whilePerformance, b.whilePerformance));
+}

@@ -187,6 +187,12 @@ inline constexpr uint32_t kPreferLowPower = 0;
 inline constexpr uint32_t kPreferFastSingleAnswer = 1;
 inline constexpr uint32_t kPreferSustainedSpeed = 2;
 
+// A Capabilities performance figure (NNAPI PerformanceInfo: relative to the CPU, lower is better).
+struct PerformanceFigure {
+    float execTime = 0;
+    float powerUsage = 0;
+};
+
 struct MacTiling;  // compiler internals (core/src/compiler.h)
 
 class Runtime {
@@ -259,6 +265,12 @@ public:
     size_t compileScratchHighWater() const;
     // True iff some operation the compiler claims accepts operands of this HAL OperandType.
     static bool claimsOperandType(uint32_t type);
+    // The measured figure for operands of `type` (docs/firmware.md, "Capabilities"): reference
+    // workloads run once, at the first init(), on the NPU. TENSOR_QUANT8_ASYMM_SIGNED has its
+    // own workload; every other claimed type is quoted from the TENSOR_QUANT8_ASYMM one (its
+    // scalars, biases and filters are parts of such operations); a type the NPU runs nothing of
+    // is FLT_MAX (the HAL's "unsupported"). Fails with why the workloads could not run.
+    FwStatus performance(uint32_t type, PerformanceFigure* out) const;
 
 private:
     struct Impl;
