@@ -26,7 +26,8 @@ bool vlogEnabled(const char* tag) {
             if (c == ' ' || c == ';') c = ',';
         return v;
     }();
-    return s.find(",all,") != std::string::npos || s.find(std::string(",") + tag + ",") != std::string::npos;
+    return s.find(",all,") != std::string::npos || s.find(",1,") != std::string::npos ||
+           s.find(std::string(",") + tag + ",") != std::string::npos;
 }
 
 void vlog(const char* tag, const char* fmt, ...) {

@@ -150,6 +150,8 @@ Result<std::unique_ptr<hal::BufferStorage>> allocateFirmwareBuffer(
                                 connection->options().callTimeout, "allocate");
     }));
     NPU_TRY(checkStatus(reply.status(), "allocate"));
+    proto::vlog("driver", "allocate: firmware buffer token %u, %llu bytes, %zu roles", reply.buffer_token(),
+                static_cast<unsigned long long>(*bytes), roles.size());
     return std::make_unique<FirmwareBuffer>(std::move(connection), std::move(buffers), reply.buffer_token(),
                                             epoch, *bytes);
 }

@@ -170,6 +170,9 @@ protected:
             result = NPU_TRY(executeOnce(a, request, measure, deadline, loopTimeout, blocks));
             return {};
         });
+        proto::vlog("driver", "execute: model %llu, %zu inputs, %zu outputs: %s",
+                    static_cast<unsigned long long>(id_), request.inputs.size(), request.outputs.size(),
+                    ran ? "done" : ran.error().message.c_str());
         NPU_TRY(missedIfLate(ran, deadline));
         if (measure == hal::MeasureTiming::YES) {
             result.timing.timeInDriverUs = static_cast<uint64_t>(
@@ -374,6 +377,8 @@ public:
             auto hit = cache->lookup(model, preference);
             if (hit && *hit) {
                 auto prepared = prepareFromImages(**hit, deadline);
+                proto::vlog("cache", "prepareModel: cache directory hit (%zu + %zu bytes)%s",
+                            (*hit)->model.size(), (*hit)->data.size(), prepared ? "" : ", not loadable");
                 if (prepared) return prepared;
                 proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling",
                             prepared.error().message.c_str());
@@ -407,6 +412,10 @@ public:
                 saveToCache(*cache, a, reply, model, preference, halCaching, token, modelCache, dataCache);
             }
             const uint64_t id = NPU_TRY(connection_->registerModel(a, reply.model_handle(), restore));
+            proto::vlog("driver", "prepareModel: model %llu is firmware handle 0x%x (%llu + %llu blob bytes)",
+                        static_cast<unsigned long long>(id), reply.model_handle(),
+                        static_cast<unsigned long long>(reply.model_blob_bytes()),
+                        static_cast<unsigned long long>(reply.data_blob_bytes()));
             prepared = std::make_shared<NpuPreparedModel>(connection_, buffers_, firmwareBuffers_, id, kept,
                                                           compiled);
             return {};
@@ -421,6 +430,8 @@ public:
         NPU_TRY(checkDeadline(deadline, "prepareModelFromCache"));
         CompilationCache* cache = NPU_TRY(compilationCache());
         auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
+        proto::vlog("cache", "prepareModelFromCache: loaded %zu + %zu bytes", images.model.size(),
+                    images.data.size());
         return prepareFromImages(images, deadline);
     }
 
@@ -532,11 +543,17 @@ private:
             if (auto saved = cache.save(token, *images, modelCache, dataCache); !saved) {
                 proto::logError("cache", "prepareModel: compilation not cached: %s",
                                 saved.error().message.c_str());
+            } else {
+                proto::vlog("cache", "prepareModel: saved to the HAL cache files (%zu + %zu bytes)",
+                            images->model.size(), images->data.size());
             }
         } else if (cache.hasDirectory()) {
             if (auto kept = cache.remember(model, preference, *images); !kept) {
                 proto::logError("cache", "prepareModel: compilation not cached: %s",
                                 kept.error().message.c_str());
+            } else {
+                proto::vlog("cache", "prepareModel: saved to the cache directory (%zu + %zu bytes)",
+                            images->model.size(), images->data.size());
             }
         }
     }

@@ -411,6 +411,7 @@ void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
         return sendError(entry.callId, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)",
                          uint32_t(entry.method), idl);
     }
+    logf("%s call %llu: %" PRIu32 "-byte request", m->name, idl, entry.length);
     Call call{entry.callId, entry.method, m->name, nullptr, payload, entry.length};
     if (m->requestFields != nullptr) {
         call.request = arena_.allocate(m->requestSize);
@@ -572,6 +573,9 @@ void RpcServer::onExecute(const Call& call) {
         if (result->deviceFault == kDeviceFaultData) stats_.npuDataFaults++;
     }
     if (st.ok() || st.code == Code::kOutputInsufficientSize) fillExecuteReply(req, *result, rep);
+    logf("Execute call %llu: model 0x%" PRIx32 ", status %" PRIu32 ", %llu device cycles",
+         static_cast<unsigned long long>(call.id), req.model_handle, static_cast<uint32_t>(st.code),
+         static_cast<unsigned long long>(result->deviceCycles));
     sendReply(call.id, call.method, npu_proto_ExecuteReply_fields, rep);
 }
 
@@ -668,6 +672,8 @@ void RpcServer::sendError(uint64_t callId, Code code, const char* fmt, ...) {
     va_start(args, fmt);
     std::vsnprintf(reply.status.message, sizeof(reply.status.message), fmt, args);
     va_end(args);
+    logf("call %llu: error %" PRIu32 ": %s", static_cast<unsigned long long>(callId), reply.status.code,
+         reply.status.message);
     // Encoded into the frame buffer: an error may be sent while replyBuffer_ holds a reply.
     uint8_t* payload = frameBuffer_ + kFrameHeaderSize;
     pb_ostream_t out = pb_ostream_from_buffer(payload, config_.maxPayloadBytes);
@@ -712,6 +718,16 @@ void RpcServer::sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uin
         }
         offset += n;
     } while (offset < length);
+}
+
+void RpcServer::logf(const char* fmt, ...) {
+    if (config_.log == nullptr || !config_.log->enabled()) return;
+    char line[256];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(line, sizeof(line), fmt, args);
+    va_end(args);
+    config_.log->write(line);
 }
 
 }  // namespace npu::fw

@@ -127,6 +127,17 @@ protected:
     ~FaultInjector() = default;
 };
 
+// Where the firmware's log lines go: the host platform's stderr under NPU_VLOG=firmware, a
+// SoC's UART. enabled() is asked first, so a silent firmware formats nothing.
+class LogSink {
+public:
+    virtual bool enabled() = 0;
+    virtual void write(const char* line) = 0;
+
+protected:
+    ~LogSink() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
@@ -144,6 +155,7 @@ struct RpcServerConfig {
 
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
+    LogSink* log = nullptr;                     // a line per request and per error when set
 };
 
 struct RpcServerStats {
@@ -252,6 +264,7 @@ private:
     void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);
     void sendError(uint64_t callId, Code code, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
     void sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload, size_t length);
+    void logf(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
     Service* service_;
     Arena& arena_;
