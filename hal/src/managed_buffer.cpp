@@ -46,13 +46,6 @@ private:
     std::shared_ptr<Memory> memory_;
 };
 
-Status named(Status status, const std::string& name) {
-    if (status) return status;
-    Error e = std::move(status).error();
-    e.message = name + ": " + e.message;
-    return std::unexpected(std::move(e));
-}
-
 }  // namespace
 
 // ---- BufferRegistry ---------------------------------------------------------------------------
@@ -147,7 +140,7 @@ void ManagedBuffer::unlock(bool write) {
 }
 
 Status ManagedBuffer::reserve(uint64_t bytes) {
-    return named(storage_->reserve(bytes), name());
+    return withContext(storage_->reserve(bytes), name());
 }
 
 std::vector<uint32_t> ManagedBuffer::currentDimensions() {
@@ -196,7 +189,7 @@ Status ManagedBuffer::copyTo(Memory& dst) {
                                    std::to_string(dst.size()));
         }
         if (!dst.writable()) return invalidArgument("copyTo: the destination memory is mapped read-only");
-        return named(storage_->read(dst), "copyTo: " + name());
+        return withContext(storage_->read(dst), "copyTo: " + name());
     }();
     unlock(false);
     return status;
@@ -220,7 +213,7 @@ Status ManagedBuffer::copyFrom(const Memory& src, const std::vector<uint32_t>& d
     }
     NPU_TRY(lock(true));
     Status status = reserve(*bytes);
-    if (status) status = named(storage_->write(src, *combined), "copyFrom: " + name());
+    if (status) status = withContext(storage_->write(src, *combined), "copyFrom: " + name());
     if (status) written(*combined);
     unlock(true);
     return status;

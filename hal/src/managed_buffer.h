@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <shared_mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "npu/hal/prepared_model_base.h"
 
 namespace npu::hal {
+
+// `status`, its message prefixed with `what` ("what: message") when it is an error.
+inline Status withContext(Status status, const std::string& what) {
+    if (status) return status;
+    Error e = std::move(status).error();
+    e.message = what + ": " + e.message;
+    return std::unexpected(std::move(e));
+}
 
 // (prepared model id, is input, input or output index)
 using BufferRoleKey = std::tuple<uint64_t, bool, uint32_t>;

@@ -22,13 +22,6 @@ uint64_t microsBetween(Clock::time_point from, Clock::time_point to) {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
 }
 
-Status withContext(Status status, const std::string& what) {
-    if (status) return status;
-    Error e = std::move(status).error();
-    e.message = what + ": " + e.message;
-    return std::unexpected(std::move(e));
-}
-
 // fds owned by a fenced execution (its fence and dups of the caller's waitFor fds).
 struct OwnedFds {
     std::vector<int> fds;

@@ -436,7 +436,7 @@ void RpcServer::noMemory(const Call& call) {
 }
 
 template <typename T>
-T* RpcServer::replyFor(const Call& call) {
+T* RpcServer::allocateFor(const Call& call) {
     T* reply = arena_.allocateArray<T>(1);  // value-initialised: nanopb's *_init_zero
     if (reply == nullptr) noMemory(call);
     return reply;
@@ -444,7 +444,7 @@ T* RpcServer::replyFor(const Call& call) {
 
 void RpcServer::onHello(const Call& call) {
     const auto& req = *static_cast<const npu_proto_HelloRequest*>(call.request);
-    auto* rep = replyFor<npu_proto_HelloReply>(call);
+    auto* rep = allocateFor<npu_proto_HelloReply>(call);
     if (!rep) return;
     rep->major = kProtocolMajor;
     rep->minor = kProtocolMinor;
@@ -467,7 +467,7 @@ void RpcServer::onHello(const Call& call) {
 }
 
 void RpcServer::onGetCapabilities(const Call& call) {
-    auto* rep = replyFor<npu_proto_CapabilitiesReply>(call);
+    auto* rep = allocateFor<npu_proto_CapabilitiesReply>(call);
     if (!rep) return;
     service_->capabilities(rep);
     sendReply(call.id, call.method, npu_proto_CapabilitiesReply_fields, rep);
@@ -475,8 +475,8 @@ void RpcServer::onGetCapabilities(const Call& call) {
 
 // Model requests decode through decodeModelRequest, whose failure is the reply's status.
 void RpcServer::onGetSupportedOperations(const Call& call) {
-    auto* req = replyFor<npu_proto_GetSupportedOperationsRequest>(call);
-    auto* rep = req ? replyFor<npu_proto_SupportedOperationsReply>(call) : nullptr;
+    auto* req = allocateFor<npu_proto_GetSupportedOperationsRequest>(call);
+    auto* rep = req ? allocateFor<npu_proto_SupportedOperationsReply>(call) : nullptr;
     if (!rep) return;
     ModelDesc model;
     FwStatus st =
@@ -497,8 +497,8 @@ void RpcServer::onGetSupportedOperations(const Call& call) {
 }
 
 void RpcServer::onPrepareModel(const Call& call) {
-    auto* rep = replyFor<npu_proto_PrepareModelReply>(call);
-    auto* req = rep ? replyFor<npu_proto_PrepareModelRequest>(call) : nullptr;
+    auto* rep = allocateFor<npu_proto_PrepareModelReply>(call);
+    auto* req = rep ? allocateFor<npu_proto_PrepareModelRequest>(call) : nullptr;
     if (!req) return;
     BlobInfo info;
     ModelDesc model;
@@ -509,7 +509,7 @@ void RpcServer::onPrepareModel(const Call& call) {
 }
 
 void RpcServer::onPrepareFromCache(const Call& call) {
-    auto* rep = replyFor<npu_proto_PrepareModelReply>(call);
+    auto* rep = allocateFor<npu_proto_PrepareModelReply>(call);
     if (!rep) return;
     BlobInfo info;
     FwStatus st = service_->prepareFromCache(
@@ -535,7 +535,7 @@ void RpcServer::sendPrepareReply(const Call& call, npu_proto_PrepareModelReply* 
 }
 
 void RpcServer::onFetchBlob(const Call& call) {
-    auto* rep = replyFor<npu_proto_FetchBlobReply>(call);
+    auto* rep = allocateFor<npu_proto_FetchBlobReply>(call);
     if (!rep) return;
     FwStatus st = service_->fetchBlob(*static_cast<const npu_proto_FetchBlobRequest*>(call.request), rep);
     rep->has_status = true;
@@ -547,7 +547,7 @@ void RpcServer::onFetchBlob(const Call& call) {
 // {Status status = 1}.
 void RpcServer::onRelease(const Call& call) {
     const uint32_t handle = static_cast<const npu_proto_ReleaseModelRequest*>(call.request)->model_handle;
-    auto* rep = replyFor<npu_proto_ReleaseModelReply>(call);
+    auto* rep = allocateFor<npu_proto_ReleaseModelReply>(call);
     if (!rep) return;
     FwStatus st = call.method == npu_proto_Method_METHOD_RELEASE_MODEL ? service_->releaseModel(handle)
                                                                        : service_->releaseBuffer(handle);
@@ -558,7 +558,7 @@ void RpcServer::onRelease(const Call& call) {
 
 void RpcServer::onExecute(const Call& call) {
     const auto& req = *static_cast<const npu_proto_ExecuteRequest*>(call.request);
-    auto* rep = replyFor<npu_proto_ExecuteReply>(call);
+    auto* rep = allocateFor<npu_proto_ExecuteReply>(call);
     // Only the counts are set: the executor fills the profile and output entries it reports,
     // and zeroing all of them (20 KiB) would cost more than a small execution.
     auto* result = static_cast<ExecResult*>(arena_.allocate(sizeof(ExecResult), alignof(ExecResult)));
@@ -589,7 +589,7 @@ void RpcServer::onExecute(const Call& call) {
 }
 
 void RpcServer::onAllocateBuffer(const Call& call) {
-    auto* rep = replyFor<npu_proto_AllocateBufferReply>(call);
+    auto* rep = allocateFor<npu_proto_AllocateBufferReply>(call);
     if (!rep) return;
     FwStatus st = service_->allocateBuffer(*static_cast<const npu_proto_AllocateBufferRequest*>(call.request),
                                            &rep->buffer_token);
@@ -599,7 +599,7 @@ void RpcServer::onAllocateBuffer(const Call& call) {
 }
 
 void RpcServer::onBufferCopy(const Call& call) {
-    auto* rep = replyFor<npu_proto_BufferCopyReply>(call);
+    auto* rep = allocateFor<npu_proto_BufferCopyReply>(call);
     if (!rep) return;
     FwStatus st = service_->bufferCopy(*static_cast<const npu_proto_BufferCopyRequest*>(call.request));
     rep->has_status = true;
@@ -636,7 +636,7 @@ void RpcServer::onInjectFaults(const Call& call) {
 }
 
 void RpcServer::onGetCounters(const Call& call) {
-    auto* rep = replyFor<npu_proto_CountersReply>(call);
+    auto* rep = allocateFor<npu_proto_CountersReply>(call);
     if (!rep) return;
     rep->has_status = true;
     const struct {

@@ -241,7 +241,7 @@ private:
     static const char* methodName(uint32_t id);  // null for methods the firmware does not serve
 
     template <typename T>
-    T* replyFor(const Call& call);  // zeroed reply in the arena; sends the out-of-memory error if not
+    T* allocateFor(const Call& call);  // a zeroed message in the arena; else the out-of-memory error
     void noMemory(const Call& call);
     void onHello(const Call& call);
     void onGetCapabilities(const Call& call);
