@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "../hal/execution_suite.h"
+#include "../hal/model_builder.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 
@@ -176,4 +177,45 @@ TEST_CASE("npu loopback: two fresh firmwares answer the same measured capabiliti
     CHECK(same(a.relaxedFloat32toFloat16PerformanceTensor, b.relaxedFloat32toFloat16PerformanceTensor));
     CHECK(same(a.ifPerformance, b.ifPerformance));
     CHECK(same(a.whilePerformance, b.whilePerformance));
+}
+
+TEST_CASE("npu loopback: the execution preference reaches the firmware's tiling choice",
+          "[shim][preference]") {
+    // CONV 24x24x16 -> 64 (3x3, stride 2) + FC -> 32 on a 32 KiB scratchpad: a model whose
+    // fewest-cycles tiling is not its least-traffic one (tests/unit/firmware/preference_test.cpp).
+    hal::Model model;
+    SubgraphBuilder b(model, model.main);
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    const uint32_t x = b.input(q8, {1, 24, 24, 16}, 0.05f, 128);
+    const uint32_t f = b.constant(q8, {64, 3, 3, 16}, 0.01f, 120);
+    const uint32_t bias = b.constant(hal::OperandType::TENSOR_INT32, {64}, 0.0005f);
+    const uint32_t y = b.temp(q8, {1, 12, 12, 64}, 0.05f, 128);
+    b.operation(hal::OperationType::CONV_2D, {x, f, bias, b.scalar(1), b.scalar(2), b.scalar(2), b.scalar(1)},
+                {y});
+    const uint32_t f2 = b.constant(q8, {32, 12 * 12 * 64}, 0.01f, 120);
+    const uint32_t bias2 = b.constant(hal::OperandType::TENSOR_INT32, {32}, 0.0005f);
+    const uint32_t out = b.output(q8, {1, 32}, 0.05f, 128);
+    b.operation(hal::OperationType::FULLY_CONNECTED, {y, f2, bias2, b.scalar(0)}, {out});
+
+    auto compiled = [&](hal::ExecutionPreference preference) {
+        fw::host::FirmwareHostConfig config;
+        config.hw.scratchpadBytes = 32 << 10;
+        config.hw.accumulatorBytes = 8 << 10;
+        auto loop = fw::host::startLoopbackFirmware(config);
+        REQUIRE(loop.has_value());
+        auto device = shim::createNpuDevice(std::move(loop->hostEnd));
+        REQUIRE(device.has_value());
+        auto prepared = (*device)->prepareModel(model, preference, hal::Priority::MEDIUM, std::nullopt, {},
+                                                {}, hal::CacheToken{});
+        INFO((prepared ? std::string() : prepared.error().message));
+        REQUIRE(prepared.has_value());
+        auto info = shim::queryCompileInfo(**prepared);
+        REQUIRE(info.has_value());
+        return *info;
+    };
+    const shim::NpuCompileInfo fast = compiled(hal::ExecutionPreference::FAST_SINGLE_ANSWER);
+    const shim::NpuCompileInfo sustained = compiled(hal::ExecutionPreference::SUSTAINED_SPEED);
+    CHECK(fast.tuningTrials > 1);
+    CHECK(fast.greedyCycles == sustained.greedyCycles);
+    CHECK(fast.tunedCycles < sustained.tunedCycles);  // SUSTAINED_SPEED chose by DRAM traffic
 }
