@@ -19,6 +19,33 @@ std::string dimsText(const std::vector<uint32_t>& dims) {
     return s + "]";
 }
 
+// The default storage: host shared memory (a memfd), grown by replacing it.
+class SharedMemoryStorage final : public BufferStorage {
+public:
+    Status reserve(uint64_t bytes) override {
+        if (memory_ && memory_->size() >= bytes) return {};
+        std::shared_ptr<Memory> grown = Memory::create(bytes, "npu-device-buffer");
+        if (!grown) {
+            return fail(ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
+                        "cannot allocate " + std::to_string(bytes) + " bytes of shared memory");
+        }
+        memory_ = std::move(grown);  // executions still reading the old memory keep it alive
+        return {};
+    }
+    Status write(const Memory& src, const std::vector<uint32_t>&) override {
+        if (src.size() > 0) std::memcpy(memory_->data(), src.data(), src.size());
+        return {};
+    }
+    Status read(Memory& dst) override {
+        if (dst.size() > 0) std::memcpy(dst.data(), memory_->data(), dst.size());
+        return {};
+    }
+    RequestMemoryPool pool() const override { return memory_; }
+
+private:
+    std::shared_ptr<Memory> memory_;
+};
+
 }  // namespace
 
 // ---- BufferRegistry ---------------------------------------------------------------------------
@@ -51,7 +78,8 @@ Result<DeviceBuffer> allocateDeviceBuffer(const std::shared_ptr<BufferRegistry>&
                                           const BufferDesc& desc,
                                           const std::vector<std::shared_ptr<IPreparedModel>>& preparedModels,
                                           const std::vector<BufferRole>& inputRoles,
-                                          const std::vector<BufferRole>& outputRoles) {
+                                          const std::vector<BufferRole>& outputRoles,
+                                          const BufferStorageFactory& storage) {
     std::vector<const Model*> models;
     std::vector<uint64_t> ids;
     for (size_t i = 0; i < preparedModels.size(); ++i) {
@@ -67,7 +95,10 @@ Result<DeviceBuffer> allocateDeviceBuffer(const std::shared_ptr<BufferRegistry>&
     std::set<BufferRoleKey> roles;
     for (const auto& r : inputRoles) roles.insert({ids[r.modelIndex], true, r.ioIndex});
     for (const auto& r : outputRoles) roles.insert({ids[r.modelIndex], false, r.ioIndex});
-    auto buffer = std::make_shared<ManagedBuffer>(registry, std::move(operand), std::move(roles));
+    std::unique_ptr<BufferStorage> bytes =
+        storage ? NPU_TRY(storage(operand)) : std::make_unique<SharedMemoryStorage>();
+    auto buffer =
+        std::make_shared<ManagedBuffer>(registry, std::move(operand), std::move(roles), std::move(bytes));
     if (auto bytes = tensorByteSize(buffer->operandType(), buffer->declaredDimensions())) {
         NPU_TRY(buffer->reserve(*bytes));
     }
@@ -78,8 +109,11 @@ Result<DeviceBuffer> allocateDeviceBuffer(const std::shared_ptr<BufferRegistry>&
 // ---- ManagedBuffer ----------------------------------------------------------------------------
 
 ManagedBuffer::ManagedBuffer(std::shared_ptr<BufferRegistry> registry, Operand operand,
-                             std::set<BufferRoleKey> roles)
-    : registry_(std::move(registry)), operand_(std::move(operand)), roles_(std::move(roles)) {
+                             std::set<BufferRoleKey> roles, std::unique_ptr<BufferStorage> storage)
+    : registry_(std::move(registry)),
+      operand_(std::move(operand)),
+      roles_(std::move(roles)),
+      storage_(std::move(storage)) {
     dims_ = operand_.dimensions;
 }
 
@@ -106,14 +140,7 @@ void ManagedBuffer::unlock(bool write) {
 }
 
 Status ManagedBuffer::reserve(uint64_t bytes) {
-    if (memory_ && memory_->size() >= bytes) return {};
-    std::shared_ptr<Memory> grown = Memory::create(bytes, "npu-device-buffer");
-    if (!grown) {
-        return fail(ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
-                    name() + ": cannot allocate " + std::to_string(bytes) + " bytes of shared memory");
-    }
-    memory_ = std::move(grown);  // executions still reading the old memory keep it alive
-    return {};
+    return withContext(storage_->reserve(bytes), name());
 }
 
 std::vector<uint32_t> ManagedBuffer::currentDimensions() {
@@ -128,28 +155,27 @@ void ManagedBuffer::written(const std::vector<uint32_t>& dims) {
     initialized_ = true;
 }
 
-Result<std::shared_ptr<Memory>> ManagedBuffer::input(const std::vector<uint32_t>& requested,
-                                                     std::vector<uint32_t>& dims) {
+Result<RequestMemoryPool> ManagedBuffer::input(const std::vector<uint32_t>& requested,
+                                               std::vector<uint32_t>& dims) {
     if (!initialized_) return generalFailure(name() + " is used as an input but holds no data yet");
     if (!requested.empty() && requested != dims_) {
         return invalidArgument(name() + " holds dimensions " + dimsText(dims_) + ", the request gives " +
                                dimsText(requested));
     }
     dims = dims_;
-    return memory_;
+    return storage_->pool();
 }
 
-Result<std::shared_ptr<Memory>> ManagedBuffer::output(const std::vector<uint32_t>& requested,
-                                                      std::vector<uint32_t>& dims) {
+Result<RequestMemoryPool> ManagedBuffer::output(const std::vector<uint32_t>& requested,
+                                                std::vector<uint32_t>& dims) {
     auto combined = combineDimensions(operand_.dimensions, requested);
     if (!combined) {
         return invalidArgument(name() + " was allocated with dimensions " + dimsText(operand_.dimensions) +
                                ", the request gives " + dimsText(requested));
     }
     dims = std::move(*combined);
-    if (auto bytes = tensorByteSize(operand_.type, dims)) NPU_TRY(reserve(*bytes));
-    if (!memory_) NPU_TRY(reserve(0));
-    return memory_;
+    NPU_TRY(reserve(tensorByteSize(operand_.type, dims).value_or(0)));
+    return storage_->pool();
 }
 
 Status ManagedBuffer::copyTo(Memory& dst) {
@@ -163,8 +189,7 @@ Status ManagedBuffer::copyTo(Memory& dst) {
                                    std::to_string(dst.size()));
         }
         if (!dst.writable()) return invalidArgument("copyTo: the destination memory is mapped read-only");
-        if (bytes > 0) std::memcpy(dst.data(), memory_->data(), bytes);
-        return {};
+        return withContext(storage_->read(dst), "copyTo: " + name());
     }();
     unlock(false);
     return status;
@@ -188,10 +213,8 @@ Status ManagedBuffer::copyFrom(const Memory& src, const std::vector<uint32_t>& d
     }
     NPU_TRY(lock(true));
     Status status = reserve(*bytes);
-    if (status) {
-        if (*bytes > 0) std::memcpy(memory_->data(), src.data(), *bytes);
-        written(*combined);
-    }
+    if (status) status = withContext(storage_->write(src, *combined), "copyFrom: " + name());
+    if (status) written(*combined);
     unlock(true);
     return status;
 }

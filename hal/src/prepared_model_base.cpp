@@ -22,13 +22,6 @@ uint64_t microsBetween(Clock::time_point from, Clock::time_point to) {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
 }
 
-Status withContext(Status status, const std::string& what) {
-    if (status) return status;
-    Error e = std::move(status).error();
-    e.message = what + ": " + e.message;
-    return std::unexpected(std::move(e));
-}
-
 // fds owned by a fenced execution (its fence and dups of the caller's waitFor fds).
 struct OwnedFds {
     std::vector<int> fds;
@@ -289,11 +282,14 @@ Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
         const uint32_t p = arg.location.poolIndex;
         if (arg.hasNoValue || !poolBuffer[p]) return {};
         std::vector<uint32_t> dims;
-        auto memory = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
-                                      : poolBuffer[p]->output(arg.dimensions, dims));
-        resolved.pools[p] = memory;
+        auto pool = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
+                                    : poolBuffer[p]->output(arg.dimensions, dims));
         const auto bytes = tensorByteSize(poolBuffer[p]->operandType(), dims);
-        arg.location = {p, 0, static_cast<uint32_t>(isInput ? bytes.value_or(0) : memory->size()), 0};
+        arg.location = {p, 0, 0, 0};  // a device token's location
+        if (const auto* memory = std::get_if<std::shared_ptr<Memory>>(&pool)) {
+            arg.location.length = static_cast<uint32_t>(isInput ? bytes.value_or(0) : (*memory)->size());
+        }
+        resolved.pools[p] = std::move(pool);
         arg.dimensions = bytes ? dims : std::vector<uint32_t>{};
         return {};
     };

@@ -18,7 +18,8 @@ void emit(const char* tag, const char* fmt, va_list args) {
 }  // namespace
 
 bool vlogEnabled(const char* tag) {
-    // Read once: the environment is fixed for the life of the process in practice.
+    // Read once: the environment is fixed for the life of the process in practice. Asked on
+    // every RPC (the firmware logs each request), so the silent default answers at once.
     static const std::string s = [] {
         const char* env = std::getenv("NPU_VLOG");
         std::string v = std::string(",") + (env ? env : "") + ",";
@@ -26,7 +27,15 @@ bool vlogEnabled(const char* tag) {
             if (c == ' ' || c == ';') c = ',';
         return v;
     }();
-    return s.find(",all,") != std::string::npos || s.find(std::string(",") + tag + ",") != std::string::npos;
+    static const bool none = s.find_first_not_of(',') == std::string::npos;
+    static const bool every = s.find(",all,") != std::string::npos || s.find(",1,") != std::string::npos;
+    if (none || every) return every;
+    const size_t n = std::strlen(tag);
+    if (n == 0) return false;
+    for (size_t at = s.find(tag); at != std::string::npos; at = s.find(tag, at + 1)) {
+        if (s[at - 1] == ',' && s[at + n] == ',') return true;
+    }
+    return false;
 }
 
 void vlog(const char* tag, const char* fmt, ...) {

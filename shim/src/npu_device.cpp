@@ -7,6 +7,7 @@
 
 #include "compilation_cache.h"
 #include "connection.h"
+#include "firmware_buffer.h"
 #include "marshal.h"
 #include "npu/hal/prepared_model_base.h"
 #include "npu/hal/validation.h"
@@ -129,14 +130,18 @@ public:
     // `id`: the model in the connection's registry, which knows its handle on the firmware as it
     // is now (a reset or restart gives it a new one).
     NpuPreparedModel(std::shared_ptr<Connection> connection, std::shared_ptr<hal::BufferRegistry> buffers,
-                     uint64_t id, std::shared_ptr<const hal::Model> ioModel, NpuCompileInfo compileInfo = {})
+                     std::shared_ptr<FirmwareBuffers> firmwareBuffers, uint64_t id,
+                     std::shared_ptr<const hal::Model> ioModel, NpuCompileInfo compileInfo = {})
         : PreparedModelBase(std::move(buffers)),
           connection_(std::move(connection)),
+          firmwareBuffers_(std::move(firmwareBuffers)),
           id_(id),
           model_(std::move(ioModel)),
           compileInfo_(compileInfo) {}
 
     const NpuCompileInfo& compileInfo() const { return compileInfo_; }
+    // The model's id in the connection's registry (its firmware handle changes with a reset).
+    uint64_t connectionModelId() const { return id_; }
 
     const hal::Model& ioModel() const override { return *model_; }
 
@@ -165,6 +170,9 @@ protected:
             result = NPU_TRY(executeOnce(a, request, measure, deadline, loopTimeout, blocks));
             return {};
         });
+        proto::vlog("driver", "execute: model %llu, %zu inputs, %zu outputs: %s",
+                    static_cast<unsigned long long>(id_), request.inputs.size(), request.outputs.size(),
+                    ran ? "done" : ran.error().message.c_str());
         NPU_TRY(missedIfLate(ran, deadline));
         if (measure == hal::MeasureTiming::YES) {
             result.timing.timeInDriverUs = static_cast<uint64_t>(
@@ -201,14 +209,16 @@ private:
                 out->set_has_no_value(true);
                 return {};
             }
-            // Driver-managed buffers were resolved to their shared memory by PreparedModelBase.
-            const auto* pool =
-                std::get_if<std::shared_ptr<hal::Memory>>(&request.pools[arg.location.poolIndex]);
-            if (pool == nullptr || !*pool) {
-                return generalFailure("execute: pool " + std::to_string(arg.location.poolIndex) +
-                                      " is not shared memory (an unresolved buffer token)");
+            // PreparedModelBase resolved driver-managed buffers to their firmware buffers: the
+            // firmware reads and writes them in place.
+            const auto& pool = request.pools[arg.location.poolIndex];
+            if (const auto* id = std::get_if<uint32_t>(&pool)) {
+                const std::string where =
+                    std::string(isInput ? "execute: input " : "execute: output ") + std::to_string(index);
+                out->set_buffer_token(NPU_TRY(firmwareBuffers_->token(*id, a.epoch, where)));
+                return {};
             }
-            const auto& memory = *pool;
+            const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
             auto addr = window.allocate(arg.location.length);
             if (!addr) {
                 return fail(addr.error().status, std::string(isInput ? "input " : "output ") +
@@ -297,6 +307,7 @@ private:
     }
 
     std::shared_ptr<Connection> connection_;
+    std::shared_ptr<FirmwareBuffers> firmwareBuffers_;
     uint64_t id_;
     std::shared_ptr<const hal::Model> model_;  // the model's I/O description, for request validation
     NpuCompileInfo compileInfo_;
@@ -366,6 +377,8 @@ public:
             auto hit = cache->lookup(model, preference);
             if (hit && *hit) {
                 auto prepared = prepareFromImages(**hit, deadline);
+                proto::vlog("cache", "prepareModel: cache directory hit (%zu + %zu bytes)%s",
+                            (*hit)->model.size(), (*hit)->data.size(), prepared ? "" : ", not loadable");
                 if (prepared) return prepared;
                 proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling",
                             prepared.error().message.c_str());
@@ -399,7 +412,12 @@ public:
                 saveToCache(*cache, a, reply, model, preference, halCaching, token, modelCache, dataCache);
             }
             const uint64_t id = NPU_TRY(connection_->registerModel(a, reply.model_handle(), restore));
-            prepared = std::make_shared<NpuPreparedModel>(connection_, buffers_, id, kept, compiled);
+            proto::vlog("driver", "prepareModel: model %llu is firmware handle 0x%x (%llu + %llu blob bytes)",
+                        static_cast<unsigned long long>(id), reply.model_handle(),
+                        static_cast<unsigned long long>(reply.model_blob_bytes()),
+                        static_cast<unsigned long long>(reply.data_blob_bytes()));
+            prepared = std::make_shared<NpuPreparedModel>(connection_, buffers_, firmwareBuffers_, id, kept,
+                                                          compiled);
             return {};
         });
         NPU_TRY(missedIfLate(ran, deadline));
@@ -412,16 +430,32 @@ public:
         NPU_TRY(checkDeadline(deadline, "prepareModelFromCache"));
         CompilationCache* cache = NPU_TRY(compilationCache());
         auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
+        proto::vlog("cache", "prepareModelFromCache: loaded %zu + %zu bytes", images.model.size(),
+                    images.data.size());
         return prepareFromImages(images, deadline);
     }
 
-    // Memory domains, first step: the buffer lives in host shared memory held by the shim and is
-    // staged through the host window at each execution like any request pool (docs/execution.md).
+    // Memory domains: the HAL checks the roles, the buffer's bytes live in firmware DRAM, where
+    // executions read and write them in place (docs/execution.md).
     Result<hal::DeviceBuffer> allocate(
         const hal::BufferDesc& desc, const std::vector<std::shared_ptr<hal::IPreparedModel>>& preparedModels,
         const std::vector<hal::BufferRole>& inputRoles,
         const std::vector<hal::BufferRole>& outputRoles) override {
-        return hal::allocateDeviceBuffer(buffers_, desc, preparedModels, inputRoles, outputRoles);
+        auto storage = [&](const hal::Operand& operand) -> Result<std::unique_ptr<hal::BufferStorage>> {
+            std::vector<FirmwareBufferRole> roles;
+            for (const bool input : {true, false}) {
+                for (const auto& role : input ? inputRoles : outputRoles) {
+                    // allocateDeviceBuffer checked that every model is this device's.
+                    const auto* model =
+                        dynamic_cast<const NpuPreparedModel*>(preparedModels[role.modelIndex].get());
+                    if (model == nullptr)
+                        return invalidArgument("allocate: a prepared model is not this NPU's");
+                    roles.push_back({model->connectionModelId(), input, role.ioIndex});
+                }
+            }
+            return allocateFirmwareBuffer(connection_, firmwareBuffers_, operand, roles);
+        };
+        return hal::allocateDeviceBuffer(buffers_, desc, preparedModels, inputRoles, outputRoles, storage);
     }
 
     Result<NpuInfo> info() {
@@ -509,11 +543,17 @@ private:
             if (auto saved = cache.save(token, *images, modelCache, dataCache); !saved) {
                 proto::logError("cache", "prepareModel: compilation not cached: %s",
                                 saved.error().message.c_str());
+            } else {
+                proto::vlog("cache", "prepareModel: saved to the HAL cache files (%zu + %zu bytes)",
+                            images->model.size(), images->data.size());
             }
         } else if (cache.hasDirectory()) {
             if (auto kept = cache.remember(model, preference, *images); !kept) {
                 proto::logError("cache", "prepareModel: compilation not cached: %s",
                                 kept.error().message.c_str());
+            } else {
+                proto::vlog("cache", "prepareModel: saved to the cache directory (%zu + %zu bytes)",
+                            images->model.size(), images->data.size());
             }
         }
     }
@@ -575,7 +615,8 @@ private:
             auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, deadline, keep));
             const uint64_t id = NPU_TRY(connection_->registerModel(a, loaded.handle, restore));
             prepared = std::make_shared<NpuPreparedModel>(
-                connection_, buffers_, id, std::make_shared<const hal::Model>(std::move(loaded.ioModel)),
+                connection_, buffers_, firmwareBuffers_, id,
+                std::make_shared<const hal::Model>(std::move(loaded.ioModel)),
                 NpuCompileInfo{.fromCache = true});
             return {};
         }));
@@ -584,6 +625,7 @@ private:
 
     std::shared_ptr<Connection> connection_;
     std::shared_ptr<hal::BufferRegistry> buffers_ = std::make_shared<hal::BufferRegistry>();
+    std::shared_ptr<FirmwareBuffers> firmwareBuffers_ = std::make_shared<FirmwareBuffers>();
     std::mutex cacheMutex_;
     std::unique_ptr<CompilationCache> cache_;
 };

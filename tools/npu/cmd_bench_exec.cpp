@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "model_builder.h"
 #include "npu/hal/execution_callback.h"
 #include "npu/hal/sync_fence.h"
 #include "npu/shim/npu_device.h"
@@ -21,15 +22,59 @@ namespace {
 constexpr auto kWait = std::chrono::seconds(10);
 const char* const kModes[] = {"sync", "async", "fenced", "burst"};
 
-// Median microseconds per execution of each mode on one device; -1 where a mode fails.
-std::array<double, 4> measureModes(std::unique_ptr<proto::Transport> transport, int iterations) {
-    std::array<double, 4> us = {-1, -1, -1, -1};
+constexpr uint32_t kCopyBytes = 1u << 20;
+
+// out = a + a over [1, 1024, 1024]: one 1 MiB input, one 1 MiB output.
+framework::TestCase mebibyteCase() {
+    ModelBuilder b;
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    const uint32_t a = b.addInput(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
+    const uint32_t act = b.addInt32Scalar(0);
+    const uint32_t out = b.addOutput(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
+    b.addOperation(hal::OperationType::ADD, {a, a, act}, {out});
+    framework::TestCase tc;
+    tc.model = b.build();
+    tc.inputs = {std::vector<uint8_t>(kCopyBytes, 7)};
+    tc.expectedOutputs = {std::vector<uint8_t>(kCopyBytes)};
+    tc.expectedOutputDims = {{1, 1024, kCopyBytes / 1024}};
+    tc.outputIgnored = {false};
+    return tc;
+}
+
+// The growth of the firmware's runtime.copied_bytes over one synchronous execution of
+// mebibyteCase(): the tensor bytes moved between client memory and device memory. -1 on failure.
+double copiedBytes(hal::IDevice& device) {
+    const framework::TestCase tc = mebibyteCase();
+    auto prepared = device.prepareModel(tc.model);
+    auto request = framework::makeRequest(tc);
+    if (!prepared || !request) return -1;
+    auto before = shim::queryFirmwareCounters(device);
+    if (!before || !(*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                                      std::nullopt)) {
+        return -1;
+    }
+    auto after = shim::queryFirmwareCounters(device);
+    if (!after || after->count("runtime.copied_bytes") == 0) return -1;
+    return double(after->at("runtime.copied_bytes") - before->at("runtime.copied_bytes"));
+}
+
+struct ModeFigures {
+    std::array<double, 4> us = {-1, -1, -1, -1};  // median per execution of each mode
+    double copiedBytes = -1;                      // copiedBytes() on the same device
+};
+
+// Median microseconds per execution of each mode on one device (-1 where a mode fails), and
+// the bytes a 1 MiB-in, 1 MiB-out execution copies.
+ModeFigures measureModes(std::unique_ptr<proto::Transport> transport, int iterations) {
+    ModeFigures figures;
     auto device = shim::createNpuDevice(std::move(transport));
-    if (!device) return us;
+    if (!device) return figures;
+    figures.copiedBytes = copiedBytes(**device);
+    std::array<double, 4>& us = figures.us;
     const framework::TestCase tc = oneAddCase();
     auto prepared = (*device)->prepareModel(tc.model);
     auto request = framework::makeRequest(tc);
-    if (!prepared || !request) return us;
+    if (!prepared || !request) return figures;
     hal::IPreparedModel& model = **prepared;
     const hal::Request& r = request->request;
     us[0] = medianUs(iterations, [&] {
@@ -50,10 +95,10 @@ std::array<double, 4> measureModes(std::unique_ptr<proto::Transport> transport, 
         return signalled && *signalled && info && info->status == hal::ErrorStatus::NONE;
     });
     auto burst = model.configureExecutionBurst();
-    if (!burst) return us;
+    if (!burst) return figures;
     // The pool is passed once with token 0, then only by its token.
     if (!(*burst)->executeSynchronously(r, {0}, hal::MeasureTiming::NO, std::nullopt, std::nullopt))
-        return us;
+        return figures;
     hal::Request cached = r;
     cached.pools = {std::shared_ptr<hal::Memory>()};
     us[3] = medianUs(iterations, [&] {
@@ -61,7 +106,7 @@ std::array<double, 4> measureModes(std::unique_ptr<proto::Transport> transport, 
             ->executeSynchronously(cached, {0}, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
             .has_value();
     });
-    return us;
+    return figures;
 }
 
 }  // namespace
@@ -72,7 +117,7 @@ int cmdBenchExec(bool json, int iterations, const std::string& hwConfigPath) {
         fmt::print(stderr, "npu bench exec: {}\n", config.error().message);
         return 2;
     }
-    std::array<double, 4> loopback = {-1, -1, -1, -1}, unix = loopback;
+    ModeFigures loopback, unix;
     if (auto loop = fw::host::startLoopbackFirmware(*config)) {
         loopback = measureModes(std::move(loop->hostEnd), iterations);
     }
@@ -88,24 +133,28 @@ int cmdBenchExec(bool json, int iterations, const std::string& hwConfigPath) {
     auto measured = [](const std::array<double, 4>& v) {
         return std::all_of(v.begin(), v.end(), [](double f) { return f >= 0; });
     };
-    const bool ok = bare > 0 && measured(loopback) && measured(unix);
+    const bool ok = bare > 0 && measured(loopback.us) && measured(unix.us) && unix.copiedBytes >= 0 &&
+                    loopback.copiedBytes >= 0;
     auto ratio = [&](double v) { return bare > 0 && v > 0 ? v / bare : 0.0; };
-    // No firmware counter of copied tensor bytes exists yet: every execution copies its inputs
-    // and outputs through the host window, so zero copy is not done (figure null, not 0).
     const char* copiedNote =
-        "no copy counter in the firmware; tensors are copied through the host window (no zero copy yet)";
+        "firmware counter runtime.copied_bytes over one execution of a 1 MiB input and a 1 MiB output "
+        "(over unix): request pools are staged through the host window; 0 needs pools passed by fd";
     if (json) {
         auto orNull = [](double f) { return f < 0 ? nlohmann::json(nullptr) : nlohmann::json(f); };
+        auto bytesOrNull = [](double f) {
+            return f < 0 ? nlohmann::json(nullptr) : nlohmann::json(static_cast<uint64_t>(f));
+        };
         nlohmann::json j;
         for (int m = 0; m < 4; ++m) {
-            j["loopback"][std::string(kModes[m]) + "_us"] = orNull(loopback[m]);
-            j["unix"][std::string(kModes[m]) + "_us"] = orNull(unix[m]);
+            j["loopback"][std::string(kModes[m]) + "_us"] = orNull(loopback.us[m]);
+            j["unix"][std::string(kModes[m]) + "_us"] = orNull(unix.us[m]);
         }
+        j["loopback"]["copied_bytes"] = bytesOrNull(loopback.copiedBytes);
         j["bare_socket_us"] = orNull(bare);
-        j["sync_unix_over_bare"] = ratio(unix[0]);
-        j["burst_unix_over_bare"] = ratio(unix[3]);
-        j["targets"] = {{"sync_unix_over_bare", 2.0}, {"burst_unix_over_bare", 1.5}};
-        j["copied_bytes"] = nullptr;
+        j["sync_unix_over_bare"] = ratio(unix.us[0]);
+        j["burst_unix_over_bare"] = ratio(unix.us[3]);
+        j["targets"] = {{"sync_unix_over_bare", 2.0}, {"burst_unix_over_bare", 1.5}, {"copied_bytes", 0}};
+        j["copied_bytes"] = bytesOrNull(unix.copiedBytes);
         j["copied_bytes_note"] = copiedNote;
         j["iterations"] = iterations;
         fmt::print("{}\n", j.dump(2));
@@ -113,11 +162,12 @@ int cmdBenchExec(bool json, int iterations, const std::string& hwConfigPath) {
         fmt::print("median per-execution time over {} iterations (one quantized ADD, 1x64)\n", iterations);
         fmt::print("  {:<8} {:>12} {:>12}\n", "mode", "loopback us", "unix us");
         for (int m = 0; m < 4; ++m)
-            fmt::print("  {:<8} {:>12.2f} {:>12.2f}\n", kModes[m], loopback[m], unix[m]);
+            fmt::print("  {:<8} {:>12.2f} {:>12.2f}\n", kModes[m], loopback.us[m], unix.us[m]);
         fmt::print("  bare_socket_us {:.2f}\n", bare);
         fmt::print("  sync unix / bare = {:.2f} (target <= 2), burst unix / bare = {:.2f} (target <= 1.5)\n",
-                   ratio(unix[0]), ratio(unix[3]));
-        fmt::print("  copied_bytes: n/a ({})\n", copiedNote);
+                   ratio(unix.us[0]), ratio(unix.us[3]));
+        fmt::print("  copied_bytes {:.0f} (loopback {:.0f}): {}\n", unix.copiedBytes, loopback.copiedBytes,
+                   copiedNote);
     }
     if (!ok) fmt::print(stderr, "npu bench exec: some figures could not be measured (-1 / null)\n");
     return ok ? 0 : 1;

@@ -28,45 +28,6 @@ void setStatus(npu_proto_Status* out, const FwStatus& st) {
     std::snprintf(out->message, sizeof(out->message), "%s", st.message);
 }
 
-const char* methodName(uint32_t m) {
-    switch (m) {
-        case npu_proto_Method_METHOD_HELLO:
-            return "Hello";
-        case npu_proto_Method_METHOD_GET_CAPABILITIES:
-            return "GetCapabilities";
-        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS:
-            return "GetSupportedOperations";
-        case npu_proto_Method_METHOD_PREPARE_MODEL:
-            return "PrepareModel";
-        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE:
-            return "PrepareFromCache";
-        case npu_proto_Method_METHOD_RELEASE_MODEL:
-            return "ReleaseModel";
-        case npu_proto_Method_METHOD_EXECUTE:
-            return "Execute";
-        case npu_proto_Method_METHOD_CANCEL:
-            return "Cancel";
-        case npu_proto_Method_METHOD_ALLOCATE_BUFFER:
-            return "AllocateBuffer";
-        case npu_proto_Method_METHOD_RELEASE_BUFFER:
-            return "ReleaseBuffer";
-        case npu_proto_Method_METHOD_BUFFER_COPY:
-            return "BufferCopy";
-        case npu_proto_Method_METHOD_PING:
-            return "Ping";
-        case npu_proto_Method_METHOD_RESET:
-            return "Reset";
-        case npu_proto_Method_METHOD_GET_COUNTERS:
-            return "GetCounters";
-        case npu_proto_Method_METHOD_INJECT_FAULTS:
-            return "InjectFaults";
-        case npu_proto_Method_METHOD_FETCH_BLOB:
-            return "FetchBlob";
-        default:
-            return nullptr;
-    }
-}
-
 // SupportedOperationsReply.supported: one packed bool (one byte each) per operation.
 struct BoolList {
     const bool* values;
@@ -85,11 +46,13 @@ bool encodeBools(pb_ostream_t* stream, const pb_field_t* field, void* const* arg
 }
 
 void toIoArg(const npu_proto_Argument& a, IoArg* out) {
+    *out = IoArg{};
     out->hasNoValue = a.has_no_value;
     out->addr = a.addr;
     out->length = a.length;
     out->rank = a.dimensions_count;
     for (uint32_t i = 0; i < out->rank; ++i) out->dims[i] = a.dimensions[i];
+    out->bufferToken = a.buffer_token;  // deviceBuffer stays false: only the runtime binds
 }
 
 }  // namespace
@@ -356,295 +319,345 @@ bool RpcServer::poll() {
     return true;
 }
 
-template <typename T>
-static T* zeroed(Arena& arena) {
-    return arena.allocateArray<T>(1);  // value-initialised: nanopb's *_init_zero
+// ---- the method table ------------------------------------------------------------------------
+
+namespace {
+
+void fillExecuteReply(const npu_proto_ExecuteRequest& req, const ExecResult& result,
+                      npu_proto_ExecuteReply* rep) {
+    rep->device_cycles = result.deviceCycles;
+    rep->clock_hz = result.clockHz;
+    const uint32_t outs = result.outputCount < kMaxIo ? result.outputCount : kMaxIo;
+    rep->output_shapes_count = static_cast<pb_size_t>(outs);
+    for (uint32_t i = 0; i < outs; ++i) {
+        const OutputShapeInfo& o = result.outputs[i];
+        npu_proto_OutputShape& w = rep->output_shapes[i];
+        w.dimensions_count = static_cast<pb_size_t>(o.rank < kMaxRank ? o.rank : kMaxRank);
+        for (uint32_t d = 0; d < w.dimensions_count; ++d) w.dimensions[d] = o.dims[d];
+        w.is_sufficient = o.sufficient;
+    }
+    if (!req.measure_timing) return;
+    const uint32_t n = result.profileCount < kMaxOperations ? result.profileCount : kMaxOperations;
+    rep->profile_count = static_cast<pb_size_t>(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const OpProfile& p = result.profile[i];
+        rep->profile[i] = {p.operationIndex,   p.type,
+                           p.cycles,           p.macs,
+                           p.stallCycles,      p.dramReadBytes,
+                           p.dramWriteBytes,   p.stallDmaCycles,
+                           p.loadActiveCycles, p.computeActiveCycles,
+                           p.storeActiveCycles};
+    }
 }
 
-void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
-    const char* name = methodName(entry.method);
-    const uint64_t id = entry.callId;
-    const unsigned long long idl = id;
-    // The largest request and reply structs (Execute: ~20 KiB) come from the arena, never the stack.
-    auto noMemory = [&] {
-        sendError(id, Code::kResourceExhaustedTransient,
-                  "%s call %llu: firmware arena exhausted (%zu of %zu bytes used)", name, idl, arena_.used(),
-                  arena_.capacity());
-    };
-    switch (entry.method) {
-        case npu_proto_Method_METHOD_HELLO: {
-            auto* req = zeroed<npu_proto_HelloRequest>(arena_);
-            auto* rep = zeroed<npu_proto_HelloReply>(arena_);
-            if (!req || !rep) return noMemory();
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_HelloRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument,
-                                 "Hello call %llu: cannot decode HelloRequest: %s", idl, PB_GET_ERROR(&in));
-            }
-            rep->major = kProtocolMajor;
-            rep->minor = kProtocolMinor;
-            std::snprintf(rep->firmware_version, sizeof(rep->firmware_version), "%s",
-                          config_.firmwareVersion);
-            rep->hw_id = config_.hwId;
-            rep->hw_version = config_.hwVersion;
-            rep->device_memory_bytes = config_.deviceMemoryBytes;
-            rep->host_window_addr = config_.hostWindowAddr;
-            rep->host_window_bytes = config_.hostWindowBytes;
-            rep->max_payload_bytes = config_.maxPayloadBytes;
-            rep->has_status = true;
-            if (req->major != kProtocolMajor) {
-                setStatus(&rep->status,
-                          FwStatus::make(Code::kDeviceUnavailable,
-                                         "protocol version mismatch: host '%s' speaks %" PRIu32 ".%" PRIu32
-                                         ", firmware speaks %" PRIu32 ".%" PRIu32 "",
-                                         req->host_version, req->major, req->minor, kProtocolMajor,
-                                         kProtocolMinor));
-            }
-            return sendReply(id, entry.method, npu_proto_HelloReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_GET_CAPABILITIES: {
-            auto* rep = zeroed<npu_proto_CapabilitiesReply>(arena_);
-            if (!rep) return noMemory();
-            service_->capabilities(rep);
-            return sendReply(id, entry.method, npu_proto_CapabilitiesReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS: {
-            auto* req = zeroed<npu_proto_GetSupportedOperationsRequest>(arena_);
-            auto* rep = zeroed<npu_proto_SupportedOperationsReply>(arena_);
-            if (!req || !rep) return noMemory();
-            ModelDesc model;
-            FwStatus st =
-                decodeModelRequest(payload, entry.length, npu_proto_GetSupportedOperationsRequest_fields, req,
-                                   &req->model, arena_, &model);
-            BoolList list{nullptr, 0};
-            if (st.ok()) {
-                bool* supported =
-                    model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
-                if (model.operationCount && !supported) return noMemory();
-                st = service_->supportedOperations(model, supported, arena_);
-                if (st.ok()) list = {supported, model.operationCount};
-            }
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            rep->supported.funcs.encode = encodeBools;
-            rep->supported.arg = &list;
-            return sendReply(id, entry.method, npu_proto_SupportedOperationsReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_PREPARE_MODEL:
-        case npu_proto_Method_METHOD_PREPARE_FROM_CACHE: {
-            auto* rep = zeroed<npu_proto_PrepareModelReply>(arena_);
-            if (!rep) return noMemory();
-            BlobInfo info;
-            FwStatus st;
-            if (entry.method == npu_proto_Method_METHOD_PREPARE_MODEL) {
-                auto* req = zeroed<npu_proto_PrepareModelRequest>(arena_);
-                if (!req) return noMemory();
-                ModelDesc model;
-                st = decodeModelRequest(payload, entry.length, npu_proto_PrepareModelRequest_fields, req,
-                                        &req->model, arena_, &model);
-                if (st.ok()) st = service_->prepareModel(model, *req, arena_, &info);
-            } else {
-                auto* req = zeroed<npu_proto_PrepareFromCacheRequest>(arena_);
-                if (!req) return noMemory();
-                pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-                if (!pb_decode(&in, npu_proto_PrepareFromCacheRequest_fields, req)) {
-                    return sendError(id, Code::kInvalidArgument,
-                                     "PrepareFromCache call %llu: cannot decode: %s", idl, PB_GET_ERROR(&in));
-                }
-                st = service_->prepareFromCache(*req, arena_, &info);
-            }
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            if (st.ok()) {
-                rep->model_handle = info.handle;
-                rep->model_blob_bytes = info.modelBlobBytes;
-                rep->data_blob_bytes = info.dataBlobBytes;
-                rep->num_inputs = info.numInputs;
-                rep->num_outputs = info.numOutputs;
-                rep->tuning_trials = info.tuningTrials;
-                rep->greedy_cycles = info.greedyCycles;
-                rep->tuned_cycles = info.tunedCycles;
-            }
-            return sendReply(id, entry.method, npu_proto_PrepareModelReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_FETCH_BLOB: {
-            auto* req = zeroed<npu_proto_FetchBlobRequest>(arena_);
-            auto* rep = zeroed<npu_proto_FetchBlobReply>(arena_);
-            if (!req || !rep) return noMemory();
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_FetchBlobRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "FetchBlob call %llu: cannot decode: %s", idl,
-                                 PB_GET_ERROR(&in));
-            }
-            FwStatus st = service_->fetchBlob(*req, rep);
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            return sendReply(id, entry.method, npu_proto_FetchBlobReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_RELEASE_MODEL:
-        case npu_proto_Method_METHOD_RELEASE_BUFFER: {
-            // Both requests are {uint32 handle/token = 1} and both replies {Status status = 1}.
-            auto* req = zeroed<npu_proto_ReleaseModelRequest>(arena_);
-            auto* rep = zeroed<npu_proto_ReleaseModelReply>(arena_);
-            if (!req || !rep) return noMemory();
-            const bool model = entry.method == npu_proto_Method_METHOD_RELEASE_MODEL;
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_ReleaseModelRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "%s call %llu: cannot decode: %s", name, idl,
-                                 PB_GET_ERROR(&in));
-            }
-            FwStatus st = model ? service_->releaseModel(req->model_handle)
-                                : service_->releaseBuffer(req->model_handle);
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            return sendReply(id, entry.method, npu_proto_ReleaseModelReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_EXECUTE: {
-            auto* req = zeroed<npu_proto_ExecuteRequest>(arena_);
-            auto* rep = zeroed<npu_proto_ExecuteReply>(arena_);
-            auto* result = arena_.allocateArray<ExecResult>(1);
-            auto* args = arena_.allocateArray<IoArg>(2 * kMaxIo);
-            if (!req || !rep || !result || !args) return noMemory();
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_ExecuteRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument,
-                                 "Execute call %llu: cannot decode ExecuteRequest: %s", idl,
-                                 PB_GET_ERROR(&in));
-            }
-            for (uint32_t i = 0; i < req->inputs_count; ++i) toIoArg(req->inputs[i], &args[i]);
-            for (uint32_t i = 0; i < req->outputs_count; ++i) toIoArg(req->outputs[i], &args[kMaxIo + i]);
-            result->deviceFault = kDeviceFaultNone;
-            FwStatus st =
-                service_->execute(*req, args, req->inputs_count, args + kMaxIo, req->outputs_count, result);
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            if (!st.ok()) {
-                rep->device_fault = result->deviceFault;
-                if (result->deviceFault == kDeviceFaultHang) stats_.npuHangs++;
-                if (result->deviceFault == kDeviceFaultData) stats_.npuDataFaults++;
-            }
-            if (st.ok() || st.code == Code::kOutputInsufficientSize) {
-                rep->device_cycles = result->deviceCycles;
-                rep->clock_hz = result->clockHz;
-                const uint32_t outs = result->outputCount < kMaxIo ? result->outputCount : kMaxIo;
-                rep->output_shapes_count = static_cast<pb_size_t>(outs);
-                for (uint32_t i = 0; i < outs; ++i) {
-                    const OutputShapeInfo& o = result->outputs[i];
-                    npu_proto_OutputShape& w = rep->output_shapes[i];
-                    w.dimensions_count = static_cast<pb_size_t>(o.rank < kMaxRank ? o.rank : kMaxRank);
-                    for (uint32_t d = 0; d < w.dimensions_count; ++d) w.dimensions[d] = o.dims[d];
-                    w.is_sufficient = o.sufficient;
-                }
-                if (req->measure_timing) {
-                    const uint32_t n =
-                        result->profileCount < kMaxOperations ? result->profileCount : kMaxOperations;
-                    rep->profile_count = static_cast<pb_size_t>(n);
-                    for (uint32_t i = 0; i < n; ++i) {
-                        const OpProfile& p = result->profile[i];
-                        rep->profile[i] = {p.operationIndex,   p.type,
-                                           p.cycles,           p.macs,
-                                           p.stallCycles,      p.dramReadBytes,
-                                           p.dramWriteBytes,   p.stallDmaCycles,
-                                           p.loadActiveCycles, p.computeActiveCycles,
-                                           p.storeActiveCycles};
-                    }
-                }
-            }
-            return sendReply(id, entry.method, npu_proto_ExecuteReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_ALLOCATE_BUFFER: {
-            auto* req = zeroed<npu_proto_AllocateBufferRequest>(arena_);
-            auto* rep = zeroed<npu_proto_AllocateBufferReply>(arena_);
-            if (!req || !rep) return noMemory();
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_AllocateBufferRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "AllocateBuffer call %llu: cannot decode: %s",
-                                 idl, PB_GET_ERROR(&in));
-            }
-            FwStatus st = service_->allocateBuffer(*req, &rep->buffer_token);
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            return sendReply(id, entry.method, npu_proto_AllocateBufferReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_BUFFER_COPY: {
-            auto* req = zeroed<npu_proto_BufferCopyRequest>(arena_);
-            auto* rep = zeroed<npu_proto_BufferCopyReply>(arena_);
-            if (!req || !rep) return noMemory();
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_BufferCopyRequest_fields, req)) {
-                return sendError(id, Code::kInvalidArgument, "BufferCopy call %llu: cannot decode: %s", idl,
-                                 PB_GET_ERROR(&in));
-            }
-            FwStatus st = service_->bufferCopy(*req);
-            rep->has_status = true;
-            setStatus(&rep->status, st);
-            return sendReply(id, entry.method, npu_proto_BufferCopyReply_fields, rep);
-        }
-        case npu_proto_Method_METHOD_PING: {
-            npu_proto_PingRequest req = npu_proto_PingRequest_init_zero;
-            npu_proto_PingReply rep = npu_proto_PingReply_init_zero;
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_PingRequest_fields, &req)) {
-                return sendError(id, Code::kInvalidArgument, "Ping call %llu: cannot decode: %s", idl,
-                                 PB_GET_ERROR(&in));
-            }
-            rep.has_status = true;
-            rep.nonce = req.nonce;
-            rep.uptime_us = service_->uptimeUs();
-            return sendReply(id, entry.method, npu_proto_PingReply_fields, &rep);
-        }
-        case npu_proto_Method_METHOD_RESET: {
-            npu_proto_ResetReply rep = npu_proto_ResetReply_init_zero;
-            rep.has_status = true;
-            setStatus(&rep.status, service_->reset());
-            stats_.resets++;
-            return sendReply(id, entry.method, npu_proto_ResetReply_fields, &rep);
-        }
-        case npu_proto_Method_METHOD_INJECT_FAULTS: {
-            npu_proto_InjectFaultsRequest req = npu_proto_InjectFaultsRequest_init_zero;
-            npu_proto_InjectFaultsReply rep = npu_proto_InjectFaultsReply_init_zero;
-            pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
-            if (!pb_decode(&in, npu_proto_InjectFaultsRequest_fields, &req)) {
-                return sendError(id, Code::kInvalidArgument, "InjectFaults call %llu: cannot decode: %s", idl,
-                                 PB_GET_ERROR(&in));
-            }
-            rep.has_status = true;
-            setStatus(&rep.status,
-                      config_.faultInjector != nullptr
-                          ? config_.faultInjector->injectFaults(req)
-                          : FwStatus::make(Code::kGeneralFailure,
-                                           "fault injection is off in this firmware host (start npu-fwd "
-                                           "with --fault-injection)"));
-            return sendReply(id, entry.method, npu_proto_InjectFaultsReply_fields, &rep);
-        }
-        case npu_proto_Method_METHOD_GET_COUNTERS: {
-            auto* rep = zeroed<npu_proto_CountersReply>(arena_);
-            if (!rep) return noMemory();
-            rep->has_status = true;
-            const struct {
-                const char* name;
-                uint64_t value;
-            } mine[] = {{"rpc.frames_received", stats_.framesReceived},
-                        {"rpc.requests", stats_.requestsHandled},
-                        {"rpc.bad_frames", stats_.badFrames},
-                        {"rpc.garbage_bytes", stats_.garbageBytes},
-                        {"rpc.queue_full", stats_.queueFull},
-                        {"rpc.cancelled", stats_.cancelled},
-                        {"rpc.arena_bytes", arena_.capacity()},
-                        {"rpc.arena_peak_bytes", arena_.peak()},
-                        {"rpc.arena_fixed_bytes", requestMark_},
-                        {"rpc.resets", stats_.resets},
-                        {"npu.hangs", stats_.npuHangs},
-                        {"npu.data_faults", stats_.npuDataFaults}};
-            for (const auto& c : mine) appendCounter(rep, c.name, c.value);
-            service_->counters(rep);
-            if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
-            return sendReply(id, entry.method, npu_proto_CountersReply_fields, rep);
-        }
-        default:
-            return sendError(id, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)",
-                             uint32_t(entry.method), idl);
+}  // namespace
+
+#define NPU_RPC_REQUEST(Type, label) npu_proto_##Type##_fields, sizeof(npu_proto_##Type), label
+#define NPU_RPC_NO_REQUEST nullptr, 0, ""
+
+// Cancel is served on arrival (handleCancel), never from the queue: no handler here. The two
+// Release methods share one request layout ({uint32 handle = 1}) and one handler.
+const RpcServer::Method RpcServer::kMethods[] = {
+    {npu_proto_Method_METHOD_HELLO, "Hello", NPU_RPC_REQUEST(HelloRequest, "HelloRequest"),
+     &RpcServer::onHello},
+    {npu_proto_Method_METHOD_GET_CAPABILITIES, "GetCapabilities", NPU_RPC_NO_REQUEST,
+     &RpcServer::onGetCapabilities},
+    {npu_proto_Method_METHOD_GET_SUPPORTED_OPERATIONS, "GetSupportedOperations", NPU_RPC_NO_REQUEST,
+     &RpcServer::onGetSupportedOperations},
+    {npu_proto_Method_METHOD_PREPARE_MODEL, "PrepareModel", NPU_RPC_NO_REQUEST, &RpcServer::onPrepareModel},
+    {npu_proto_Method_METHOD_PREPARE_FROM_CACHE, "PrepareFromCache",
+     NPU_RPC_REQUEST(PrepareFromCacheRequest, ""), &RpcServer::onPrepareFromCache},
+    {npu_proto_Method_METHOD_RELEASE_MODEL, "ReleaseModel", NPU_RPC_REQUEST(ReleaseModelRequest, ""),
+     &RpcServer::onRelease},
+    {npu_proto_Method_METHOD_EXECUTE, "Execute", NPU_RPC_REQUEST(ExecuteRequest, "ExecuteRequest"),
+     &RpcServer::onExecute},
+    {npu_proto_Method_METHOD_CANCEL, "Cancel", NPU_RPC_NO_REQUEST, nullptr},
+    {npu_proto_Method_METHOD_ALLOCATE_BUFFER, "AllocateBuffer", NPU_RPC_REQUEST(AllocateBufferRequest, ""),
+     &RpcServer::onAllocateBuffer},
+    {npu_proto_Method_METHOD_RELEASE_BUFFER, "ReleaseBuffer", NPU_RPC_REQUEST(ReleaseModelRequest, ""),
+     &RpcServer::onRelease},
+    {npu_proto_Method_METHOD_BUFFER_COPY, "BufferCopy", NPU_RPC_REQUEST(BufferCopyRequest, ""),
+     &RpcServer::onBufferCopy},
+    {npu_proto_Method_METHOD_PING, "Ping", NPU_RPC_REQUEST(PingRequest, ""), &RpcServer::onPing},
+    {npu_proto_Method_METHOD_RESET, "Reset", NPU_RPC_NO_REQUEST, &RpcServer::onReset},
+    {npu_proto_Method_METHOD_GET_COUNTERS, "GetCounters", NPU_RPC_NO_REQUEST, &RpcServer::onGetCounters},
+    {npu_proto_Method_METHOD_INJECT_FAULTS, "InjectFaults", NPU_RPC_REQUEST(InjectFaultsRequest, ""),
+     &RpcServer::onInjectFaults},
+    {npu_proto_Method_METHOD_FETCH_BLOB, "FetchBlob", NPU_RPC_REQUEST(FetchBlobRequest, ""),
+     &RpcServer::onFetchBlob},
+};
+
+#undef NPU_RPC_REQUEST
+#undef NPU_RPC_NO_REQUEST
+
+const RpcServer::Method* RpcServer::findMethod(uint32_t id) {
+    for (const Method& m : kMethods) {
+        if (m.id == id) return &m;
     }
+    return nullptr;
+}
+
+const char* RpcServer::methodName(uint32_t id) {
+    const Method* m = findMethod(id);
+    return m != nullptr ? m->name : nullptr;
+}
+
+// The one decode-or-error path: the request struct comes from the arena (the largest, Execute's,
+// is ~20 KiB: never the stack), zeroed as nanopb's *_init_zero, and is decoded before the handler
+// runs; a request that does not decode is answered INVALID_ARGUMENT naming the call.
+void RpcServer::dispatch(const Entry& entry, const uint8_t* payload) {
+    const Method* m = findMethod(entry.method);
+    const unsigned long long idl = entry.callId;
+    if (m == nullptr || m->handler == nullptr) {
+        return sendError(entry.callId, Code::kInvalidArgument, "unknown method %" PRIu32 " (call %llu)",
+                         uint32_t(entry.method), idl);
+    }
+    logf("%s call %llu: %" PRIu32 "-byte request", m->name, idl, entry.length);
+    Call call{entry.callId, entry.method, m->name, nullptr, payload, entry.length};
+    if (m->requestFields != nullptr) {
+        // Not zeroed here: pb_decode sets every field to its default first (no request of the
+        // table has callback fields), and the largest (Execute's) would cost 6 KiB of memset.
+        call.request = arena_.allocate(m->requestSize);
+        if (call.request == nullptr) return noMemory(call);
+        pb_istream_t in = pb_istream_from_buffer(payload, entry.length);
+        if (!pb_decode(&in, m->requestFields, call.request)) {
+            return sendError(entry.callId, Code::kInvalidArgument, "%s call %llu: cannot decode%s%s: %s",
+                             m->name, idl, m->requestLabel[0] != '\0' ? " " : "", m->requestLabel,
+                             PB_GET_ERROR(&in));
+        }
+    }
+    (this->*(m->handler))(call);
+}
+
+void RpcServer::noMemory(const Call& call) {
+    sendError(call.id, Code::kResourceExhaustedTransient,
+              "%s call %llu: firmware arena exhausted (%zu of %zu bytes used)", call.name,
+              static_cast<unsigned long long>(call.id), arena_.used(), arena_.capacity());
+}
+
+template <typename T>
+T* RpcServer::allocateFor(const Call& call) {
+    T* reply = arena_.allocateArray<T>(1);  // value-initialised: nanopb's *_init_zero
+    if (reply == nullptr) noMemory(call);
+    return reply;
+}
+
+void RpcServer::onHello(const Call& call) {
+    const auto& req = *static_cast<const npu_proto_HelloRequest*>(call.request);
+    auto* rep = allocateFor<npu_proto_HelloReply>(call);
+    if (!rep) return;
+    rep->major = kProtocolMajor;
+    rep->minor = kProtocolMinor;
+    std::snprintf(rep->firmware_version, sizeof(rep->firmware_version), "%s", config_.firmwareVersion);
+    rep->hw_id = config_.hwId;
+    rep->hw_version = config_.hwVersion;
+    rep->device_memory_bytes = config_.deviceMemoryBytes;
+    rep->host_window_addr = config_.hostWindowAddr;
+    rep->host_window_bytes = config_.hostWindowBytes;
+    rep->max_payload_bytes = config_.maxPayloadBytes;
+    rep->has_status = true;
+    if (req.major != kProtocolMajor) {
+        setStatus(&rep->status,
+                  FwStatus::make(Code::kDeviceUnavailable,
+                                 "protocol version mismatch: host '%s' speaks %" PRIu32 ".%" PRIu32
+                                 ", firmware speaks %" PRIu32 ".%" PRIu32 "",
+                                 req.host_version, req.major, req.minor, kProtocolMajor, kProtocolMinor));
+    }
+    sendReply(call.id, call.method, npu_proto_HelloReply_fields, rep);
+}
+
+void RpcServer::onGetCapabilities(const Call& call) {
+    auto* rep = allocateFor<npu_proto_CapabilitiesReply>(call);
+    if (!rep) return;
+    service_->capabilities(rep);
+    sendReply(call.id, call.method, npu_proto_CapabilitiesReply_fields, rep);
+}
+
+// Model requests decode through decodeModelRequest, whose failure is the reply's status.
+void RpcServer::onGetSupportedOperations(const Call& call) {
+    auto* req = allocateFor<npu_proto_GetSupportedOperationsRequest>(call);
+    auto* rep = req ? allocateFor<npu_proto_SupportedOperationsReply>(call) : nullptr;
+    if (!rep) return;
+    ModelDesc model;
+    FwStatus st =
+        decodeModelRequest(call.payload, call.length, npu_proto_GetSupportedOperationsRequest_fields, req,
+                           &req->model, arena_, &model);
+    BoolList list{nullptr, 0};
+    if (st.ok()) {
+        bool* supported = model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
+        if (model.operationCount && !supported) return noMemory(call);
+        st = service_->supportedOperations(model, supported, arena_);
+        if (st.ok()) list = {supported, model.operationCount};
+    }
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    rep->supported.funcs.encode = encodeBools;
+    rep->supported.arg = &list;
+    sendReply(call.id, call.method, npu_proto_SupportedOperationsReply_fields, rep);
+}
+
+void RpcServer::onPrepareModel(const Call& call) {
+    auto* rep = allocateFor<npu_proto_PrepareModelReply>(call);
+    auto* req = rep ? allocateFor<npu_proto_PrepareModelRequest>(call) : nullptr;
+    if (!req) return;
+    BlobInfo info;
+    ModelDesc model;
+    FwStatus st = decodeModelRequest(call.payload, call.length, npu_proto_PrepareModelRequest_fields, req,
+                                     &req->model, arena_, &model);
+    if (st.ok()) st = service_->prepareModel(model, *req, arena_, &info);
+    sendPrepareReply(call, rep, st, info);
+}
+
+void RpcServer::onPrepareFromCache(const Call& call) {
+    auto* rep = allocateFor<npu_proto_PrepareModelReply>(call);
+    if (!rep) return;
+    BlobInfo info;
+    FwStatus st = service_->prepareFromCache(
+        *static_cast<const npu_proto_PrepareFromCacheRequest*>(call.request), arena_, &info);
+    sendPrepareReply(call, rep, st, info);
+}
+
+void RpcServer::sendPrepareReply(const Call& call, npu_proto_PrepareModelReply* rep, const FwStatus& st,
+                                 const BlobInfo& info) {
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    if (st.ok()) {
+        rep->model_handle = info.handle;
+        rep->model_blob_bytes = info.modelBlobBytes;
+        rep->data_blob_bytes = info.dataBlobBytes;
+        rep->num_inputs = info.numInputs;
+        rep->num_outputs = info.numOutputs;
+        rep->tuning_trials = info.tuningTrials;
+        rep->greedy_cycles = info.greedyCycles;
+        rep->tuned_cycles = info.tunedCycles;
+    }
+    sendReply(call.id, call.method, npu_proto_PrepareModelReply_fields, rep);
+}
+
+void RpcServer::onFetchBlob(const Call& call) {
+    auto* rep = allocateFor<npu_proto_FetchBlobReply>(call);
+    if (!rep) return;
+    FwStatus st = service_->fetchBlob(*static_cast<const npu_proto_FetchBlobRequest*>(call.request), rep);
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    sendReply(call.id, call.method, npu_proto_FetchBlobReply_fields, rep);
+}
+
+// ReleaseModel and ReleaseBuffer: both requests are {uint32 handle/token = 1}, both replies
+// {Status status = 1}.
+void RpcServer::onRelease(const Call& call) {
+    const uint32_t handle = static_cast<const npu_proto_ReleaseModelRequest*>(call.request)->model_handle;
+    auto* rep = allocateFor<npu_proto_ReleaseModelReply>(call);
+    if (!rep) return;
+    FwStatus st = call.method == npu_proto_Method_METHOD_RELEASE_MODEL ? service_->releaseModel(handle)
+                                                                       : service_->releaseBuffer(handle);
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    sendReply(call.id, call.method, npu_proto_ReleaseModelReply_fields, rep);
+}
+
+void RpcServer::onExecute(const Call& call) {
+    const auto& req = *static_cast<const npu_proto_ExecuteRequest*>(call.request);
+    auto* rep = allocateFor<npu_proto_ExecuteReply>(call);
+    // Only the counts are set: the executor fills the profile and output entries it reports,
+    // and zeroing all of them (20 KiB) would cost more than a small execution.
+    auto* result = static_cast<ExecResult*>(arena_.allocate(sizeof(ExecResult), alignof(ExecResult)));
+    if (result != nullptr) {
+        result->deviceCycles = result->clockHz = 0;
+        result->profileCount = result->outputCount = 0;
+    }
+    // Uninitialised: toIoArg sets every field of the entries used.
+    auto* args = static_cast<IoArg*>(arena_.allocate(2 * kMaxIo * sizeof(IoArg), alignof(IoArg)));
+    if (!rep) return;
+    if (!result || !args) return noMemory(call);
+    for (uint32_t i = 0; i < req.inputs_count; ++i) toIoArg(req.inputs[i], &args[i]);
+    for (uint32_t i = 0; i < req.outputs_count; ++i) toIoArg(req.outputs[i], &args[kMaxIo + i]);
+    result->deviceFault = kDeviceFaultNone;
+    FwStatus st = service_->execute(req, args, req.inputs_count, args + kMaxIo, req.outputs_count, result);
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    if (!st.ok()) {
+        rep->device_fault = result->deviceFault;
+        if (result->deviceFault == kDeviceFaultHang) stats_.npuHangs++;
+        if (result->deviceFault == kDeviceFaultData) stats_.npuDataFaults++;
+    }
+    if (st.ok() || st.code == Code::kOutputInsufficientSize) fillExecuteReply(req, *result, rep);
+    logf("Execute call %llu: model 0x%" PRIx32 ", status %" PRIu32 ", %llu device cycles",
+         static_cast<unsigned long long>(call.id), req.model_handle, static_cast<uint32_t>(st.code),
+         static_cast<unsigned long long>(result->deviceCycles));
+    sendReply(call.id, call.method, npu_proto_ExecuteReply_fields, rep);
+}
+
+void RpcServer::onAllocateBuffer(const Call& call) {
+    auto* rep = allocateFor<npu_proto_AllocateBufferReply>(call);
+    if (!rep) return;
+    FwStatus st = service_->allocateBuffer(*static_cast<const npu_proto_AllocateBufferRequest*>(call.request),
+                                           &rep->buffer_token);
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    sendReply(call.id, call.method, npu_proto_AllocateBufferReply_fields, rep);
+}
+
+void RpcServer::onBufferCopy(const Call& call) {
+    auto* rep = allocateFor<npu_proto_BufferCopyReply>(call);
+    if (!rep) return;
+    FwStatus st = service_->bufferCopy(*static_cast<const npu_proto_BufferCopyRequest*>(call.request));
+    rep->has_status = true;
+    setStatus(&rep->status, st);
+    sendReply(call.id, call.method, npu_proto_BufferCopyReply_fields, rep);
+}
+
+void RpcServer::onPing(const Call& call) {
+    npu_proto_PingReply rep = npu_proto_PingReply_init_zero;
+    rep.has_status = true;
+    rep.nonce = static_cast<const npu_proto_PingRequest*>(call.request)->nonce;
+    rep.uptime_us = service_->uptimeUs();
+    sendReply(call.id, call.method, npu_proto_PingReply_fields, &rep);
+}
+
+void RpcServer::onReset(const Call& call) {
+    npu_proto_ResetReply rep = npu_proto_ResetReply_init_zero;
+    rep.has_status = true;
+    setStatus(&rep.status, service_->reset());
+    stats_.resets++;
+    sendReply(call.id, call.method, npu_proto_ResetReply_fields, &rep);
+}
+
+void RpcServer::onInjectFaults(const Call& call) {
+    const auto& req = *static_cast<const npu_proto_InjectFaultsRequest*>(call.request);
+    npu_proto_InjectFaultsReply rep = npu_proto_InjectFaultsReply_init_zero;
+    rep.has_status = true;
+    setStatus(&rep.status, config_.faultInjector != nullptr
+                               ? config_.faultInjector->injectFaults(req)
+                               : FwStatus::make(Code::kGeneralFailure,
+                                                "fault injection is off in this firmware host (start npu-fwd "
+                                                "with --fault-injection)"));
+    sendReply(call.id, call.method, npu_proto_InjectFaultsReply_fields, &rep);
+}
+
+void RpcServer::onGetCounters(const Call& call) {
+    auto* rep = allocateFor<npu_proto_CountersReply>(call);
+    if (!rep) return;
+    rep->has_status = true;
+    const struct {
+        const char* name;
+        uint64_t value;
+    } mine[] = {{"rpc.frames_received", stats_.framesReceived},
+                {"rpc.requests", stats_.requestsHandled},
+                {"rpc.bad_frames", stats_.badFrames},
+                {"rpc.garbage_bytes", stats_.garbageBytes},
+                {"rpc.queue_full", stats_.queueFull},
+                {"rpc.cancelled", stats_.cancelled},
+                {"rpc.arena_bytes", arena_.capacity()},
+                {"rpc.arena_peak_bytes", arena_.peak()},
+                {"rpc.arena_fixed_bytes", requestMark_},
+                {"rpc.resets", stats_.resets},
+                {"npu.hangs", stats_.npuHangs},
+                {"npu.data_faults", stats_.npuDataFaults}};
+    for (const auto& c : mine) appendCounter(rep, c.name, c.value);
+    service_->counters(rep);
+    if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
+    sendReply(call.id, call.method, npu_proto_CountersReply_fields, rep);
 }
 
 // ---- outgoing frames --------------------------------------------------------------------------
@@ -668,6 +681,8 @@ void RpcServer::sendError(uint64_t callId, Code code, const char* fmt, ...) {
     va_start(args, fmt);
     std::vsnprintf(reply.status.message, sizeof(reply.status.message), fmt, args);
     va_end(args);
+    logf("call %llu: error %" PRIu32 ": %s", static_cast<unsigned long long>(callId), reply.status.code,
+         reply.status.message);
     // Encoded into the frame buffer: an error may be sent while replyBuffer_ holds a reply.
     uint8_t* payload = frameBuffer_ + kFrameHeaderSize;
     pb_ostream_t out = pb_ostream_from_buffer(payload, config_.maxPayloadBytes);
@@ -712,6 +727,16 @@ void RpcServer::sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uin
         }
         offset += n;
     } while (offset < length);
+}
+
+void RpcServer::logf(const char* fmt, ...) {
+    if (config_.log == nullptr || !config_.log->enabled()) return;
+    char line[256];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(line, sizeof(line), fmt, args);
+    va_end(args);
+    config_.log->write(line);
 }
 
 }  // namespace npu::fw

@@ -17,23 +17,28 @@ bool RuntimeService::inDram(uint64_t addr, uint64_t length) const {
 void RuntimeService::capabilities(npu_proto_CapabilitiesReply* reply) {
     const HardwareInfo hw = runtime_.hardwareInfo();
     reply->has_status = true;
-    // Relative figures (NNAPI: lower is better, 1.0 = the CPU): the NPU is quoted as faster and
-    // cheaper for what it runs; FLT_MAX (the HAL's "unsupported") for the rest: it runs no float
-    // (so no relaxed float) and no control flow.
-    const npu_proto_PerformanceInfo fast = {0.1f, 0.1f};
+    // Relative figures (NNAPI: lower is better, 1.0 = the CPU), measured by the runtime on
+    // reference workloads (docs/firmware.md, "Capabilities"). FLT_MAX (the HAL's "unsupported")
+    // for what the NPU does not run: float (so no relaxed float) and control flow.
     const npu_proto_PerformanceInfo unsupported = {FLT_MAX, FLT_MAX};
     reply->has_relaxed_scalar = reply->has_relaxed_tensor = true;
     reply->relaxed_scalar = reply->relaxed_tensor = unsupported;
     reply->has_if_performance = reply->has_while_performance = true;
     reply->if_performance = reply->while_performance = unsupported;
-    // Every HAL operand type, sorted (the HAL's nonExtensionOperandPerformance): the types the
-    // compiler takes are quoted as fast, the others as unsupported (FLT_MAX).
+    // Every HAL operand type, sorted (the HAL's nonExtensionOperandPerformance).
     constexpr uint32_t kLastOperandType = 15;  // SUBGRAPH
     for (uint32_t t = 0; t <= kLastOperandType; ++t) {
+        PerformanceFigure figure;
+        FwStatus st = runtime_.performance(t, &figure);
+        if (!st.ok()) {
+            reply->status.code = static_cast<uint32_t>(st.code);
+            std::snprintf(reply->status.message, sizeof(reply->status.message), "%s", st.message);
+            return;
+        }
         npu_proto_OperandPerformance& p = reply->operand_performance[reply->operand_performance_count++];
         p.type = t;
         p.has_info = true;
-        p.info = Runtime::claimsOperandType(t) ? fast : unsupported;
+        p.info = {figure.execTime, figure.powerUsage};
     }
     reply->has_hw = true;
     reply->hw.clock_hz = hw.clockHz;
@@ -56,7 +61,7 @@ FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* suppo
 
 FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                       Arena& scratch, BlobInfo* info) {
-    return runtime_.prepare(model, scratch, info, !request.no_autotune);
+    return runtime_.prepare(model, scratch, info, !request.no_autotune, request.preference);
 }
 
 FwStatus RuntimeService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch,
@@ -118,29 +123,41 @@ FwStatus RuntimeService::releaseModel(uint32_t handle) {
     return runtime_.release(handle);
 }
 
-FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
-                                 const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
-    return runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result,
-                            r.measure_timing);
+FwStatus RuntimeService::execute(const npu_proto_ExecuteRequest& r, IoArg* inputs, uint32_t inputCount,
+                                 IoArg* outputs, uint32_t outputCount, ExecResult* result) {
+    FwStatus st = runtime_.bindBuffers(session_, r.model_handle, inputs, inputCount, outputs, outputCount);
+    if (!st.ok()) return st;
+    st = runtime_.execute(r.model_handle, inputs, inputCount, outputs, outputCount, result, r.measure_timing);
+    if (st.ok()) runtime_.buffersWritten(outputs, outputCount);
+    return st;
 }
 
-FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest&, uint32_t*) {
-    return FwStatus::make(Code::kGeneralFailure,
-                          "AllocateBuffer: memory domains are not supported by this firmware");
+FwStatus RuntimeService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {
+    BufferRole roles[kMaxBufferRoles];
+    BufferSpec spec;
+    spec.session = session_;
+    spec.type = r.type;
+    spec.rank = r.dimensions_count;
+    for (uint32_t k = 0; k < spec.rank && k < kMaxRank; ++k) spec.dims[k] = r.dimensions[k];
+    spec.bytes = r.bytes;
+    spec.roleCount = r.roles_count;
+    for (uint32_t i = 0; i < r.roles_count && i < kMaxBufferRoles; ++i) {
+        roles[i] = {r.roles[i].model_handle, r.roles[i].input, r.roles[i].io_index};
+    }
+    spec.roles = roles;
+    return runtime_.allocateBuffer(spec, token);
 }
+
 FwStatus RuntimeService::releaseBuffer(uint32_t token) {
-    return FwStatus::make(Code::kInvalidArgument,
-                          "ReleaseBuffer: unknown buffer token %" PRIu32
-                          " (memory domains are not "
-                          "supported by this firmware)",
-                          token);
+    return runtime_.releaseBuffer(session_, token);
 }
+
 FwStatus RuntimeService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
-    return FwStatus::make(Code::kInvalidArgument,
-                          "BufferCopy: unknown buffer token %" PRIu32
-                          " (memory domains are not "
-                          "supported by this firmware)",
-                          r.buffer_token);
+    if (r.to_device) {
+        return runtime_.writeBuffer(session_, r.buffer_token, r.addr, r.length, r.dimensions_count,
+                                    r.dimensions);
+    }
+    return runtime_.readBuffer(session_, r.buffer_token, r.addr, r.length);
 }
 
 FwStatus RuntimeService::reset() {
@@ -152,6 +169,10 @@ void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.arena_bytes", runtime_.arenaBytes());
     appendCounter(reply, "runtime.arena_peak_bytes", runtime_.arenaPeakBytes());
     appendCounter(reply, "runtime.compile_scratch_high_water_bytes", runtime_.compileScratchHighWater());
+    appendCounter(reply, "runtime.dram_bytes_in_use", runtime_.dramBytesInUse());
+    appendCounter(reply, "runtime.buffers", runtime_.buffersInUse());
+    appendCounter(reply, "runtime.buffer_bytes", runtime_.bufferBytes());
+    appendCounter(reply, "runtime.copied_bytes", runtime_.copiedBytes());
 }
 
 }  // namespace npu::fw

@@ -66,8 +66,15 @@ FwStatus checkIo(const ExecutionContext& ctx, const IoDesc& d, const IoArg& a, c
                                   " vs %" PRIu32 ")",
                                   what, index, a.rank, d.rank);
     }
+    if (a.bufferToken != 0 && !a.deviceBuffer) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "%s %" PRIu32 ": buffer token %" PRIu32 " was not bound (Runtime::bindBuffers)",
+                              what, index, a.bufferToken);
+    }
+    // Only a bound driver-managed buffer lies in firmware DRAM; everything else in the window.
     const uint64_t size = ctx.platform.dramSize();
-    if (a.addr < ctx.hostWindowBase || a.addr > size || a.length > size - a.addr) {
+    const uint64_t lowest = a.deviceBuffer ? 0 : ctx.hostWindowBase;
+    if (a.addr < lowest || a.addr > size || a.length > size - a.addr) {
         return FwStatus::make(Code::kInvalidArgument,
                               "%s %" PRIu32 ": [0x%llx, +%" PRIu32 ") is outside the host window", what,
                               index, static_cast<unsigned long long>(a.addr), a.length);

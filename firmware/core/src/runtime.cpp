@@ -1,16 +1,19 @@
 #include "npu/fw/runtime.h"
 
+#include <cfloat>
 #include <cinttypes>
 #include <cstring>
 #include <new>
 
 #include "blob_store.h"
+#include "buffer_table.h"
 #include "compiler.h"
 #include "dram_allocator.h"
 #include "executor.h"
 #include "hwsim/isa/registers.h"
 #include "model_claim.h"
 #include "op_plan.h"
+#include "performance_probe.h"
 
 namespace npu::fw {
 
@@ -24,6 +27,39 @@ struct Runtime::Impl {
     HardwareInfo hw;
     DramAllocator dram;
     BlobStore store;
+    BufferTable buffers;
+    uint64_t copiedBytes = 0;  // GetCounters: tensor bytes staged in the host window
+    // Capabilities, measured at the first init(): [0] uint8 data, [1] int8 data.
+    WorkloadFigures performance[2];
+    FwStatus performanceStatus = FwStatus::make(Code::kDeviceUnavailable, "performance not measured yet");
+
+    // The reference workloads, in the runtime arena's free part (released after) and firmware
+    // DRAM (empty at the first init).
+    void measurePerformance() {
+        CompileTarget t = target();
+        t.hostWindowBase = 0;
+        const ProbeContext ctx{t, platform, dram, store, limits(), hw.clockHz, config.irqTimeoutUs};
+        const size_t mark = arena.mark();
+        const uint32_t types[] = {hal::kTensorQuant8Asymm, hal::kTensorQuant8AsymmSigned};
+        performanceStatus = FwStatus::okStatus();
+        for (uint32_t i = 0; i < 2 && performanceStatus.ok(); ++i) {
+            performanceStatus = probeWorkload(ctx, types[i], arena, &performance[i]);
+            arena.release(mark);
+        }
+    }
+
+    // [addr, +length) inside the host window, where the host stages client memory.
+    FwStatus checkWindow(const char* what, uint64_t addr, uint64_t length) const {
+        const uint64_t size = platform.dramSize();
+        if (addr < config.firmwareDramBytes || addr > size || length > size - addr) {
+            return FwStatus::make(
+                Code::kInvalidArgument, "%s: [0x%llx, +%llu) is outside the host window [0x%llx, 0x%llx)",
+                what, static_cast<unsigned long long>(addr), static_cast<unsigned long long>(length),
+                static_cast<unsigned long long>(config.firmwareDramBytes),
+                static_cast<unsigned long long>(size));
+        }
+        return FwStatus::okStatus();
+    }
 
     CompileTarget target() const {
         CompileTarget t;
@@ -110,12 +146,13 @@ FwStatus Runtime::init() {
             static_cast<unsigned long long>(fw), static_cast<unsigned long long>(p.dramSize()));
     }
     if (!s.initialized) {
-        if (!s.dram.init(s.arena, 0, fw) || !s.store.init(s.arena)) {
+        if (!s.dram.init(s.arena, 0, fw) || !s.store.init(s.arena) || !s.buffers.init(s.arena)) {
             return FwStatus::make(Code::kResourceExhaustedPersistent,
                                   "runtime: arena too small for the blob store tables");
         }
     }
     resetNpu(p);
+    if (!s.initialized) s.measurePerformance();
     s.initialized = true;
     return FwStatus::okStatus();
 }
@@ -135,13 +172,18 @@ FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported, A
     return claimOperations(impl_->target(), model, limits, impl_->arena, supported);
 }
 
-FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune) {
+FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune,
+                          uint32_t preference) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (info == nullptr) return FwStatus::make(Code::kInvalidArgument, "prepare: no BlobInfo");
     MacTiling* tilings = nullptr;
     TuningOutcome tuning;
     if (impl_->config.autotune && allowAutotune) {
-        FwStatus st = tune(model, scratch, &tilings, &tuning);
+        // FAST_SINGLE_ANSWER: the fewest cycles. SUSTAINED_SPEED and LOW_POWER: the least DRAM
+        // traffic (a sustained or battery-bound workload is limited by memory bandwidth and
+        // energy, which DRAM transfers dominate), ties broken by cycles. docs/firmware.md.
+        const bool leastTraffic = preference != kPreferFastSingleAnswer;
+        FwStatus st = tune(model, scratch, leastTraffic, &tilings, &tuning);
         if (!st.ok()) return st;
     }
     const uint8_t* image = nullptr;
@@ -162,7 +204,8 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
 // min(k, count_o - 1)) on scratch inputs in firmware DRAM, and keeps, per operation, the tiling
 // of the run in which that operation took the fewest cycles. Operations run one after another
 // with a fence between them, so one operation's tiling does not change another's cycles.
-FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome) {
+FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic, MacTiling** tilings,
+                       TuningOutcome* outcome) {
     Impl& s = *impl_;
     const CompileTarget target = s.target();
     const uint32_t ops = model.operationCount;
@@ -173,11 +216,13 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     MacTiling* candidates = scratch.allocateArray<MacTiling>(size_t{ops} * kMaxTilingCandidates);
     uint32_t* counts = scratch.allocateArray<uint32_t>(ops);
     uint64_t* bestCycles = scratch.allocateArray<uint64_t>(ops);
+    uint64_t* bestCost = scratch.allocateArray<uint64_t>(ops);  // cycles, or DRAM bytes
     uint64_t* greedyCycles = scratch.allocateArray<uint64_t>(ops);
     ExecResult* result = scratch.allocateArray<ExecResult>(1);
     IoArg* io = scratch.allocateArray<IoArg>(kMaxIo * 2);
     if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr ||
-        bestCycles == nullptr || greedyCycles == nullptr || result == nullptr || io == nullptr) {
+        bestCycles == nullptr || bestCost == nullptr || greedyCycles == nullptr || result == nullptr ||
+        io == nullptr) {
         return FwStatus::make(Code::kResourceExhaustedTransient,
                               "compiler scratch exhausted (autotuning tables)");
     }
@@ -188,7 +233,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         if (!st.ok()) return st;  // the same message the compiler would give
         rounds = counts[o] > rounds ? counts[o] : rounds;
         best[o] = {};
-        bestCycles[o] = greedyCycles[o] = UINT64_MAX;
+        bestCycles[o] = bestCost[o] = greedyCycles[o] = UINT64_MAX;
     }
     if (rounds <= 1 || model.inputCount > kMaxIo || model.outputCount > kMaxIo) return FwStatus::okStatus();
 
@@ -216,7 +261,8 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     }
 
     const uint64_t start = s.platform.nowUs();
-    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, false};
+    // DRAM traffic is read from the PMU's detailed per-operation counters.
+    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, leastTraffic};
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
@@ -246,11 +292,15 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
         ++outcome->trials;
         uint64_t total = 0;
         for (uint32_t i = 0; i < result->profileCount && i < ops; ++i) {
-            const uint32_t o = result->profile[i].operationIndex;
-            total += result->profile[i].cycles;
-            if (o < ops && k == 0) greedyCycles[o] = result->profile[i].cycles;
-            if (o < ops && counts[o] > k && result->profile[i].cycles < bestCycles[o]) {
-                bestCycles[o] = result->profile[i].cycles;
+            const OpProfile& p = result->profile[i];
+            const uint32_t o = p.operationIndex;
+            const uint64_t cost = leastTraffic ? p.dramReadBytes + p.dramWriteBytes : p.cycles;
+            total += p.cycles;
+            if (o < ops && k == 0) greedyCycles[o] = p.cycles;
+            if (o < ops && counts[o] > k &&
+                (cost < bestCost[o] || (cost == bestCost[o] && p.cycles < bestCycles[o]))) {
+                bestCost[o] = cost;
+                bestCycles[o] = p.cycles;
                 best[o] = trial[o];
             }
         }
@@ -259,11 +309,12 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, MacTiling** tilin
     s.dram.free(block);
     if (!status.ok()) return status;
     if (outcome->trials > 1) {
-        // The greedy run's total, less what each tuned operation saved.
+        // The greedy run's total with each tuned operation's cycles in place of its greedy ones
+        // (fewer for the fewest-cycles goal; possibly more for the least-traffic one).
         outcome->tunedCycles = outcome->greedyCycles;
         for (uint32_t o = 0; o < ops; ++o) {
-            if (counts[o] > 0 && bestCycles[o] < greedyCycles[o] && greedyCycles[o] != UINT64_MAX) {
-                outcome->tunedCycles -= greedyCycles[o] - bestCycles[o];
+            if (counts[o] > 0 && bestCycles[o] != UINT64_MAX && greedyCycles[o] != UINT64_MAX) {
+                outcome->tunedCycles = outcome->tunedCycles - greedyCycles[o] + bestCycles[o];
             }
         }
         *tilings = best;
@@ -311,14 +362,101 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
                                impl_->config.irqTimeoutUs, detailedProfile};
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
+    // The host copied the inputs staged in the window in, and copies the outputs out once they
+    // are computed; a driver-managed buffer moves nothing.
+    auto staged = [](const IoArg* args, uint32_t count) {
+        uint64_t n = 0;
+        for (uint32_t i = 0; args != nullptr && i < count; ++i) {
+            if (!args[i].hasNoValue && !args[i].deviceBuffer) n += args[i].length;
+        }
+        return n;
+    };
+    impl_->copiedBytes += staged(inputs, inputCount);
+    if (status.ok()) impl_->copiedBytes += staged(outputs, outputCount);
     return status;
 }
 
 FwStatus Runtime::reset() {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     impl_->store.clear(impl_->dram);
+    impl_->buffers.clear();
     impl_->dram.clear();
     resetNpu(impl_->platform);
+    return FwStatus::okStatus();
+}
+
+// ---- memory domains ---------------------------------------------------------------------------
+
+FwStatus Runtime::allocateBuffer(const BufferSpec& spec, uint32_t* token) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    return impl_->buffers.allocate(spec, impl_->store, impl_->dram, token);
+}
+
+FwStatus Runtime::releaseBuffer(uint32_t session, uint32_t token) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    return impl_->buffers.release(session, token, impl_->dram);
+}
+
+FwStatus Runtime::writeBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length, uint32_t rank,
+                              const uint32_t* dims) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    FwStatus st = impl_->checkWindow("BufferCopy to the device", addr, length);
+    if (!st.ok()) return st;
+    uint8_t* dram = impl_->platform.dram();
+    st = impl_->buffers.write(session, token, dram, length, rank, dims, dram + addr);
+    if (st.ok()) impl_->copiedBytes += length;
+    return st;
+}
+
+FwStatus Runtime::readBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    FwStatus st = impl_->checkWindow("BufferCopy from the device", addr, length);
+    if (!st.ok()) return st;
+    uint8_t* dram = impl_->platform.dram();
+    st = impl_->buffers.read(session, token, dram, length, dram + addr);
+    if (st.ok()) impl_->copiedBytes += length;
+    return st;
+}
+
+uint32_t Runtime::releaseSessionBuffers(uint32_t session) {
+    if (impl_ == nullptr || !impl_->initialized) return 0;
+    return impl_->buffers.releaseSession(session, impl_->dram);
+}
+
+FwStatus Runtime::bindBuffers(uint32_t session, uint32_t handle, IoArg* inputs, uint32_t inputCount,
+                              IoArg* outputs, uint32_t outputCount) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    if (impl_->store.find(handle) == nullptr)
+        return FwStatus::make(Code::kInvalidArgument, "execute: unknown model handle 0x%" PRIx32 "", handle);
+    return impl_->buffers.bind(session, handle, inputs, inputCount, outputs, outputCount);
+}
+
+void Runtime::buffersWritten(const IoArg* outputs, uint32_t outputCount) {
+    if (impl_ != nullptr) impl_->buffers.written(outputs, outputCount);
+}
+
+uint32_t Runtime::buffersInUse() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->buffers.count() : 0;
+}
+uint64_t Runtime::bufferBytes() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->buffers.bytes() : 0;
+}
+uint64_t Runtime::dramBytesInUse() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->dram.bytesInUse() : 0;
+}
+uint64_t Runtime::copiedBytes() const {
+    return impl_ != nullptr ? impl_->copiedBytes : 0;
+}
+
+FwStatus Runtime::performance(uint32_t type, PerformanceFigure* out) const {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    if (!impl_->performanceStatus.ok()) return impl_->performanceStatus;
+    if (!claimsOperandType(type)) {
+        *out = {FLT_MAX, FLT_MAX};
+        return FwStatus::okStatus();
+    }
+    const WorkloadFigures& w = impl_->performance[type == hal::kTensorQuant8AsymmSigned ? 1 : 0];
+    *out = {w.execTime, w.powerUsage};
     return FwStatus::okStatus();
 }
 

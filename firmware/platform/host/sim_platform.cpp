@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "hwsim/isa/registers.h"
+#include "npu/protocol/vlog.h"
 
 namespace npu::fw::host {
 
@@ -13,6 +14,16 @@ uint32_t SimPlatform::readReg(uint32_t offset) {
     return device_.readReg(offset);
 }
 void SimPlatform::writeReg(uint32_t offset, uint32_t value) {
+    if (offset == isa::kRegDoorbell && proto::vlogEnabled("sim")) {
+        // The simulator runs a doorbell synchronously: its cost is the device time it took.
+        const uint64_t before = device_.cycles();
+        device_.writeReg(offset, value);
+        proto::vlog("sim", "doorbell: command queue tail 0x%x, %llu device cycles, IRQ_STATUS 0x%x",
+                    device_.readReg(isa::kRegCmdqTail),
+                    static_cast<unsigned long long>(device_.cycles() - before),
+                    device_.readReg(isa::kRegIrqStatus));
+        return;
+    }
     device_.writeReg(offset, value);
     if (faultsArmed_ && offset == isa::kRegCtrl && (value & isa::kCtrlSoftReset) != 0) {
         device_.injectFaults({});
@@ -34,6 +45,7 @@ bool SimPlatform::waitForIrq(uint32_t timeoutUs) {
     for (uint64_t polls = 0; polls <= timeoutUs; ++polls) {
         if (device_.irqPending()) return true;
     }
+    proto::vlog("sim", "no interrupt within %u polls (the NPU hung)", timeoutUs);
     return false;
 }
 

@@ -35,14 +35,17 @@ using Clock = std::chrono::steady_clock;
 // Bounds of the test's own waits (never timing assertions: a healthy run takes milliseconds).
 inline constexpr auto kWait = 20s;
 
-// out = a + b over `dims` (0 = unknown; inputs and output alike).
-inline Model addModel(std::vector<uint32_t> dims = {1, 4}, float outScale = 1.0f) {
+// out = a + b over `dims` (0 = unknown; inputs and output alike), of `type`, every tensor with
+// zero point `zeroPoint`.
+inline Model addModel(std::vector<uint32_t> dims = {1, 4}, float outScale = 1.0f,
+                      OperandType type = OperandType::TENSOR_QUANT8_ASYMM, int32_t zeroPoint = 0) {
     Model m;
     auto tensor = [&](OperandLifeTime lifetime, float scale) {
         Operand o;
-        o.type = OperandType::TENSOR_QUANT8_ASYMM;
+        o.type = type;
         o.dimensions = dims;
         o.scale = scale;
+        o.zeroPoint = zeroPoint;
         o.lifetime = lifetime;
         m.main.operands.push_back(o);
     };
@@ -533,6 +536,23 @@ inline void checkAllocateValidation(IDevice& device, IDevice& otherDevice) {
     CHECK(fine->token > 0);
 }
 
+// VTS MemoryDomainAllocateTest: roles of two prepared models that disagree on the operand type,
+// the zero point, the rank or the dimensions.
+inline void checkAllocateConflicts(IDevice& device) {
+    auto base = prepare(device);
+    const std::pair<Model, const char*> others[] = {
+        {addModel({1, 4}, 1.0f, OperandType::TENSOR_QUANT8_ASYMM_SIGNED), "operand type"},
+        {addModel({1, 4}, 1.0f, OperandType::TENSOR_QUANT8_ASYMM, 3), "zero point"},
+        {addModel({4}), "rank"},
+        {addModel({2, 4}), "dimensions"},
+    };
+    for (const auto& [model, why] : others) {
+        auto other = prepare(device, model);
+        expectAllocateInvalid(device, {}, {base, other}, {role(0, 0), role(0, 1)}, {}, why);
+        expectAllocateInvalid(device, {}, {base, other}, {role(0, 0)}, {role(0, 1)}, why);
+    }
+}
+
 // IBuffer::copyTo / copyFrom with a memfd and with a mappable file.
 inline void checkBufferCopies(IDevice& device) {
     auto prepared = prepare(device);
@@ -672,6 +692,35 @@ inline void checkExecutionWithDeviceMemory(IDevice& device, IDevice& otherDevice
     expectRefused(gone, ErrorStatus::INVALID_ARGUMENT, "released token");
 }
 
+// VTS MemoryDomainExecutionTest: dimensions of a request that conflict with a buffer's are
+// INVALID_ARGUMENT; one buffer may serve several inputs of one request (SameRequestMultipleRoles).
+inline void checkBufferRequestDimensions(IDevice& device) {
+    auto prepared = prepare(device);
+    auto in = device.allocate({}, {prepared}, {role(0), role(1)}, {});
+    auto out = device.allocate({}, {prepared}, {}, {role(0)});
+    REQUIRE(in.has_value());
+    REQUIRE(out.has_value());
+    REQUIRE(in->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
+    auto ones = bytes({1, 1, 1, 1});
+    for (const bool input : {true, false}) {
+        INFO((input ? "input" : "output") << " dimensions [2, 2]");
+        Request r = bufferRequest(in->token, out->token, ones);
+        (input ? r.inputs[0] : r.outputs[0]).dimensions = {2, 2};
+        auto e = prepared->executeSynchronously(r, MeasureTiming::NO, std::nullopt, std::nullopt);
+        REQUIRE_FALSE(e.has_value());
+        CHECK(e.error().status == ErrorStatus::INVALID_ARGUMENT);
+    }
+    Request both = bufferRequest(in->token, out->token, ones);
+    both.pools[1] = in->token;
+    both.inputs[1].location = {1, 0, 0, 0};
+    auto twice = prepared->executeSynchronously(both, MeasureTiming::NO, std::nullopt, std::nullopt);
+    INFO((twice ? std::string() : twice.error().message));
+    REQUIRE(twice.has_value());
+    auto read = Memory::create(4);
+    REQUIRE(out->buffer->copyTo(*read).has_value());
+    CHECK(contents(*read) == std::vector<uint8_t>{2, 4, 6, 8});
+}
+
 // Concurrent reads work; concurrent writes may fail, never crash or hang.
 inline void checkConcurrentBufferAccess(IDevice& device) {
     auto prepared = prepare(device);
@@ -771,4 +820,8 @@ inline void checkDynamicBuffer(IDevice& device) {
     NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain execution with device memory", TAGS,                       \
                            npu::hal::test::checkExecutionWithDeviceMemory(*d.device, *other.device))        \
     NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain concurrent reads and writes", TAGS,                        \
-                           npu::hal::test::checkConcurrentBufferAccess(*d.device))
+                           npu::hal::test::checkConcurrentBufferAccess(*d.device))                          \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain roles that conflict across prepared models", TAGS,         \
+                           npu::hal::test::checkAllocateConflicts(*d.device))                               \
+    NPU_HAL_EXECUTION_CASE(PREFIX, "MemoryDomain request dimensions and one buffer in two roles", TAGS,     \
+                           npu::hal::test::checkBufferRequestDimensions(*d.device))

@@ -57,6 +57,7 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(ExecuteReply),
     NANOPB(CancelRequest),
     NANOPB(CancelReply),
+    NANOPB(BufferRole),
     NANOPB(AllocateBufferRequest),
     NANOPB(AllocateBufferReply),
     NANOPB(ReleaseBufferRequest),

@@ -110,8 +110,8 @@ struct FakeService : Service {
         return handle == 42 ? FwStatus::okStatus()
                             : FwStatus::make(Code::kInvalidArgument, "unknown model %u", unsigned(handle));
     }
-    FwStatus execute(const npu_proto_ExecuteRequest&, const IoArg* in, uint32_t inCount, const IoArg*,
-                     uint32_t outCount, ExecResult* result) override {
+    FwStatus execute(const npu_proto_ExecuteRequest&, IoArg* in, uint32_t inCount, IoArg*, uint32_t outCount,
+                     ExecResult* result) override {
         executeInputs = inCount;
         lastInputAddr = inCount ? in[0].addr : 0;
         result->deviceCycles = 1234;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "../hal/execution_suite.h"
+#include "../hal/model_builder.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 
@@ -94,4 +95,127 @@ TEST_CASE("npu unix: MemoryDomain, a client cannot use another client's buffers"
     auto c = openUnix("domains");
     checkAllocateValidation(*c->first, *c->second);
     checkExecutionWithDeviceMemory(*c->first, *c->second);
+}
+
+namespace {
+
+uint64_t firmwareCounter(hal::IDevice& device, const std::string& name) {
+    auto counters = shim::queryFirmwareCounters(device);
+    REQUIRE(counters.has_value());
+    INFO(name);
+    REQUIRE(counters->count(name) == 1);
+    return counters->at(name);
+}
+
+}  // namespace
+
+TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on release",
+          "[shim][memory-domain]") {
+    auto l = openLoopback();
+    hal::IDevice& device = *l.device;
+    auto prepared = prepare(device);
+    const uint64_t dramBefore = firmwareCounter(device, "runtime.dram_bytes_in_use");
+    auto in = device.allocate({}, {prepared}, {role(0)}, {});
+    auto out = device.allocate({}, {prepared}, {}, {role(0)});
+    REQUIRE(in.has_value());
+    REQUIRE(out.has_value());
+    CHECK(firmwareCounter(device, "runtime.buffers") == 2);
+    CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 8);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") > dramBefore);
+
+    // copyFrom moves 4 bytes in; the execution stages only its shared-memory input (4 bytes):
+    // the buffers are read and written in place.
+    const uint64_t copied = firmwareCounter(device, "runtime.copied_bytes");
+    REQUIRE(in->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
+    CHECK(firmwareCounter(device, "runtime.copied_bytes") - copied == 4);
+    auto r = prepared->executeSynchronously(bufferRequest(in->token, out->token, bytes({5, 5, 5, 5})),
+                                            hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+    CHECK(firmwareCounter(device, "runtime.copied_bytes") - copied == 8);
+    auto read = hal::Memory::create(4);
+    REQUIRE(out->buffer->copyTo(*read).has_value());
+    CHECK(contents(*read) == std::vector<uint8_t>{6, 7, 8, 9});
+
+    in->buffer.reset();
+    CHECK(firmwareCounter(device, "runtime.buffers") == 1);
+    out->buffer.reset();
+    CHECK(firmwareCounter(device, "runtime.buffers") == 0);
+    CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 0);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") == dramBefore);
+}
+
+TEST_CASE("npu loopback: the firmware counts tensor bytes staged through the host window",
+          "[shim][execution]") {
+    auto l = openLoopback();
+    auto prepared = prepare(*l.device);
+    auto r = addRequest(1, 2);
+    const uint64_t before = firmwareCounter(*l.device, "runtime.copied_bytes");
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
+    CHECK(firmwareCounter(*l.device, "runtime.copied_bytes") - before == 3 * 4);  // a, b in; out back
+}
+
+TEST_CASE("npu loopback: two fresh firmwares answer the same measured capabilities", "[shim][capabilities]") {
+    auto capabilities = [] {
+        auto l = openLoopback();
+        auto caps = l.device->getCapabilities();
+        REQUIRE(caps.has_value());
+        return *caps;
+    };
+    const hal::Capabilities a = capabilities(), b = capabilities();
+    auto same = [](const hal::PerformanceInfo& x, const hal::PerformanceInfo& y) {
+        return x.execTime == y.execTime && x.powerUsage == y.powerUsage;
+    };
+    REQUIRE(a.operandPerformance.size() == b.operandPerformance.size());
+    bool measured = false;
+    for (size_t i = 0; i < a.operandPerformance.size(); ++i) {
+        CHECK(a.operandPerformance[i].type == b.operandPerformance[i].type);
+        CHECK(same(a.operandPerformance[i].info, b.operandPerformance[i].info));
+        measured = measured || a.operandPerformance[i].info.execTime < 1.0f;
+    }
+    CHECK(measured);
+    CHECK(same(a.relaxedFloat32toFloat16PerformanceTensor, b.relaxedFloat32toFloat16PerformanceTensor));
+    CHECK(same(a.ifPerformance, b.ifPerformance));
+    CHECK(same(a.whilePerformance, b.whilePerformance));
+}
+
+TEST_CASE("npu loopback: the execution preference reaches the firmware's tiling choice",
+          "[shim][preference]") {
+    // CONV 24x24x16 -> 64 (3x3, stride 2) + FC -> 32 on a 32 KiB scratchpad: a model whose
+    // fewest-cycles tiling is not its least-traffic one (tests/unit/firmware/preference_test.cpp).
+    hal::Model model;
+    SubgraphBuilder b(model, model.main);
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    const uint32_t x = b.input(q8, {1, 24, 24, 16}, 0.05f, 128);
+    const uint32_t f = b.constant(q8, {64, 3, 3, 16}, 0.01f, 120);
+    const uint32_t bias = b.constant(hal::OperandType::TENSOR_INT32, {64}, 0.0005f);
+    const uint32_t y = b.temp(q8, {1, 12, 12, 64}, 0.05f, 128);
+    b.operation(hal::OperationType::CONV_2D, {x, f, bias, b.scalar(1), b.scalar(2), b.scalar(2), b.scalar(1)},
+                {y});
+    const uint32_t f2 = b.constant(q8, {32, 12 * 12 * 64}, 0.01f, 120);
+    const uint32_t bias2 = b.constant(hal::OperandType::TENSOR_INT32, {32}, 0.0005f);
+    const uint32_t out = b.output(q8, {1, 32}, 0.05f, 128);
+    b.operation(hal::OperationType::FULLY_CONNECTED, {y, f2, bias2, b.scalar(0)}, {out});
+
+    auto compiled = [&](hal::ExecutionPreference preference) {
+        fw::host::FirmwareHostConfig config;
+        config.hw.scratchpadBytes = 32 << 10;
+        config.hw.accumulatorBytes = 8 << 10;
+        auto loop = fw::host::startLoopbackFirmware(config);
+        REQUIRE(loop.has_value());
+        auto device = shim::createNpuDevice(std::move(loop->hostEnd));
+        REQUIRE(device.has_value());
+        auto prepared = (*device)->prepareModel(model, preference, hal::Priority::MEDIUM, std::nullopt, {},
+                                                {}, hal::CacheToken{});
+        INFO((prepared ? std::string() : prepared.error().message));
+        REQUIRE(prepared.has_value());
+        auto info = shim::queryCompileInfo(**prepared);
+        REQUIRE(info.has_value());
+        return *info;
+    };
+    const shim::NpuCompileInfo fast = compiled(hal::ExecutionPreference::FAST_SINGLE_ANSWER);
+    const shim::NpuCompileInfo sustained = compiled(hal::ExecutionPreference::SUSTAINED_SPEED);
+    CHECK(fast.tuningTrials > 1);
+    CHECK(fast.greedyCycles == sustained.greedyCycles);
+    CHECK(fast.tunedCycles < sustained.tunedCycles);  // SUSTAINED_SPEED chose by DRAM traffic
 }

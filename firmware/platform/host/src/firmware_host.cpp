@@ -15,6 +15,7 @@
 #include "npu/fw/rpc_server.h"
 #include "npu/fw/runtime.h"
 #include "npu/protocol/frame.h"
+#include "npu/protocol/vlog.h"
 #include "sim_platform.h"
 
 namespace npu::fw::host {
@@ -25,7 +26,10 @@ constexpr uint64_t kServerScratchBytes = 64ull
                                          << 20;  // per-request temporaries: model decoding, cached blobs
 }  // namespace
 
-struct FirmwareHost::Impl final : public FrameSink, public FaultInjector {
+struct FirmwareHost::Impl final : public FrameSink, public FaultInjector, public LogSink {
+    bool enabled() override { return proto::vlogEnabled("firmware"); }
+    void write(const char* line) override { proto::vlog("firmware", "%s", line); }
+
     FirmwareHostConfig config;
     int dramFd = -1;
     uint8_t* dram = nullptr;
@@ -140,6 +144,7 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     sc.hostWindowAddr = config.firmwareDramBytes;
     sc.hostWindowBytes = config.dramBytes - config.firmwareDramBytes;
     if (config.faultInjection) sc.faultInjector = impl.get();
+    sc.log = impl.get();  // NPU_VLOG=firmware
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
     impl->serverMemory.reset(new uint8_t[serverBytes]);
     impl->serverArena = std::make_unique<Arena>(impl->serverMemory.get(), serverBytes);

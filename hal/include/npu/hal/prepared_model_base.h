@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,14 +35,35 @@ private:
     uint32_t next_ = 1;
 };
 
+// Where a driver-managed buffer's bytes live: host shared memory (the default) or the device's
+// own memory (the NPU shim: firmware DRAM). The buffer (roles, dimensions, locks) is the HAL's;
+// its storage only holds bytes. Called with the buffer's lock held.
+class BufferStorage {
+public:
+    virtual ~BufferStorage() = default;
+    // Room for a tensor of `bytes` (growing may drop the contents: only outputs grow).
+    virtual Status reserve(uint64_t bytes) = 0;
+    // copyFrom: `src` is the whole tensor, of dimensions `dims`.
+    virtual Status write(const Memory& src, const std::vector<uint32_t>& dims) = 0;
+    // copyTo: the tensor's first dst.size() bytes.
+    virtual Status read(Memory& dst) = 0;
+    // What an execution's resolved request names for the buffer: the shared memory that holds
+    // it, or a token of the device's own (location {pool, 0, 0, 0}).
+    virtual RequestMemoryPool pool() const = 0;
+};
+// Makes the storage of a buffer for `operand` (type, quantization, dimensions known at allocation).
+using BufferStorageFactory = std::function<Result<std::unique_ptr<BufferStorage>>(const Operand& operand)>;
+
 // IDevice::allocate for a device whose prepared models derive from PreparedModelBase and share
 // `registry`: validates the roles (hal::validateBufferRoles) and that every prepared model is
-// this device's, then returns a buffer held in host shared memory (a memfd) and its token.
+// this device's, then returns a buffer and its token. The buffer is held in host shared memory
+// (a memfd) unless `storage` makes it elsewhere.
 Result<DeviceBuffer> allocateDeviceBuffer(const std::shared_ptr<BufferRegistry>& registry,
                                           const BufferDesc& desc,
                                           const std::vector<std::shared_ptr<IPreparedModel>>& preparedModels,
                                           const std::vector<BufferRole>& inputRoles,
-                                          const std::vector<BufferRole>& outputRoles);
+                                          const std::vector<BufferRole>& outputRoles,
+                                          const BufferStorageFactory& storage = {});
 
 class PreparedModelBase : public IPreparedModel, public std::enable_shared_from_this<PreparedModelBase> {
 public:

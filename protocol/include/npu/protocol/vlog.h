@@ -1,7 +1,10 @@
 #pragma once
-// The project's host-side logging facility: one stderr line per message when NPU_VLOG contains
-// the tag or "all" (tags: protocol, driver, cache, execution, compilation, ...). It lives in
-// protocol/ because that folder depends on nothing; the shim and the tools use it too.
+// The project's host-side logging facility: one stderr line per message when NPU_VLOG (a list
+// separated by commas, spaces or semicolons) contains the tag, "all" or "1". Tags: `driver`
+// (the shim's HAL calls), `protocol` (RPC calls and frames), `firmware` (the firmware's requests,
+// through its LogSink on the host platform), `sim` (the simulated NPU's doorbells and
+// interrupts), `cache` (compilation cache), `compile` (autotuning). It lives in protocol/ because
+// that folder depends on nothing; the shim, the firmware's host platform and the tools use it.
 
 #include <cstdarg>
 

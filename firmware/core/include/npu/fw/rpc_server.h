@@ -46,9 +46,9 @@ public:
     virtual FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request,
                                npu_proto_FetchBlobReply* reply) = 0;
     virtual FwStatus releaseModel(uint32_t handle) = 0;
-    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs,
-                             uint32_t inputCount, const IoArg* outputs, uint32_t outputCount,
-                             ExecResult* result) = 0;
+    // `inputs` and `outputs` may be rewritten (driver-managed buffers bound to their memory).
+    virtual FwStatus execute(const npu_proto_ExecuteRequest& request, IoArg* inputs, uint32_t inputCount,
+                             IoArg* outputs, uint32_t outputCount, ExecResult* result) = 0;
     virtual FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) = 0;
     virtual FwStatus releaseBuffer(uint32_t token) = 0;
     virtual FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) = 0;
@@ -61,8 +61,7 @@ protected:
     ~Service() = default;
 };
 
-// Service over the firmware Runtime. Memory domains (Allocate/Release/BufferCopy) are not
-// implemented by the runtime yet and answer GENERAL_FAILURE saying so.
+// Service over the firmware Runtime.
 class RuntimeService final : public Service {
 public:
     RuntimeService(Runtime& runtime, Platform& platform, uint64_t hostWindowAddr, uint64_t hostWindowBytes)
@@ -80,14 +79,19 @@ public:
                               BlobInfo* info) override;
     FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) override;
     FwStatus releaseModel(uint32_t handle) override;
-    FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
-                     const IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
+    FwStatus execute(const npu_proto_ExecuteRequest& request, IoArg* inputs, uint32_t inputCount,
+                     IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
     FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) override;
     FwStatus releaseBuffer(uint32_t token) override;
     FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) override;
     FwStatus reset() override;
     void counters(npu_proto_CountersReply* reply) override;
     uint64_t uptimeUs() override { return platform_.nowUs() - startUs_; }
+
+    // The client whose request is being served: owner of the buffers it allocates, and the
+    // only one that finds them (0 while one firmware serves one client).
+    void setSession(uint32_t session) { session_ = session; }
+    uint32_t session() const { return session_; }
 
 private:
     // True iff [addr, addr + length) lies inside device DRAM.
@@ -98,6 +102,7 @@ private:
     uint64_t windowAddr_;
     uint64_t windowBytes_;
     uint64_t startUs_;
+    uint32_t session_ = 0;
 };
 
 // Appends one counter to a GetCounters reply; false (and nothing added) when the reply is full.
@@ -122,6 +127,17 @@ protected:
     ~FaultInjector() = default;
 };
 
+// Where the firmware's log lines go: the host platform's stderr under NPU_VLOG=firmware, a
+// SoC's UART. enabled() is asked first, so a silent firmware formats nothing.
+class LogSink {
+public:
+    virtual bool enabled() = 0;
+    virtual void write(const char* line) = 0;
+
+protected:
+    ~LogSink() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
@@ -139,6 +155,7 @@ struct RpcServerConfig {
 
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
+    LogSink* log = nullptr;                     // a line per request and per error when set
 };
 
 struct RpcServerStats {
@@ -199,10 +216,55 @@ private:
     void handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length);
     void dispatch(const Entry& entry, const uint8_t* payload);
 
+    // One request being served: its method, the decoded request (in the arena; null for methods
+    // that decode their own payload) and the raw payload.
+    struct Call {
+        uint64_t id;
+        uint8_t method;
+        const char* name;
+        void* request;
+        const uint8_t* payload;
+        uint32_t length;
+    };
+    // The method table (pw_rpc style): one row per method, its request message (decoded by
+    // dispatch(), one decode-or-error path) and its handler.
+    struct Method {
+        uint32_t id;
+        const char* name;
+        const pb_msgdesc_t* requestFields;  // null: no request, or the handler decodes the payload
+        size_t requestSize;
+        const char* requestLabel;  // message name in decode errors ("" for none)
+        void (RpcServer::*handler)(const Call& call);
+    };
+    static const Method kMethods[];
+    static const Method* findMethod(uint32_t id);
+    static const char* methodName(uint32_t id);  // null for methods the firmware does not serve
+
+    template <typename T>
+    T* allocateFor(const Call& call);  // a zeroed message in the arena; else the out-of-memory error
+    void noMemory(const Call& call);
+    void onHello(const Call& call);
+    void onGetCapabilities(const Call& call);
+    void onGetSupportedOperations(const Call& call);
+    void onPrepareModel(const Call& call);
+    void onPrepareFromCache(const Call& call);
+    void sendPrepareReply(const Call& call, npu_proto_PrepareModelReply* reply, const FwStatus& status,
+                          const BlobInfo& info);
+    void onFetchBlob(const Call& call);
+    void onRelease(const Call& call);
+    void onExecute(const Call& call);
+    void onAllocateBuffer(const Call& call);
+    void onBufferCopy(const Call& call);
+    void onPing(const Call& call);
+    void onReset(const Call& call);
+    void onInjectFaults(const Call& call);
+    void onGetCounters(const Call& call);
+
     // Encodes `reply` (nanopb `fields`) and sends it as the response to callId.
     void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);
     void sendError(uint64_t callId, Code code, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
     void sendPayload(uint64_t callId, uint8_t method, uint16_t flags, uint8_t* payload, size_t length);
+    void logf(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
     Service* service_;
     Arena& arena_;

@@ -81,6 +81,32 @@ struct IoArg {
     uint32_t length = 0;  // bytes available
     uint32_t rank = 0;    // 0 = the model's dimensions
     uint32_t dims[kMaxRank] = {};
+    // Memory domains: non-zero names a driver-managed buffer instead of addr. Runtime::bindBuffers
+    // checks it and points addr at the buffer's firmware memory (deviceBuffer), the only way an
+    // argument may lie outside the host window.
+    uint32_t bufferToken = 0;
+    bool deviceBuffer = false;
+};
+
+// ---- Memory domains: driver-managed buffers in firmware DRAM ---------------------------------
+inline constexpr uint32_t kMaxBuffers = 64;
+inline constexpr uint32_t kMaxBufferRoles = 16;
+
+// One use a buffer may serve: input or output `ioIndex` of the prepared model `modelHandle`.
+struct BufferRole {
+    uint32_t modelHandle = 0;
+    bool input = true;
+    uint32_t ioIndex = 0;
+};
+
+struct BufferSpec {
+    uint32_t session = 0;  // the owner: only its calls can use, copy or release the buffer
+    uint32_t type = 0;     // HAL OperandType, as the host says (the blob records bytes only)
+    uint32_t rank = 0;     // 0 = the roles'
+    uint32_t dims[kMaxRank] = {};
+    uint64_t bytes = 0;  // 0 = the roles'
+    const BufferRole* roles = nullptr;
+    uint32_t roleCount = 0;
 };
 
 struct OpProfile {
@@ -156,6 +182,17 @@ struct RuntimeConfig {
     uint32_t tuneBudgetUs = 2'000'000;
 };
 
+// HAL ExecutionPreference (PrepareModelRequest.preference).
+inline constexpr uint32_t kPreferLowPower = 0;
+inline constexpr uint32_t kPreferFastSingleAnswer = 1;
+inline constexpr uint32_t kPreferSustainedSpeed = 2;
+
+// A Capabilities performance figure (NNAPI PerformanceInfo: relative to the CPU, lower is better).
+struct PerformanceFigure {
+    float execTime = 0;
+    float powerUsage = 0;
+};
+
 struct MacTiling;  // compiler internals (core/src/compiler.h)
 
 class Runtime {
@@ -173,15 +210,43 @@ public:
     FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch = nullptr);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
     // temporaries and is released by the caller afterwards. Autotunes when the config and
-    // `allowAutotune` both allow it.
-    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true);
+    // `allowAutotune` both allow it, for the goal `preference` (HAL ExecutionPreference) sets:
+    // FAST_SINGLE_ANSWER the fewest cycles, SUSTAINED_SPEED and LOW_POWER the least DRAM traffic.
+    FwStatus prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune = true,
+                     uint32_t preference = kPreferFastSingleAnswer);
     FwStatus release(uint32_t handle);
     // detailedProfile: also read the PMU's DMA and unit counters per operation (more register
     // reads, which cost a mailbox round trip each on the emulated SoC).
     FwStatus execute(uint32_t handle, const IoArg* inputs, uint32_t inputCount, const IoArg* outputs,
                      uint32_t outputCount, ExecResult* result, bool detailedProfile = false);
-    // Drops every blob and resets the NPU.
+    // Drops every blob and buffer and resets the NPU.
     FwStatus reset();
+
+    // Memory domains (docs/execution.md). A buffer is sized by its roles (every role must agree
+    // on the dimensions, and the spec's with them), lives in firmware DRAM, and is found only by
+    // its owner's calls. write/read copy between the host window [addr, +length) and the buffer
+    // (copyFrom / copyTo); length must be the tensor's bytes. Errors name the token and the role
+    // or argument.
+    FwStatus allocateBuffer(const BufferSpec& spec, uint32_t* token);
+    FwStatus releaseBuffer(uint32_t session, uint32_t token);
+    FwStatus writeBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length, uint32_t rank,
+                         const uint32_t* dims);
+    FwStatus readBuffer(uint32_t session, uint32_t token, uint64_t addr, uint64_t length);
+    // Frees every buffer of a session (its client went away); returns how many.
+    uint32_t releaseSessionBuffers(uint32_t session);
+    // Points each argument naming a buffer at its firmware memory, after checking the buffer's
+    // owner, roles (this model, input or output, index), data (an input must hold some) and
+    // dimensions; one buffer cannot be an input and an output of one execution.
+    FwStatus bindBuffers(uint32_t session, uint32_t handle, IoArg* inputs, uint32_t inputCount,
+                         IoArg* outputs, uint32_t outputCount);
+    // After a successful execution: the output buffers hold data.
+    void buffersWritten(const IoArg* outputs, uint32_t outputCount);
+    uint32_t buffersInUse() const;
+    uint64_t bufferBytes() const;
+    uint64_t dramBytesInUse() const;
+    // Tensor bytes copied between client memory and device memory: execution arguments staged
+    // in the host window (inputs when run, outputs when they succeed) and buffer copies.
+    uint64_t copiedBytes() const;
 
     // Blob store access beyond prepare/release (additions of the foundation issue):
     // loadBlob validates a blob image (e.g. from a cache file) completely and holds it;
@@ -200,6 +265,12 @@ public:
     size_t compileScratchHighWater() const;
     // True iff some operation the compiler claims accepts operands of this HAL OperandType.
     static bool claimsOperandType(uint32_t type);
+    // The measured figure for operands of `type` (docs/firmware.md, "Capabilities"): reference
+    // workloads run once, at the first init(), on the NPU. TENSOR_QUANT8_ASYMM_SIGNED has its
+    // own workload; every other claimed type is quoted from the TENSOR_QUANT8_ASYMM one (its
+    // scalars, biases and filters are parts of such operations); a type the NPU runs nothing of
+    // is FLT_MAX (the HAL's "unsupported"). Fails with why the workloads could not run.
+    FwStatus performance(uint32_t type, PerformanceFigure* out) const;
 
 private:
     struct Impl;
@@ -207,7 +278,8 @@ private:
         uint32_t trials = 0;
         uint64_t greedyCycles = 0, tunedCycles = 0;
     };
-    FwStatus tune(const ModelDesc& model, Arena& scratch, MacTiling** tilings, TuningOutcome* outcome);
+    FwStatus tune(const ModelDesc& model, Arena& scratch, bool leastTraffic, MacTiling** tilings,
+                  TuningOutcome* outcome);
     Impl* impl_;  // lives in the arena
 };
 
