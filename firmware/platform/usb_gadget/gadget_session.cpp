@@ -58,6 +58,9 @@ proto::Result<void> GadgetSession::write(std::span<const uint8_t> bytes, std::sp
     return writeLocked(bytes.data(), bytes.size());
 }
 
+// The kernel copies a write's bytes when it is submitted, so a frame is queued and the caller goes
+// on (serving the next request while this reply is on the wire); a full queue waits for its
+// oldest transfer, which is where a host that stopped reading is noticed.
 proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t length) {
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& in = ffs_.bulkIn();
@@ -65,22 +68,29 @@ proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t lengt
     // so the host's read ends with the frame instead of waiting for more.
     const bool zlp = length > 0 && length % ffs_.maxPacket() == 0;
     for (int part = 0; part < (zlp ? 2 : 1); ++part) {
-        const size_t n = part == 0 ? length : 0;
-        if (auto r = in.submit(const_cast<uint8_t*>(data), n, true); !r) return r;
-        auto done = in.wait(kWriteTimeout);
+        if (auto r = reapWrites(AioEndpoint::kDepth - 1); !r) return r;
+        if (auto r = in.submit(const_cast<uint8_t*>(data), part == 0 ? length : 0, true); !r) return r;
+    }
+    return {};
+}
+
+// Waits until at most `keep` bulk IN writes are in flight, checking each one that completes.
+proto::Result<void> GadgetSession::reapWrites(size_t keep) {
+    AioEndpoint& in = ffs_.bulkIn();
+    while (in.inFlight() > keep) {
+        size_t asked = 0;
+        auto done = in.wait(kWriteTimeout, nullptr, &asked);
         if (!done) {
-            if (done.error().kind == Error::Kind::kTimeout) {
-                in.cancel();
-                return proto::fail(Error::Kind::kTimeout, describe() + ": the host did not read " +
-                                                              std::to_string(n) +
-                                                              " bytes on bulk IN within " +
-                                                              std::to_string(kWriteTimeout.count()) + " ms");
-            }
-            return std::unexpected(done.error());
+            if (done.error().kind != Error::Kind::kTimeout) return std::unexpected(done.error());
+            in.cancel();
+            return proto::fail(Error::Kind::kTimeout, describe() + ": the host did not read " +
+                                                          std::to_string(asked) +
+                                                          " bytes on bulk IN within " +
+                                                          std::to_string(kWriteTimeout.count()) + " ms");
         }
-        if (*done != n) {
+        if (*done != asked) {
             return proto::fail(Error::Kind::kIo, describe() + ": bulk IN took " + std::to_string(*done) +
-                                                     " of " + std::to_string(n) + " bytes");
+                                                     " of " + std::to_string(asked) + " bytes");
         }
     }
     return {};
@@ -102,13 +112,7 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     if (forwardPos_ < forward_.size()) return take(buffer);
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& out = ffs_.bulkOut();
-    // Every read buffer queued, in turn: while one frame is served, the next can arrive in the
-    // other (the host keeps two window calls in flight).
-    while (out.inFlight() < readBuffers_.size()) {
-        std::vector<uint8_t>& b = readBuffers_[nextRead_];
-        if (auto r = out.submit(b.data(), b.size(), false); !r) return std::unexpected(r.error());
-        nextRead_ = (nextRead_ + 1) % readBuffers_.size();
-    }
+    if (auto r = queueReads(); !r) return std::unexpected(r.error());
     void* data = nullptr;
     auto n = out.wait(std::min(timeout, kReadSlice), &data);
     if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
@@ -121,20 +125,33 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
 
+// Every read buffer queued, in turn: while one frame is served, the next can arrive in the other
+// (the host keeps two window calls in flight).
+proto::Result<void> GadgetSession::queueReads() {
+    AioEndpoint& out = ffs_.bulkOut();
+    while (out.inFlight() < readBuffers_.size()) {
+        std::vector<uint8_t>& b = readBuffers_[nextRead_];
+        if (auto r = out.submit(b.data(), b.size(), false); !r) return r;
+        nextRead_ = (nextRead_ + 1) % readBuffers_.size();
+    }
+    return {};
+}
+
+// With the same reads queued and writes in flight as a session, so the raw floor gets every help
+// the framed path gets.
 void GadgetSession::echo() {
     AioEndpoint& out = ffs_.bulkOut();
     std::string why;
     while (!ended(&why)) {
-        if (!out.pending()) {
-            if (auto r = out.submit(readBuffers_[0].data(), readBuffers_[0].size(), false); !r) break;
-        }
-        auto n = out.wait(kReadSlice);
+        if (!queueReads()) break;
+        void* data = nullptr;
+        auto n = out.wait(kReadSlice, &data);
         if (!n) {
             if (n.error().kind == Error::Kind::kTimeout) continue;
             break;
         }
         std::lock_guard lock(writeMutex_);
-        if (!writeLocked(readBuffers_[0].data(), *n)) break;
+        if (!writeLocked(static_cast<const uint8_t*>(data), *n)) break;
     }
 }
 

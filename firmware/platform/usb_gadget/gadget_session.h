@@ -37,6 +37,8 @@ public:
 private:
     bool ended(std::string* why);
     proto::Result<void> writeLocked(const uint8_t* data, size_t length);
+    proto::Result<void> reapWrites(size_t keep);
+    proto::Result<void> queueReads();
     size_t take(std::span<uint8_t> buffer);
 
     FunctionFs& ffs_;
@@ -45,8 +47,10 @@ private:
     const uint64_t number_;
     std::mutex writeMutex_;
     bool shut_ = false;
-    std::array<std::vector<uint8_t>, AioEndpoint::kDepth> readBuffers_;  // bulk OUT reads, in turn
-    size_t nextRead_ = 0;                                                // the buffer queued next
+    // Bulk OUT reads queued, in turn (two: while one frame is served, the next arrives; the
+    // kernel allocates as much again per read).
+    std::array<std::vector<uint8_t>, 2> readBuffers_;
+    size_t nextRead_ = 0;           // the buffer queued next
     std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };
