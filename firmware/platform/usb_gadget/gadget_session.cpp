@@ -4,16 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "npu/protocol/frame.h"
+
 namespace npu::fw::usb {
 namespace {
 
 using proto::Error;
 
-// One bulk OUT read: it completes at the end of the host's transfer (a short or zero-length
-// packet), so a read takes a whole frame of up to 1 MiB and the window service serves it in
-// place. (FunctionFS allocates the same size in the kernel per read: 1 MiB is an order-8 page
-// allocation; a frame of 1 MiB + header takes two reads.)
-constexpr size_t kReadBytes = 1024 * 1024;
+// A read buffer holds the largest frame (1 MiB of payload and its header) whole. A read completes
+// at the end of the host's transfer (a short or zero-length packet) or when full.
+constexpr size_t kReadBytes = (1u << 20) + 4096;
 constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
 constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
 
@@ -112,21 +112,83 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     if (forwardPos_ < forward_.size()) return take(buffer);
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& out = ffs_.bulkOut();
-    if (auto r = queueReads(); !r) return std::unexpected(r.error());
-    void* data = nullptr;
-    auto n = out.wait(std::min(timeout, kReadSlice), &data);
-    if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
-    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
-        std::lock_guard lock(writeMutex_);
-        return writeLocked(frame, length).has_value();
-    };
-    window_.feed(static_cast<const uint8_t*>(data), *n, forward_, reply);
+    const auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kReadSlice);
+    for (;;) {
+        if (auto r = queueHead(); !r) return std::unexpected(r.error());
+        const auto left =
+            std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       deadline - std::chrono::steady_clock::now()));
+        void* data = nullptr;
+        auto n = out.wait(left, &data);
+        if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
+        auto landed = readDone(static_cast<uint8_t*>(data), *n);
+        if (!landed) return std::unexpected(landed.error());
+        if (*landed) break;  // else the rest of the frame is on its way into the same buffer
+    }
     if (forwardPos_ < forward_.size()) return take(buffer);
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
 
-// Every read buffer queued, in turn: while one frame is served, the next can arrive in the other
-// (the host keeps two window calls in flight).
+// Bulk OUT reads of a framed session: each transfer is read as one packet first (the head) and,
+// when that begins a frame longer than a packet, the rest of the frame with one read of its
+// length into the same buffer, so the frame lies whole in one buffer and the window service
+// serves it in place. A read's size is what the kernel allocates (and zeroes) for it, so a small
+// request costs a packet, not the largest frame. The next head read is queued into the other
+// buffer behind the rest read, so the link never waits for a reader. A head that is not a frame
+// (garbage, a corrupt header) is handed on as it came; the transfer's other packets follow in
+// further head reads, and a rest read ends early at the transfer's end, so no byte is lost
+// whatever the header says.
+proto::Result<void> GadgetSession::queueHead() {
+    if (headPending_) return {};
+    for (size_t k = 0; k < readBuffers_.size(); ++k) {
+        if (readBusy_[k]) continue;
+        if (auto r = ffs_.bulkOut().submit(readBuffers_[k].data(), ffs_.maxPacket(), false); !r) return r;
+        readBusy_[k] = true;
+        headPending_ = true;
+        return {};
+    }
+    return {};  // both buffers hold frames still being read; one is served before the next head
+}
+
+// A read of `n` bytes completed at `data`: true when bytes were handed to the window service
+// (or nothing came: a zero-length packet), false when the rest of a frame was queued.
+proto::Result<bool> GadgetSession::readDone(uint8_t* data, size_t n) {
+    size_t k = 0;
+    while (k < readBuffers_.size() &&
+           (data < readBuffers_[k].data() || data >= readBuffers_[k].data() + readBuffers_[k].size()))
+        ++k;
+    if (k == readBuffers_.size())
+        return proto::fail(Error::Kind::kIo, describe() + ": a read of an unknown buffer");
+    uint8_t* base = readBuffers_[k].data();
+    const size_t head = ffs_.maxPacket();
+    size_t length = static_cast<size_t>(data - base) + n;
+    if (data == base) {
+        headPending_ = false;
+        proto::FrameHeader h;
+        const bool frame = n == head && n >= proto::kFrameHeaderSize &&
+                           proto::loadLe32(base) == proto::kFrameMagic && proto::parseFrameHeader(base, &h);
+        const size_t total = frame ? proto::kFrameHeaderSize + h.length : 0;
+        if (total > head) {
+            // Whole packets (a read never splits one), at most what the buffer holds.
+            const size_t rest =
+                std::min((total - head + head - 1) / head * head, readBuffers_[k].size() - head);
+            if (auto r = ffs_.bulkOut().submit(base + head, rest, false); !r)
+                return std::unexpected(r.error());
+            return false;
+        }
+        length = n;
+    }
+    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t bytes) {
+        std::lock_guard lock(writeMutex_);
+        return writeLocked(frame, bytes).has_value();
+    };
+    window_.feed(base, length, forward_, reply);
+    readBusy_[k] = false;
+    return true;
+}
+
+// The raw echo's reads: every read buffer queued, in turn, each taking a whole transfer (the
+// echo's data has no header to size a read by).
 proto::Result<void> GadgetSession::queueReads() {
     AioEndpoint& out = ffs_.bulkOut();
     while (out.inFlight() < readBuffers_.size()) {

@@ -39,6 +39,8 @@ private:
     proto::Result<void> writeLocked(const uint8_t* data, size_t length);
     proto::Result<void> reapWrites(size_t keep);
     proto::Result<void> queueReads();
+    proto::Result<void> queueHead();
+    proto::Result<bool> readDone(uint8_t* data, size_t n);
     size_t take(std::span<uint8_t> buffer);
 
     FunctionFs& ffs_;
@@ -47,11 +49,12 @@ private:
     const uint64_t number_;
     std::mutex writeMutex_;
     bool shut_ = false;
-    // Bulk OUT reads queued, in turn (two: while one frame is served, the next arrives; the
-    // kernel allocates as much again per read).
+    // Bulk OUT read buffers (two: while one frame is served, the next arrives).
     std::array<std::vector<uint8_t>, 2> readBuffers_;
-    size_t nextRead_ = 0;           // the buffer queued next
-    std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
+    size_t nextRead_ = 0;             // the buffer queued next (echo)
+    std::array<bool, 2> readBusy_{};  // a framed session's buffer holds a read or a frame being read
+    bool headPending_ = false;        // a head read is queued (framed session)
+    std::vector<uint8_t> forward_;    // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };
 
