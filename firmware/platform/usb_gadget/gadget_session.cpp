@@ -111,33 +111,28 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
                                           std::chrono::milliseconds timeout) {
     if (forwardPos_ < forward_.size()) return take(buffer);
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
-    AioEndpoint& out = ffs_.bulkOut();
-    const auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kReadSlice);
-    for (;;) {
-        if (auto r = queueHead(); !r) return std::unexpected(r.error());
-        const auto left =
-            std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                       deadline - std::chrono::steady_clock::now()));
-        void* data = nullptr;
-        auto n = out.wait(left, &data);
-        if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
-        auto landed = readDone(static_cast<uint8_t*>(data), *n);
-        if (!landed) return std::unexpected(landed.error());
-        if (*landed) break;  // else the rest of the frame is on its way into the same buffer
-    }
+    auto landed = nextTransfer(std::min(timeout, kReadSlice), true);
+    if (!landed) return std::unexpected(landed.error());  // kTimeout keeps the read pending
+    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
+        std::lock_guard lock(writeMutex_);
+        return writeLocked(frame, length).has_value();
+    };
+    window_.feed(landed->data(), landed->size(), forward_, reply);
+    releaseRead(landed->data());
     if (forwardPos_ < forward_.size()) return take(buffer);
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
 
-// Bulk OUT reads of a framed session: each transfer is read as one packet first (the head) and,
-// when that begins a frame longer than a packet, the rest of the frame with one read of its
-// length into the same buffer, so the frame lies whole in one buffer and the window service
-// serves it in place. A read's size is what the kernel allocates (and zeroes) for it, so a small
-// request costs a packet, not the largest frame. The next head read is queued into the other
-// buffer behind the rest read, so the link never waits for a reader. A head that is not a frame
-// (garbage, a corrupt header) is handed on as it came; the transfer's other packets follow in
-// further head reads, and a rest read ends early at the transfer's end, so no byte is lost
-// whatever the header says.
+// Bulk OUT reads: each transfer is read as one packet first (the head) and, when that fills the
+// packet, the rest with one more read into the same buffer, so a transfer lies whole in one
+// buffer (a frame is served where it lies). A framed session sizes the rest read by the frame's
+// header; the raw echo, whose data has no header, reads to the end of the transfer. A read's size
+// is what the kernel allocates (and zeroes) for it, so a small request costs a packet, not the
+// largest frame. The next head read is queued into the other buffer behind a rest read, so the
+// link never waits for a reader. A head that is not a frame (garbage, a corrupt header) is handed
+// on as it came and the transfer's other packets follow in further head reads; a rest read ends
+// early at the transfer's end and always takes whole packets, so no byte is lost whatever a
+// header claims.
 proto::Result<void> GadgetSession::queueHead() {
     if (headPending_) return {};
     for (size_t k = 0; k < readBuffers_.size(); ++k) {
@@ -147,73 +142,75 @@ proto::Result<void> GadgetSession::queueHead() {
         headPending_ = true;
         return {};
     }
-    return {};  // both buffers hold frames still being read; one is served before the next head
+    return {};  // both buffers hold transfers still being read; one is released before the next head
 }
 
-// A read of `n` bytes completed at `data`: true when bytes were handed to the window service
-// (or nothing came: a zero-length packet), false when the rest of a frame was queued.
-proto::Result<bool> GadgetSession::readDone(uint8_t* data, size_t n) {
+size_t GadgetSession::bufferOf(const uint8_t* p) const {
     size_t k = 0;
     while (k < readBuffers_.size() &&
-           (data < readBuffers_[k].data() || data >= readBuffers_[k].data() + readBuffers_[k].size()))
+           (p < readBuffers_[k].data() || p >= readBuffers_[k].data() + readBuffers_[k].size()))
         ++k;
-    if (k == readBuffers_.size())
-        return proto::fail(Error::Kind::kIo, describe() + ": a read of an unknown buffer");
-    uint8_t* base = readBuffers_[k].data();
-    const size_t head = ffs_.maxPacket();
-    size_t length = static_cast<size_t>(data - base) + n;
-    if (data == base) {
-        headPending_ = false;
-        proto::FrameHeader h;
-        const bool frame = n == head && n >= proto::kFrameHeaderSize &&
-                           proto::loadLe32(base) == proto::kFrameMagic && proto::parseFrameHeader(base, &h);
-        const size_t total = frame ? proto::kFrameHeaderSize + h.length : 0;
-        if (total > head) {
-            // Whole packets (a read never splits one), at most what the buffer holds.
-            const size_t rest =
-                std::min((total - head + head - 1) / head * head, readBuffers_[k].size() - head);
-            if (auto r = ffs_.bulkOut().submit(base + head, rest, false); !r)
-                return std::unexpected(r.error());
-            return false;
-        }
-        length = n;
-    }
-    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t bytes) {
-        std::lock_guard lock(writeMutex_);
-        return writeLocked(frame, bytes).has_value();
-    };
-    window_.feed(base, length, forward_, reply);
-    readBusy_[k] = false;
-    return true;
+    return k;
 }
 
-// The raw echo's reads: every read buffer queued, in turn, each taking a whole transfer (the
-// echo's data has no header to size a read by).
-proto::Result<void> GadgetSession::queueReads() {
+// The rest of the transfer whose head filled the packet at `base` (0: none): by the frame's
+// length when `framed` and the head begins a frame, else up to the buffer's end. Whole packets.
+size_t GadgetSession::restBytes(const uint8_t* base, size_t capacity, bool framed) const {
+    const size_t packet = ffs_.maxPacket();
+    if (!framed) return capacity - packet;
+    proto::FrameHeader h;
+    if (proto::loadLe32(base) != proto::kFrameMagic || !proto::parseFrameHeader(base, &h)) return 0;
+    const size_t total = proto::kFrameHeaderSize + h.length;
+    if (total <= packet) return 0;
+    return std::min((total - packet + packet - 1) / packet * packet, capacity - packet);
+}
+
+// Waits up to `timeout` for the next whole transfer (or frame): its bytes, which stay valid until
+// releaseRead(); kTimeout when none came.
+proto::Result<std::span<const uint8_t>> GadgetSession::nextTransfer(std::chrono::milliseconds timeout,
+                                                                    bool framed) {
     AioEndpoint& out = ffs_.bulkOut();
-    while (out.inFlight() < readBuffers_.size()) {
-        std::vector<uint8_t>& b = readBuffers_[nextRead_];
-        if (auto r = out.submit(b.data(), b.size(), false); !r) return r;
-        nextRead_ = (nextRead_ + 1) % readBuffers_.size();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (auto r = queueHead(); !r) return std::unexpected(r.error());
+        const auto left =
+            std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       deadline - std::chrono::steady_clock::now()));
+        void* where = nullptr;
+        auto n = out.wait(left, &where);
+        if (!n) return std::unexpected(n.error());
+        auto* data = static_cast<uint8_t*>(where);
+        const size_t k = bufferOf(data);
+        if (k == readBuffers_.size())
+            return proto::fail(Error::Kind::kIo, describe() + ": a read into an unknown buffer completed");
+        uint8_t* base = readBuffers_[k].data();
+        if (data != base) return std::span<const uint8_t>(base, static_cast<size_t>(data - base) + *n);
+        headPending_ = false;
+        const size_t rest = *n == ffs_.maxPacket() ? restBytes(base, readBuffers_[k].size(), framed) : 0;
+        if (rest == 0) return std::span<const uint8_t>(base, *n);
+        if (auto r = out.submit(base + *n, rest, false); !r) return std::unexpected(r.error());
     }
-    return {};
 }
 
-// With the same reads queued and writes in flight as a session, so the raw floor gets every help
+void GadgetSession::releaseRead(const uint8_t* data) {
+    const size_t k = bufferOf(data);
+    if (k < readBusy_.size()) readBusy_[k] = false;
+}
+
+// With the same reads and writes in flight as a framed session, so the raw floor gets every help
 // the framed path gets.
 void GadgetSession::echo() {
-    AioEndpoint& out = ffs_.bulkOut();
     std::string why;
     while (!ended(&why)) {
-        if (!queueReads()) break;
-        void* data = nullptr;
-        auto n = out.wait(kReadSlice, &data);
-        if (!n) {
-            if (n.error().kind == Error::Kind::kTimeout) continue;
+        auto landed = nextTransfer(kReadSlice, false);
+        if (!landed) {
+            if (landed.error().kind == Error::Kind::kTimeout) continue;
             break;
         }
         std::lock_guard lock(writeMutex_);
-        if (!writeLocked(static_cast<const uint8_t*>(data), *n)) break;
+        const bool written = writeLocked(landed->data(), landed->size()).has_value();
+        releaseRead(landed->data());  // the kernel copied the write's bytes when it was submitted
+        if (!written) break;
     }
 }
 
