@@ -1,17 +1,28 @@
 // The USB transport (docs/usb.md): libusb-1.0 asynchronous bulk transfers. There is no event
 // thread: a caller waiting for its transfer runs libusb's event handling itself (libusb lets
 // several threads do so; one handles, the others wait for their completion flag), so a reply
-// wakes its reader directly, with no thread hop. Every wait has its own deadline. A read is
-// always pending on the bulk IN endpoint (replies never wait for a reader) and another on the
-// event endpoint.
+// wakes its reader directly, with no thread hop. Every wait has its own deadline.
+//
+// Bulk OUT: write() copies the frame into a free transfer buffer, submits it and returns; up to
+// kOutDepth frames are on their way at once, so the next frame is prepared while the last one is
+// on the wire. A transfer that fails or times out later breaks the transport (part of a frame
+// may have gone), which the next read() or write() reports.
+// Bulk IN: kInDepth reads are queued and read() hands out a completed read's bytes straight from
+// its buffer, resubmitting it when drained; a read is always pending (replies never wait for a
+// reader): if every buffer holds unread bytes, the oldest one's are moved aside first.
+// Transfer buffers come from usbfs (libusb_dev_mem_alloc: the kernel moves data in place
+// instead of copying it) where the kernel gives them, else from the heap.
 #include "npu/protocol/usb_transport.h"
 
 #include <libusb.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <mutex>
+#include <span>
 
 #include "npu.pb.h"
 #include "npu/protocol/frame.h"
@@ -23,6 +34,8 @@ namespace {
 
 constexpr size_t kInTransferBytes = (1u << 20) + 4096;  // one whole frame of the largest payload
 constexpr size_t kEventTransferBytes = 4096;
+constexpr size_t kInDepth = 2;                          // bulk IN reads queued
+constexpr size_t kOutDepth = 3;                         // bulk OUT transfers in flight
 constexpr std::chrono::milliseconds kCancelWait{1000};  // a cancelled transfer must complete by then
 
 using Clock = std::chrono::steady_clock;
@@ -32,7 +45,12 @@ class UsbTransport;
 struct TransferSlot {
     UsbTransport* owner = nullptr;
     libusb_transfer* transfer = nullptr;
-    std::vector<uint8_t> buffer;
+    uint8_t* data = nullptr;  // devMem or heap's storage
+    size_t size = 0;
+    uint8_t* devMem = nullptr;  // from libusb_dev_mem_alloc (devMemSize bytes), or null
+    size_t devMemSize = 0;
+    std::vector<uint8_t> heap;
+    size_t length = 0;  // bytes of the transfer in flight
     bool busy = false;  // submitted and not yet completed
 };
 
@@ -62,8 +80,18 @@ private:
     // `deadline` passes (false then).
     bool pump(const int* flag, Clock::time_point deadline);
     void cancelAll();
+    void drainOut();
+    bool anyBusy(std::span<const TransferSlot> slots) const;
+    void reserve(TransferSlot& slot, size_t bytes);
+    void freeBuffers();
     Result<void> submit(TransferSlot& slot, uint8_t endpoint, size_t length, libusb_transfer_cb_fn callback,
-                        uint32_t flags);
+                        uint32_t flags, unsigned timeoutMs = 0);
+    void resubmitIn(TransferSlot& slot);
+    void keepReadingLocked();
+    size_t takeLocked(std::span<uint8_t> buffer);
+    std::array<TransferSlot*, kInDepth + kOutDepth + 1> allSlots() {
+        return {&in_[0], &in_[1], &out_[0], &out_[1], &out_[2], &event_};
+    }
     static void LIBUSB_CALL onIn(libusb_transfer* transfer);
     static void LIBUSB_CALL onEvent(libusb_transfer* transfer);
     static void LIBUSB_CALL onOut(libusb_transfer* transfer);
@@ -78,13 +106,13 @@ private:
     std::chrono::milliseconds writeTimeout_{10000};
 
     mutable std::mutex mutex_;
-    std::vector<uint8_t> received_;  // reply bytes not yet read, from receivedPos_ on
-    size_t receivedPos_ = 0;
-    TransferSlot in_, event_, out_;
+    TransferSlot in_[kInDepth], out_[kOutDepth], event_;
+    std::deque<TransferSlot*> ready_;  // completed bulk IN reads not yet read out, oldest first
+    size_t readyPos_ = 0;              // bytes of ready_.front() already read
+    std::vector<uint8_t> spilled_;     // bytes ahead of ready_, moved aside to free a read buffer
+    size_t spilledPos_ = 0;
     int inArrived_ = 0;  // completion flags for pump(), set by the callbacks
-    int outDone_ = 0;
-    int outStatus_ = LIBUSB_TRANSFER_COMPLETED;
-    size_t outActual_ = 0;
+    int outFreed_ = 0;
     bool broken_ = false;  // the device vanished or the transport was shut down
     Error brokenError_;
     UsbTransportStats stats_;
@@ -130,36 +158,74 @@ const char* transferStatusName(int status) {
 }
 
 UsbTransport::~UsbTransport() {
+    drainOut();
     shutdown();
     cancelAll();
-    for (TransferSlot* s : {&in_, &event_, &out_}) {
+    for (TransferSlot* s : allSlots()) {
         // A slot still busy here means libusb never completed it: leak it rather than free
         // memory the kernel may still write.
         if (s->transfer != nullptr && !s->busy) libusb_free_transfer(s->transfer);
     }
+    freeBuffers();
     if (claimed_) libusb_release_interface(handle_, endpoints_.interfaceNumber);
     if (handle_ != nullptr) libusb_close(handle_);
     if (context_ != nullptr) libusb_exit(context_);
+}
+
+bool UsbTransport::anyBusy(std::span<const TransferSlot> slots) const {
+    std::lock_guard lock(mutex_);
+    return std::any_of(slots.begin(), slots.end(), [](const TransferSlot& s) { return s.busy; });
+}
+
+// Frames handed to write() are still on their way: give them a bounded time to leave, as a
+// socket's close() lets queued bytes go.
+void UsbTransport::drainOut() {
+    if (context_ == nullptr) return;
+    const auto deadline = Clock::now() + kCancelWait;
+    while (anyBusy(out_) && Clock::now() < deadline) {
+        timeval tv{0, 20'000};
+        libusb_handle_events_timeout_completed(context_, &tv, nullptr);
+    }
 }
 
 // Cancels every transfer in flight and handles events until libusb has given them all back
 // (bounded: a transfer never completed is leaked by the destructor, never freed under the kernel).
 void UsbTransport::cancelAll() {
     if (context_ == nullptr) return;
-    auto anyBusy = [&] {
+    auto busy = [&] {
         std::lock_guard lock(mutex_);
-        return in_.busy || event_.busy || out_.busy;
+        const auto slots = allSlots();
+        return std::any_of(slots.begin(), slots.end(), [](const TransferSlot* s) { return s->busy; });
     };
     {
         std::lock_guard lock(mutex_);
-        for (TransferSlot* s : {&in_, &event_, &out_}) {
+        for (TransferSlot* s : allSlots()) {
             if (s->busy) libusb_cancel_transfer(s->transfer);
         }
     }
     const auto deadline = Clock::now() + kCancelWait;
-    while (anyBusy() && Clock::now() < deadline) {
+    while (busy() && Clock::now() < deadline) {
         timeval tv{0, 20'000};
         libusb_handle_events_timeout_completed(context_, &tv, nullptr);
+    }
+}
+
+// Gives `slot` room for `bytes`: its usbfs buffer when large enough, else heap memory.
+void UsbTransport::reserve(TransferSlot& slot, size_t bytes) {
+    if (slot.devMem != nullptr && slot.devMemSize >= bytes) {
+        slot.data = slot.devMem;
+        slot.size = slot.devMemSize;
+        return;
+    }
+    if (slot.heap.size() < bytes) slot.heap.resize(bytes);
+    slot.data = slot.heap.data();
+    slot.size = slot.heap.size();
+}
+
+// After every transfer completed or was given up (a busy slot keeps its memory).
+void UsbTransport::freeBuffers() {
+    for (TransferSlot* s : allSlots()) {
+        if (s->devMem != nullptr && !s->busy) libusb_dev_mem_free(handle_, s->devMem, s->devMemSize);
     }
 }
 
@@ -198,15 +264,16 @@ bool UsbTransport::pump(const int* flag, Clock::time_point deadline) {
 }
 
 Result<void> UsbTransport::submit(TransferSlot& slot, uint8_t endpoint, size_t length,
-                                  libusb_transfer_cb_fn callback, uint32_t flags) {
+                                  libusb_transfer_cb_fn callback, uint32_t flags, unsigned timeoutMs) {
     if (slot.transfer == nullptr) {
         slot.transfer = libusb_alloc_transfer(0);
         if (slot.transfer == nullptr)
             return fail(Error::Kind::kResourceExhausted, description_ + ": libusb_alloc_transfer failed");
     }
     slot.owner = this;
-    libusb_fill_bulk_transfer(slot.transfer, handle_, endpoint, slot.buffer.data(), static_cast<int>(length),
-                              callback, &slot, 0);
+    slot.length = length;
+    libusb_fill_bulk_transfer(slot.transfer, handle_, endpoint, slot.data, static_cast<int>(length), callback,
+                              &slot, timeoutMs);
     slot.transfer->flags = static_cast<uint8_t>(flags);
     const int r = libusb_submit_transfer(slot.transfer);
     if (r != 0) {
@@ -217,29 +284,43 @@ Result<void> UsbTransport::submit(TransferSlot& slot, uint8_t endpoint, size_t l
     return {};
 }
 
+void UsbTransport::resubmitIn(TransferSlot& slot) {
+    if (broken_) return;
+    if (auto r = submit(slot, endpoints_.bulkIn, slot.size, &onIn, 0); !r)
+        failLocked(r.error().kind, "cannot resubmit a bulk IN read: " + r.error().message);
+}
+
+// Keeps a bulk IN read pending: when every read buffer holds bytes not yet read out, the oldest
+// one's move aside (a copy the reader is normally quick enough to avoid).
+void UsbTransport::keepReadingLocked() {
+    if (broken_ || ready_.empty()) return;
+    if (std::any_of(std::begin(in_), std::end(in_), [](const TransferSlot& s) { return s.busy; })) return;
+    TransferSlot& oldest = *ready_.front();
+    if (spilledPos_ > 0) {
+        spilled_.erase(spilled_.begin(), spilled_.begin() + static_cast<std::ptrdiff_t>(spilledPos_));
+        spilledPos_ = 0;
+    }
+    spilled_.insert(spilled_.end(), oldest.data + readyPos_,
+                    oldest.data + static_cast<size_t>(oldest.transfer->actual_length));
+    ready_.pop_front();
+    readyPos_ = 0;
+    resubmitIn(oldest);
+}
+
 void LIBUSB_CALL UsbTransport::onIn(libusb_transfer* transfer) {
     auto* slot = static_cast<TransferSlot*>(transfer->user_data);
     UsbTransport* self = slot->owner;
     std::lock_guard lock(self->mutex_);
     slot->busy = false;
     if (transfer->status == LIBUSB_TRANSFER_COMPLETED) {
-        if (self->receivedPos_ > 0) {
-            // Drop what read() has taken. With calls in flight a reply can come before the
-            // previous one is read out, so the vector is not always emptied by read(); without
-            // this it would grow by every byte received.
-            self->received_.erase(self->received_.begin(),
-                                  self->received_.begin() + static_cast<std::ptrdiff_t>(self->receivedPos_));
-            self->receivedPos_ = 0;
-        }
-        self->received_.insert(self->received_.end(), transfer->buffer,
-                               transfer->buffer + transfer->actual_length);
-        self->inArrived_ = 1;
         self->stats_.bytesIn += static_cast<uint64_t>(transfer->actual_length);
-        if (!self->broken_) {
-            if (auto r = self->submit(*slot, self->endpoints_.bulkIn, slot->buffer.size(), &onIn, 0); !r) {
-                self->failLocked(r.error().kind, "cannot resubmit the bulk IN read: " + r.error().message);
-            }
+        if (transfer->actual_length == 0) {  // a zero-length packet on its own
+            self->resubmitIn(*slot);
+            return;
         }
+        self->ready_.push_back(slot);
+        self->inArrived_ = 1;
+        self->keepReadingLocked();
     } else {
         self->failLocked(kindOfStatus(transfer->status),
                          std::string("bulk IN: ") + transferStatusName(transfer->status));
@@ -254,8 +335,7 @@ void LIBUSB_CALL UsbTransport::onEvent(libusb_transfer* transfer) {
     slot->busy = false;
     if (transfer->status == LIBUSB_TRANSFER_COMPLETED) {
         self->handleEventFrame(transfer->buffer, static_cast<size_t>(transfer->actual_length));
-        if (!self->broken_)
-            (void)self->submit(*slot, self->endpoints_.eventIn, slot->buffer.size(), &onEvent, 0);
+        if (!self->broken_) (void)self->submit(*slot, self->endpoints_.eventIn, slot->size, &onEvent, 0);
     }
     // Errors surface on the bulk IN endpoint; the event endpoint only stops listening.
 }
@@ -265,12 +345,20 @@ void LIBUSB_CALL UsbTransport::onOut(libusb_transfer* transfer) {
     UsbTransport* self = slot->owner;
     std::lock_guard lock(self->mutex_);
     slot->busy = false;
-    self->outStatus_ = transfer->status;
-    self->outActual_ = static_cast<size_t>(transfer->actual_length);
-    if (transfer->status == LIBUSB_TRANSFER_NO_DEVICE) {
-        self->failLocked(Error::Kind::kDisconnected, "bulk OUT: device gone (unplugged)");
+    self->outFreed_ = 1;
+    const auto actual = static_cast<size_t>(transfer->actual_length);
+    const std::string bytes = std::to_string(slot->length) + " bytes";
+    if (transfer->status == LIBUSB_TRANSFER_TIMED_OUT) {
+        self->failLocked(Error::Kind::kIo, "the device did not take " + bytes + " on bulk OUT within " +
+                                               std::to_string(transfer->timeout) + " ms");
+    } else if (transfer->status != LIBUSB_TRANSFER_COMPLETED) {
+        self->failLocked(kindOfStatus(transfer->status),
+                         "bulk OUT of " + bytes + ": " + transferStatusName(transfer->status));
+    } else if (actual != slot->length) {
+        self->failLocked(Error::Kind::kIo, "bulk OUT sent " + std::to_string(actual) + " of " + bytes);
+    } else {
+        self->stats_.bytesOut += actual;
     }
-    self->outDone_ = 1;
 }
 
 // One event transfer carries whole frames (the device writes each as one transfer).
@@ -297,60 +385,72 @@ Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const
         return fail(Error::Kind::kInvalidArgument, description_ + ": USB cannot pass file descriptors (" +
                                                        std::to_string(fds.size()) + " given)");
     }
+    const auto deadline = Clock::now() + writeTimeout_;
     std::unique_lock lock(mutex_);
-    if (broken_) return std::unexpected(brokenError_);
-    out_.buffer.assign(bytes.begin(), bytes.end());
-    outDone_ = 0;
-    // A transfer that is a multiple of the packet size ends with a zero-length packet, so the
-    // device's read completes at the frame's end instead of waiting for more.
-    if (auto r = submit(out_, endpoints_.bulkOut, bytes.size(), &onOut, LIBUSB_TRANSFER_ADD_ZERO_PACKET); !r)
-        return r;
-    lock.unlock();
-    const bool done = pump(&outDone_, Clock::now() + writeTimeout_) && outDone_ != 0;
-    if (!done) {
-        lock.lock();
-        const bool busy = out_.busy;
-        if (busy) libusb_cancel_transfer(out_.transfer);
+    for (;;) {
+        if (broken_) return std::unexpected(brokenError_);
+        auto free =
+            std::find_if(std::begin(out_), std::end(out_), [](const TransferSlot& s) { return !s.busy; });
+        if (free != std::end(out_)) {
+            reserve(*free, bytes.size());
+            std::memcpy(free->data, bytes.data(), bytes.size());
+            // A transfer that is a multiple of the packet size ends with a zero-length packet, so
+            // the device's read completes at the frame's end instead of waiting for more.
+            return submit(*free, endpoints_.bulkOut, bytes.size(), &onOut, LIBUSB_TRANSFER_ADD_ZERO_PACKET,
+                          static_cast<unsigned>(writeTimeout_.count()));
+        }
+        outFreed_ = 0;
         lock.unlock();
-        if (busy) pump(&outDone_, Clock::now() + kCancelWait);
+        const bool freed = pump(&outFreed_, deadline);
         lock.lock();
-        if (broken_) return std::unexpected(brokenError_);
-        return fail(Error::Kind::kTimeout, description_ + ": the device did not take " +
-                                               std::to_string(bytes.size()) + " bytes on bulk OUT within " +
-                                               std::to_string(writeTimeout_.count()) + " ms");
+        if (!freed) {
+            // Nothing of this frame has gone: the stream is intact (the transfers ahead of it
+            // time out on their own and break the transport).
+            return fail(Error::Kind::kTimeout,
+                        description_ + ": the device did not take the " + std::to_string(kOutDepth) +
+                            " frames ahead of " + std::to_string(bytes.size()) +
+                            " bytes on bulk OUT within " + std::to_string(writeTimeout_.count()) + " ms");
+        }
     }
-    lock.lock();
-    if (outStatus_ != LIBUSB_TRANSFER_COMPLETED) {
-        if (broken_) return std::unexpected(brokenError_);
-        return fail(kindOfStatus(outStatus_), description_ + ": bulk OUT: " + transferStatusName(outStatus_));
+}
+
+// Copies received bytes into `buffer`: first those moved aside, then the oldest completed read's,
+// which is resubmitted once drained.
+size_t UsbTransport::takeLocked(std::span<uint8_t> buffer) {
+    if (spilledPos_ < spilled_.size()) {
+        const size_t n = std::min(buffer.size(), spilled_.size() - spilledPos_);
+        std::memcpy(buffer.data(), spilled_.data() + spilledPos_, n);
+        spilledPos_ += n;
+        if (spilledPos_ == spilled_.size()) {
+            spilled_.clear();
+            spilledPos_ = 0;
+        }
+        return n;
     }
-    if (outActual_ != bytes.size()) {
-        return fail(Error::Kind::kIo, description_ + ": bulk OUT sent " + std::to_string(outActual_) +
-                                          " of " + std::to_string(bytes.size()) + " bytes");
+    if (ready_.empty()) return 0;
+    TransferSlot& slot = *ready_.front();
+    const auto length = static_cast<size_t>(slot.transfer->actual_length);
+    const size_t n = std::min(buffer.size(), length - readyPos_);
+    std::memcpy(buffer.data(), slot.data + readyPos_, n);
+    readyPos_ += n;
+    if (readyPos_ == length) {
+        ready_.pop_front();
+        readyPos_ = 0;
+        resubmitIn(slot);
     }
-    stats_.bytesOut += bytes.size();
-    return {};
+    return n;
 }
 
 Result<size_t> UsbTransport::read(std::span<uint8_t> buffer, std::vector<UniqueFd>*,
                                   std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    if (receivedPos_ == received_.size() && !broken_) {
+    if (spilledPos_ == spilled_.size() && ready_.empty() && !broken_) {
         inArrived_ = 0;
         lock.unlock();
         pump(&inArrived_, Clock::now() + timeout);
         lock.lock();
     }
-    if (receivedPos_ < received_.size()) {
-        const size_t n = std::min(buffer.size(), received_.size() - receivedPos_);
-        std::memcpy(buffer.data(), received_.data() + receivedPos_, n);
-        receivedPos_ += n;
-        if (receivedPos_ == received_.size()) {
-            received_.clear();
-            receivedPos_ = 0;
-        }
-        return n;
-    }
+    if (const size_t n = takeLocked(buffer); n > 0) return n;
     if (broken_) return std::unexpected(brokenError_);
     return fail(Error::Kind::kTimeout,
                 description_ + ": no data within " + std::to_string(timeout.count()) + " ms");
@@ -402,14 +502,21 @@ Result<void> UsbTransport::openSession(std::chrono::milliseconds timeout) {
 }
 
 Result<void> UsbTransport::start() {
-    in_.buffer.resize(kInTransferBytes);
-    event_.buffer.resize(kEventTransferBytes);
-    {
-        std::lock_guard lock(mutex_);
-        if (auto r = submit(in_, endpoints_.bulkIn, in_.buffer.size(), &onIn, 0); !r) return r;
-        if (auto r = submit(event_, endpoints_.eventIn, event_.buffer.size(), &onEvent, 0); !r) return r;
+    // usbfs buffers where the kernel gives them (the data moves in place), else heap memory.
+    for (TransferSlot* s : allSlots()) {
+        if (s == &event_) continue;
+        s->devMem = libusb_dev_mem_alloc(handle_, kInTransferBytes);
+        if (s->devMem != nullptr) s->devMemSize = kInTransferBytes;
+        reserve(*s, kInTransferBytes);
     }
-    return {};
+    reserve(event_, kEventTransferBytes);
+    vlog("protocol", "%s: transfer buffers from %s", description_.c_str(),
+         in_[0].devMem != nullptr ? "usbfs (zero-copy)" : "the heap");
+    std::lock_guard lock(mutex_);
+    for (TransferSlot& s : in_) {
+        if (auto r = submit(s, endpoints_.bulkIn, s.size, &onIn, 0); !r) return r;
+    }
+    return submit(event_, endpoints_.eventIn, event_.size, &onEvent, 0);
 }
 
 Result<std::unique_ptr<Transport>> UsbTransport::open(const UsbDeviceId& id, const UsbOptions& options) {

@@ -124,7 +124,7 @@ proto::Result<void> AioEndpoint::open(const std::string& path, int flags) {
     path_ = path;
     fd_ = ::open(path.c_str(), flags | O_CLOEXEC);
     if (fd_ < 0) return proto::fail(Error::Kind::kIo, errnoText("open " + path, errno));
-    if (ioSetup(4, &context_) != 0)
+    if (ioSetup(2 * kDepth, &context_) != 0)
         return proto::fail(Error::Kind::kIo, errnoText("io_setup for " + path, errno));
     return {};
 }
@@ -187,8 +187,9 @@ void AioEndpoint::popOldest() {
     --count_;
 }
 
-proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout, void** data) {
+proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout, void** data, size_t* asked) {
     if (count_ == 0) return proto::fail(Error::Kind::kIo, path_ + ": no transfer in flight");
+    if (asked != nullptr) *asked = static_cast<size_t>(oldest().cb.aio_nbytes);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!oldest().done) {
         const auto left =

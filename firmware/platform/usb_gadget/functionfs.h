@@ -22,7 +22,7 @@ namespace npu::fw::usb {
 // One endpoint file with up to kDepth transfers in flight, completed in the order submitted.
 class AioEndpoint {
 public:
-    static constexpr size_t kDepth = 2;
+    static constexpr size_t kDepth = 4;
     AioEndpoint() = default;
     ~AioEndpoint();
     AioEndpoint(const AioEndpoint&) = delete;
@@ -35,10 +35,11 @@ public:
     proto::Result<void> submit(void* data, size_t length, bool write);
     bool pending() const { return count_ > 0; }
     size_t inFlight() const { return count_; }
-    // Waits up to `timeout` for the oldest transfer: bytes moved (and in *data, its buffer),
-    // kTimeout (still in flight), or the endpoint's error (-ESHUTDOWN when the host disabled the
-    // interface: kDisconnected).
-    proto::Result<size_t> wait(std::chrono::milliseconds timeout, void** data = nullptr);
+    // Waits up to `timeout` for the oldest transfer: bytes moved (and in *data, its buffer; in
+    // *asked, the length it was submitted with), kTimeout (still in flight), or the endpoint's
+    // error (-ESHUTDOWN when the host disabled the interface: kDisconnected).
+    proto::Result<size_t> wait(std::chrono::milliseconds timeout, void** data = nullptr,
+                               size_t* asked = nullptr);
     // Cancels every transfer in flight and waits (bounded) for the kernel to give them back.
     // false: they did not all come back in time; the kernel may still write the buffer of a
     // read, so the caller must never free or reuse it (keepAbandoned()).

@@ -4,16 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "npu/protocol/frame.h"
+
 namespace npu::fw::usb {
 namespace {
 
 using proto::Error;
 
-// One bulk OUT read: it completes at the end of the host's transfer (a short or zero-length
-// packet), so a read takes a whole frame of up to 1 MiB and the window service serves it in
-// place. (FunctionFS allocates the same size in the kernel per read: 1 MiB is an order-8 page
-// allocation; a frame of 1 MiB + header takes two reads.)
-constexpr size_t kReadBytes = 1024 * 1024;
+// A read buffer holds the largest frame (1 MiB of payload and its header) whole. A read completes
+// at the end of the host's transfer (a short or zero-length packet) or when full.
+constexpr size_t kReadBytes = (1u << 20) + 4096;
 constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
 constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
 
@@ -58,6 +58,9 @@ proto::Result<void> GadgetSession::write(std::span<const uint8_t> bytes, std::sp
     return writeLocked(bytes.data(), bytes.size());
 }
 
+// The kernel copies a write's bytes when it is submitted, so a frame is queued and the caller goes
+// on (serving the next request while this reply is on the wire); a full queue waits for its
+// oldest transfer, which is where a host that stopped reading is noticed.
 proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t length) {
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& in = ffs_.bulkIn();
@@ -65,22 +68,29 @@ proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t lengt
     // so the host's read ends with the frame instead of waiting for more.
     const bool zlp = length > 0 && length % ffs_.maxPacket() == 0;
     for (int part = 0; part < (zlp ? 2 : 1); ++part) {
-        const size_t n = part == 0 ? length : 0;
-        if (auto r = in.submit(const_cast<uint8_t*>(data), n, true); !r) return r;
-        auto done = in.wait(kWriteTimeout);
+        if (auto r = reapWrites(AioEndpoint::kDepth - 1); !r) return r;
+        if (auto r = in.submit(const_cast<uint8_t*>(data), part == 0 ? length : 0, true); !r) return r;
+    }
+    return {};
+}
+
+// Waits until at most `keep` bulk IN writes are in flight, checking each one that completes.
+proto::Result<void> GadgetSession::reapWrites(size_t keep) {
+    AioEndpoint& in = ffs_.bulkIn();
+    while (in.inFlight() > keep) {
+        size_t asked = 0;
+        auto done = in.wait(kWriteTimeout, nullptr, &asked);
         if (!done) {
-            if (done.error().kind == Error::Kind::kTimeout) {
-                in.cancel();
-                return proto::fail(Error::Kind::kTimeout, describe() + ": the host did not read " +
-                                                              std::to_string(n) +
-                                                              " bytes on bulk IN within " +
-                                                              std::to_string(kWriteTimeout.count()) + " ms");
-            }
-            return std::unexpected(done.error());
+            if (done.error().kind != Error::Kind::kTimeout) return std::unexpected(done.error());
+            in.cancel();
+            return proto::fail(Error::Kind::kTimeout, describe() + ": the host did not read " +
+                                                          std::to_string(asked) +
+                                                          " bytes on bulk IN within " +
+                                                          std::to_string(kWriteTimeout.count()) + " ms");
         }
-        if (*done != n) {
+        if (*done != asked) {
             return proto::fail(Error::Kind::kIo, describe() + ": bulk IN took " + std::to_string(*done) +
-                                                     " of " + std::to_string(n) + " bytes");
+                                                     " of " + std::to_string(asked) + " bytes");
         }
     }
     return {};
@@ -101,40 +111,106 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
                                           std::chrono::milliseconds timeout) {
     if (forwardPos_ < forward_.size()) return take(buffer);
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
-    AioEndpoint& out = ffs_.bulkOut();
-    // Every read buffer queued, in turn: while one frame is served, the next can arrive in the
-    // other (the host keeps two window calls in flight).
-    while (out.inFlight() < readBuffers_.size()) {
-        std::vector<uint8_t>& b = readBuffers_[nextRead_];
-        if (auto r = out.submit(b.data(), b.size(), false); !r) return std::unexpected(r.error());
-        nextRead_ = (nextRead_ + 1) % readBuffers_.size();
-    }
-    void* data = nullptr;
-    auto n = out.wait(std::min(timeout, kReadSlice), &data);
-    if (!n) return std::unexpected(n.error());  // kTimeout keeps the read pending for the next call
+    auto landed = nextTransfer(std::min(timeout, kReadSlice), true);
+    if (!landed) return std::unexpected(landed.error());  // kTimeout keeps the read pending
     const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
         std::lock_guard lock(writeMutex_);
         return writeLocked(frame, length).has_value();
     };
-    window_.feed(static_cast<const uint8_t*>(data), *n, forward_, reply);
+    window_.feed(landed->data(), landed->size(), forward_, reply);
+    releaseRead(landed->data());
     if (forwardPos_ < forward_.size()) return take(buffer);
     return proto::fail(Error::Kind::kTimeout, describe() + ": only host-window traffic so far");
 }
 
-void GadgetSession::echo() {
+// Bulk OUT reads: each transfer is read as one packet first (the head) and, when that fills the
+// packet, the rest with one more read into the same buffer, so a transfer lies whole in one
+// buffer (a frame is served where it lies). A framed session sizes the rest read by the frame's
+// header; the raw echo, whose data has no header, reads to the end of the transfer. A read's size
+// is what the kernel allocates (and zeroes) for it, so a small request costs a packet, not the
+// largest frame. The next head read is queued into the other buffer behind a rest read, so the
+// link never waits for a reader. A head that is not a frame (garbage, a corrupt header) is handed
+// on as it came and the transfer's other packets follow in further head reads; a rest read ends
+// early at the transfer's end and always takes whole packets, so no byte is lost whatever a
+// header claims.
+proto::Result<void> GadgetSession::queueHead() {
+    if (headPending_) return {};
+    for (size_t k = 0; k < readBuffers_.size(); ++k) {
+        if (readBusy_[k]) continue;
+        if (auto r = ffs_.bulkOut().submit(readBuffers_[k].data(), ffs_.maxPacket(), false); !r) return r;
+        readBusy_[k] = true;
+        headPending_ = true;
+        return {};
+    }
+    return {};  // both buffers hold transfers still being read; one is released before the next head
+}
+
+size_t GadgetSession::bufferOf(const uint8_t* p) const {
+    size_t k = 0;
+    while (k < readBuffers_.size() &&
+           (p < readBuffers_[k].data() || p >= readBuffers_[k].data() + readBuffers_[k].size()))
+        ++k;
+    return k;
+}
+
+// The rest of the transfer whose head filled the packet at `base` (0: none): by the frame's
+// length when `framed` and the head begins a frame, else up to the buffer's end. Whole packets.
+size_t GadgetSession::restBytes(const uint8_t* base, size_t capacity, bool framed) const {
+    const size_t packet = ffs_.maxPacket();
+    if (!framed) return capacity - packet;
+    proto::FrameHeader h;
+    if (proto::loadLe32(base) != proto::kFrameMagic || !proto::parseFrameHeader(base, &h)) return 0;
+    const size_t total = proto::kFrameHeaderSize + h.length;
+    if (total <= packet) return 0;
+    return std::min((total - packet + packet - 1) / packet * packet, capacity - packet);
+}
+
+// Waits up to `timeout` for the next whole transfer (or frame): its bytes, which stay valid until
+// releaseRead(); kTimeout when none came.
+proto::Result<std::span<const uint8_t>> GadgetSession::nextTransfer(std::chrono::milliseconds timeout,
+                                                                    bool framed) {
     AioEndpoint& out = ffs_.bulkOut();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (auto r = queueHead(); !r) return std::unexpected(r.error());
+        const auto left =
+            std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       deadline - std::chrono::steady_clock::now()));
+        void* where = nullptr;
+        auto n = out.wait(left, &where);
+        if (!n) return std::unexpected(n.error());
+        auto* data = static_cast<uint8_t*>(where);
+        const size_t k = bufferOf(data);
+        if (k == readBuffers_.size())
+            return proto::fail(Error::Kind::kIo, describe() + ": a read into an unknown buffer completed");
+        uint8_t* base = readBuffers_[k].data();
+        if (data != base) return std::span<const uint8_t>(base, static_cast<size_t>(data - base) + *n);
+        headPending_ = false;
+        const size_t rest = *n == ffs_.maxPacket() ? restBytes(base, readBuffers_[k].size(), framed) : 0;
+        if (rest == 0) return std::span<const uint8_t>(base, *n);
+        if (auto r = out.submit(base + *n, rest, false); !r) return std::unexpected(r.error());
+    }
+}
+
+void GadgetSession::releaseRead(const uint8_t* data) {
+    const size_t k = bufferOf(data);
+    if (k < readBusy_.size()) readBusy_[k] = false;
+}
+
+// With the same reads and writes in flight as a framed session, so the raw floor gets every help
+// the framed path gets.
+void GadgetSession::echo() {
     std::string why;
     while (!ended(&why)) {
-        if (!out.pending()) {
-            if (auto r = out.submit(readBuffers_[0].data(), readBuffers_[0].size(), false); !r) break;
-        }
-        auto n = out.wait(kReadSlice);
-        if (!n) {
-            if (n.error().kind == Error::Kind::kTimeout) continue;
+        auto landed = nextTransfer(kReadSlice, false);
+        if (!landed) {
+            if (landed.error().kind == Error::Kind::kTimeout) continue;
             break;
         }
         std::lock_guard lock(writeMutex_);
-        if (!writeLocked(readBuffers_[0].data(), *n)) break;
+        const bool written = writeLocked(landed->data(), landed->size()).has_value();
+        releaseRead(landed->data());  // the kernel copied the write's bytes when it was submitted
+        if (!written) break;
     }
 }
 

@@ -37,6 +37,12 @@ public:
 private:
     bool ended(std::string* why);
     proto::Result<void> writeLocked(const uint8_t* data, size_t length);
+    proto::Result<void> reapWrites(size_t keep);
+    proto::Result<void> queueHead();
+    size_t bufferOf(const uint8_t* p) const;
+    size_t restBytes(const uint8_t* base, size_t capacity, bool framed) const;
+    proto::Result<std::span<const uint8_t>> nextTransfer(std::chrono::milliseconds timeout, bool framed);
+    void releaseRead(const uint8_t* data);
     size_t take(std::span<uint8_t> buffer);
 
     FunctionFs& ffs_;
@@ -45,9 +51,11 @@ private:
     const uint64_t number_;
     std::mutex writeMutex_;
     bool shut_ = false;
-    std::array<std::vector<uint8_t>, AioEndpoint::kDepth> readBuffers_;  // bulk OUT reads, in turn
-    size_t nextRead_ = 0;                                                // the buffer queued next
-    std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
+    // Bulk OUT read buffers (two: while one frame is served, the next arrives).
+    std::array<std::vector<uint8_t>, 2> readBuffers_;
+    std::array<bool, 2> readBusy_{};  // the buffer holds a read or a transfer being read or served
+    bool headPending_ = false;        // a head read is queued
+    std::vector<uint8_t> forward_;    // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };
 

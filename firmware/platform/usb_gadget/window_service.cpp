@@ -20,6 +20,37 @@ bool isWindowRequest(const proto::FrameHeader& h) {
            (h.flags & (proto::kFlagResponse | proto::kFlagError | proto::kFlagMore)) == 0;
 }
 
+struct WriteRequest {
+    uint64_t addr = 0;  // proto3 defaults: a field left out is zero or empty
+    const uint8_t* data = nullptr;
+    uint32_t size = 0;
+};
+
+// WindowWriteRequest {addr = 1, data = 2} read where it lies: the data is then copied once, into
+// DRAM (parsing into the message would copy the whole chunk once more). Unknown fields are
+// skipped and a repeated field's last value wins, as protobuf's own parser does.
+bool parseWriteRequest(const uint8_t* p, uint32_t length, WriteRequest* r) {
+    using google::protobuf::internal::WireFormatLite;
+    constexpr uint32_t kAddrTag = WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_VARINT);
+    constexpr uint32_t kDataTag = WireFormatLite::MakeTag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    google::protobuf::io::CodedInputStream in(p, static_cast<int>(length));
+    for (uint32_t tag = in.ReadTag(); tag != 0; tag = in.ReadTag()) {
+        if (tag == kAddrTag) {
+            if (!in.ReadVarint64(&r->addr)) return false;
+        } else if (tag == kDataTag) {
+            uint32_t n = 0;
+            if (!in.ReadVarint32(&n) || n > length - static_cast<uint32_t>(in.CurrentPosition()))
+                return false;
+            r->data = p + in.CurrentPosition();
+            r->size = n;
+            if (!in.Skip(static_cast<int>(n))) return false;
+        } else if (!WireFormatLite::SkipField(&in, tag)) {
+            return false;
+        }
+    }
+    return in.CurrentPosition() == static_cast<int>(length);  // a zero tag inside is malformed
+}
+
 // The first frame magic in [p + from, p + avail), or avail.
 size_t findMagic(const uint8_t* p, size_t avail, size_t from) {
     for (size_t i = from; i + 4 <= avail; ++i) {
@@ -154,17 +185,16 @@ void WindowService::sendError(uint8_t method, uint64_t callId, const std::string
 void WindowService::serveWrite(uint64_t callId, const uint8_t* payload, uint32_t length,
                                const ReplySink& reply) {
     const uint8_t method = proto::METHOD_WINDOW_WRITE;
-    // Parsed into a message kept between calls: its data string keeps its capacity.
-    if (!writeRequest_.ParseFromArray(payload, static_cast<int>(length))) {
+    WriteRequest request;
+    if (!parseWriteRequest(payload, length, &request)) {
         return sendError(method, callId,
                          "WindowWrite: undecodable request (" + std::to_string(length) + " bytes)", reply);
     }
-    const std::string& data = writeRequest_.data();
-    if (std::string e = checkRange(writeRequest_.addr(), data.size()); !e.empty()) {
+    if (std::string e = checkRange(request.addr, request.size); !e.empty()) {
         return sendError(method, callId, "WindowWrite: " + e, reply);
     }
-    std::memcpy(dram_ + writeRequest_.addr(), data.data(), data.size());
-    bytesWritten_ += data.size();
+    if (request.size > 0) std::memcpy(dram_ + request.addr, request.data, request.size);
+    bytesWritten_ += request.size;
     proto::WindowWriteReply ok;
     ok.mutable_status()->set_code(0);
     sendMessage(method, 0, callId, ok, reply);

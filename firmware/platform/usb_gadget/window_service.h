@@ -50,10 +50,9 @@ private:
     uint64_t windowAddr_;
     uint64_t windowBytes_;
     uint32_t maxPayload_;
-    std::vector<uint8_t> pending_;            // the beginning of a frame, kept for the next bytes
-    std::vector<uint8_t> replyFrame_;         // every reply is built here (grows, never shrinks)
-    proto::WindowWriteRequest writeRequest_;  // reused: its data keeps its capacity
-    size_t passRemaining_ = 0;                // bytes of a frame for the firmware still to forward
+    std::vector<uint8_t> pending_;     // the beginning of a frame, kept for the next bytes
+    std::vector<uint8_t> replyFrame_;  // every reply is built here (grows, never shrinks)
+    size_t passRemaining_ = 0;         // bytes of a frame for the firmware still to forward
     uint64_t bytesWritten_ = 0;
     uint64_t bytesRead_ = 0;
 };

@@ -139,6 +139,37 @@ TEST_CASE("WindowService reads back and refuses ranges outside the window, namin
     CHECK(h.dram[3071] == 0);
 }
 
+TEST_CASE("WindowService reads a WindowWriteRequest in place as protobuf would parse it", "[usb]") {
+    Harness h;
+    using namespace std::string_literals;
+    // An unknown field first (5: varint 1), addr 1100, then data twice: the last one wins.
+    h.feed(frame(proto::METHOD_WINDOW_WRITE, 1,
+                 "\x28\x01\x08\xcc\x08\x12\x02"
+                 "ab\x12\x02"
+                 "cd"s),
+           4096);
+    // addr only: nothing to write, still a success.
+    h.feed(frame(proto::METHOD_WINDOW_WRITE, 2, "\x08\xcc\x08"s), 4096);
+    // The data's length runs past the payload; a zero tag inside the payload.
+    h.feed(frame(proto::METHOD_WINDOW_WRITE, 3,
+                 "\x08\xcc\x08\x12\x0a"
+                 "abc"s),
+           4096);
+    h.feed(frame(proto::METHOD_WINDOW_WRITE, 4, "\x08\xcc\x08\x00\x12\x01x"s), 4096);
+    REQUIRE(h.replies.size() == 4);
+    CHECK(std::memcmp(h.dram.data() + 1100, "cd", 2) == 0);
+    for (size_t i = 0; i < 4; ++i) {
+        const proto::FrameHeader r = header(h.replies[i]);
+        CHECK(r.callId == i + 1);
+        CHECK(((r.flags & proto::kFlagError) != 0) == (i >= 2));
+        if (i < 2) continue;
+        proto::ErrorReply e;
+        REQUIRE(e.ParseFromArray(h.replies[i].data() + proto::kFrameHeaderSize, int(r.length)));
+        CHECK(e.status().message().find("WindowWrite: undecodable request") != std::string::npos);
+    }
+    CHECK(h.dram[1102] == 0);
+}
+
 namespace {
 
 // The firmware's end of a channel that shares nothing: window frames served by WindowService
