@@ -141,6 +141,15 @@ struct Window2d {
 // a node whose input has shape `in` (rank 4, NCHW).
 Result<Window2d> windowOf(NodeContext& ctx, const std::vector<int64_t>& in, std::vector<int64_t> kernel);
 
+// The graph passes of the import before mapping, on a parsed model: the checker, fixed inputs and
+// input shapes, opset upgrade, Constant folding, shape inference, shape-chain folding,
+// BatchNormalization folding. Fills out's opset and fold counts.
+Status prepareOnnxProto(onnx::ModelProto& proto, const OnnxImportOptions& options, const std::string& where,
+                        OnnxImportedModel& out);
+// QDQ fusion on the mapped HAL model (onnx_qdq_fuse.cpp); returns how many operations it removed.
+Result<size_t> fuseQuantDequant(hal::Model& model, std::vector<OnnxNodeOrigin>& origins,
+                                const std::string& where);
+
 // Shared helpers of the mappers.
 uint32_t normalizeAxis(int64_t axis, uint32_t rank);  // caller has checked -rank <= axis < rank
 Status checkAxis(const NodeContext& ctx, int64_t axis, uint32_t rank, const char* what);

@@ -494,16 +494,11 @@ Result<int64_t> upgradeOldOpset(onnx::ModelProto& proto, const std::string& wher
 
 }  // namespace
 
-Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const OnnxImportOptions& options,
-                                               const std::string& where) {
-    onnx::ModelProto proto;
-    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-        !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-        return invalidArgument(where + ": not a serialized onnx.ModelProto (" + std::to_string(bytes.size()) +
-                               " bytes)");
-    }
+namespace onnx_import {
+
+Status prepareOnnxProto(onnx::ModelProto& proto, const OnnxImportOptions& options, const std::string& where,
+                        OnnxImportedModel& out) {
     NPU_TRY(checkModel(proto, where));
-    OnnxImportedModel out;
     ModelPrep prep(proto, where);
     // The user's inputs apply to the model as written, before any opset upgrade.
     NPU_TRY(prep.applyFixedInputs(options.fixedInputs));
@@ -518,13 +513,28 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
     }
     out.foldedBatchNorms = prep.foldBatchNorms();
     out.onnxNodes = static_cast<size_t>(proto.graph().node_size());
+    return {};
+}
 
+}  // namespace onnx_import
+
+Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const OnnxImportOptions& options,
+                                               const std::string& where) {
+    onnx::ModelProto proto;
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+        !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return invalidArgument(where + ": not a serialized onnx.ModelProto (" + std::to_string(bytes.size()) +
+                               " bytes)");
+    }
+    OnnxImportedModel out;
+    NPU_TRY(prepareOnnxProto(proto, options, where, out));
     ModelBuilder b;
     NPU_TRY(bindGraphValues(proto.graph(), b, out, where));
     NPU_TRY(mapNodes(proto.graph(), out.opset, b));
     NPU_TRY(bindGraphOutputs(proto.graph(), b, out, where));
     out.model = std::move(b.model());
     out.origins = std::move(b.origins());
+    out.fusedQdqOperations = NPU_TRY(fuseQuantDequant(out.model, out.origins, where));
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include "cmd_conformance.h"
 #include "cmd_model.h"
 #include "cmd_onnx.h"
+#include "cmd_quantize.h"
 #include "cmd_sim.h"
 #include "cmd_stress.h"
 #include "commands.h"
@@ -143,6 +144,7 @@ int main(int argc, char** argv) {
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
     npu::tools::OnnxCli onnxCli(app);
+    npu::tools::QuantizeCli quantizeCli(app);
     npu::tools::StressCli stressCli(app);
 
     // CLI11 reads an unknown word as a stray argument and says only "A subcommand is required".
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();
+    if (quantizeCli.parsed()) return quantizeCli.run();
     if (stressCli.parsed()) return stressCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;

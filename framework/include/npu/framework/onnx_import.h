@@ -66,6 +66,7 @@ struct OnnxImportedModel {
     size_t onnxNodes = 0;                  // nodes left after constant folding
     size_t foldedConstants = 0;            // Constant nodes folded into initializers
     size_t foldedBatchNorms = 0;           // BatchNormalization nodes folded into a Conv
+    size_t fusedQdqOperations = 0;         // QUANTIZE / DEQUANTIZE removed by QDQ fusion
 };
 
 Result<OnnxImportedModel> importOnnxModel(const std::string& path, const OnnxImportOptions& options = {});
