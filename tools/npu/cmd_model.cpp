@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -41,21 +42,16 @@ Result<Devices> openDevices(const DeviceChoice& choice) {
     return d;
 }
 
-// The network on the devices, and (on the NPU) the reference's outputs for the whole model.
-struct CheckedRun {
-    NetworkRun run;
-    bool compared = false;
-    std::string difference;  // empty: bit-exact
-    shim::NpuInfo hw;
-};
-
-Result<CheckedRun> runChecked(const Devices& devices, const BuiltinNetwork& net) {
+Result<CheckedRun> runChecked(const Devices& devices, const framework::TestCase& testCase,
+                              const std::vector<std::string>& names) {
     CheckedRun c;
-    c.run = NPU_TRY(runNetwork(net.testCase, net.operationNames, devices.list));
+    const auto t0 = std::chrono::steady_clock::now();
+    c.run = NPU_TRY(runNetwork(testCase, names, devices.list));
+    c.hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!devices.onNpu()) return c;
     c.hw = NPU_TRY(shim::queryNpuInfo(*devices.npu.device));
-    addRoofline(c.run, net.testCase.model, c.hw);
-    auto expected = NPU_TRY(runTestCase(*devices.reference.device, net.testCase));
+    addRoofline(c.run, testCase.model, c.hw);
+    auto expected = NPU_TRY(runTestCase(*devices.reference.device, testCase));
     c.compared = true;
     c.difference = firstDifference(expected.outputs, c.run.outputs);
     return c;
@@ -72,38 +68,8 @@ Result<BuiltinRun> runBuiltin(const DeviceChoice& choice, const std::string& nam
     BuiltinRun r;
     r.net = NPU_TRY(makeBuiltinNetwork(name, inputSize));
     r.devices = NPU_TRY(openDevices(choice));
-    r.checked = NPU_TRY(runChecked(r.devices, r.net));
+    r.checked = NPU_TRY(runChecked(r.devices, r.net.testCase, r.net.operationNames));
     return r;
-}
-
-// "65 SOFTMAX head/softmax, ..." of the operations not on the first device.
-std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::string& first) {
-    std::vector<std::string> out;
-    for (const auto& l : run.layers) {
-        if (l.device != first) out.push_back(fmt::format("{} {} {}", l.index, hal::toString(l.type), l.name));
-    }
-    return out;
-}
-
-std::string layerTable(const NetworkRun& run) {
-    std::string out = fmt::format("{:>4}  {:<30} {:<20} {:<9} {:>10} {:>6} {:>10} {:>10}\n", "op", "name",
-                                  "type", "device", "cycles", "util%", "roofline", "dram bytes");
-    for (const auto& l : run.layers) {
-        out += fmt::format("{:>4}  {:<30} {:<20} {:<9}", l.index, l.name.substr(0, 30), hal::toString(l.type),
-                           l.device);
-        if (l.profiled) {
-            out += fmt::format(" {:>10} {:>6.1f} {:>10} {:>10}", l.profile.cycles, 100 * l.utilization,
-                               l.rooflineCycles, l.profile.dramReadBytes + l.profile.dramWriteBytes);
-        }
-        out += "\n";
-    }
-    return out;
-}
-
-uint64_t rooflineTotal(const NetworkRun& run) {
-    uint64_t total = 0;
-    for (const auto& l : run.layers) total += l.rooflineCycles;
-    return total;
 }
 
 std::string inputLabel(const BuiltinNetwork& net) {
@@ -158,6 +124,42 @@ Json layersJson(const NetworkRun& run) {
 }
 
 }  // namespace
+
+// "65 SOFTMAX head/softmax, ..." of the operations not on the first device.
+std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::string& first) {
+    std::vector<std::string> out;
+    for (const auto& l : run.layers) {
+        if (l.device != first) out.push_back(fmt::format("{} {} {}", l.index, hal::toString(l.type), l.name));
+    }
+    return out;
+}
+
+std::string layerTable(const NetworkRun& run) {
+    std::string out = fmt::format("{:>4}  {:<30} {:<20} {:<9} {:>10} {:>6} {:>10} {:>10}\n", "op", "name",
+                                  "type", "device", "cycles", "util%", "roofline", "dram bytes");
+    for (const auto& l : run.layers) {
+        out += fmt::format("{:>4}  {:<30} {:<20} {:<9}", l.index, l.name.substr(0, 30), hal::toString(l.type),
+                           l.device);
+        if (l.profiled) {
+            out += fmt::format(" {:>10} {:>6.1f} {:>10} {:>10}", l.profile.cycles, 100 * l.utilization,
+                               l.rooflineCycles, l.profile.dramReadBytes + l.profile.dramWriteBytes);
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+uint64_t rooflineTotal(const NetworkRun& run) {
+    uint64_t total = 0;
+    for (const auto& l : run.layers) total += l.rooflineCycles;
+    return total;
+}
+
+Result<CheckedRun> runNetworkChecked(const DeviceChoice& choice, const framework::TestCase& testCase,
+                                     const std::vector<std::string>& names) {
+    const Devices devices = NPU_TRY(openDevices(choice));
+    return runChecked(devices, testCase, names);
+}
 
 bool writeProfileFiles(const ProfileFiles& files, const NetworkRun& run, const std::string& modelName,
                        uint64_t clockHz) {

@@ -26,6 +26,24 @@ struct BuiltinRunOptions {
 // mismatch or failure, 2 bad input.
 int cmdRunBuiltin(const DeviceChoice& choice, const BuiltinRunOptions& options, bool json);
 
+// A model run on the chosen device (npu: each operation the NPU does not claim on the CPU
+// reference) and, on the NPU, compared with the reference's outputs for the whole model.
+struct CheckedRun {
+    NetworkRun run;
+    bool compared = false;
+    std::string difference;  // empty: bit-exact
+    shim::NpuInfo hw;
+    double hostMs = 0;  // host time of the partitioned run (partition prepares included)
+};
+Result<CheckedRun> runNetworkChecked(const DeviceChoice& choice, const framework::TestCase& testCase,
+                                     const std::vector<std::string>& names);
+
+// The per-layer table of `npu run` (cycles, utilization, roofline, DRAM bytes, device).
+std::string layerTable(const NetworkRun& run);
+uint64_t rooflineTotal(const NetworkRun& run);
+// "65 SOFTMAX head/softmax" for each operation not on `first`.
+std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::string& first);
+
 // Writes the CSV and trace files asked for; false (and a message) when one cannot be written.
 bool writeProfileFiles(const ProfileFiles& files, const NetworkRun& run, const std::string& modelName,
                        uint64_t clockHz);
