@@ -10,6 +10,7 @@
 
 #include "builtin_networks.h"
 #include "cli_checks.h"
+#include "cmd_bench_onnx.h"
 #include "runner.h"
 
 namespace npu::tools {
@@ -208,7 +209,14 @@ BenchModelCli::BenchModelCli(CLI::App& bench) {
     cmd_ = bench.add_subcommand("model",
                                 "A built-in network on the NPU: per-layer cycles, utilization and roofline "
                                 "bound; total cycles, compile time and firmware memory");
-    cmd_->add_option("--builtin", name_, "the network: mobilenet_v2 or ssd_mobilenet_v1")->required();
+    auto* builtin = cmd_->add_option("--builtin", name_, "the network: mobilenet_v2 or ssd_mobilenet_v1");
+    cmd_->add_option("model", onnxModel_, "MODEL.onnx: an ONNX model instead (as npu bench onnx)")
+        ->check(CLI::ExistingFile)
+        ->excludes(builtin);
+    cmd_->add_option("--input-shape", inputShapes_, "MODEL.onnx: NAME=1x3x48x192 for a dynamic input");
+    cmd_->add_option("--runs", runs_, "MODEL.onnx: timed runs per device")->check(CLI::Range(1, 1000));
+    cmd_->add_flag("--compare-onnxruntime", compareOnnxRuntime_,
+                   "MODEL.onnx: also run ONNX Runtime (npm onnxruntime-node, one thread)");
     cmd_->add_option("--input-size", inputSize_, "image height and width (default: the network's own)")
         ->check(CLI::Range(32, 512));
     cmd_->add_flag("--json", json_, "print JSON");
@@ -224,6 +232,15 @@ BenchModelCli::BenchModelCli(CLI::App& bench) {
 }
 
 int BenchModelCli::run() {
+    if (!onnxModel_.empty()) {
+        return benchOnnx({.model = onnxModel_,
+                          .inputShapes = inputShapes_,
+                          .hwConfig = choice_.hwConfigPath,
+                          .runs = runs_,
+                          .json = json_,
+                          .compareOnnxRuntime = compareOnnxRuntime_});
+    }
+    if (name_.empty()) return fmt::print(stderr, "npu bench model: give --builtin NAME or MODEL.onnx\n"), 2;
     auto built = runBuiltin(choice_, name_, inputSize_);
     if (!built) return fail("bench model", built.error());
     const BuiltinNetwork* net = &built->net;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "device_factory.h"
 #include "model_run.h"
@@ -48,7 +49,9 @@ std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::st
 bool writeProfileFiles(const ProfileFiles& files, const NetworkRun& run, const std::string& modelName,
                        uint64_t clockHz);
 
-// npu bench model --builtin NAME [--input-size N] [--json] [--no-autotune] [--hw-config FILE]
+// npu bench model --builtin NAME [--input-size N] [--json] [--no-autotune] [--hw-config FILE];
+// npu bench model MODEL.onnx [--compare-onnxruntime] [--runs N] [--input-shape ...] is
+// `npu bench onnx` (cmd_bench_onnx.h).
 class BenchModelCli {
 public:
     explicit BenchModelCli(CLI::App& bench);
@@ -61,6 +64,10 @@ private:
     std::string name_;
     uint32_t inputSize_ = 0;
     bool json_ = false;
+    std::string onnxModel_;
+    std::vector<std::string> inputShapes_;
+    uint32_t runs_ = 5;
+    bool compareOnnxRuntime_ = false;
 };
 
 }  // namespace npu::tools
