@@ -431,6 +431,8 @@ Status Quantizer::writeQdq(OnnxQuantizeReport& report) {
             graph->mutable_input()->DeleteSubrange(k, 1);
     }
     graph->clear_value_info();
+    // Opset 10 comes with IR version 5 (initializers need not be graph inputs any more).
+    if (proto_.ir_version() < 5) proto_.set_ir_version(5);
     return {};
 }
 
