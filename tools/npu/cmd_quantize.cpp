@@ -1,6 +1,8 @@
 // npu quantize (see cmd_quantize.h and docs/onnx.md).
 #include "cmd_quantize.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -102,7 +104,7 @@ int QuantizeCli::run() const {
     std::printf("quantized %s -> %s (%zu bytes, opset %lld) in %.0f ms\n", model_.c_str(), output_.c_str(),
                 bytes->size(), static_cast<long long>(report.opset), ms);
     std::printf("calibration: %zu sample(s), %s ranges, %s activations\n", report.samples,
-                method_ == "percentile" ? ("percentile " + std::to_string(percentile_)).c_str() : "min/max",
+                method_ == "percentile" ? fmt::format("percentile {:g}", percentile_).c_str() : "min/max",
                 activations_.c_str());
     std::printf(
         "%zu activations quantized, %zu Conv -> QLinearConv (int8 weights per output channel), %zu nodes "
