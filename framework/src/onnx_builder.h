@@ -150,6 +150,10 @@ Status prepareOnnxProto(onnx::ModelProto& proto, const OnnxImportOptions& option
 Result<size_t> fuseQuantDequant(hal::Model& model, std::vector<OnnxNodeOrigin>& origins,
                                 const std::string& where);
 
+// NCHW -> NHWC of a model with quant8 convolutions (onnx_layout.cpp); returns the TRANSPOSEs it
+// inserted (0: the model is unchanged).
+size_t convertToNhwc(hal::Model& model, std::vector<OnnxNodeOrigin>& origins);
+
 // Shared helpers of the mappers.
 uint32_t normalizeAxis(int64_t axis, uint32_t rank);  // caller has checked -rank <= axis < rank
 Status checkAxis(const NodeContext& ctx, int64_t axis, uint32_t rank, const char* what);

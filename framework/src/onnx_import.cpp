@@ -535,6 +535,7 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
     out.model = std::move(b.model());
     out.origins = std::move(b.origins());
     out.fusedQdqOperations = NPU_TRY(fuseQuantDequant(out.model, out.origins, where));
+    if (!options.keepNchw) out.layoutTransposes = convertToNhwc(out.model, out.origins);
     return out;
 }
 

@@ -128,7 +128,9 @@ TEST_CASE("PP-OCR classifier quantized: on the NPU but its edges, within the doc
     REQUIRE(plan.has_value());
     size_t onNpu = 0;
     for (size_t d : plan->deviceOfOperation) onNpu += d == 0;
-    CHECK(onNpu + 2 >= q->model.main.operations.size());  // all but the input QUANTIZE, output DEQUANTIZE
+    // All but the input's TRANSPOSE to NHWC and QUANTIZE (float) and the output's DEQUANTIZE.
+    CHECK(q->layoutTransposes == 2);
+    CHECK(onNpu + 3 >= q->model.main.operations.size());
 
     const auto input = rampInput({1, 3, 48, 192});
     auto inputs = framework::onnxInputBuffers(*q, {input});

@@ -84,8 +84,10 @@ std::vector<std::vector<OnnxTensor>> samples(const std::string& path, size_t n) 
     return *s;
 }
 
-Result<framework::OnnxImportedModel> importBytes(const std::string& bytes) {
-    return framework::importOnnxModelBytes(bytes, {}, "quantized");
+Result<framework::OnnxImportedModel> importBytes(const std::string& bytes, bool keepNchw = false) {
+    framework::OnnxImportOptions options;
+    options.keepNchw = keepNchw;
+    return framework::importOnnxModelBytes(bytes, options, "quantized");
 }
 
 }  // namespace
@@ -121,8 +123,9 @@ TEST_CASE("npu quantize: a QDQ model with QLinearConv per-channel weights, close
     }
     CHECK(qlinear == 3);
 
-    // The importer fuses every QDQ pair: quant8 operations only, but at the model's edges.
-    auto m = importBytes(*bytes);
+    // The importer fuses every QDQ pair: quant8 operations only, but at the model's edges (NCHW
+    // kept here: the NHWC rewrite has its own test).
+    auto m = importBytes(*bytes, true);
     INFO((m ? std::string() : m.error().message));
     REQUIRE(m.has_value());
     const auto& ops = m->model.main.operations;
@@ -202,8 +205,10 @@ TEST_CASE("a quantized model runs on the NPU but its edges, bit-exactly with the
     REQUIRE(plan.has_value());
     size_t onNpu = 0;
     for (size_t d : plan->deviceOfOperation) onNpu += d == 0;
-    // All but the input's QUANTIZE and the output's DEQUANTIZE (the NPU's coverage may grow).
-    CHECK(onNpu + 2 >= m->model.main.operations.size());
+    // All but the input's float TRANSPOSE to NHWC, its QUANTIZE and the output's DEQUANTIZE (the
+    // NPU's coverage may grow).
+    CHECK(m->layoutTransposes == 2);
+    CHECK(onNpu + 3 >= m->model.main.operations.size());
     for (const auto& sample : calibration) {
         auto inputs = framework::onnxInputBuffers(*m, sample);
         REQUIRE(inputs.has_value());
@@ -215,5 +220,44 @@ TEST_CASE("a quantized model runs on the NPU but its edges, bit-exactly with the
         CHECK(run->outputs[0] == whole->outputs[0].data);
     }
     npuDevice->reset();
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("a quantized model becomes NHWC with transposes only at its NCHW edges, same outputs") {
+    const auto path = writeClassifier();
+    const auto calibration = samples(path, 8);
+    ref::ReferenceDevice reference;
+    auto bytes = framework::quantizeOnnxModel(path, calibration, reference, {}, nullptr);
+    REQUIRE(bytes.has_value());
+    auto nhwc = importBytes(*bytes);
+    framework::OnnxImportOptions keep;
+    keep.keepNchw = true;
+    auto nchw = framework::importOnnxModelBytes(*bytes, keep, "quantized NCHW");
+    REQUIRE(nhwc.has_value());
+    REQUIRE(nchw.has_value());
+    CHECK(nchw->layoutTransposes == 0);
+    // One into NHWC before the input's QUANTIZE, one back to NCHW before Flatten's RESHAPE.
+    CHECK(nhwc->layoutTransposes == 2);
+    const auto& ops = nhwc->model.main.operations;
+    size_t transposes = 0;
+    for (size_t k = 0; k < ops.size(); ++k) {
+        if (ops[k].type == OperationType::TRANSPOSE) {
+            ++transposes;
+            INFO("operation " << k);
+            CHECK((k == 0 || ops[k + 1].type == OperationType::RESHAPE));
+        }
+        if (ops[k].type == OperationType::CONV_2D || ops[k].type == OperationType::DEPTHWISE_CONV_2D) {
+            const auto& in = nhwc->model.main.operands[ops[k].inputs[0]];
+            CHECK(in.dimensions[3] == (k < 4 ? 3u : 8u));  // channels last
+        }
+    }
+    CHECK(transposes == 2);
+    for (const auto& sample : calibration) {
+        auto a = framework::runOnnxModel(reference, *nhwc, sample);
+        auto b = framework::runOnnxModel(reference, *nchw, sample);
+        REQUIRE(a.has_value());
+        REQUIRE(b.has_value());
+        CHECK(a->outputs[0].data == b->outputs[0].data);
+    }
     std::filesystem::remove(path);
 }

@@ -64,8 +64,10 @@ TEST_CASE("npu onnx run: a QLinearConv runs on the NPU with its parameters fixed
     const Run r = npu(args);
     REQUIRE(r.exitCode == 0);
     const auto j = nlohmann::json::parse(r.output);
-    CHECK(j["operations_on_npu"] == 1);
-    CHECK(j["placement"][0]["device"] == "npu");
+    // NHWC: TRANSPOSE (quant8) in, the convolution, TRANSPOSE out, all on the NPU.
+    CHECK(j["operations_on_npu"] == 3);
+    CHECK(j["placement"][1]["type"] == "CONV_2D");
+    CHECK(j["placement"][1]["device"] == "npu");
     // The first outputs of the test's output_0.pb.
     const std::vector<int> expected = {0, 81, 93, 230, 52, 87, 197, 240};
     for (size_t i = 0; i < expected.size(); ++i)
@@ -140,13 +142,15 @@ TEST_CASE("npu quantize, then npu run MODEL.onnx on the NPU with the per-layer t
             dot + " --csv " + csv);
     REQUIRE(r.exitCode == 0);
     j = nlohmann::json::parse(r.output);
-    CHECK(j["ops_on_npu"] == 1);  // the CONV_2D; the input's QUANTIZE, the output's DEQUANTIZE on the CPU
-    CHECK(j["ops_total"] == 3);
+    // The CONV_2D (NHWC); on the CPU: the float input's TRANSPOSE to NHWC and QUANTIZE, the output's
+    // DEQUANTIZE and TRANSPOSE back to NCHW.
+    CHECK(j["ops_on_npu"] == 1);
+    CHECK(j["ops_total"] == 5);
     CHECK(j["match"] == true);
     CHECK(j["sim_device_ms"].get<double>() > 0);
-    CHECK(j["operations"][1]["type"] == "CONV_2D");
-    CHECK(j["operations"][1]["device"] == "npu");
-    CHECK(j["operations"][1]["cycles"].get<uint64_t>() > 0);
+    CHECK(j["operations"][2]["type"] == "CONV_2D");
+    CHECK(j["operations"][2]["device"] == "npu");
+    CHECK(j["operations"][2]["cycles"].get<uint64_t>() > 0);
     CHECK(j["operations"][0]["why"].get<std::string>().find("fallback") != std::string::npos);
     std::ifstream dotFile(dot), csvFile(csv);
     const std::string dotText((std::istreambuf_iterator<char>(dotFile)), std::istreambuf_iterator<char>());
