@@ -154,6 +154,11 @@ Result<size_t> fuseQuantDequant(hal::Model& model, std::vector<OnnxNodeOrigin>& 
 // inserted (0: the model is unchanged).
 size_t convertToNhwc(hal::Model& model, std::vector<OnnxNodeOrigin>& origins);
 
+// The whole file's bytes (INVALID_ARGUMENT naming the path when it cannot be read).
+Result<std::string> readFileBytes(const std::string& path);
+// Appends a CONSTANT_COPY operand holding `bytes` (8-byte aligned in operandValues); its index.
+uint32_t appendConstant(hal::Model& model, hal::Operand operand, const void* data, size_t bytes);
+
 // Shared helpers of the mappers.
 uint32_t normalizeAxis(int64_t axis, uint32_t rank);  // caller has checked -rank <= axis < rank
 Status checkAxis(const NodeContext& ctx, int64_t axis, uint32_t rank, const char* what);

@@ -540,12 +540,8 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
 }
 
 Result<OnnxImportedModel> importOnnxModel(const std::string& path, const OnnxImportOptions& options) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return invalidArgument(path + ": cannot open");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in.good() && !in.eof()) return invalidArgument(path + ": read error");
-    return importOnnxModelBytes(buffer.str(), options, path);
+    const std::string bytes = NPU_TRY(onnx_import::readFileBytes(path));
+    return importOnnxModelBytes(bytes, options, path);
 }
 
 }  // namespace npu::framework

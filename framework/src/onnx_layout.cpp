@@ -157,15 +157,8 @@ bool Layout::convertible(const hal::Operation& op) const {
 }
 
 uint32_t Layout::addConstant(Operand o, const void* data, size_t bytes) {
-    auto& values = m_.operandValues;
-    values.resize((values.size() + 7) / 8 * 8);
-    o.lifetime = OperandLifeTime::CONSTANT_COPY;
-    o.location = {0, uint32_t(values.size()), uint32_t(bytes), 0};
-    const auto* p = static_cast<const uint8_t*>(data);
-    values.insert(values.end(), p, p + bytes);
-    sg_.operands.push_back(std::move(o));
     nhwc_.push_back(false);
-    return uint32_t(sg_.operands.size() - 1);
+    return appendConstant(m_, std::move(o), data, bytes);
 }
 
 uint32_t Layout::scalarOf(OperandType type, int32_t v) {

@@ -186,14 +186,7 @@ const float* Fuser::floats(uint32_t o) const {
 }
 
 uint32_t Fuser::addConstant(Operand o, const void* data, size_t bytes) {
-    auto& values = m_.operandValues;
-    values.resize((values.size() + 7) / 8 * 8);
-    o.lifetime = OperandLifeTime::CONSTANT_COPY;
-    o.location = {0, uint32_t(values.size()), uint32_t(bytes), 0};
-    const auto* p = static_cast<const uint8_t*>(data);
-    values.insert(values.end(), p, p + bytes);
-    sg_.operands.push_back(std::move(o));
-    return uint32_t(sg_.operands.size() - 1);
+    return appendConstant(m_, std::move(o), data, bytes);
 }
 
 size_t elementCount(const Operand& o) {

@@ -471,14 +471,6 @@ Status evaluate(const std::string& bytes, const std::vector<std::vector<OnnxTens
     return {};
 }
 
-Result<std::string> readFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return invalidArgument(path + ": cannot open");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-}
-
 }  // namespace
 
 Result<std::string> quantizeOnnxModel(const std::string& path,
@@ -486,7 +478,7 @@ Result<std::string> quantizeOnnxModel(const std::string& path,
                                       hal::IDevice& device, const OnnxQuantizeOptions& options,
                                       OnnxQuantizeReport* report) {
     if (calibration.empty()) return invalidArgument(path + ": no calibration samples");
-    const std::string bytes = NPU_TRY(readFile(path));
+    const std::string bytes = NPU_TRY(readFileBytes(path));
     onnx::ModelProto proto;
     if (bytes.size() > size_t(std::numeric_limits<int>::max()) ||
         !proto.ParseFromArray(bytes.data(), int(bytes.size())))

@@ -12,10 +12,8 @@
 #include "npu/framework/onnx_import.h"
 #include "npu/framework/onnx_quantize.h"
 #include "npu/framework/onnx_run.h"
-#include "npu/framework/partition.h"
-#include "npu/fw/platform/host/firmware_host.h"
 #include "npu/ref/reference_device.h"
-#include "npu/shim/npu_device.h"
+#include "onnx_test_npu.h"
 
 using namespace npu;
 
@@ -117,37 +115,20 @@ TEST_CASE("PP-OCR classifier quantized: on the NPU but its edges, within the doc
     auto q = framework::importOnnxModelBytes(*bytes, {}, "quantized classifier");
     REQUIRE(q.has_value());
 
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto firmware = std::move(loop->firmware);
-    auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), {});
-    REQUIRE(npuDevice.has_value());
-    const std::vector<framework::PartitionDevice> devices = {{"npu", npuDevice->get()},
-                                                             {"reference", &reference}};
-    auto plan = framework::planPartitions(q->model, devices);
-    REQUIRE(plan.has_value());
-    size_t onNpu = 0;
-    for (size_t d : plan->deviceOfOperation) onNpu += d == 0;
+    const auto input = rampInput({1, 3, 48, 192});
+    const auto r = onnx_test::runOnLoopbackNpu(*q, reference, {{input}});
     // All but the input's TRANSPOSE to NHWC and QUANTIZE (float) and the output's DEQUANTIZE.
     CHECK(q->layoutTransposes == 2);
-    CHECK(onNpu + 3 >= q->model.main.operations.size());
-
-    const auto input = rampInput({1, 3, 48, 192});
-    auto inputs = framework::onnxInputBuffers(*q, {input});
-    REQUIRE(inputs.has_value());
-    auto run = framework::runPartitions(*plan, q->model, devices, *inputs);
-    INFO((run ? std::string() : run.error().message));
-    REQUIRE(run.has_value());
-    auto onReference = framework::runOnnxModel(reference, *q, {input});
-    REQUIRE(onReference.has_value());
-    CHECK(run->outputs[0] == onReference->outputs[0].data);  // the NPU is bit-exact with the reference
+    CHECK(r.onNpu + 3 >= q->model.main.operations.size());
+    CHECK(r.firstOutputs == r.referenceOutputs);  // the NPU is bit-exact with the reference
+    framework::OnnxTensor quantOut;
+    quantOut.data = r.referenceOutputs[0];
     auto floatRun = framework::runOnnxModel(reference, *floatModel, {input});
     REQUIRE(floatRun.has_value());
-    const auto yq = floats(onReference->outputs[0]), yf = floats(floatRun->outputs[0]);
+    const auto yq = floats(quantOut), yf = floats(floatRun->outputs[0]);
     REQUIRE(yq.size() == yf.size());
     for (size_t k = 0; k < yq.size(); ++k) {
         INFO("class " << k << ": quantized " << yq[k] << ", float " << yf[k]);
         CHECK(std::abs(yq[k] - yf[k]) <= 0.1f);
     }
-    npuDevice->reset();
 }

@@ -19,6 +19,7 @@
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
 #include "onnx_test_graph.h"
+#include "onnx_test_npu.h"
 
 using namespace npu;
 using namespace onnx_test;
@@ -194,32 +195,12 @@ TEST_CASE("a quantized model runs on the NPU but its edges, bit-exactly with the
     REQUIRE(bytes.has_value());
     auto m = importBytes(*bytes);
     REQUIRE(m.has_value());
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto firmware = std::move(loop->firmware);
-    auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), {});
-    REQUIRE(npuDevice.has_value());
-    const std::vector<framework::PartitionDevice> devices = {{"npu", npuDevice->get()},
-                                                             {"reference", &reference}};
-    auto plan = framework::planPartitions(m->model, devices);
-    REQUIRE(plan.has_value());
-    size_t onNpu = 0;
-    for (size_t d : plan->deviceOfOperation) onNpu += d == 0;
+    const auto r = runOnLoopbackNpu(*m, reference, calibration);
     // All but the input's float TRANSPOSE to NHWC, its QUANTIZE and the output's DEQUANTIZE (the
     // NPU's coverage may grow).
     CHECK(m->layoutTransposes == 2);
-    CHECK(onNpu + 3 >= m->model.main.operations.size());
-    for (const auto& sample : calibration) {
-        auto inputs = framework::onnxInputBuffers(*m, sample);
-        REQUIRE(inputs.has_value());
-        auto run = framework::runPartitions(*plan, m->model, devices, *inputs);
-        INFO((run ? std::string() : run.error().message));
-        REQUIRE(run.has_value());
-        auto whole = framework::runOnnxModel(reference, *m, sample);
-        REQUIRE(whole.has_value());
-        CHECK(run->outputs[0] == whole->outputs[0].data);
-    }
-    npuDevice->reset();
+    CHECK(r.onNpu + 3 >= m->model.main.operations.size());
+    CHECK(r.firstOutputs == r.referenceOutputs);
     std::filesystem::remove(path);
 }
 
