@@ -7,7 +7,8 @@
 //   - operations with a layout flag (convolutions, pools, resizes): the flag becomes NHWC;
 //   - elementwise operations (their 4-D operands permuted; constants permuted, lower-rank
 //     constants broadcast as rank 4 first);
-//   - MEAN / REDUCE_* and CONCATENATION: their axes renumbered.
+//   - MEAN / REDUCE_* and CONCATENATION: their axes renumbered;
+// the last two kinds only when one of their runtime inputs is NHWC already (layout follows data).
 // So a Conv / pool / elementwise chain has no transposes inside it. The result must pass
 // hal::validateModel, else the model stays NCHW (as it does when it has no quant8 convolution).
 #include <algorithm>
@@ -89,6 +90,7 @@ private:
     }
     bool isConstant(uint32_t o) const { return sg_.operands[o].lifetime == OperandLifeTime::CONSTANT_COPY; }
     bool convertible(const hal::Operation& op) const;
+    bool followsNhwc(const hal::Operation& op) const;
     std::vector<size_t> dataInputs(const hal::Operation& op) const;
     uint32_t addConstant(Operand o, const void* data, size_t bytes);
     uint32_t scalarOf(OperandType type, int32_t v);
@@ -154,6 +156,17 @@ bool Layout::convertible(const hal::Operation& op) const {
         last = int(kNhwcAxis[a]);
     }
     return true;
+}
+
+// Operations with a layout flag go NHWC; the others follow their data: NHWC when a runtime input
+// already is (so a model input's QUANTIZE stays NCHW and the TRANSPOSE runs after it, in quant8).
+bool Layout::followsNhwc(const hal::Operation& op) const {
+    if (kindOf(op.type) == Kind::Flag) return true;
+    for (size_t i : dataInputs(op)) {
+        const uint32_t in = op.inputs[i];
+        if (in < nhwc_.size() && !isConstant(in) && nhwc_[in]) return true;
+    }
+    return false;
 }
 
 uint32_t Layout::addConstant(Operand o, const void* data, size_t bytes) {
@@ -268,7 +281,7 @@ bool Layout::run() {
     for (size_t k = 0; k < original.size(); ++k) {
         hal::Operation op = original[k];
         const OnnxNodeOrigin at = k < originalOrigins.size() ? originalOrigins[k] : OnnxNodeOrigin{};
-        const bool convert = convertible(op);
+        const bool convert = convertible(op) && followsNhwc(op);
         const auto data = dataInputs(op);
         for (size_t i = 0; i < op.inputs.size(); ++i) {
             const uint32_t in = op.inputs[i];

@@ -142,12 +142,13 @@ TEST_CASE("npu quantize, then npu run MODEL.onnx on the NPU with the per-layer t
             dot + " --csv " + csv);
     REQUIRE(r.exitCode == 0);
     j = nlohmann::json::parse(r.output);
-    // The CONV_2D (NHWC); on the CPU: the float input's TRANSPOSE to NHWC and QUANTIZE, the output's
-    // DEQUANTIZE and TRANSPOSE back to NCHW.
-    CHECK(j["ops_on_npu"] == 1);
+    // On the NPU: the quant8 TRANSPOSE to NHWC and the CONV_2D; on the CPU: the input's QUANTIZE,
+    // the output's DEQUANTIZE and float TRANSPOSE back to NCHW.
+    CHECK(j["ops_on_npu"] == 2);
     CHECK(j["ops_total"] == 5);
     CHECK(j["match"] == true);
     CHECK(j["sim_device_ms"].get<double>() > 0);
+    CHECK(j["operations"][1]["type"] == "TRANSPOSE");
     CHECK(j["operations"][2]["type"] == "CONV_2D");
     CHECK(j["operations"][2]["device"] == "npu");
     CHECK(j["operations"][2]["cycles"].get<uint64_t>() > 0);
@@ -171,7 +172,7 @@ TEST_CASE("npu quantize, then npu run MODEL.onnx on the NPU with the per-layer t
     r = npu("bench model " + q + " --json --runs 1");
     REQUIRE(r.exitCode == 0);
     j = nlohmann::json::parse(r.output);
-    CHECK(j["ops_on_npu"] == 1);
+    CHECK(j["ops_on_npu"] == 2);
     CHECK(j.contains("sim_host_ms"));
     CHECK(j.contains("import_compile_ms"));
 
