@@ -163,18 +163,23 @@ uint32_t ModelBuilder::addOperand(hal::Operand operand) {
     return static_cast<uint32_t>(model_.main.operands.size() - 1);
 }
 
-uint32_t ModelBuilder::addConstant(hal::OperandType type, std::vector<uint32_t> dims, const void* data,
-                                   size_t bytes) {
-    auto& values = model_.operandValues;
+uint32_t appendConstant(hal::Model& model, hal::Operand operand, const void* data, size_t bytes) {
+    auto& values = model.operandValues;
     values.resize((values.size() + kConstantAlignment - 1) / kConstantAlignment * kConstantAlignment);
-    hal::Operand operand;
-    operand.type = type;
-    operand.dimensions = std::move(dims);
     operand.lifetime = hal::OperandLifeTime::CONSTANT_COPY;
     operand.location = {0, static_cast<uint32_t>(values.size()), static_cast<uint32_t>(bytes), 0};
     const auto* p = static_cast<const uint8_t*>(data);
     values.insert(values.end(), p, p + bytes);
-    return addOperand(std::move(operand));
+    model.main.operands.push_back(std::move(operand));
+    return static_cast<uint32_t>(model.main.operands.size() - 1);
+}
+
+uint32_t ModelBuilder::addConstant(hal::OperandType type, std::vector<uint32_t> dims, const void* data,
+                                   size_t bytes) {
+    hal::Operand operand;
+    operand.type = type;
+    operand.dimensions = std::move(dims);
+    return appendConstant(model_, std::move(operand), data, bytes);
 }
 
 uint32_t ModelBuilder::scalarInt(int32_t v) {

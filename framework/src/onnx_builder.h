@@ -141,6 +141,24 @@ struct Window2d {
 // a node whose input has shape `in` (rank 4, NCHW).
 Result<Window2d> windowOf(NodeContext& ctx, const std::vector<int64_t>& in, std::vector<int64_t> kernel);
 
+// The graph passes of the import before mapping, on a parsed model: the checker, fixed inputs and
+// input shapes, opset upgrade, Constant folding, shape inference, shape-chain folding,
+// BatchNormalization folding. Fills out's opset and fold counts.
+Status prepareOnnxProto(onnx::ModelProto& proto, const OnnxImportOptions& options, const std::string& where,
+                        OnnxImportedModel& out);
+// QDQ fusion on the mapped HAL model (onnx_qdq_fuse.cpp); returns how many operations it removed.
+Result<size_t> fuseQuantDequant(hal::Model& model, std::vector<OnnxNodeOrigin>& origins,
+                                const std::string& where);
+
+// NCHW -> NHWC of a model with quant8 convolutions (onnx_layout.cpp); returns the TRANSPOSEs it
+// inserted (0: the model is unchanged).
+size_t convertToNhwc(hal::Model& model, std::vector<OnnxNodeOrigin>& origins);
+
+// The whole file's bytes (INVALID_ARGUMENT naming the path when it cannot be read).
+Result<std::string> readFileBytes(const std::string& path);
+// Appends a CONSTANT_COPY operand holding `bytes` (8-byte aligned in operandValues); its index.
+uint32_t appendConstant(hal::Model& model, hal::Operand operand, const void* data, size_t bytes);
+
 // Shared helpers of the mappers.
 uint32_t normalizeAxis(int64_t axis, uint32_t rank);  // caller has checked -rank <= axis < rank
 Status checkAxis(const NodeContext& ctx, int64_t axis, uint32_t rank, const char* what);

@@ -494,16 +494,11 @@ Result<int64_t> upgradeOldOpset(onnx::ModelProto& proto, const std::string& wher
 
 }  // namespace
 
-Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const OnnxImportOptions& options,
-                                               const std::string& where) {
-    onnx::ModelProto proto;
-    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-        !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-        return invalidArgument(where + ": not a serialized onnx.ModelProto (" + std::to_string(bytes.size()) +
-                               " bytes)");
-    }
+namespace onnx_import {
+
+Status prepareOnnxProto(onnx::ModelProto& proto, const OnnxImportOptions& options, const std::string& where,
+                        OnnxImportedModel& out) {
     NPU_TRY(checkModel(proto, where));
-    OnnxImportedModel out;
     ModelPrep prep(proto, where);
     // The user's inputs apply to the model as written, before any opset upgrade.
     NPU_TRY(prep.applyFixedInputs(options.fixedInputs));
@@ -518,23 +513,35 @@ Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const Onn
     }
     out.foldedBatchNorms = prep.foldBatchNorms();
     out.onnxNodes = static_cast<size_t>(proto.graph().node_size());
+    return {};
+}
 
+}  // namespace onnx_import
+
+Result<OnnxImportedModel> importOnnxModelBytes(std::string_view bytes, const OnnxImportOptions& options,
+                                               const std::string& where) {
+    onnx::ModelProto proto;
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+        !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return invalidArgument(where + ": not a serialized onnx.ModelProto (" + std::to_string(bytes.size()) +
+                               " bytes)");
+    }
+    OnnxImportedModel out;
+    NPU_TRY(prepareOnnxProto(proto, options, where, out));
     ModelBuilder b;
     NPU_TRY(bindGraphValues(proto.graph(), b, out, where));
     NPU_TRY(mapNodes(proto.graph(), out.opset, b));
     NPU_TRY(bindGraphOutputs(proto.graph(), b, out, where));
     out.model = std::move(b.model());
     out.origins = std::move(b.origins());
+    out.fusedQdqOperations = NPU_TRY(fuseQuantDequant(out.model, out.origins, where));
+    if (!options.keepNchw) out.layoutTransposes = convertToNhwc(out.model, out.origins);
     return out;
 }
 
 Result<OnnxImportedModel> importOnnxModel(const std::string& path, const OnnxImportOptions& options) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return invalidArgument(path + ": cannot open");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in.good() && !in.eof()) return invalidArgument(path + ": read error");
-    return importOnnxModelBytes(buffer.str(), options, path);
+    const std::string bytes = NPU_TRY(onnx_import::readFileBytes(path));
+    return importOnnxModelBytes(bytes, options, path);
 }
 
 }  // namespace npu::framework

@@ -10,6 +10,16 @@
 #include "onnx_builder.h"
 
 namespace npu::framework {
+
+Result<std::string> onnx_import::readFileBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return invalidArgument(path + ": cannot open");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in.good() && !in.eof()) return invalidArgument(path + ": read error");
+    return buffer.str();
+}
+
 namespace {
 
 using TP = onnx::TensorProto;
@@ -17,14 +27,6 @@ using TP = onnx::TensorProto;
 // The importer's sizes, plus FLOAT16, which test files may hold though no operation takes it.
 size_t elementBytes(int32_t type) {
     return type == TP::FLOAT16 ? 2 : onnx_import::onnxElementSize(type);
-}
-
-Result<std::string> readFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return invalidArgument(path + ": cannot open");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
 }
 
 // NumPy's .npy v1-v3: magic, version, header length, a Python dict literal, then the data.
@@ -237,7 +239,7 @@ Result<OnnxTensor> parseOnnxTensorProto(std::string_view bytes, const std::strin
 }
 
 Result<OnnxTensor> loadOnnxTensorFile(const std::string& path) {
-    const std::string bytes = NPU_TRY(readFile(path));
+    const std::string bytes = NPU_TRY(onnx_import::readFileBytes(path));
     if (path.ends_with(".npy")) return parseNpy(bytes, path);
     return parseOnnxTensorProto(bytes, path);
 }

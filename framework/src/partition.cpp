@@ -146,6 +146,7 @@ Result<size_t> operandBytes(const hal::Operand& o, uint32_t index) {
 }
 
 Result<hal::ExecutionResult> runOne(const Partition& part, hal::IDevice& device,
+                                    std::shared_ptr<hal::IPreparedModel> reuse,
                                     std::unordered_map<uint32_t, std::vector<uint8_t>>& values,
                                     PartitionTiming& timing) {
     const auto& sg = part.model.main;
@@ -180,7 +181,7 @@ Result<hal::ExecutionResult> runOne(const Partition& part, hal::IDevice& device,
     }
     request.pools.push_back(pool);
     const auto t0 = std::chrono::steady_clock::now();
-    auto prepared = NPU_TRY(device.prepareModel(part.model));
+    auto prepared = reuse ? std::move(reuse) : NPU_TRY(device.prepareModel(part.model));
     timing.prepareMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     timing.prepared = prepared;
@@ -245,7 +246,12 @@ Result<PartitionPlan> planPartitions(const hal::Model& model, const std::vector<
 
 Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model& model,
                                      const std::vector<PartitionDevice>& devices,
-                                     const std::vector<std::vector<uint8_t>>& inputs) {
+                                     const std::vector<std::vector<uint8_t>>& inputs,
+                                     const PreparedPartitions* prepared) {
+    if (prepared != nullptr && prepared->size() != plan.partitions.size()) {
+        return invalidArgument(std::to_string(prepared->size()) + " prepared models given for " +
+                               std::to_string(plan.partitions.size()) + " partitions");
+    }
     if (inputs.size() != model.main.inputIndexes.size()) {
         return invalidArgument(std::to_string(inputs.size()) + " inputs given, the model has " +
                                std::to_string(model.main.inputIndexes.size()));
@@ -265,7 +271,8 @@ Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model
         const auto& part = plan.partitions[p];
         PartitionTiming timing;
         timing.partition = p;
-        auto result = runOne(part, *devices[part.device].device, values, timing);
+        auto result =
+            runOne(part, *devices[part.device].device, prepared ? (*prepared)[p] : nullptr, values, timing);
         if (!result) {
             return fail(result.error().status, "partition " + std::to_string(p) + " on " +
                                                    devices[part.device].name + ": " + result.error().message);
@@ -275,6 +282,22 @@ Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model
     }
     for (uint32_t index : model.main.outputIndexes) run.outputs.push_back(std::move(values[index]));
     return run;
+}
+
+Result<PreparedPartitions> preparePartitions(const PartitionPlan& plan,
+                                             const std::vector<PartitionDevice>& devices) {
+    PreparedPartitions prepared;
+    for (size_t p = 0; p < plan.partitions.size(); ++p) {
+        const auto& part = plan.partitions[p];
+        auto one = devices[part.device].device->prepareModel(part.model);
+        if (!one) {
+            return fail(one.error().status, "partition " + std::to_string(p) + " on " +
+                                                devices[part.device].name +
+                                                ": prepare: " + one.error().message);
+        }
+        prepared.push_back(std::move(*one));
+    }
+    return prepared;
 }
 
 }  // namespace npu::framework

@@ -175,12 +175,13 @@ struct NpuFigures {
 
 Result<NpuFigures> benchNpu(const framework::OnnxImportedModel& m, const framework::PartitionPlan& plan,
                             const std::vector<framework::PartitionDevice>& devices,
-                            const std::vector<std::vector<uint8_t>>& buffers, uint32_t runs) {
+                            const std::vector<std::vector<uint8_t>>& buffers, uint32_t runs,
+                            const framework::PreparedPartitions& prepared) {
     NpuFigures f;
     for (size_t d : plan.deviceOfOperation) f.opsOnNpu += d == 0 ? 1 : 0;
     for (uint32_t r = 0; r < runs; ++r) {
         const auto t0 = Clock::now();
-        auto run = NPU_TRY(framework::runPartitions(plan, m.model, devices, buffers));
+        auto run = NPU_TRY(framework::runPartitions(plan, m.model, devices, buffers, &prepared));
         f.hostMs.push_back(msSince(t0));
         if (r + 1 < runs) continue;
         for (const auto& t : run.timings) {
@@ -203,14 +204,15 @@ Json nullable(const std::optional<double>& v) {
 BenchOnnxCli::BenchOnnxCli(CLI::App& bench) {
     cmd_ = bench.add_subcommand(
         "onnx", "An ONNX model on the reference, on the NPU (partitioned) and on ONNX Runtime");
-    cmd_->add_option("model", model_, "MODEL.onnx")->required()->check(CLI::ExistingFile);
-    cmd_->add_option("--input-shape", inputShapes_, "NAME=1x3x224x224 for an input with dynamic dimensions");
-    cmd_->add_option("--hw-config", hwConfig_, "the simulated NPU's config JSON")->check(CLI::ExistingFile);
-    cmd_->add_option("--runs", runs_, "timed runs per device (the median is printed)")
+    cmd_->add_option("model", o_.model, "MODEL.onnx")->required()->check(CLI::ExistingFile);
+    cmd_->add_option("--input-shape", o_.inputShapes,
+                     "NAME=1x3x224x224 for an input with dynamic dimensions");
+    cmd_->add_option("--hw-config", o_.hwConfig, "the simulated NPU's config JSON")->check(CLI::ExistingFile);
+    cmd_->add_option("--runs", o_.runs, "timed runs per device (the median is printed)")
         ->check(CLI::Range(1, 1000))
         ->capture_default_str();
-    cmd_->add_flag("--json", json_, "print JSON");
-    cmd_->add_flag("--compare-onnxruntime", compareOnnxRuntime_,
+    cmd_->add_flag("--json", o_.json, "print JSON");
+    cmd_->add_flag("--compare-onnxruntime", o_.compareOnnxRuntime,
                    "also run ONNX Runtime (npm onnxruntime-node, one thread) and compare the outputs");
 }
 
@@ -219,11 +221,17 @@ bool BenchOnnxCli::parsed() const {
 }
 
 int BenchOnnxCli::run() const {
+    return benchOnnx(o_);
+}
+
+int benchOnnx(const BenchOnnxOptions& o) {
+    const std::string& model_ = o.model;
+    const uint32_t runs_ = o.runs;
     framework::OnnxImportOptions options;
-    auto shapes = parseInputShapes(inputShapes_);
+    auto shapes = parseInputShapes(o.inputShapes);
     if (!shapes) return std::fprintf(stderr, "npu bench onnx: %s\n", shapes.error().message.c_str()), 2;
     options.inputShapes = std::move(*shapes);
-    auto npu = openDevice({.device = "npu", .hwConfigPath = hwConfig_});
+    auto npu = openDevice({.device = "npu", .hwConfigPath = o.hwConfig});
     auto ref = openDevice({.device = "reference"});
     if (!npu || !ref)
         return std::fprintf(stderr, "npu bench onnx: %s\n", (!npu ? npu : ref).error().message.c_str()), 1;
@@ -237,10 +245,8 @@ int BenchOnnxCli::run() const {
                                                              {"reference", ref->device.get()}};
     auto plan = framework::planPartitions(model->model, devices);
     if (!plan) return std::fprintf(stderr, "npu bench onnx: %s\n", plan.error().message.c_str()), 3;
-    for (const auto& p : plan->partitions) {  // the compile: every partition prepared once
-        if (auto prepared = devices[p.device].device->prepareModel(p.model); !prepared)
-            return std::fprintf(stderr, "npu bench onnx: prepare: %s\n", prepared.error().message.c_str()), 1;
-    }
+    auto prepared = framework::preparePartitions(*plan, devices);  // the compile: each partition once
+    if (!prepared) return std::fprintf(stderr, "npu bench onnx: %s\n", prepared.error().message.c_str()), 1;
     const double importCompileMs = msSince(t0);
 
     std::vector<framework::OnnxTensor> inputs;
@@ -257,7 +263,7 @@ int BenchOnnxCli::run() const {
     }
     auto buffers = framework::onnxInputBuffers(*model, inputs);
     if (!buffers) return std::fprintf(stderr, "npu bench onnx: %s\n", buffers.error().message.c_str()), 2;
-    auto npuRun = benchNpu(*model, *plan, devices, *buffers, runs_);
+    auto npuRun = benchNpu(*model, *plan, devices, *buffers, runs_, *prepared);
     if (!npuRun) return std::fprintf(stderr, "npu bench onnx: npu: %s\n", npuRun.error().message.c_str()), 1;
 
     Json j = {{"model", model_},
@@ -273,7 +279,7 @@ int BenchOnnxCli::run() const {
               {"max_abs_diff_npu_vs_reference", compareFloat(npuRun->outputs, refOutputs).maxAbs},
               {"tolerance", {{"rtol", kRtol}, {"atol", kAtol}}}};
     bool ok = true;
-    if (compareOnnxRuntime_) {
+    if (o.compareOnnxRuntime) {
         const auto ort = runOnnxRuntime(model_, inputs, runs_);
         j["onnxruntime_ms"] = nullable(ort.ms);
         if (!ort.ms) {
@@ -288,7 +294,7 @@ int BenchOnnxCli::run() const {
             ok = refDiff.within && npuDiff.within;
         }
     }
-    if (json_) {
+    if (o.json) {
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         for (const auto& [key, value] : j.items()) {

@@ -11,6 +11,18 @@
 
 namespace npu::tools {
 
+struct BenchOnnxOptions {
+    std::string model;
+    std::vector<std::string> inputShapes;
+    std::string hwConfig;
+    uint32_t runs = 5;
+    bool json = false;
+    bool compareOnnxRuntime = false;
+};
+// The benchmark itself (also `npu bench model MODEL.onnx`): 0 ok, 1 a run failed or outputs
+// disagree, 2 bad input, 3 unsupported.
+int benchOnnx(const BenchOnnxOptions& options);
+
 class BenchOnnxCli {
 public:
     // Adds `onnx` under the `bench` subcommand.
@@ -20,12 +32,7 @@ public:
 
 private:
     CLI::App* cmd_ = nullptr;
-    std::string model_;
-    std::vector<std::string> inputShapes_;
-    std::string hwConfig_;
-    uint32_t runs_ = 5;
-    bool json_ = false;
-    bool compareOnnxRuntime_ = false;
+    BenchOnnxOptions o_;
 };
 
 }  // namespace npu::tools

@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "builtin_networks.h"
 #include "cli_checks.h"
+#include "cmd_bench_onnx.h"
 #include "runner.h"
 
 namespace npu::tools {
@@ -41,21 +43,16 @@ Result<Devices> openDevices(const DeviceChoice& choice) {
     return d;
 }
 
-// The network on the devices, and (on the NPU) the reference's outputs for the whole model.
-struct CheckedRun {
-    NetworkRun run;
-    bool compared = false;
-    std::string difference;  // empty: bit-exact
-    shim::NpuInfo hw;
-};
-
-Result<CheckedRun> runChecked(const Devices& devices, const BuiltinNetwork& net) {
+Result<CheckedRun> runChecked(const Devices& devices, const framework::TestCase& testCase,
+                              const std::vector<std::string>& names) {
     CheckedRun c;
-    c.run = NPU_TRY(runNetwork(net.testCase, net.operationNames, devices.list));
+    const auto t0 = std::chrono::steady_clock::now();
+    c.run = NPU_TRY(runNetwork(testCase, names, devices.list));
+    c.hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!devices.onNpu()) return c;
     c.hw = NPU_TRY(shim::queryNpuInfo(*devices.npu.device));
-    addRoofline(c.run, net.testCase.model, c.hw);
-    auto expected = NPU_TRY(runTestCase(*devices.reference.device, net.testCase));
+    addRoofline(c.run, testCase.model, c.hw);
+    auto expected = NPU_TRY(runTestCase(*devices.reference.device, testCase));
     c.compared = true;
     c.difference = firstDifference(expected.outputs, c.run.outputs);
     return c;
@@ -72,38 +69,8 @@ Result<BuiltinRun> runBuiltin(const DeviceChoice& choice, const std::string& nam
     BuiltinRun r;
     r.net = NPU_TRY(makeBuiltinNetwork(name, inputSize));
     r.devices = NPU_TRY(openDevices(choice));
-    r.checked = NPU_TRY(runChecked(r.devices, r.net));
+    r.checked = NPU_TRY(runChecked(r.devices, r.net.testCase, r.net.operationNames));
     return r;
-}
-
-// "65 SOFTMAX head/softmax, ..." of the operations not on the first device.
-std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::string& first) {
-    std::vector<std::string> out;
-    for (const auto& l : run.layers) {
-        if (l.device != first) out.push_back(fmt::format("{} {} {}", l.index, hal::toString(l.type), l.name));
-    }
-    return out;
-}
-
-std::string layerTable(const NetworkRun& run) {
-    std::string out = fmt::format("{:>4}  {:<30} {:<20} {:<9} {:>10} {:>6} {:>10} {:>10}\n", "op", "name",
-                                  "type", "device", "cycles", "util%", "roofline", "dram bytes");
-    for (const auto& l : run.layers) {
-        out += fmt::format("{:>4}  {:<30} {:<20} {:<9}", l.index, l.name.substr(0, 30), hal::toString(l.type),
-                           l.device);
-        if (l.profiled) {
-            out += fmt::format(" {:>10} {:>6.1f} {:>10} {:>10}", l.profile.cycles, 100 * l.utilization,
-                               l.rooflineCycles, l.profile.dramReadBytes + l.profile.dramWriteBytes);
-        }
-        out += "\n";
-    }
-    return out;
-}
-
-uint64_t rooflineTotal(const NetworkRun& run) {
-    uint64_t total = 0;
-    for (const auto& l : run.layers) total += l.rooflineCycles;
-    return total;
 }
 
 std::string inputLabel(const BuiltinNetwork& net) {
@@ -159,6 +126,42 @@ Json layersJson(const NetworkRun& run) {
 
 }  // namespace
 
+// "65 SOFTMAX head/softmax, ..." of the operations not on the first device.
+std::vector<std::string> fallbackOperations(const NetworkRun& run, const std::string& first) {
+    std::vector<std::string> out;
+    for (const auto& l : run.layers) {
+        if (l.device != first) out.push_back(fmt::format("{} {} {}", l.index, hal::toString(l.type), l.name));
+    }
+    return out;
+}
+
+std::string layerTable(const NetworkRun& run) {
+    std::string out = fmt::format("{:>4}  {:<30} {:<20} {:<9} {:>10} {:>6} {:>10} {:>10}\n", "op", "name",
+                                  "type", "device", "cycles", "util%", "roofline", "dram bytes");
+    for (const auto& l : run.layers) {
+        out += fmt::format("{:>4}  {:<30} {:<20} {:<9}", l.index, l.name.substr(0, 30), hal::toString(l.type),
+                           l.device);
+        if (l.profiled) {
+            out += fmt::format(" {:>10} {:>6.1f} {:>10} {:>10}", l.profile.cycles, 100 * l.utilization,
+                               l.rooflineCycles, l.profile.dramReadBytes + l.profile.dramWriteBytes);
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+uint64_t rooflineTotal(const NetworkRun& run) {
+    uint64_t total = 0;
+    for (const auto& l : run.layers) total += l.rooflineCycles;
+    return total;
+}
+
+Result<CheckedRun> runNetworkChecked(const DeviceChoice& choice, const framework::TestCase& testCase,
+                                     const std::vector<std::string>& names) {
+    const Devices devices = NPU_TRY(openDevices(choice));
+    return runChecked(devices, testCase, names);
+}
+
 bool writeProfileFiles(const ProfileFiles& files, const NetworkRun& run, const std::string& modelName,
                        uint64_t clockHz) {
     auto write = [](const std::string& path, const std::string& text) {
@@ -206,7 +209,14 @@ BenchModelCli::BenchModelCli(CLI::App& bench) {
     cmd_ = bench.add_subcommand("model",
                                 "A built-in network on the NPU: per-layer cycles, utilization and roofline "
                                 "bound; total cycles, compile time and firmware memory");
-    cmd_->add_option("--builtin", name_, "the network: mobilenet_v2 or ssd_mobilenet_v1")->required();
+    auto* builtin = cmd_->add_option("--builtin", name_, "the network: mobilenet_v2 or ssd_mobilenet_v1");
+    cmd_->add_option("model", onnxModel_, "MODEL.onnx: an ONNX model instead (as npu bench onnx)")
+        ->check(CLI::ExistingFile)
+        ->excludes(builtin);
+    cmd_->add_option("--input-shape", inputShapes_, "MODEL.onnx: NAME=1x3x48x192 for a dynamic input");
+    cmd_->add_option("--runs", runs_, "MODEL.onnx: timed runs per device")->check(CLI::Range(1, 1000));
+    cmd_->add_flag("--compare-onnxruntime", compareOnnxRuntime_,
+                   "MODEL.onnx: also run ONNX Runtime (npm onnxruntime-node, one thread)");
     cmd_->add_option("--input-size", inputSize_, "image height and width (default: the network's own)")
         ->check(CLI::Range(32, 512));
     cmd_->add_flag("--json", json_, "print JSON");
@@ -222,6 +232,15 @@ BenchModelCli::BenchModelCli(CLI::App& bench) {
 }
 
 int BenchModelCli::run() {
+    if (!onnxModel_.empty()) {
+        return benchOnnx({.model = onnxModel_,
+                          .inputShapes = inputShapes_,
+                          .hwConfig = choice_.hwConfigPath,
+                          .runs = runs_,
+                          .json = json_,
+                          .compareOnnxRuntime = compareOnnxRuntime_});
+    }
+    if (name_.empty()) return fmt::print(stderr, "npu bench model: give --builtin NAME or MODEL.onnx\n"), 2;
     auto built = runBuiltin(choice_, name_, inputSize_);
     if (!built) return fail("bench model", built.error());
     const BuiltinNetwork* net = &built->net;

@@ -8,6 +8,8 @@
 #include "cmd_conformance.h"
 #include "cmd_model.h"
 #include "cmd_onnx.h"
+#include "cmd_quantize.h"
+#include "cmd_run_onnx.h"
 #include "cmd_sim.h"
 #include "cmd_stress.h"
 #include "commands.h"
@@ -51,7 +53,9 @@ int main(int argc, char** argv) {
     std::string file, name;
     auto* run = app.add_subcommand(
         "run", "Run one test vector of a JSON-lines file, or a built-in network, and check its outputs");
-    auto* runFile = run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz")->check(CLI::ExistingFile);
+    auto* runFile =
+        run->add_option("file", file, "FILE.jsonl or FILE.jsonl.gz (a test vector), or MODEL.onnx")
+            ->check(CLI::ExistingFile);
     run->add_option("--name", name, "the vector's name")->needs(runFile);
     npu::tools::BuiltinRunOptions builtin;
     run->add_option("--builtin", builtin.name, "run a built-in network: mobilenet_v2 or ssd_mobilenet_v1")
@@ -74,6 +78,15 @@ int main(int argc, char** argv) {
                     "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", choice.cacheStateDir,
                     "the cache key's secret and token map (default: XDG state dir)");
+    npu::tools::OnnxRunOptions onnxRun;
+    run->add_option("--input", onnxRun.inputs,
+                    "MODEL.onnx: an input tensor (.npy, .pb or .raw float32), in input order; repeatable")
+        ->check(CLI::ExistingFile);
+    run->add_option("--input-shape", onnxRun.inputShapes,
+                    "MODEL.onnx: NAME=1x3x48x192 for an input with dynamic dimensions; repeatable");
+    run->add_flag("--explain", onnxRun.explain, "MODEL.onnx: print where each operation ran and why");
+    run->add_option("--top-k", onnxRun.topK, "MODEL.onnx: classes shown for a [1, C] output")
+        ->capture_default_str();
 
     std::string listFile;
     std::vector<std::string> listFilters;
@@ -147,6 +160,7 @@ int main(int argc, char** argv) {
     npu::tools::SimCli simCli(app);
     npu::tools::ConformanceCli conformanceCli(app);
     npu::tools::OnnxCli onnxCli(app);
+    npu::tools::QuantizeCli quantizeCli(app);
     npu::tools::StressCli stressCli(app);
 
     // CLI11 reads an unknown word as a stray argument and says only "A subcommand is required".
@@ -170,6 +184,11 @@ int main(int argc, char** argv) {
     }
 
     if (info->parsed()) return npu::tools::cmdInfo(choice, json);
+    if (run->parsed() && file.size() > 5 && file.substr(file.size() - 5) == ".onnx") {
+        onnxRun.files = builtin.files;
+        onnxRun.dotFile = runOptions.dotFile;
+        return npu::tools::cmdRunOnnx(choice, file, onnxRun, json);
+    }
     if (run->parsed() && !builtin.name.empty()) return npu::tools::cmdRunBuiltin(choice, builtin, json);
     if (run->parsed() && (file.empty() || name.empty())) {
         std::fprintf(stderr, "npu run: give FILE --name NAME (a test vector) or --builtin NAME\n");
@@ -194,6 +213,7 @@ int main(int argc, char** argv) {
     if (simCli.parsed()) return simCli.run();
     if (conformanceCli.parsed()) return conformanceCli.run();
     if (onnxCli.parsed()) return onnxCli.run();
+    if (quantizeCli.parsed()) return quantizeCli.run();
     if (stressCli.parsed()) return stressCli.run();
     if (cache->parsed()) return npu::tools::cmdCache(cacheAction, cacheDir, cacheStateDir, json);
     return 2;

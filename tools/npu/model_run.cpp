@@ -89,6 +89,7 @@ Result<NetworkRun> runNetwork(const framework::TestCase& testCase, const std::ve
     NetworkRun run = layout(model, names, [&](size_t i) { return devices[plan.deviceOfOperation[i]].name; });
     run.outputs = std::move(partitioned.outputs);
     run.partitions = plan.partitions.size();
+    run.reasons = std::move(plan.reasonOfOperation);
     for (size_t device : plan.deviceOfOperation) run.opsOnFirstDevice += device == 0 ? 1 : 0;
     for (const auto& timing : partitioned.timings) {
         const auto& part = plan.partitions[timing.partition];

@@ -33,6 +33,7 @@ struct NetworkRun {
     uint64_t deviceCycles = 0;                   // sum over the first device's partitions
     double prepareMs = 0;                        // sum of the first device's prepareModel host times
     std::vector<shim::NpuCompileInfo> compiled;  // per partition of the first device, if an NPU
+    std::vector<std::string> reasons;            // per operation: why it went to its device
 };
 
 // `names`: one per operation (empty: "op<i>"). The first device is the preferred one.

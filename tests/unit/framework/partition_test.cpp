@@ -64,7 +64,8 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector
 }
 
 // x (float 1x4x6x6) -> QuantizeLinear -> QLinearConv 3x3 (8 channels) -> QLinearConv 1x1 ->
-// DequantizeLinear -> Relu -> y (float). Weights uint8 per tensor.
+// DequantizeLinear -> Relu -> y (float). Weights uint8 per tensor. Imported NCHW (keepNchw): the
+// placements below are of the operations as mapped, without the NHWC rewrite's transposes.
 std::string quantizedModel() {
     onnx::ModelProto m;
     m.set_ir_version(8);
@@ -117,7 +118,7 @@ framework::OnnxTensor input() {
 }  // namespace
 
 TEST_CASE("quantized ONNX operators import as QUANTIZE, quant8 CONV_2D and DEQUANTIZE") {
-    auto m = framework::importOnnxModelBytes(quantizedModel(), {}, "qdq");
+    auto m = framework::importOnnxModelBytes(quantizedModel(), {.keepNchw = true}, "qdq");
     REQUIRE(m.has_value());
     std::vector<OperationType> types;
     for (const auto& op : m->model.main.operations) types.push_back(op.type);
@@ -131,7 +132,7 @@ TEST_CASE("quantized ONNX operators import as QUANTIZE, quant8 CONV_2D and DEQUA
 }
 
 TEST_CASE("partitions at every boundary type give the single-device result exactly") {
-    auto m = framework::importOnnxModelBytes(quantizedModel(), {}, "qdq");
+    auto m = framework::importOnnxModelBytes(quantizedModel(), {.keepNchw = true}, "qdq");
     REQUIRE(m.has_value());
     ref::ReferenceDevice reference;
     auto whole = framework::runOnnxModel(reference, *m, {input()});
@@ -173,7 +174,7 @@ TEST_CASE("partitions at every boundary type give the single-device result exact
 }
 
 TEST_CASE("an operation no device claims is an error naming it") {
-    auto m = framework::importOnnxModelBytes(quantizedModel(), {}, "qdq");
+    auto m = framework::importOnnxModelBytes(quantizedModel(), {.keepNchw = true}, "qdq");
     REQUIRE(m.has_value());
     RestrictedDevice none({});
     auto plan = framework::planPartitions(m->model, {{"acc", &none}});
@@ -183,7 +184,7 @@ TEST_CASE("an operation no device claims is an error naming it") {
 }
 
 TEST_CASE("a quantized ONNX model split between the NPU and the reference matches the reference exactly") {
-    auto m = framework::importOnnxModelBytes(quantizedModel(), {}, "qdq");
+    auto m = framework::importOnnxModelBytes(quantizedModel(), {.keepNchw = true}, "qdq");
     REQUIRE(m.has_value());
     auto loop = fw::host::startLoopbackFirmware();
     REQUIRE(loop.has_value());

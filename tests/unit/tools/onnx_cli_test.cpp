@@ -4,6 +4,8 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -62,8 +64,10 @@ TEST_CASE("npu onnx run: a QLinearConv runs on the NPU with its parameters fixed
     const Run r = npu(args);
     REQUIRE(r.exitCode == 0);
     const auto j = nlohmann::json::parse(r.output);
-    CHECK(j["operations_on_npu"] == 1);
-    CHECK(j["placement"][0]["device"] == "npu");
+    // NHWC: TRANSPOSE (quant8) in, the convolution, TRANSPOSE out, all on the NPU.
+    CHECK(j["operations_on_npu"] == 3);
+    CHECK(j["placement"][1]["type"] == "CONV_2D");
+    CHECK(j["placement"][1]["device"] == "npu");
     // The first outputs of the test's output_0.pb.
     const std::vector<int> expected = {0, 81, 93, 230, 52, 87, 197, 240};
     for (size_t i = 0; i < expected.size(); ++i)
@@ -115,4 +119,73 @@ TEST_CASE("npu bench onnx prints the figures; ONNX Runtime's are null with a rea
     const auto k = nlohmann::json::parse(noOrt.output);
     CHECK(k["onnxruntime_ms"].is_null());
     CHECK_FALSE(k["onnxruntime_reason"].get<std::string>().empty());
+}
+
+TEST_CASE("npu quantize, then npu run MODEL.onnx on the NPU with the per-layer table, dot and CSV", "[cli]") {
+    const std::string p = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/";
+    const auto dir = std::filesystem::temp_directory_path() / "npu_onnx_cli_quantize";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "calibration");
+    std::filesystem::copy_file(p + "test_data_set_0/input_0.pb", dir / "calibration" / "input_0.pb");
+    const std::string q = (dir / "q.onnx").string();
+    Run r = npu("quantize " + p + "model.onnx --calibration " + (dir / "calibration").string() + " -o " + q +
+                " --json");
+    REQUIRE(r.exitCode == 0);
+    auto j = nlohmann::json::parse(r.output);
+    CHECK(j["qlinear_convs"] == 1);
+    CHECK(j["samples"] == 1);
+    CHECK(j["top1_agreement"].is_null());  // a 4-D output: not a classifier
+    CHECK(j["max_abs_error"].get<double>() < 0.05);
+
+    const std::string dot = (dir / "g.dot").string(), csv = (dir / "p.csv").string();
+    r = npu("run " + q + " --device npu --json --explain --input " + p + "test_data_set_0/input_0.pb --dot " +
+            dot + " --csv " + csv);
+    REQUIRE(r.exitCode == 0);
+    j = nlohmann::json::parse(r.output);
+    // On the NPU: the quant8 TRANSPOSE to NHWC and the CONV_2D; on the CPU: the input's QUANTIZE,
+    // the output's DEQUANTIZE and float TRANSPOSE back to NCHW.
+    CHECK(j["ops_on_npu"] == 2);
+    CHECK(j["ops_total"] == 5);
+    CHECK(j["match"] == true);
+    CHECK(j["sim_device_ms"].get<double>() > 0);
+    CHECK(j["operations"][1]["type"] == "TRANSPOSE");
+    CHECK(j["operations"][2]["type"] == "CONV_2D");
+    CHECK(j["operations"][2]["device"] == "npu");
+    CHECK(j["operations"][2]["cycles"].get<uint64_t>() > 0);
+    CHECK(j["operations"][0]["why"].get<std::string>().find("fallback") != std::string::npos);
+    std::ifstream dotFile(dot), csvFile(csv);
+    const std::string dotText((std::istreambuf_iterator<char>(dotFile)), std::istreambuf_iterator<char>());
+    CHECK(dotText.find("digraph") == 0);
+    CHECK(dotText.find("#9be59b") != std::string::npos);  // an NPU operation
+    CHECK(dotText.find("#ffc58a") != std::string::npos);  // a CPU fallback
+    std::string header;
+    std::getline(csvFile, header);
+    CHECK(header.find("cycles") != std::string::npos);
+
+    // The text form: the per-layer table of npu run --builtin.
+    r = npu("run " + q + " --device npu");
+    REQUIRE(r.exitCode == 0);
+    CHECK(r.output.find("bit-exact with the CPU reference") != std::string::npos);
+    CHECK(r.output.find("roofline") != std::string::npos);
+
+    // npu bench model MODEL.onnx is npu bench onnx.
+    r = npu("bench model " + q + " --json --runs 1");
+    REQUIRE(r.exitCode == 0);
+    j = nlohmann::json::parse(r.output);
+    CHECK(j["ops_on_npu"] == 2);
+    CHECK(j.contains("sim_host_ms"));
+    CHECK(j.contains("import_compile_ms"));
+
+    // Bad inputs: exit 2 with the reason.
+    std::ofstream(dir / "x.png") << "png";
+    r = npu("run " + q + " --input " + (dir / "x.png").string(), true);
+    CHECK(r.exitCode == 2);
+    CHECK(r.output.find("PNG") != std::string::npos);
+    std::ofstream(dir / "x.raw") << "short";
+    r = npu("run " + q + " --input " + (dir / "x.raw").string(), true);
+    CHECK(r.exitCode == 2);
+    CHECK(r.output.find("bytes") != std::string::npos);
+    r = npu("quantize " + p + "model.onnx -o " + q, true);
+    CHECK(r.exitCode == 2);
+    std::filesystem::remove_all(dir);
 }

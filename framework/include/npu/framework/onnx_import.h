@@ -47,6 +47,9 @@ struct OnnxImportOptions {
     // Shapes of the run-time graph inputs in order (those neither initializers nor fixed), as the
     // input files give them; an input named in inputShapes keeps that shape.
     std::vector<std::vector<int64_t>> orderedInputShapes;
+    // A model with quant8 convolutions (what the NPU takes) is rewritten to NHWC, with TRANSPOSEs
+    // only where NHWC meets NCHW (onnx_layout.cpp); true keeps ONNX's NCHW throughout.
+    bool keepNchw = false;
 };
 
 // Where a HAL operation came from.
@@ -66,6 +69,8 @@ struct OnnxImportedModel {
     size_t onnxNodes = 0;                  // nodes left after constant folding
     size_t foldedConstants = 0;            // Constant nodes folded into initializers
     size_t foldedBatchNorms = 0;           // BatchNormalization nodes folded into a Conv
+    size_t fusedQdqOperations = 0;         // QUANTIZE / DEQUANTIZE removed by QDQ fusion
+    size_t layoutTransposes = 0;           // TRANSPOSEs of the NHWC rewrite (0: NCHW as in ONNX)
 };
 
 Result<OnnxImportedModel> importOnnxModel(const std::string& path, const OnnxImportOptions& options = {});

@@ -49,8 +49,16 @@ struct PartitionedRun {
     std::vector<std::vector<uint8_t>> outputs;
     std::vector<PartitionTiming> timings;
 };
+// `prepared`: one prepared model per partition (preparePartitions) to execute again, so repeated
+// runs compile nothing; null: each partition is prepared on this call.
+using PreparedPartitions = std::vector<std::shared_ptr<hal::IPreparedModel>>;
 Result<PartitionedRun> runPartitions(const PartitionPlan& plan, const hal::Model& model,
                                      const std::vector<PartitionDevice>& devices,
-                                     const std::vector<std::vector<uint8_t>>& inputs);
+                                     const std::vector<std::vector<uint8_t>>& inputs,
+                                     const PreparedPartitions* prepared = nullptr);
+
+// Prepares every partition once on its device (the compile of an application's start-up).
+Result<PreparedPartitions> preparePartitions(const PartitionPlan& plan,
+                                             const std::vector<PartitionDevice>& devices);
 
 }  // namespace npu::framework
