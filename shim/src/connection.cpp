@@ -243,8 +243,8 @@ Status Connection::handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>*
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
                     "firmware on " + peer + " did not share its device memory");
     }
-    *window =
-        NPU_TRY(HostWindow::map(fds.front().get(), hello_.host_window_addr(), hello_.host_window_bytes()));
+    *window = NPU_TRY(HostWindow::map(fds.front().get(), hello_.host_window_addr(),
+                                      hello_.host_window_bytes(), hello_.window_fd_is_window()));
     return {};
 }
 

@@ -343,4 +343,8 @@ uint32_t Runtime::loadedModels() const {
     return impl_ != nullptr && impl_->initialized ? impl_->store.count() : 0;
 }
 
+uint64_t Runtime::dramBytesInUse() const {
+    return impl_ != nullptr && impl_->initialized ? impl_->dram.bytesInUse() : 0;
+}
+
 }  // namespace npu::fw

@@ -40,6 +40,11 @@ FwStatus Scheduler::submit(const WorkItem& item) {
     return FwStatus::okStatus();
 }
 
+// Control items first, then HIGH, MEDIUM, LOW.
+uint32_t Scheduler::rank(const WorkItem& item) {
+    return item.control ? kPriorityCount : static_cast<uint32_t>(item.priority);
+}
+
 void Scheduler::removeAt(uint32_t index) {
     items_[index] = items_[count_ - 1];
     count_--;
@@ -57,19 +62,24 @@ Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out) {
     }
     uint32_t best = 0;
     for (uint32_t i = 1; i < count_; ++i) {
-        const WorkItem& a = items_[i];
-        const WorkItem& b = items_[best];
-        if (a.priority > b.priority || (a.priority == b.priority && a.sequence < b.sequence)) best = i;
+        const uint32_t a = rank(items_[i]);
+        const uint32_t b = rank(items_[best]);
+        if (a > b || (a == b && items_[i].sequence < items_[best].sequence)) best = i;
     }
     current_ = items_[best];
     removeAt(best);
-    for (uint32_t i = 0; i < count_; ++i) {
-        if (items_[i].priority < current_.priority && items_[i].sequence < current_.sequence) {
-            stats_.overtakes++;
-            break;
+    if (current_.control) {
+        stats_.control++;
+    } else {
+        for (uint32_t i = 0; i < count_; ++i) {
+            if (!items_[i].control && items_[i].priority < current_.priority &&
+                items_[i].sequence < current_.sequence) {
+                stats_.overtakes++;
+                break;
+            }
         }
+        stats_.ran[static_cast<uint32_t>(current_.priority)]++;
     }
-    stats_.ran[static_cast<uint32_t>(current_.priority)]++;
     running_ = true;
     runningCancelled_ = false;
     *out = current_;

@@ -192,6 +192,8 @@ public:
     FwStatus retain(uint32_t handle);
 
     uint32_t loadedModels() const;
+    // Firmware DRAM held by loaded blobs (GetCounters "runtime.dram_bytes_in_use").
+    uint64_t dramBytesInUse() const;
     // The runtime arena's size and high-water mark (the firmware's own memory, GetCounters).
     size_t arenaBytes() const;
     size_t arenaPeakBytes() const;

@@ -43,11 +43,15 @@ struct WorkItem {
     Priority priority = Priority::kMedium;
     uint64_t deadlineUs = 0;  // absolute, on the clock passed to next(); 0 = none
     uint64_t sequence = 0;    // submission order (assigned by submit)
+    // Control calls (handshake, ping, counters, release...): no NPU time of their own, run before
+    // any queued work, FIFO, and count neither as run work nor as overtaking.
+    bool control = false;
 };
 
 struct SchedulerStats {
     uint64_t submitted = 0;
-    uint64_t ran[kPriorityCount] = {};  // items handed out to run, per priority
+    uint64_t ran[kPriorityCount] = {};  // work items handed out to run, per priority
+    uint64_t control = 0;               // control items handed out
     uint64_t expired = 0;               // deadline passed while queued
     uint64_t cancelledQueued = 0;       // cancelled before they ran
     uint64_t cancelledRunning = 0;      // cancel requests that reached a running item
@@ -96,6 +100,7 @@ public:
 
 private:
     void removeAt(uint32_t index);
+    static uint32_t rank(const WorkItem& item);
 
     WorkItem* items_ = nullptr;  // [0, count_) queued, unordered
     uint32_t capacity_ = 0;
