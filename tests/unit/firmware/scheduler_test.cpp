@@ -69,6 +69,22 @@ TEST_CASE("scheduler: HIGH overtakes queued LOW and MEDIUM work, MEDIUM overtake
     CHECK(f.scheduler.stats().ran[2] == 2);
 }
 
+TEST_CASE("scheduler: control calls run first and count as no overtaking", "[firmware][scheduler]") {
+    Fixture f;
+    f.submit(1, 1, Priority::kLow);
+    WorkItem ping;
+    ping.session = 2;
+    ping.callId = 2;
+    ping.priority = Priority::kLow;
+    ping.control = true;
+    REQUIRE(f.scheduler.submit(ping).ok());
+    f.submit(1, 3, Priority::kHigh);
+    CHECK(f.drain() == std::vector<uint64_t>{2, 3, 1});
+    CHECK(f.scheduler.stats().control == 1);
+    CHECK(f.scheduler.stats().overtakes == 1);  // 3 over 1; the control call counts not
+    CHECK(f.scheduler.stats().ran[0] + f.scheduler.stats().ran[2] == 2);
+}
+
 TEST_CASE("scheduler: HIGH never preempts the running item", "[firmware][scheduler]") {
     Fixture f;
     f.submit(1, 1, Priority::kLow);

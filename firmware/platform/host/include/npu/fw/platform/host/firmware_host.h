@@ -27,7 +27,7 @@ struct FirmwareHostConfig {
     uint64_t dramBytes = 640ull << 20;  // a sparse memfd: untouched pages cost nothing
     uint64_t firmwareDramBytes = 128ull << 20;
     uint64_t sessionWindowBytes = 128ull << 20;
-    uint64_t arenaBytes = 32ull << 20;          // the firmware's own memory (tables, compiler scratch)
+    uint64_t arenaBytes = 32ull << 20;  // the firmware's own memory (tables, compiler scratch)
     uint32_t queueDepth = 16;
     uint32_t maxPayloadBytes = 1u << 20;
     sim::HwConfig hw;
