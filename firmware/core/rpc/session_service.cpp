@@ -385,8 +385,10 @@ FwStatus SessionGate::admit(uint64_t callId, uint8_t method, const uint8_t* payl
     WorkFields f{};
     item.control = !workFields(method, &f);
     uint64_t value = 0;
-    if (f.priority != 0 && varintField(payload, length, f.priority, &value) && value < kPriorityCount) {
-        item.priority = static_cast<Priority>(value);
+    if (f.priority != 0) {
+        // proto3 leaves 0 (LOW) off the wire: an absent priority is LOW.
+        if (!varintField(payload, length, f.priority, &value)) value = 0;
+        if (value < kPriorityCount) item.priority = static_cast<Priority>(value);
     }
     if (f.handle != 0 && varintField(payload, length, f.handle, &value)) {
         // An execution runs at its model's priority; a handle it does not own fails when it runs.

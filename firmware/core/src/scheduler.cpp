@@ -50,7 +50,7 @@ void Scheduler::removeAt(uint32_t index) {
     count_--;
 }
 
-Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out) {
+Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out, bool controlOnly) {
     if (running_ || count_ == 0) return Pick::kNone;
     for (uint32_t i = 0; i < count_; ++i) {
         if (items_[i].deadlineUs != 0 && items_[i].deadlineUs <= nowUs) {
@@ -66,6 +66,7 @@ Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out) {
         const uint32_t b = rank(items_[best]);
         if (a > b || (a == b && items_[i].sequence < items_[best].sequence)) best = i;
     }
+    if (controlOnly && !items_[best].control) return Pick::kNone;
     current_ = items_[best];
     removeAt(best);
     if (current_.control) {

@@ -81,6 +81,10 @@ TEST_CASE("scheduler: control calls run first and count as no overtaking", "[fir
     f.submit(1, 3, Priority::kHigh);
     CHECK(f.drain() == std::vector<uint64_t>{2, 3, 1});
     CHECK(f.scheduler.stats().control == 1);
+    f.submit(1, 4, Priority::kHigh);
+    WorkItem w;
+    CHECK(f.scheduler.next(0, &w, true) == Scheduler::Pick::kNone);  // held: work stays queued
+    CHECK(f.scheduler.queued() == 1);
     CHECK(f.scheduler.stats().overtakes == 1);  // 3 over 1; the control call counts not
     CHECK(f.scheduler.stats().ran[0] + f.scheduler.stats().ran[2] == 2);
 }

@@ -100,6 +100,7 @@ struct FirmwareHost::Impl final : public FaultInjector {
     std::vector<bool> slotUsed;
     uint32_t nextSessionId = 1;
     std::atomic<bool> stop{false};
+    bool held = false;                    // holdWork()
     std::atomic<uint64_t> crashEpoch{0};  // bumped by an injected crash: every session drops
     uint64_t crashAtUs = 0;               // an injected crash is due then (0: none)
     std::thread executor;
@@ -241,7 +242,7 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
         return false;
     }
     WorkItem item;
-    const Scheduler::Pick pick = scheduler->next(platform->nowUs(), &item);
+    const Scheduler::Pick pick = scheduler->next(platform->nowUs(), &item, held);
     if (pick == Scheduler::Pick::kNone) return false;
     auto it = sessions.find(item.session);
     Session* s = it != sessions.end() ? it->second : nullptr;
@@ -264,8 +265,9 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
 void FirmwareHost::Impl::runExecutor() {
     std::unique_lock lock(mutex);
     while (!stop.load()) {
-        workReady.wait_for(lock, kPollInterval,
-                           [&] { return stop.load() || scheduler->queued() > 0 || crashAtUs != 0; });
+        // No predicate: with the work held, queued items must not keep it from sleeping. A
+        // reader notifies after queueing under the lock, so no wake-up is lost.
+        workReady.wait_for(lock, kPollInterval);
         while (!stop.load() && runOne(lock)) {
             if (wantLock.load() > 0) {  // let readers queue their requests between two items
                 lock.unlock();
@@ -391,6 +393,14 @@ void FirmwareHost::stop() {
     impl_->workReady.notify_all();
     std::lock_guard lock(ownedMutex_);
     for (auto& t : owned_) t->shutdown();
+}
+
+void FirmwareHost::holdWork(bool hold) {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->held = hold;
+    }
+    impl_->workReady.notify_all();
 }
 
 std::unique_ptr<proto::Transport> FirmwareHost::connectLoopback() {

@@ -79,8 +79,9 @@ public:
     FwStatus submit(const WorkItem& item);
     // The next thing to do at time nowUs: an expired item (kExpired: the caller answers it, it
     // is gone from the queue) before anything else, else the highest-priority oldest item
-    // (kRun: it becomes the running item until finish()), else kNone.
-    Pick next(uint64_t nowUs, WorkItem* out);
+    // (kRun: it becomes the running item until finish()), else kNone. controlOnly: hand out
+    // control items and expired ones only, leaving the work queued (a platform holding its NPU).
+    Pick next(uint64_t nowUs, WorkItem* out, bool controlOnly = false);
     // The item handed out by next(kRun) is done.
     void finish();
 

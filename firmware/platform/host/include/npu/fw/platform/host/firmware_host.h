@@ -56,6 +56,10 @@ public:
     // One more client of this firmware over loopback (a second session on the same NPU, for
     // tests): the host end of a new channel served by start().
     std::unique_ptr<proto::Transport> connectLoopback();
+    // Tests: while held, NPU work (prepare, execute) is queued but does not run, so that what is
+    // queued, and the order it then runs in, does not depend on timing; control calls (counters,
+    // ping) and deadline expiry go on. Releasing it runs the queue.
+    void holdWork(bool hold);
 
     // The firmware's own DRAM memfd (all device addresses; session windows of clients that share
     // memory are mapped over it in the firmware's view, so it does not hold their bytes): for
