@@ -236,8 +236,9 @@ private:
             NPU_TRY(connection_->pushWindow(a, blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
         }
         proto::ExecuteReply reply;
-        NPU_TRY(connection_->call(a, proto::METHOD_EXECUTE, wire, reply,
-                                  waitFor(connection_->options().executeTimeout, deadline), "execute"));
+        NPU_TRY(connection_->callCancellable(a, proto::METHOD_EXECUTE, wire, reply,
+                                             waitFor(connection_->options().executeTimeout, deadline),
+                                             "execute", blocks));
         NPU_TRY(checkDeviceFault(a, reply));
 
         if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {

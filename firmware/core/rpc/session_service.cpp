@@ -315,6 +315,7 @@ void SessionService::counters(npu_proto_CountersReply* reply) {
                 {"sched.dropped", s.dropped},
                 {"sched.queue_full", s.full},
                 {"sched.max_queued", s.maxQueued},
+                {"sched.queued_now", scheduler_.queued()},
                 {"session.id", session_},
                 {"session.count", registry_.sessions()},
                 {"session.models", registry_.owned(Kind::kModel, session_)},

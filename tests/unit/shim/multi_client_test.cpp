@@ -352,6 +352,36 @@ TEST_CASE("sessions of one firmware: a session's prepared models are released wh
     CHECK(after.at("runtime.dram_bytes_in_use") == base.at("runtime.dram_bytes_in_use"));
 }
 
+TEST_CASE("shim: an execution that times out is cancelled, its window blocks kept until the firmware let go",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f;
+    shim::ShimOptions options;
+    options.autotune = false;
+    options.executeTimeout = std::chrono::milliseconds(300);
+    options.recovery.maxReplays = 1;
+    auto device = shim::createNpuDevice(f.firmware->connectLoopback(), options);
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    auto r = addRequest(2, 3);
+
+    f.firmware->holdWork(true);  // the execution stays queued: every try times out
+    auto held = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    CHECK_FALSE(held.has_value());
+    auto c = shim::queryNpuCounters(**device);
+    REQUIRE(c.has_value());
+    CHECK(c->cancels == 2);  // the try and its replay
+    CHECK(c->cancelsUnconfirmed == 0);
+    const auto fw = f.first->counters();
+    CHECK(fw.at("sched.cancelled_queued") == 2);  // taken out of the queue before they ran
+    CHECK(fw.at("sched.queued_now") == 0);
+
+    f.firmware->holdWork(false);
+    auto ran = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    INFO((ran ? std::string() : ran.error().message));
+    REQUIRE(ran.has_value());
+    CHECK(r.output()[0] == 5);
+}
+
 // ---- two client processes on one npu-fwd --------------------------------------------------------
 
 namespace {
