@@ -176,14 +176,14 @@ FwStatus SessionService::checkArguments(const npu_proto_ExecuteRequest& r) const
     return FwStatus::okStatus();
 }
 
-void SessionService::own(const FwStatus& status, const BlobInfo& info, uint32_t wirePriority) {
-    if (!status.ok()) return;
-    Priority priority = Priority::kMedium;
-    (void)toPriority(wirePriority, &priority);
-    if (!registry_.add(Kind::kModel, info.handle, session_, priority).ok()) {
-        // Untracked, it could never be used or released by its session: do not keep it.
-        (void)runtime_.release(info.handle);
-    }
+// A model prepared for this session becomes its own; one the owner table cannot take is
+// released again (untracked, it could never be used or released by its session).
+FwStatus SessionService::own(const FwStatus& status, const BlobInfo& info, Priority priority,
+                             const char* what) {
+    if (!status.ok() || registry_.add(Kind::kModel, info.handle, session_, priority).ok()) return status;
+    (void)runtime_.release(info.handle);
+    return FwStatus::make(Code::kResourceExhaustedPersistent,
+                          "%s: the firmware's table of prepared models is full", what);
 }
 
 FwStatus SessionService::supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) {
@@ -200,13 +200,7 @@ FwStatus SessionService::prepareModel(const ModelDesc& model, const npu_proto_Pr
                               request.priority);
     }
     if (FwStatus st = checkConstants(model); !st.ok()) return st;
-    FwStatus st = shared_.prepareModel(model, request, scratch, info);
-    own(st, *info, request.priority);
-    if (st.ok() && !registry_.owns(Kind::kModel, info->handle, session_)) {
-        return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "prepareModel: the firmware's table of prepared models is full");
-    }
-    return st;
+    return own(shared_.prepareModel(model, request, scratch, info), *info, priority, "prepareModel");
 }
 
 FwStatus SessionService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch,
@@ -217,13 +211,7 @@ FwStatus SessionService::prepareFromCache(const npu_proto_PrepareFromCacheReques
     if (FwStatus st = checkRange(r.data_blob_addr, r.data_blob_bytes, "prepareFromCache", "data blob", 0);
         !st.ok())
         return st;
-    FwStatus st = shared_.prepareFromCache(r, scratch, info);
-    own(st, *info, static_cast<uint32_t>(Priority::kMedium));
-    if (st.ok() && !registry_.owns(Kind::kModel, info->handle, session_)) {
-        return FwStatus::make(Code::kResourceExhaustedPersistent,
-                              "prepareFromCache: the firmware's table of prepared models is full");
-    }
-    return st;
+    return own(shared_.prepareFromCache(r, scratch, info), *info, Priority::kMedium, "prepareFromCache");
 }
 
 FwStatus SessionService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_proto_FetchBlobReply* reply) {

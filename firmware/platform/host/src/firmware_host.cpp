@@ -1,7 +1,8 @@
 // The firmware host platform: device DRAM in a memfd, the simulated NPU behind SimPlatform, the
 // portable Runtime and Scheduler shared by every session, and per session an RpcServer, a
 // window memfd mapped into the NPU's address space, and a loop that moves its transport's bytes
-// into its server. One executor thread runs the scheduled work, one item at a time.
+// into its server. The scheduled work runs one item at a time, on whichever thread holds the
+// firmware lock: the reader that queued it (one item), or the executor thread (the rest).
 #include "npu/fw/platform/host/firmware_host.h"
 
 #include <fcntl.h>
@@ -144,6 +145,7 @@ struct FirmwareHost::Impl final : public FaultInjector {
     proto::Result<std::unique_ptr<Session>> openSession(proto::Transport& transport);
     void closeSession(Session& session);
     void runExecutor();
+    void drain(std::unique_lock<std::mutex>& lock);
     bool runOne(std::unique_lock<std::mutex>& lock);
     void crash();
 };
@@ -262,19 +264,27 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
     return true;
 }
 
+// Runs what is queued until nothing is runnable, letting waiting readers queue their requests
+// between two items (so a HIGH request sent meanwhile is queued before the next pick).
+void FirmwareHost::Impl::drain(std::unique_lock<std::mutex>& lock) {
+    while (!stop.load() && runOne(lock)) {
+        if (wantLock.load() > 0) {
+            lock.unlock();
+            while (wantLock.load() > 0 && !stop.load()) std::this_thread::yield();
+            lock.lock();
+        }
+    }
+}
+
+// The reader that queued a request runs one item itself (no thread hand-off on the way to the
+// NPU for a lone client); this thread runs the rest, work released by holdWork(false),
+// deadlines expiring while every reader waits on its transport, an injected crash falling due.
 void FirmwareHost::Impl::runExecutor() {
     std::unique_lock lock(mutex);
     while (!stop.load()) {
-        // No predicate: with the work held, queued items must not keep it from sleeping. A
-        // reader notifies after queueing under the lock, so no wake-up is lost.
+        // No predicate: with the work held, queued items must not keep it from sleeping.
         workReady.wait_for(lock, kPollInterval);
-        while (!stop.load() && runOne(lock)) {
-            if (wantLock.load() > 0) {  // let readers queue their requests between two items
-                lock.unlock();
-                while (wantLock.load() > 0 && !stop.load()) std::this_thread::yield();
-                lock.lock();
-            }
-        }
+        drain(lock);
     }
 }
 
@@ -370,12 +380,12 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
         if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
         if (!n || *n == 0) continue;
         d.wantLock.fetch_add(1);
-        {
-            std::lock_guard lock(d.mutex);
-            d.wantLock.fetch_sub(1);
-            session->server->onBytes(buffer.data(), *n);
-        }
-        d.workReady.notify_one();
+        std::unique_lock lock(d.mutex);
+        d.wantLock.fetch_sub(1);
+        session->server->onBytes(buffer.data(), *n);
+        // The fast path of a lone client: one item runs on this thread (no hand-off); the rest
+        // is the executor's, while this thread goes back to queueing what its peer sends.
+        if (d.runOne(lock) && d.scheduler->queued() > 0) d.workReady.notify_one();
     }
     std::lock_guard lock(d.mutex);
     d.closeSession(*session);

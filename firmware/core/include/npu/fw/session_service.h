@@ -115,7 +115,7 @@ private:
                         uint32_t index) const;
     FwStatus checkConstants(const ModelDesc& model) const;
     FwStatus checkArguments(const npu_proto_ExecuteRequest& request) const;
-    void own(const FwStatus& status, const BlobInfo& info, uint32_t priority);
+    FwStatus own(const FwStatus& status, const BlobInfo& info, Priority priority, const char* what);
 
     Runtime& runtime_;
     RuntimeService& shared_;
