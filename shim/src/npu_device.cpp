@@ -151,10 +151,12 @@ protected:
                                                std::optional<std::chrono::nanoseconds> loopTimeout) override {
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, *model_));
-        if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
+        if (loopTimeout && loopTimeout->count() < 0) {
             return invalidArgument("executeSynchronously: loop timeout " +
-                                   std::to_string(loopTimeout->count()) + " ns is outside [0, 15 s]");
+                                   std::to_string(loopTimeout->count()) + " ns is negative");
         }
+        // Above the HAL's maximum it is clamped, as the reference does (the firmware clamps too).
+        if (loopTimeout && *loopTimeout > kMaxLoopTimeout) loopTimeout = kMaxLoopTimeout;
         // The blocks outlive every attempt and the recovery between them (the firmware may
         // still write outputs into them until it is confirmed done, reset or restarted).
         std::vector<WindowBlock> blocks;

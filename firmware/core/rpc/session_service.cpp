@@ -236,6 +236,7 @@ FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, const IoArg*
                                  const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
     if (FwStatus st = checkModel(r.model_handle, "execute"); !st.ok()) return st;
     if (FwStatus st = checkArguments(r); !st.ok()) return st;
+    loopTimeoutNs_ = effectiveLoopTimeoutNs(r.loop_timeout_ns);
     return shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
 }
 
@@ -308,7 +309,8 @@ void SessionService::counters(npu_proto_CountersReply* reply) {
                 {"session.count", registry_.sessions()},
                 {"session.models", registry_.owned(Kind::kModel, session_)},
                 {"session.buffers", registry_.owned(Kind::kBuffer, session_)},
-                {"session.window_bytes", registry_.window(session_).bytes}};
+                {"session.window_bytes", registry_.window(session_).bytes},
+                {"session.loop_timeout_ns", loopTimeoutNs_}};
     for (const auto& c : mine) appendCounter(reply, c.name, c.value);
 }
 

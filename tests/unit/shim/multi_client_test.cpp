@@ -382,6 +382,35 @@ TEST_CASE("shim: an execution that times out is cancelled, its window blocks kep
     CHECK(r.output()[0] == 5);
 }
 
+TEST_CASE("loop timeout: negative refused, default 2 s, above 15 s clamped, passed to the firmware",
+          "[shim][multi-client][loop-timeout]") {
+    SharedLoopback f;
+    shim::ShimOptions options;
+    options.autotune = false;
+    auto device = shim::createNpuDevice(f.firmware->connectLoopback(), options);
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    auto r = addRequest(1, 2);
+    auto loopTimeoutSeen = [&] {
+        auto c = shim::queryFirmwareCounters(**device);
+        REQUIRE(c.has_value());
+        return c->at("session.loop_timeout_ns");
+    };
+    using std::chrono::nanoseconds;
+    auto negative =
+        prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, nanoseconds(-1));
+    REQUIRE_FALSE(negative.has_value());
+    CHECK(negative.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
+    CHECK(loopTimeoutSeen() == 2'000'000'000ull);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt,
+                                           std::chrono::seconds(20)));
+    CHECK(loopTimeoutSeen() == 15'000'000'000ull);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt,
+                                           std::chrono::milliseconds(5)));
+    CHECK(loopTimeoutSeen() == 5'000'000ull);
+}
+
 // ---- two client processes on one npu-fwd --------------------------------------------------------
 
 namespace {

@@ -122,6 +122,9 @@ private:
     SessionRegistry& registry_;
     const Scheduler& scheduler_;
     uint32_t session_;
+    // The WHILE loop timeout of the session's last execution, after the default and the clamp
+    // (GetCounters "session.loop_timeout_ns"; no NPU execution runs WHILE yet).
+    uint64_t loopTimeoutNs_ = kDefaultLoopTimeoutNs;
 };
 
 // The RequestGate of one session: classifies each request (work or control, priority, deadline)
