@@ -148,6 +148,12 @@ FwStatus SessionService::checkRange(uint64_t addr, uint64_t length, const char* 
                           (unsigned long long)w.addr, (unsigned long long)w.bytes);
 }
 
+FwStatus SessionService::checkBlobs(uint64_t modelAddr, uint64_t modelBytes, uint64_t dataAddr,
+                                    uint64_t dataBytes, const char* what) const {
+    if (FwStatus st = checkRange(modelAddr, modelBytes, what, "model blob", 0); !st.ok()) return st;
+    return checkRange(dataAddr, dataBytes, what, "data blob", 0);
+}
+
 FwStatus SessionService::checkConstants(const ModelDesc& model) const {
     for (uint32_t i = 0; i < model.operandCount; ++i) {
         const OperandDesc& o = model.operands[i];
@@ -205,10 +211,8 @@ FwStatus SessionService::prepareModel(const ModelDesc& model, const npu_proto_Pr
 
 FwStatus SessionService::prepareFromCache(const npu_proto_PrepareFromCacheRequest& r, Arena& scratch,
                                           BlobInfo* info) {
-    if (FwStatus st = checkRange(r.model_blob_addr, r.model_blob_bytes, "prepareFromCache", "model blob", 0);
-        !st.ok())
-        return st;
-    if (FwStatus st = checkRange(r.data_blob_addr, r.data_blob_bytes, "prepareFromCache", "data blob", 0);
+    if (FwStatus st = checkBlobs(r.model_blob_addr, r.model_blob_bytes, r.data_blob_addr, r.data_blob_bytes,
+                                 "prepareFromCache");
         !st.ok())
         return st;
     return own(shared_.prepareFromCache(r, scratch, info), *info, Priority::kMedium, "prepareFromCache");
@@ -216,10 +220,8 @@ FwStatus SessionService::prepareFromCache(const npu_proto_PrepareFromCacheReques
 
 FwStatus SessionService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_proto_FetchBlobReply* reply) {
     if (FwStatus st = checkModel(r.model_handle, "fetchBlob"); !st.ok()) return st;
-    if (FwStatus st = checkRange(r.model_blob_addr, r.model_blob_capacity, "fetchBlob", "model blob", 0);
-        !st.ok())
-        return st;
-    if (FwStatus st = checkRange(r.data_blob_addr, r.data_blob_capacity, "fetchBlob", "data blob", 0);
+    if (FwStatus st = checkBlobs(r.model_blob_addr, r.model_blob_capacity, r.data_blob_addr,
+                                 r.data_blob_capacity, "fetchBlob");
         !st.ok())
         return st;
     return shared_.fetchBlob(r, reply);

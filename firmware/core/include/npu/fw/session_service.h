@@ -113,6 +113,9 @@ private:
     FwStatus checkBuffer(uint32_t token, const char* what) const;
     FwStatus checkRange(uint64_t addr, uint64_t length, const char* what, const char* role,
                         uint32_t index) const;
+    // The two parts of a blob (PrepareFromCache, FetchBlob) in the window.
+    FwStatus checkBlobs(uint64_t modelAddr, uint64_t modelBytes, uint64_t dataAddr, uint64_t dataBytes,
+                        const char* what) const;
     FwStatus checkConstants(const ModelDesc& model) const;
     FwStatus checkArguments(const npu_proto_ExecuteRequest& request) const;
     FwStatus own(const FwStatus& status, const BlobInfo& info, Priority priority, const char* what);
