@@ -225,6 +225,15 @@ void FirmwareHost::Impl::closeSession(Session& s) {
         }
         close(s.windowFd);
         s.windowFd = -1;
+    } else if (!s.shared) {
+        // A window in the firmware's own DRAM (USB, filled by WINDOW_WRITE): the next client in
+        // this slot must not read what this one left there.
+        if (fallocate(dramFd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(windowAddr(s.slot)),
+                      static_cast<off_t>(config.sessionWindowBytes)) != 0) {
+            std::fprintf(stderr, "npu firmware: cannot clear window slot %u: %s\n", s.slot,
+                         std::strerror(errno));
+        }
     }
     if (sessions.empty()) (void)runtime->reset();  // nobody left: the next client meets a reset NPU
 }
