@@ -160,7 +160,7 @@ Status Connection::callCancellable(Attempt& attempt, proto::Method method,
             return callFailed(attempt, result.error(), timeout, what);
         }
     }
-    cancelsUnconfirmed_++;
+    cancelsFailed_++;
     quarantine(keep);  // the firmware may still write into them
     return callFailed(attempt, result.error(), timeout, what);
 }

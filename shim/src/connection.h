@@ -180,7 +180,7 @@ private:
     std::map<uint64_t, ModelEntry> models_;
     std::vector<WindowBlock> quarantined_;  // blocks a lost firmware may still use
 
-    std::atomic<uint64_t> cancels_{0}, cancelsUnconfirmed_{0};
+    std::atomic<uint64_t> cancels_{0}, cancelsFailed_{0};
     std::atomic<uint64_t> pings_{0}, pingFailures_{0}, callTimeouts_{0}, disconnects_{0}, resets_{0},
         restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
         dataFaults_{0};

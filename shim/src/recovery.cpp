@@ -336,7 +336,7 @@ NpuCounters Connection::counters() const {
     NpuCounters c;
     c.pings = pings_;
     c.cancels = cancels_;
-    c.cancelsUnconfirmed = cancelsUnconfirmed_;
+    c.cancelsFailed = cancelsFailed_;
     c.pingFailures = pingFailures_;
     c.callTimeouts = callTimeouts_;
     c.disconnects = disconnects_;

@@ -370,7 +370,7 @@ TEST_CASE("shim: an execution that times out is cancelled, its window blocks kep
     auto c = shim::queryNpuCounters(**device);
     REQUIRE(c.has_value());
     CHECK(c->cancels == 2);  // the try and its replay
-    CHECK(c->cancelsUnconfirmed == 0);
+    CHECK(c->cancelsFailed == 0);
     const auto fw = f.first->counters();
     CHECK(fw.at("sched.cancelled_queued") == 2);  // taken out of the queue before they ran
     CHECK(fw.at("sched.queued_now") == 0);

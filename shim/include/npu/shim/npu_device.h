@@ -141,20 +141,20 @@ Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
 
 // What the watchdog and recovery did (docs/reliability.md), and the firmware's own counters.
 struct NpuCounters {
-    uint64_t pings = 0;               // watchdog and escalation pings sent
-    uint64_t pingFailures = 0;        // pings unanswered in time (or on a dropped connection)
-    uint64_t callTimeouts = 0;        // calls the firmware did not answer within their timeout
-    uint64_t disconnects = 0;         // calls that met a dropped connection
-    uint64_t resets = 0;              // Reset calls the firmware answered
-    uint64_t restarts = 0;            // firmware hosts restarted (new transport and handshake)
-    uint64_t modelsRestored = 0;      // prepared models prepared again after a reset or restart
-    uint64_t modelsLost = 0;          // prepared models that could not be restored
-    uint64_t requestsReplayed = 0;    // operations run again after a loss
-    uint64_t requestsFailed = 0;      // operations failed because recovery failed or gave up
-    uint64_t npuHangs = 0;            // executions the NPU hung on (reset by the firmware, replayed)
-    uint64_t dataFaults = 0;          // executions failed for a data fault (DMA error, SRAM ECC)
-    uint64_t cancels = 0;             // executions timed out on our side: Cancel sent for them
-    uint64_t cancelsUnconfirmed = 0;  // ... not confirmed by the firmware: their blocks quarantined
+    uint64_t pings = 0;             // watchdog and escalation pings sent
+    uint64_t pingFailures = 0;      // pings unanswered in time (or on a dropped connection)
+    uint64_t callTimeouts = 0;      // calls the firmware did not answer within their timeout
+    uint64_t disconnects = 0;       // calls that met a dropped connection
+    uint64_t resets = 0;            // Reset calls the firmware answered
+    uint64_t restarts = 0;          // firmware hosts restarted (new transport and handshake)
+    uint64_t modelsRestored = 0;    // prepared models prepared again after a reset or restart
+    uint64_t modelsLost = 0;        // prepared models that could not be restored
+    uint64_t requestsReplayed = 0;  // operations run again after a loss
+    uint64_t requestsFailed = 0;    // operations failed because recovery failed or gave up
+    uint64_t npuHangs = 0;          // executions the NPU hung on (reset by the firmware, replayed)
+    uint64_t dataFaults = 0;        // executions failed for a data fault (DMA error, SRAM ECC)
+    uint64_t cancels = 0;           // executions timed out on our side: Cancel sent for them
+    uint64_t cancelsFailed = 0;     // ... unconfirmed by the firmware: their blocks quarantined
     std::vector<std::pair<std::string, uint64_t>> firmware;  // GetCounters (empty if unreachable)
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
