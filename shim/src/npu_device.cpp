@@ -79,7 +79,8 @@ struct LoadedModel {
 
 // Hands a verified cached blob to the firmware (which validates it fully) without compiling.
 Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages& images,
-                                   const hal::Deadline& deadline, std::vector<WindowBlock>& keep) {
+                                   hal::Priority priority, const hal::Deadline& deadline,
+                                   std::vector<WindowBlock>& keep) {
     auto decoded = NPU_TRY(decodeModelCache(images.model));
     HostWindow& window = c.window();
     const uint64_t modelBytes = decoded.firmwareModelBlob.size();
@@ -99,6 +100,7 @@ Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages&
     request.set_data_blob_addr(dataBlock.addr());
     request.set_data_blob_bytes(dataBytes);
     request.set_deadline_ns(budgetNs(deadline));
+    request.set_priority(static_cast<uint32_t>(priority));
     proto::PrepareModelReply reply;
     NPU_TRY(c.call(a, proto::METHOD_PREPARE_FROM_CACHE, request, reply,
                    waitFor(c.options().prepareTimeout, deadline), "prepareModelFromCache"));
@@ -368,7 +370,7 @@ public:
         if (directoryCaching && cache != nullptr && cache->hasDirectory()) {
             auto hit = cache->lookup(model, preference);
             if (hit && *hit) {
-                auto prepared = prepareFromImages(**hit, deadline);
+                auto prepared = prepareFromImages(**hit, priority, deadline);
                 if (prepared) return prepared;
                 proto::vlog("cache", "cache directory hit could not be loaded (%s); compiling",
                             prepared.error().message.c_str());
@@ -415,7 +417,7 @@ public:
         NPU_TRY(checkDeadline(deadline, "prepareModelFromCache"));
         CompilationCache* cache = NPU_TRY(compilationCache());
         auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
-        return prepareFromImages(images, deadline);
+        return prepareFromImages(images, hal::Priority::MEDIUM, deadline);  // the HAL gives none here
     }
 
     // Memory domains, first step: the buffer lives in host shared memory held by the shim and is
@@ -565,17 +567,18 @@ private:
 
     // Loads a verified cached blob; a reset or restart loads it again from the same images.
     Result<std::shared_ptr<hal::IPreparedModel>> prepareFromImages(const CacheImages& images,
+                                                                   hal::Priority priority,
                                                                    const hal::Deadline& deadline) {
         auto kept = std::make_shared<const CacheImages>(images);
-        Connection::RestoreFn restore = [kept](Connection& c, Attempt& a) -> Result<uint32_t> {
+        Connection::RestoreFn restore = [kept, priority](Connection& c, Attempt& a) -> Result<uint32_t> {
             std::vector<WindowBlock> staged;
-            return NPU_TRY(loadOnFirmware(c, a, *kept, {}, staged)).handle;
+            return NPU_TRY(loadOnFirmware(c, a, *kept, priority, {}, staged)).handle;
         };
         std::vector<WindowBlock> keep;
         std::shared_ptr<NpuPreparedModel> prepared;
         NPU_TRY(connection_->runRecovering("prepareModelFromCache", keep, [&](Attempt& a) -> Status {
             keep.clear();
-            auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, deadline, keep));
+            auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, priority, deadline, keep));
             const uint64_t id = NPU_TRY(connection_->registerModel(a, loaded.handle, restore));
             prepared = std::make_shared<NpuPreparedModel>(
                 connection_, buffers_, id, std::make_shared<const hal::Model>(std::move(loaded.ioModel)),

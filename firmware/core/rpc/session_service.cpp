@@ -125,6 +125,14 @@ uint32_t SessionRegistry::owned(Kind kind, uint32_t session) const {
 
 using Kind = SessionRegistry::Kind;
 
+namespace {
+FwStatus checkPriority(uint32_t wire, const char* what, Priority* priority) {
+    if (toPriority(wire, priority)) return FwStatus::okStatus();
+    return FwStatus::make(Code::kInvalidArgument, "%s: priority %" PRIu32 " is not LOW, MEDIUM or HIGH", what,
+                          wire);
+}
+}  // namespace
+
 // A foreign handle gets the message an unknown one gets: nothing tells it exists.
 FwStatus SessionService::checkModel(uint32_t handle, const char* what) const {
     if (registry_.owns(Kind::kModel, handle, session_)) return FwStatus::okStatus();
@@ -200,11 +208,7 @@ FwStatus SessionService::supportedOperations(const ModelDesc& model, bool* suppo
 FwStatus SessionService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                       Arena& scratch, BlobInfo* info) {
     Priority priority;
-    if (!toPriority(request.priority, &priority)) {
-        return FwStatus::make(Code::kInvalidArgument,
-                              "prepareModel: priority %" PRIu32 " is not LOW, MEDIUM or HIGH",
-                              request.priority);
-    }
+    if (FwStatus st = checkPriority(request.priority, "prepareModel", &priority); !st.ok()) return st;
     if (FwStatus st = checkConstants(model); !st.ok()) return st;
     return own(shared_.prepareModel(model, request, scratch, info), *info, priority, "prepareModel");
 }
@@ -215,7 +219,9 @@ FwStatus SessionService::prepareFromCache(const npu_proto_PrepareFromCacheReques
                                  "prepareFromCache");
         !st.ok())
         return st;
-    return own(shared_.prepareFromCache(r, scratch, info), *info, Priority::kMedium, "prepareFromCache");
+    Priority priority;
+    if (FwStatus st = checkPriority(r.priority, "prepareFromCache", &priority); !st.ok()) return st;
+    return own(shared_.prepareFromCache(r, scratch, info), *info, priority, "prepareFromCache");
 }
 
 FwStatus SessionService::fetchBlob(const npu_proto_FetchBlobRequest& r, npu_proto_FetchBlobReply* reply) {
@@ -353,7 +359,7 @@ bool workFields(uint8_t method, WorkFields* f) {
             *f = {0, 3, 4};
             return true;
         case npu_proto_Method_METHOD_PREPARE_FROM_CACHE:
-            *f = {0, 0, 5};
+            *f = {0, 6, 5};
             return true;
         case npu_proto_Method_METHOD_EXECUTE:
             *f = {1, 0, 5};

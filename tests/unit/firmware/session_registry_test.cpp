@@ -108,6 +108,12 @@ TEST_CASE("session gate: work by priority and deadline, control first, a foreign
     REQUIRE(gate.admit(2, npu_proto_Method_METHOD_EXECUTE, foreignBytes.data(), foreignBytes.size(), 1).ok());
     REQUIRE(gate.admit(3, npu_proto_Method_METHOD_EXECUTE, ownBytes.data(), ownBytes.size(), 2).ok());
     REQUIRE(gate.admit(4, npu_proto_Method_METHOD_PING, nullptr, 0, 3).ok());
+    npu_proto_PrepareFromCacheRequest cached = npu_proto_PrepareFromCacheRequest_init_zero;
+    cached.priority = 2;  // HIGH: after the older HIGH execution
+    const auto cachedBytes = encode(npu_proto_PrepareFromCacheRequest_fields, &cached);
+    REQUIRE(
+        gate.admit(5, npu_proto_Method_METHOD_PREPARE_FROM_CACHE, cachedBytes.data(), cachedBytes.size(), 4)
+            .ok());
     npu::fw::WorkItem w;
     std::vector<uint64_t> order;
     while (scheduler.next(1002, &w) == npu::fw::Scheduler::Pick::kRun) {
@@ -116,7 +122,7 @@ TEST_CASE("session gate: work by priority and deadline, control first, a foreign
         if (w.callId == 3) CHECK(w.deadlineUs == 1003);
         scheduler.finish();
     }
-    CHECK(order == std::vector<uint64_t>{4, 3, 2, 1});  // ping; HIGH; MEDIUM; LOW
+    CHECK(order == std::vector<uint64_t>{4, 3, 5, 2, 1});  // ping; HIGH, HIGH; MEDIUM; LOW
     uint32_t slot = 0;
     CHECK(gate.cancel(3, &slot) == npu::fw::RequestGate::Cancelled::kNotFound);  // ran already
 }
