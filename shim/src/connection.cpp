@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "npu/protocol/vlog.h"
+
 namespace npu::shim {
 
 DaemonProcess::~DaemonProcess() {
@@ -124,6 +126,43 @@ Status Connection::call(Attempt& attempt, proto::Method method, const google::pr
     if (!result) return callFailed(attempt, result.error(), timeout, what);
     heard();
     return {};
+}
+
+Status Connection::callCancellable(Attempt& attempt, proto::Method method,
+                                   const google::protobuf::Message& request, google::protobuf::Message& reply,
+                                   std::chrono::milliseconds timeout, const char* what,
+                                   std::vector<WindowBlock>& keep) {
+    NPU_TRY(acquireCalls(1, timeout, what));
+    struct Release {
+        Connection* c;
+        ~Release() { c->releaseCalls(1); }
+    } release{this};
+    const auto rpc = this->rpc();
+    auto call = rpc->start(method, request, reply);
+    if (!call) return callFailed(attempt, call.error(), timeout, what);
+    auto result = rpc->finish(*call, timeout);
+    if (result) {
+        heard();
+        return {};
+    }
+    if (result.error().kind != proto::Error::Kind::kTimeout) {
+        return callFailed(attempt, result.error(), timeout, what);  // answered, or the link is gone
+    }
+    if (rpc->connected()) {
+        cancels_++;
+        proto::CancelRequest cancel;
+        cancel.set_target_call_id(call->callId());
+        proto::CancelReply cancelled;
+        if (rpc->call(proto::METHOD_CANCEL, cancel, cancelled, options_.recovery.pingTimeout)) {
+            heard();  // the firmware let go of the request: its blocks may be reused
+            proto::vlog("driver", "%s: timed out; cancelled (%s)", what,
+                        cancelled.found() ? "it was still queued" : "it had finished");
+            return callFailed(attempt, result.error(), timeout, what);
+        }
+    }
+    cancelsFailed_++;
+    quarantine(keep);  // the firmware may still write into them
+    return callFailed(attempt, result.error(), timeout, what);
 }
 
 Status Connection::call(proto::Method method, const google::protobuf::Message& request,
@@ -243,8 +282,8 @@ Status Connection::handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>*
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
                     "firmware on " + peer + " did not share its device memory");
     }
-    *window =
-        NPU_TRY(HostWindow::map(fds.front().get(), hello_.host_window_addr(), hello_.host_window_bytes()));
+    *window = NPU_TRY(HostWindow::map(fds.front().get(), hello_.host_window_addr(),
+                                      hello_.host_window_bytes(), hello_.window_fd_is_window()));
     return {};
 }
 

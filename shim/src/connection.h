@@ -59,6 +59,14 @@ public:
     // records a lost firmware in `attempt`. `what` names the call in error messages.
     Status call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
                 google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
+    // call() for a request whose window blocks the firmware uses (an execution): when it times
+    // out, Cancel is sent for it. The firmware answers a Cancel only once the target is no
+    // longer queued or running, so a CancelReply (found or not) means the blocks are free again;
+    // without one they are moved from `keep` into quarantine (freed only once the firmware is
+    // reset or restarted), never handed out while the firmware may still write into them.
+    Status callCancellable(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
+                           google::protobuf::Message& reply, std::chrono::milliseconds timeout,
+                           const char* what, std::vector<WindowBlock>& keep);
     // The same outside any operation (no recovery): release, counters, fault injection.
     Status call(proto::Method method, const google::protobuf::Message& request,
                 google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
@@ -172,6 +180,7 @@ private:
     std::map<uint64_t, ModelEntry> models_;
     std::vector<WindowBlock> quarantined_;  // blocks a lost firmware may still use
 
+    std::atomic<uint64_t> cancels_{0}, cancelsFailed_{0};
     std::atomic<uint64_t> pings_{0}, pingFailures_{0}, callTimeouts_{0}, disconnects_{0}, resets_{0},
         restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
         dataFaults_{0};

@@ -50,15 +50,18 @@ Status checkDramFd(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
 
 }  // namespace
 
-Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowAddr, uint64_t windowBytes) {
+Result<std::unique_ptr<HostWindow>> HostWindow::map(int dramFd, uint64_t windowAddr, uint64_t windowBytes,
+                                                    bool fdIsWindow) {
     if (windowBytes == 0)
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "firmware offered an empty host window");
-    NPU_TRY(checkDramFd(dramFd, windowAddr, windowBytes));
-    auto memory = hal::Memory::mapFd(dramFd, windowAddr, windowBytes, PROT_READ | PROT_WRITE);
+    const uint64_t offset = fdIsWindow ? 0 : windowAddr;
+    NPU_TRY(checkDramFd(dramFd, offset, windowBytes));
+    auto memory = hal::Memory::mapFd(dramFd, offset, windowBytes, PROT_READ | PROT_WRITE);
     if (!memory) {
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
                     "cannot map the device-memory window (addr " + std::to_string(windowAddr) + ", " +
-                        std::to_string(windowBytes) + " bytes) from the DRAM fd");
+                        std::to_string(windowBytes) + " bytes) from the fd at offset " +
+                        std::to_string(offset));
     }
     return std::unique_ptr<HostWindow>(new HostWindow(std::move(memory), windowAddr, windowBytes));
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The part of device DRAM the firmware lets the host stage data in (HelloReply's host window),
-// mapped into this process from the DRAM fd the firmware passed at the handshake. A first-fit
+// The part of device DRAM the firmware lets this client stage data in (HelloReply's host window),
+// mapped into this process from the window fd the firmware passed at the handshake. A first-fit
 // allocator hands out blocks for constants (during prepare) and for execution arguments.
 
 #include <cstdint>
@@ -15,8 +15,11 @@ namespace npu::shim {
 
 class HostWindow {
 public:
-    // dramFd: the device DRAM; [windowAddr, windowAddr + windowBytes) is ours.
-    static Result<std::unique_ptr<HostWindow>> map(int dramFd, uint64_t windowAddr, uint64_t windowBytes);
+    // The fd the firmware passed at the handshake: this client's own window (fdIsWindow, the
+    // firmware of one NPU shared by many clients: device address windowAddr is the fd's offset 0)
+    // or, from an older firmware, all device DRAM ([windowAddr, + windowBytes) of it is ours).
+    static Result<std::unique_ptr<HostWindow>> map(int dramFd, uint64_t windowAddr, uint64_t windowBytes,
+                                                   bool fdIsWindow = false);
     // A window in this process's own memory (a sparse memfd) for transports that share nothing
     // with the device (USB): its bytes travel with Connection::pushWindow / pullWindow.
     static Result<std::unique_ptr<HostWindow>> local(uint64_t windowAddr, uint64_t windowBytes);

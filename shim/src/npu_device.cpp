@@ -80,7 +80,8 @@ struct LoadedModel {
 
 // Hands a verified cached blob to the firmware (which validates it fully) without compiling.
 Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages& images,
-                                   const hal::Deadline& deadline, std::vector<WindowBlock>& keep) {
+                                   hal::Priority priority, const hal::Deadline& deadline,
+                                   std::vector<WindowBlock>& keep) {
     auto decoded = NPU_TRY(decodeModelCache(images.model));
     HostWindow& window = c.window();
     const uint64_t modelBytes = decoded.firmwareModelBlob.size();
@@ -100,6 +101,7 @@ Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages&
     request.set_data_blob_addr(dataBlock.addr());
     request.set_data_blob_bytes(dataBytes);
     request.set_deadline_ns(budgetNs(deadline));
+    request.set_priority(static_cast<uint32_t>(priority));
     proto::PrepareModelReply reply;
     NPU_TRY(c.call(a, proto::METHOD_PREPARE_FROM_CACHE, request, reply,
                    waitFor(c.options().prepareTimeout, deadline), "prepareModelFromCache"));
@@ -156,10 +158,12 @@ protected:
                                                std::optional<std::chrono::nanoseconds> loopTimeout) override {
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, *model_));
-        if (loopTimeout && (loopTimeout->count() < 0 || *loopTimeout > kMaxLoopTimeout)) {
+        if (loopTimeout && loopTimeout->count() < 0) {
             return invalidArgument("executeSynchronously: loop timeout " +
-                                   std::to_string(loopTimeout->count()) + " ns is outside [0, 15 s]");
+                                   std::to_string(loopTimeout->count()) + " ns is negative");
         }
+        // Above the HAL's maximum it is clamped, as the reference does (the firmware clamps too).
+        if (loopTimeout && *loopTimeout > kMaxLoopTimeout) loopTimeout = kMaxLoopTimeout;
         // The blocks outlive every attempt and the recovery between them (the firmware may
         // still write outputs into them until it is confirmed done, reset or restarted).
         std::vector<WindowBlock> blocks;
@@ -246,8 +250,9 @@ private:
             NPU_TRY(connection_->pushWindow(a, blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
         }
         proto::ExecuteReply reply;
-        NPU_TRY(connection_->call(a, proto::METHOD_EXECUTE, wire, reply,
-                                  waitFor(connection_->options().executeTimeout, deadline), "execute"));
+        NPU_TRY(connection_->callCancellable(a, proto::METHOD_EXECUTE, wire, reply,
+                                             waitFor(connection_->options().executeTimeout, deadline),
+                                             "execute", blocks));
         NPU_TRY(checkDeviceFault(a, reply));
 
         if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {
@@ -376,7 +381,7 @@ public:
         if (directoryCaching && cache != nullptr && cache->hasDirectory()) {
             auto hit = cache->lookup(model, preference);
             if (hit && *hit) {
-                auto prepared = prepareFromImages(**hit, deadline);
+                auto prepared = prepareFromImages(**hit, priority, deadline);
                 proto::vlog("cache", "prepareModel: cache directory hit (%zu + %zu bytes)%s",
                             (*hit)->model.size(), (*hit)->data.size(), prepared ? "" : ", not loadable");
                 if (prepared) return prepared;
@@ -432,7 +437,7 @@ public:
         auto images = NPU_TRY(cache->load(token, modelCache, dataCache));
         proto::vlog("cache", "prepareModelFromCache: loaded %zu + %zu bytes", images.model.size(),
                     images.data.size());
-        return prepareFromImages(images, deadline);
+        return prepareFromImages(images, hal::Priority::MEDIUM, deadline);  // the HAL gives none here
     }
 
     // Memory domains: the HAL checks the roles, the buffer's bytes live in firmware DRAM, where
@@ -602,17 +607,18 @@ private:
 
     // Loads a verified cached blob; a reset or restart loads it again from the same images.
     Result<std::shared_ptr<hal::IPreparedModel>> prepareFromImages(const CacheImages& images,
+                                                                   hal::Priority priority,
                                                                    const hal::Deadline& deadline) {
         auto kept = std::make_shared<const CacheImages>(images);
-        Connection::RestoreFn restore = [kept](Connection& c, Attempt& a) -> Result<uint32_t> {
+        Connection::RestoreFn restore = [kept, priority](Connection& c, Attempt& a) -> Result<uint32_t> {
             std::vector<WindowBlock> staged;
-            return NPU_TRY(loadOnFirmware(c, a, *kept, {}, staged)).handle;
+            return NPU_TRY(loadOnFirmware(c, a, *kept, priority, {}, staged)).handle;
         };
         std::vector<WindowBlock> keep;
         std::shared_ptr<NpuPreparedModel> prepared;
         NPU_TRY(connection_->runRecovering("prepareModelFromCache", keep, [&](Attempt& a) -> Status {
             keep.clear();
-            auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, deadline, keep));
+            auto loaded = NPU_TRY(loadOnFirmware(*connection_, a, *kept, priority, deadline, keep));
             const uint64_t id = NPU_TRY(connection_->registerModel(a, loaded.handle, restore));
             prepared = std::make_shared<NpuPreparedModel>(
                 connection_, buffers_, firmwareBuffers_, id,

@@ -335,6 +335,8 @@ void Connection::releaseModel(uint64_t id) {
 NpuCounters Connection::counters() const {
     NpuCounters c;
     c.pings = pings_;
+    c.cancels = cancels_;
+    c.cancelsFailed = cancelsFailed_;
     c.pingFailures = pingFailures_;
     c.callTimeouts = callTimeouts_;
     c.disconnects = disconnects_;

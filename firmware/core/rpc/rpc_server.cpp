@@ -274,9 +274,16 @@ void RpcServer::enqueue(uint64_t callId, uint8_t method, const uint8_t* payload,
         return;
     }
     if (length > 0) std::memcpy(pool_ + offset, payload, length);
-    Entry& e = queue_[(queueHead_ + queueCount_) % config_.queueDepth];
-    e = Entry{callId, offset, length, method, false};
+    const uint32_t slot = (queueHead_ + queueCount_) % config_.queueDepth;
+    queue_[slot] = Entry{callId, offset, length, method, false};
     queueCount_++;
+    if (config_.gate == nullptr) return;
+    const FwStatus admitted = config_.gate->admit(callId, method, pool_ + offset, length, slot);
+    if (!admitted.ok()) {
+        if (admitted.code == Code::kResourceExhaustedTransient) stats_.queueFull++;
+        sendError(callId, admitted.code, "%s", admitted.message);
+        retire(slot);
+    }
 }
 
 void RpcServer::handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length) {
@@ -287,6 +294,7 @@ void RpcServer::handleCancel(uint64_t callId, const uint8_t* payload, uint32_t l
                   static_cast<unsigned long long>(callId), PB_GET_ERROR(&in));
         return;
     }
+    if (config_.gate != nullptr) return gateCancel(callId, request.target_call_id);
     npu_proto_CancelReply reply = npu_proto_CancelReply_init_zero;
     for (uint32_t i = 0; i < queueCount_; ++i) {
         Entry& e = queue_[(queueHead_ + i) % config_.queueDepth];
@@ -305,18 +313,22 @@ void RpcServer::handleCancel(uint64_t callId, const uint8_t* payload, uint32_t l
 // ---- processing -------------------------------------------------------------------------------
 
 bool RpcServer::poll() {
-    if (!ok() || queueCount_ == 0) return false;
+    if (!ok() || queueCount_ == 0 || config_.gate != nullptr) return false;
     const Entry entry = queue_[queueHead_];
     if (!entry.cancelled) {
         stats_.requestsHandled++;
         dispatch(entry, pool_ + entry.offset);
         arena_.release(requestMark_);
     }
+    popHead();
+    return true;
+}
+
+void RpcServer::popHead() {
     queueHead_ = (queueHead_ + 1) % config_.queueDepth;
     queueCount_--;
     poolHead_ = queueCount_ > 0 ? queue_[queueHead_].offset : 0;
     if (queueCount_ == 0) poolTail_ = 0;
-    return true;
 }
 
 // ---- the method table ------------------------------------------------------------------------
@@ -455,6 +467,7 @@ void RpcServer::onHello(const Call& call) {
     rep->host_window_addr = config_.hostWindowAddr;
     rep->host_window_bytes = config_.hostWindowBytes;
     rep->max_payload_bytes = config_.maxPayloadBytes;
+    rep->window_fd_is_window = config_.windowFdIsWindow;
     rep->has_status = true;
     if (req.major != kProtocolMajor) {
         setStatus(&rep->status,

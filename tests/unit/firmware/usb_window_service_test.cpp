@@ -3,10 +3,12 @@
 // transport that shares no memory with the firmware, against the shared-memory loopback.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "npu.pb.h"
@@ -278,7 +280,14 @@ TEST_CASE("the shim over a transport without shared memory gives loopback's byte
     CHECK(compared >= 10);             // every vector of V1_0 the NPU claims (16 today)
     CHECK(window.bytesWritten() > 0);  // the bytes really travelled as window calls
     CHECK(window.bytesRead() > 0);
+    // The session's window (the first slot after the firmware's DRAM) held its tensors; once it
+    // is gone, the next client in that slot finds it zeroed.
+    const uint8_t* slot = static_cast<const uint8_t*>(dram) + config.firmwareDramBytes;
+    auto slotClear = [&] { return std::all_of(slot, slot + (1 << 20), [](uint8_t b) { return b == 0; }); };
+    CHECK_FALSE(slotClear());
     chunked->reset();
+    for (int i = 0; i < 400 && !slotClear(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    CHECK(slotClear());
     (*firmware)->stop();
     firmware->reset();
     munmap(dram, config.dramBytes);

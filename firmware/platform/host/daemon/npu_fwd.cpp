@@ -1,7 +1,8 @@
-// npu-fwd: the firmware daemon. It serves simulated NPUs (firmware runtime + hwsim) over a
-// Unix socket. Each client connection gets its own NPU instance (its own device DRAM, passed to
-// the client as a memfd with SCM_RIGHTS at the handshake), served on a thread of its own, so
-// several test processes can share one daemon; at most --max-clients at once. A further client
+// npu-fwd: the firmware daemon. It serves one simulated NPU (firmware runtime + scheduler +
+// hwsim) over a Unix socket to every client: each connection is a session of that firmware, with
+// its own window (a memfd passed to that client alone with SCM_RIGHTS at the handshake, mapped
+// into the NPU's address space), its work queued with everyone's by priority (docs/execution.md),
+// read on a thread of its own; at most --max-clients at once. A further client
 // gets an error reply to its handshake naming the limit (RESOURCE_EXHAUSTED_TRANSIENT), then its
 // connection is closed. Only peers of our own uid (or of --allow-group GID) are served
 // (SO_PEERCRED); the default socket lives in a private 0700 directory (docs/reliability.md).
@@ -116,7 +117,7 @@ std::optional<int> parseOptions(int argc, char** argv, DaemonOptions& o) {
     app.add_option("--idle-exit", o.idleExit,
                    "exit when no client has been connected for SECONDS (0 = never)")
         ->check(CLI::Range(0L, 86400L * 365));
-    app.add_option("--max-clients", o.maxClients, "clients served at once, each with its own NPU")
+    app.add_option("--max-clients", o.maxClients, "clients served at once (sessions of the one NPU)")
         ->check(CLI::Range(1L, 64L))
         ->capture_default_str();
     app.add_option("--hw-config", hwConfig, "the simulated NPU's hardware config JSON (docs/hw-config.md)");
@@ -180,11 +181,12 @@ std::unique_ptr<npu::proto::UnixListener> openListener(DaemonOptions& o) {
     return std::move(*listener);
 }
 
-// The client sessions, each on a thread of its own: served with a firmware of its own, or told
-// why it is refused. The owner joins every thread.
+// The client sessions, each on a thread of its own: served by the one firmware, or told why it
+// is refused. The owner joins every thread.
 class Sessions {
 public:
-    explicit Sessions(const DaemonOptions& o) : options_(o) {}
+    Sessions(const DaemonOptions& o, npu::fw::host::FirmwareHost& firmware)
+        : options_(o), firmware_(firmware) {}
     ~Sessions() {
         for (auto& s : sessions_) s.thread.join();
     }
@@ -220,14 +222,8 @@ public:
             return;
         }
         servedOne_ = true;
-        session.thread = std::thread([&session, config = &options_.firmware, t] {
-            auto firmware = npu::fw::host::FirmwareHost::create(*config);
-            if (firmware) {
-                (*firmware)->serve(*t, &gStop);
-            } else {
-                std::fprintf(stderr, "npu-fwd: cannot start a firmware for a client: %s\n",
-                             firmware.error().message.c_str());
-            }
+        session.thread = std::thread([&session, firmware = &firmware_, t] {
+            firmware->serve(*t, &gStop);
             session.done.store(true);
         });
     }
@@ -247,13 +243,15 @@ private:
     }
 
     const DaemonOptions& options_;
+    npu::fw::host::FirmwareHost& firmware_;
     std::list<Session> sessions_;
     bool servedOne_ = false;
 };
 
 // Accepts clients until a signal, --once's client leaving, or --idle-exit.
-void serve(npu::proto::UnixListener& listener, const DaemonOptions& o) {
-    Sessions sessions(o);
+void serve(npu::proto::UnixListener& listener, const DaemonOptions& o,
+           npu::fw::host::FirmwareHost& firmware) {
+    Sessions sessions(o, firmware);
     long idleMs = 0;
     while (!gStop.load()) {
         sessions.reap();
@@ -291,12 +289,15 @@ int main(int argc, char** argv) {
 
     auto listener = openListener(options);
     if (!listener) return 1;
-    // Fail early (before accepting anyone) if a firmware cannot be created at all.
-    if (auto probe = npu::fw::host::FirmwareHost::create(options.firmware); !probe) {
-        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", probe.error().message.c_str());
+    // One window per client served at once, after the firmware's own DRAM.
+    options.firmware.dramBytes = options.firmware.firmwareDramBytes +
+                                 uint64_t(options.maxClients) * options.firmware.sessionWindowBytes;
+    auto firmware = npu::fw::host::FirmwareHost::create(options.firmware);
+    if (!firmware) {
+        std::fprintf(stderr, "npu-fwd: cannot start the firmware: %s\n", firmware.error().message.c_str());
         return 1;
     }
     std::fprintf(stderr, "npu-fwd: listening on %s\n", options.socketPath.c_str());
-    serve(*listener, options);
+    serve(*listener, options, **firmware);
     return 0;  // the listener unlinks its own socket (and nothing else) when destroyed
 }

@@ -1,5 +1,8 @@
 // The firmware host platform: device DRAM in a memfd, the simulated NPU behind SimPlatform, the
-// portable Runtime and RpcServer, and a loop that moves bytes between a transport and the server.
+// portable Runtime and Scheduler shared by every session, and per session an RpcServer, a
+// window memfd mapped into the NPU's address space, and a loop that moves its transport's bytes
+// into its server. The scheduled work runs one item at a time, on whichever thread holds the
+// firmware lock: the reader that queued it (one item), or the executor thread (the rest).
 #include "npu/fw/platform/host/firmware_host.h"
 
 #include <fcntl.h>
@@ -7,13 +10,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 
 #include "npu/fw/arena.h"
 #include "npu/fw/rpc_server.h"
 #include "npu/fw/runtime.h"
+#include "npu/fw/scheduler.h"
+#include "npu/fw/session_service.h"
 #include "npu/protocol/frame.h"
 #include "npu/protocol/vlog.h"
 #include "sim_platform.h"
@@ -23,27 +31,84 @@ namespace npu::fw::host {
 namespace {
 constexpr std::chrono::milliseconds kPollInterval{50};  // how often a waiting loop checks stop()
 constexpr uint64_t kServerScratchBytes = 64ull
-                                         << 20;  // per-request temporaries: model decoding, cached blobs
+                                         << 20;   // per-request temporaries: model decoding, cached blobs
+constexpr uint32_t kMaxHandles = 1024;            // prepared models + buffers of all sessions
+constexpr uint64_t kHostArenaBytes = 1ull << 20;  // the registry and the scheduler's queue
+
+proto::Error ioError(const std::string& what) {
+    return proto::Error{proto::Error::Kind::kIo, what + ": " + std::strerror(errno)};
+}
+
+// A sealed memfd of `bytes` (the peer that gets it cannot shrink it under our mapping: SIGBUS).
+proto::Result<int> sealedMemfd(const char* name, uint64_t bytes) {
+    const int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return std::unexpected(ioError(std::string("memfd_create(") + name + ")"));
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        auto e =
+            ioError(std::string("sizing and sealing ") + name + " (" + std::to_string(bytes) + " bytes)");
+        close(fd);
+        return std::unexpected(e);
+    }
+    return fd;
+}
 }  // namespace
 
-struct FirmwareHost::Impl final : public FrameSink, public FaultInjector, public LogSink {
+// One client: its server, its window, its transport (served by FirmwareHost::serve).
+struct Session final : public FrameSink {
+    uint32_t id = 0;
+    uint32_t slot = 0;  // which session window
+    proto::Transport* transport = nullptr;
+    bool shared = true;  // the transport shares memory: the window is a memfd of its own
+    int windowFd = -1;   // shared sessions only
+    std::unique_ptr<uint8_t[]> memory;
+    std::unique_ptr<Arena> arena;
+    std::unique_ptr<SessionService> service;
+    std::unique_ptr<SessionGate> gate;
+    std::unique_ptr<RpcServer> server;
+
+    bool writeFrame(const uint8_t* bytes, size_t length, uint32_t method, uint16_t flags) override {
+        // The handshake's reply carries the session's window (SCM_RIGHTS on unix, a dup in process).
+        const bool hello = method == npu_proto_Method_METHOD_HELLO && (flags & proto::kFlagResponse) != 0 &&
+                           (flags & proto::kFlagError) == 0;
+        const int fds[1] = {windowFd};
+        auto r =
+            transport->write(std::span<const uint8_t>(bytes, length),
+                             hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>());
+        return r.has_value();
+    }
+};
+
+struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     bool enabled() override { return proto::vlogEnabled("firmware"); }
     void write(const char* line) override { proto::vlog("firmware", "%s", line); }
 
     FirmwareHostConfig config;
+    uint32_t slots = 0;  // session windows
     int dramFd = -1;
     uint8_t* dram = nullptr;
     std::unique_ptr<SimPlatform> platform;
     std::unique_ptr<uint8_t[]> runtimeMemory;
-    std::unique_ptr<uint8_t[]> serverMemory;
     std::unique_ptr<Arena> runtimeArena;
-    std::unique_ptr<Arena> serverArena;
     std::unique_ptr<Runtime> runtime;
-    std::unique_ptr<RpcServer> server;
-    std::mutex serveMutex;                // one connection at a time
-    proto::Transport* current = nullptr;  // the connection being served
+    std::unique_ptr<RuntimeService> shared;
+    std::unique_ptr<uint8_t[]> hostMemory;
+    std::unique_ptr<Arena> hostArena;
+    std::unique_ptr<SessionRegistry> registry;
+    std::unique_ptr<Scheduler> scheduler;
+
+    // Everything above is used under `mutex` only (the firmware is single-threaded).
+    std::mutex mutex;
+    std::condition_variable workReady;
+    std::atomic<int> wantLock{0};  // readers waiting to feed bytes: the executor lets them in
+    std::map<uint32_t, Session*> sessions;
+    std::vector<bool> slotUsed;
+    uint32_t nextSessionId = 1;
     std::atomic<bool> stop{false};
-    uint64_t crashAtUs = 0;  // an injected crash is due then (0: none); serve loop thread only
+    bool held = false;                    // holdWork()
+    std::atomic<uint64_t> crashEpoch{0};  // bumped by an injected crash: every session drops
+    uint64_t crashAtUs = 0;               // an injected crash is due then (0: none)
+    std::thread executor;
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
         sim::FaultConfig f;
@@ -64,67 +129,223 @@ struct FirmwareHost::Impl final : public FrameSink, public FaultInjector, public
         if (r.crash_after_ms > 0) crashAtUs = platform->nowUs() + uint64_t{r.crash_after_ms} * 1000;
         return FwStatus::okStatus();
     }
-    bool crashDue() { return crashAtUs != 0 && platform->nowUs() >= crashAtUs; }
 
     ~Impl() {
-        server.reset();
+        stop.store(true);
+        workReady.notify_all();
+        if (executor.joinable()) executor.join();
+        scheduler.reset();
+        registry.reset();
+        shared.reset();
         runtime.reset();
         platform.reset();
         if (dram != nullptr) munmap(dram, config.dramBytes);
         if (dramFd >= 0) close(dramFd);
     }
 
-    bool writeFrame(const uint8_t* bytes, size_t length, uint32_t method, uint16_t flags) override {
-        if (current == nullptr) return false;
-        // The handshake's reply carries the device DRAM (SCM_RIGHTS on unix, a dup in process).
-        const bool hello = method == npu_proto_Method_METHOD_HELLO && (flags & proto::kFlagResponse) != 0 &&
-                           (flags & proto::kFlagError) == 0;
-        const int fds[1] = {dramFd};
-        auto r = current->write(std::span<const uint8_t>(bytes, length),
-                                hello ? std::span<const int>(fds, 1) : std::span<const int>());
-        return r.has_value();
+    uint64_t windowAddr(uint32_t slot) const {
+        return config.firmwareDramBytes + uint64_t{slot} * config.sessionWindowBytes;
     }
+    proto::Result<std::unique_ptr<Session>> openSession(proto::Transport& transport);
+    void closeSession(Session& session);
+    void runExecutor();
+    void drain(std::unique_lock<std::mutex>& lock);
+    bool runOne(std::unique_lock<std::mutex>& lock);
+    void crash();
 };
+
+// A new session: a free window slot, the window's memfd mapped over the slot in the firmware's
+// view of DRAM (so the NPU's DMA reaches it there), its server, service and gate.
+proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::Transport& transport) {
+    auto s = std::make_unique<Session>();
+    s->transport = &transport;
+    s->shared = transport.sharesMemory();
+    uint32_t slot = 0;
+    while (slot < slots && slotUsed[slot]) ++slot;
+    if (slot == slots) {
+        return proto::fail(proto::Error::Kind::kResourceExhausted,
+                           "the firmware serves at most " + std::to_string(slots) +
+                               " sessions at once (one window each); try again when one disconnects");
+    }
+    s->slot = slot;
+    s->id = nextSessionId++;
+    const uint64_t addr = windowAddr(slot);
+    const uint64_t bytes = config.sessionWindowBytes;
+    if (s->shared) {
+        auto fd = sealedMemfd("npu-session-window", bytes);
+        if (!fd) return std::unexpected(fd.error());
+        s->windowFd = *fd;
+        if (mmap(dram + addr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s->windowFd, 0) ==
+            MAP_FAILED) {
+            auto e = ioError("mapping a session window into device DRAM");
+            close(s->windowFd);
+            return std::unexpected(e);
+        }
+    }
+    RpcServerConfig sc;
+    sc.maxPayloadBytes = config.maxPayloadBytes;
+    sc.queueDepth = config.queueDepth;
+    const HardwareInfo hw = runtime->hardwareInfo();
+    sc.hwId = hw.id;
+    sc.hwVersion = hw.version;
+    sc.deviceMemoryBytes = config.dramBytes;
+    sc.hostWindowAddr = addr;
+    sc.hostWindowBytes = bytes;
+    sc.windowFdIsWindow = s->shared;
+    if (config.faultInjection) sc.faultInjector = this;
+    sc.log = this;  // NPU_VLOG=firmware
+    s->service = std::make_unique<SessionService>(*runtime, *shared, *registry, *scheduler, s->id);
+    s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);
+    sc.gate = s->gate.get();
+    const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
+    s->memory.reset(new uint8_t[serverBytes]);
+    s->arena = std::make_unique<Arena>(s->memory.get(), serverBytes);
+    s->server = std::make_unique<RpcServer>(*s->service, *s->arena, *s, sc);
+    FwStatus st = s->server->ok() ? registry->open(s->id, {addr, bytes}) : s->server->initStatus();
+    if (!st.ok()) {
+        closeSession(*s);
+        return proto::fail(proto::Error::Kind::kResourceExhausted,
+                           std::string("firmware session: ") + st.message);
+    }
+    slotUsed[slot] = true;
+    sessions[s->id] = s.get();
+    return s;
+}
+
+// The session's leftovers go: queued work (never answered: the peer is gone), its prepared models
+// and buffers, its window (the slot is backed by the firmware's DRAM memfd again).
+void FirmwareHost::Impl::closeSession(Session& s) {
+    if (s.server && s.server->ok()) s.server->onDisconnect();
+    WorkItem dropped[1];
+    (void)scheduler->dropSession(s.id, dropped, 0);
+    if (s.service) s.service->releaseAll();
+    registry->close(s.id);
+    if (sessions.erase(s.id) > 0) slotUsed[s.slot] = false;
+    if (s.windowFd >= 0) {
+        const uint64_t addr = windowAddr(s.slot);
+        if (mmap(dram + addr, config.sessionWindowBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                 dramFd, static_cast<off_t>(addr)) == MAP_FAILED) {
+            std::fprintf(stderr, "npu firmware: cannot restore window slot %u: %s\n", s.slot,
+                         std::strerror(errno));
+        }
+        close(s.windowFd);
+        s.windowFd = -1;
+    } else if (!s.shared) {
+        // A window in the firmware's own DRAM (USB, filled by WINDOW_WRITE): the next client in
+        // this slot must not read what this one left there.
+        if (fallocate(dramFd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(windowAddr(s.slot)),
+                      static_cast<off_t>(config.sessionWindowBytes)) != 0) {
+            std::fprintf(stderr, "npu firmware: cannot clear window slot %u: %s\n", s.slot,
+                         std::strerror(errno));
+        }
+    }
+    if (sessions.empty()) (void)runtime->reset();  // nobody left: the next client meets a reset NPU
+}
+
+// An injected crash: queued requests are never answered, every connection just drops.
+void FirmwareHost::Impl::crash() {
+    crashAtUs = 0;
+    if (config.onCrash) config.onCrash();
+    for (auto& [id, s] : sessions) s->transport->shutdown();
+    crashEpoch.fetch_add(1);
+}
+
+// Runs (or answers) the next scheduled item; false when there is none.
+bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
+    if (crashAtUs != 0 && platform->nowUs() >= crashAtUs) {
+        crash();
+        return false;
+    }
+    WorkItem item;
+    const Scheduler::Pick pick = scheduler->next(platform->nowUs(), &item, held);
+    if (pick == Scheduler::Pick::kNone) return false;
+    auto it = sessions.find(item.session);
+    Session* s = it != sessions.end() ? it->second : nullptr;
+    if (pick == Scheduler::Pick::kExpired) {
+        if (s != nullptr) {
+            char why[160];
+            std::snprintf(
+                why, sizeof why,
+                "missed deadline: call %llu waited in the NPU queue past its deadline and did not run",
+                static_cast<unsigned long long>(item.callId));
+            s->server->failSlot(item.slot, Code::kMissedDeadlineTransient, why);
+        }
+        return true;
+    }
+    if (s != nullptr) s->server->runSlot(item.slot);
+    scheduler->finish();
+    return true;
+}
+
+// Runs what is queued until nothing is runnable, letting waiting readers queue their requests
+// between two items (so a HIGH request sent meanwhile is queued before the next pick).
+void FirmwareHost::Impl::drain(std::unique_lock<std::mutex>& lock) {
+    while (!stop.load() && runOne(lock)) {
+        if (wantLock.load() > 0) {
+            lock.unlock();
+            while (wantLock.load() > 0 && !stop.load()) std::this_thread::yield();
+            lock.lock();
+        }
+    }
+}
+
+// The reader that queued a request runs one item itself (no thread hand-off on the way to the
+// NPU for a lone client); this thread runs the rest, work released by holdWork(false),
+// deadlines expiring while every reader waits on its transport, an injected crash falling due.
+void FirmwareHost::Impl::runExecutor() {
+    std::unique_lock lock(mutex);
+    while (!stop.load()) {
+        // No predicate: with the work held, queued items must not keep it from sleeping.
+        workReady.wait_for(lock, kPollInterval);
+        drain(lock);
+    }
+}
 
 FirmwareHost::FirmwareHost(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 FirmwareHost::~FirmwareHost() {
     stop();
-    if (thread_.joinable()) thread_.join();
+    for (auto& t : threads_) {
+        if (t.joinable()) t.join();
+    }
+    impl_.reset();
 }
 
 int FirmwareHost::dramFd() const {
     return impl_->dramFd;
 }
 
+uint32_t FirmwareHost::maxSessions() const {
+    return impl_->slots;
+}
+
 proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const FirmwareHostConfig& config) {
     using Kind = proto::Error::Kind;
-    if (config.firmwareDramBytes == 0 || config.firmwareDramBytes >= config.dramBytes) {
-        return proto::fail(Kind::kInvalidArgument, "firmware DRAM (" +
-                                                       std::to_string(config.firmwareDramBytes) +
-                                                       " bytes) must be a non-empty part of device DRAM (" +
-                                                       std::to_string(config.dramBytes) + " bytes)");
+    if (config.firmwareDramBytes == 0 || config.sessionWindowBytes == 0 ||
+        config.firmwareDramBytes >= config.dramBytes ||
+        (config.dramBytes - config.firmwareDramBytes) / config.sessionWindowBytes == 0 ||
+        (config.dramBytes - config.firmwareDramBytes) / config.sessionWindowBytes > kMaxSessions ||
+        config.sessionWindowBytes % 4096 != 0 || config.firmwareDramBytes % 4096 != 0) {
+        return proto::fail(Kind::kInvalidArgument,
+                           "device DRAM of " + std::to_string(config.dramBytes) +
+                               " bytes must hold the firmware's " + std::to_string(config.firmwareDramBytes) +
+                               " bytes and 1 to " + std::to_string(kMaxSessions) + " session windows of " +
+                               std::to_string(config.sessionWindowBytes) + " bytes (both page multiples)");
     }
     auto impl = std::make_unique<Impl>();
     impl->config = config;
-    impl->dramFd = memfd_create("npu-device-dram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (impl->dramFd < 0)
-        return proto::fail(Kind::kIo, std::string("memfd_create(device DRAM): ") + std::strerror(errno));
-    if (ftruncate(impl->dramFd, static_cast<off_t>(config.dramBytes)) != 0) {
-        return proto::fail(Kind::kIo, "ftruncate(device DRAM, " + std::to_string(config.dramBytes) +
-                                          "): " + std::strerror(errno));
-    }
-    // Clients get this fd: sealed so none can shrink it under the firmware's mapping (SIGBUS).
-    if (fcntl(impl->dramFd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-        return proto::fail(Kind::kIo, std::string("sealing the device DRAM memfd: ") + std::strerror(errno));
-    }
+    impl->slots =
+        static_cast<uint32_t>((config.dramBytes - config.firmwareDramBytes) / config.sessionWindowBytes);
+    impl->slotUsed.assign(impl->slots, false);
+    auto fd = sealedMemfd("npu-device-dram", config.dramBytes);
+    if (!fd) return std::unexpected(fd.error());
+    impl->dramFd = *fd;
     void* p = mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, impl->dramFd, 0);
-    if (p == MAP_FAILED)
-        return proto::fail(Kind::kIo, std::string("mmap(device DRAM): ") + std::strerror(errno));
+    if (p == MAP_FAILED) return std::unexpected(ioError("mmap(device DRAM)"));
     impl->dram = static_cast<uint8_t*>(p);
 
     impl->platform = std::make_unique<SimPlatform>(config.hw, impl->dram, config.dramBytes);
-
     impl->runtimeMemory.reset(new uint8_t[config.arenaBytes]);
     impl->runtimeArena = std::make_unique<Arena>(impl->runtimeMemory.get(), config.arenaBytes);
     RuntimeConfig rc;
@@ -133,65 +354,83 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     if (FwStatus s = impl->runtime->init(); !s.ok()) {
         return proto::fail(Kind::kIo, std::string("firmware runtime init: ") + s.message);
     }
-
-    RpcServerConfig sc;
-    sc.maxPayloadBytes = config.maxPayloadBytes;
-    sc.queueDepth = config.queueDepth;
-    const HardwareInfo hw = impl->runtime->hardwareInfo();
-    sc.hwId = hw.id;
-    sc.hwVersion = hw.version;
-    sc.deviceMemoryBytes = config.dramBytes;
-    sc.hostWindowAddr = config.firmwareDramBytes;
-    sc.hostWindowBytes = config.dramBytes - config.firmwareDramBytes;
-    if (config.faultInjection) sc.faultInjector = impl.get();
-    sc.log = impl.get();  // NPU_VLOG=firmware
-    const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
-    impl->serverMemory.reset(new uint8_t[serverBytes]);
-    impl->serverArena = std::make_unique<Arena>(impl->serverMemory.get(), serverBytes);
-    impl->server =
-        std::make_unique<RpcServer>(*impl->runtime, *impl->platform, *impl->serverArena, *impl, sc);
-    if (!impl->server->ok()) {
-        return proto::fail(Kind::kResourceExhausted,
-                           std::string("firmware RPC server: ") + impl->server->initStatus().message);
+    impl->shared = std::make_unique<RuntimeService>(*impl->runtime, *impl->platform, 0, 0);
+    impl->hostMemory.reset(new uint8_t[kHostArenaBytes]);
+    impl->hostArena = std::make_unique<Arena>(impl->hostMemory.get(), kHostArenaBytes);
+    impl->registry = std::make_unique<SessionRegistry>(*impl->hostArena, kMaxHandles);
+    // Every session may fill its server's queue: the shared queue holds them all.
+    impl->scheduler = std::make_unique<Scheduler>(*impl->hostArena, impl->slots * config.queueDepth);
+    if (!impl->registry->ok() || !impl->scheduler->ok()) {
+        return proto::fail(Kind::kResourceExhausted, "firmware host: the session tables do not fit " +
+                                                         std::to_string(kHostArenaBytes) + " bytes");
     }
+    Impl* raw = impl.get();
+    impl->executor = std::thread([raw] { raw->runExecutor(); });
     return std::unique_ptr<FirmwareHost>(new FirmwareHost(std::move(impl)));
 }
 
 void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* externalStop) {
-    std::lock_guard lock(impl_->serveMutex);
-    impl_->current = &transport;
+    Impl& d = *impl_;
+    std::unique_ptr<Session> session;
+    uint64_t epoch = 0;
+    {
+        std::lock_guard lock(d.mutex);
+        auto s = d.openSession(transport);
+        if (!s) {
+            std::fprintf(stderr, "npu firmware: refusing a session: %s\n", s.error().message.c_str());
+            transport.shutdown();
+            return;
+        }
+        session = std::move(*s);
+        epoch = d.crashEpoch.load();
+    }
     std::vector<uint8_t> buffer(64 * 1024);
-    auto stopping = [&] { return impl_->stop.load() || (externalStop != nullptr && externalStop->load()); };
-    bool crashed = false;
-    while (!stopping() && !crashed) {
+    auto stopping = [&] {
+        return d.stop.load() || (externalStop != nullptr && externalStop->load()) ||
+               d.crashEpoch.load() != epoch;
+    };
+    while (!stopping()) {
         auto n = transport.read(buffer, nullptr, kPollInterval);
         if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
-        if (n) impl_->server->onBytes(buffer.data(), *n);
-        while (!(crashed = impl_->crashDue()) && impl_->server->poll()) {
-        }
+        if (!n || *n == 0) continue;
+        d.wantLock.fetch_add(1);
+        std::unique_lock lock(d.mutex);
+        d.wantLock.fetch_sub(1);
+        session->server->onBytes(buffer.data(), *n);
+        // The fast path of a lone client: one item runs on this thread (no hand-off); the rest
+        // is the executor's, while this thread goes back to queueing what its peer sends.
+        if (d.runOne(lock) && d.scheduler->queued() > 0) d.workReady.notify_one();
     }
-    if (crashed) {
-        // An injected crash: queued requests are never answered, the connection just drops.
-        impl_->crashAtUs = 0;
-        if (impl_->config.onCrash) impl_->config.onCrash();
-        transport.shutdown();
-    }
-    impl_->server->onDisconnect();
-    while (impl_->server->poll()) {
-    }
-    impl_->current = nullptr;
-    // The next client starts from a clean firmware: drop whatever this one prepared.
-    (void)impl_->runtime->reset();
+    std::lock_guard lock(d.mutex);
+    d.closeSession(*session);
 }
 
 void FirmwareHost::start(std::unique_ptr<proto::Transport> transport) {
-    owned_ = std::move(transport);
-    thread_ = std::thread([this] { serve(*owned_); });
+    std::lock_guard lock(ownedMutex_);
+    proto::Transport* t = transport.get();
+    owned_.push_back(std::move(transport));
+    threads_.emplace_back([this, t] { serve(*t); });
 }
 
 void FirmwareHost::stop() {
     impl_->stop.store(true);
-    if (owned_) owned_->shutdown();
+    impl_->workReady.notify_all();
+    std::lock_guard lock(ownedMutex_);
+    for (auto& t : owned_) t->shutdown();
+}
+
+void FirmwareHost::holdWork(bool hold) {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->held = hold;
+    }
+    impl_->workReady.notify_all();
+}
+
+std::unique_ptr<proto::Transport> FirmwareHost::connectLoopback() {
+    auto [hostEnd, firmwareEnd] = proto::makeLoopbackPair();
+    start(std::move(firmwareEnd));
+    return std::move(hostEnd);
 }
 
 namespace {

@@ -55,6 +55,7 @@ public:
         InFlight(InFlight&& other) noexcept;
         InFlight& operator=(InFlight&& other) noexcept;
         ~InFlight();
+        uint64_t callId() const { return callId_; }  // e.g. the target of a CancelRequest
 
     private:
         friend class RpcClient;

@@ -153,6 +153,8 @@ struct NpuCounters {
     uint64_t requestsFailed = 0;    // operations failed because recovery failed or gave up
     uint64_t npuHangs = 0;          // executions the NPU hung on (reset by the firmware, replayed)
     uint64_t dataFaults = 0;        // executions failed for a data fault (DMA error, SRAM ECC)
+    uint64_t cancels = 0;           // executions timed out on our side: Cancel sent for them
+    uint64_t cancelsFailed = 0;     // ... unconfirmed by the firmware: their blocks quarantined
     std::vector<std::pair<std::string, uint64_t>> firmware;  // GetCounters (empty if unreachable)
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.

@@ -138,6 +138,24 @@ protected:
     ~LogSink() = default;
 };
 
+// Scheduling of a server's requests by someone else: the platform of one NPU shared by several
+// sessions (a server per session, one Scheduler). With RpcServerConfig::gate set, every queued
+// request (slot = its place in the server's queue) is offered to admit(), and runs when the
+// platform calls RpcServer::runSlot (or is answered with RpcServer::failSlot); poll() serves
+// nothing. Cancel asks the gate: a request the gate took back is answered as cancelled.
+class RequestGate {
+public:
+    // Not OK: the request is refused with that status (nothing queued).
+    virtual FwStatus admit(uint64_t callId, uint8_t method, const uint8_t* payload, uint32_t length,
+                           uint32_t slot) = 0;
+    enum class Cancelled { kNotFound, kQueued, kRunning };
+    // kQueued: the request was taken out of the schedule; *slot is its place in the queue.
+    virtual Cancelled cancel(uint64_t callId, uint32_t* slot) = 0;
+
+protected:
+    ~RequestGate() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
@@ -152,6 +170,9 @@ struct RpcServerConfig {
     uint64_t deviceMemoryBytes = 0;
     uint64_t hostWindowAddr = 0;
     uint64_t hostWindowBytes = 0;
+
+    bool windowFdIsWindow = false;  // HelloReply.window_fd_is_window: the fd passed is the window only
+    RequestGate* gate = nullptr;    // set: requests are scheduled by the gate, not poll()
 
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
@@ -197,6 +218,11 @@ public:
     bool poll();
 
     uint32_t queued() const { return queueCount_; }
+
+    // With a gate (rpc_server_gate.cpp): serves the request queued in `slot` (false: no request
+    // is waiting there), or answers it with an error instead (deadline missed, session gone).
+    bool runSlot(uint32_t slot);
+    bool failSlot(uint32_t slot, Code code, const char* message);
     const RpcServerStats& stats() const { return stats_; }
 
 private:
@@ -215,6 +241,10 @@ private:
     bool allocatePool(uint32_t length, uint32_t* offset);
     void handleCancel(uint64_t callId, const uint8_t* payload, uint32_t length);
     void dispatch(const Entry& entry, const uint8_t* payload);
+    // Marks the entry in `slot` done and drops the done entries at the head of the queue.
+    void retire(uint32_t slot);
+    void popHead();
+    void gateCancel(uint64_t cancelCallId, uint64_t targetCallId);
 
     // One request being served: its method, the decoded request (in the arena; null for methods
     // that decode their own payload) and the raw payload.

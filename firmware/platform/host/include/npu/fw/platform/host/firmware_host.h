@@ -1,15 +1,19 @@
 #pragma once
-// The host platform of the firmware: one simulated NPU (hwsim) with its device DRAM in a memfd,
-// the portable firmware runtime and its RPC server, served over a protocol transport. The
-// loopback transport runs it on a thread of the caller's process; npu-fwd serves it over a
-// Unix socket.
+// The host platform of the firmware: one simulated NPU (hwsim) with its device DRAM, the portable
+// firmware runtime and scheduler, shared by every session (client transport) it serves: each
+// session has its own RPC server and its own window, a memfd mapped into the NPU's address space
+// at a session-specific device address and passed to that client alone. The loopback transport
+// runs it on threads of the caller's process; npu-fwd serves every client of a Unix socket from
+// one host. docs/execution.md ("Scheduler", "Memory model").
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npu/hwsim/config.h"
 #include "npu/protocol/transport.h"
@@ -17,9 +21,13 @@
 namespace npu::fw::host {
 
 struct FirmwareHostConfig {
-    uint64_t dramBytes = 256ull << 20;          // device DRAM (a sparse memfd)
-    uint64_t firmwareDramBytes = 128ull << 20;  // [0, this): blobs, activations; the rest: host window
-    uint64_t arenaBytes = 32ull << 20;          // the firmware's own memory (tables, compiler scratch)
+    // The device address space: [0, firmwareDramBytes) is the firmware's DRAM (blobs,
+    // activations); the rest is cut into session windows of sessionWindowBytes, one per session
+    // served at once (so (dramBytes - firmwareDramBytes) / sessionWindowBytes sessions at most).
+    uint64_t dramBytes = 640ull << 20;  // a sparse memfd: untouched pages cost nothing
+    uint64_t firmwareDramBytes = 128ull << 20;
+    uint64_t sessionWindowBytes = 128ull << 20;
+    uint64_t arenaBytes = 32ull << 20;  // the firmware's own memory (tables, compiler scratch)
     uint32_t queueDepth = 16;
     uint32_t maxPayloadBytes = 1u << 20;
     sim::HwConfig hw;
@@ -37,22 +45,36 @@ public:
     FirmwareHost(const FirmwareHost&) = delete;
     FirmwareHost& operator=(const FirmwareHost&) = delete;
 
-    // Serves `transport` on a thread owned by this object until the peer closes or stop().
+    // Serves `transport` as a new session on a thread owned by this object until the peer
+    // closes or stop(). Any number of transports may be started (up to the session windows).
     void start(std::unique_ptr<proto::Transport> transport);
-    // Serves `transport` on the calling thread; returns when the peer closes, stop() is called
-    // or *externalStop becomes true. Whatever the client left prepared is released then: the
-    // next client starts from a reset firmware.
+    // Serves `transport` as a new session on the calling thread; returns when the peer closes,
+    // stop() is called or *externalStop becomes true. Whatever the session left (prepared
+    // models, buffers, queued work) is released then; other sessions are not disturbed.
     void serve(proto::Transport& transport, const std::atomic<bool>* externalStop = nullptr);
     void stop();
+    // One more client of this firmware over loopback (a second session on the same NPU, for
+    // tests): the host end of a new channel served by start().
+    std::unique_ptr<proto::Transport> connectLoopback();
+    // Tests: while held, NPU work (prepare, execute) is queued but does not run, so that what is
+    // queued, and the order it then runs in, does not depend on timing; control calls (counters,
+    // ping) and deadline expiry go on. Releasing it runs the queue.
+    void holdWork(bool hold);
 
+    // The firmware's own DRAM memfd (all device addresses; session windows of clients that share
+    // memory are mapped over it in the firmware's view, so it does not hold their bytes): for
+    // device sides that fill windows themselves (the USB gadget). Never given to a client.
     int dramFd() const;
+    // Sessions served at once at most.
+    uint32_t maxSessions() const;
 
 private:
     struct Impl;
     explicit FirmwareHost(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
-    std::unique_ptr<proto::Transport> owned_;
-    std::thread thread_;
+    std::mutex ownedMutex_;
+    std::vector<std::unique_ptr<proto::Transport>> owned_;
+    std::vector<std::thread> threads_;
 };
 
 // Starts the firmware on a thread of this process and returns the host end of the channel.

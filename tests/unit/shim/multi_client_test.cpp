@@ -1,0 +1,634 @@
+// One NPU shared by several clients (docs/execution.md "Scheduler", "Memory model"): sessions of
+// one firmware host, over loopback (with the host's work held, so what is queued does not depend
+// on timing) and as separate client processes of one npu-fwd.
+//
+// A raw client speaks the protocol itself (RpcClient + its window), to send what a well-behaved
+// shim never sends: another client's handles and tokens, locations outside its window.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "../hal/execution_suite.h"
+#include "host_window.h"
+#include "marshal.h"
+#include "npu/fw/platform/host/firmware_host.h"
+#include "npu/protocol/rpc_client.h"
+#include "npu/shim/npu_device.h"
+
+extern char** environ;
+
+using namespace npu;
+using namespace npu::hal::test;
+
+namespace {
+
+constexpr auto kCallTimeout = std::chrono::seconds(20);
+constexpr uint32_t kInvalidArgument = 4;
+constexpr uint32_t kGeneralFailure = 2;
+constexpr uint32_t kMissedDeadlineTransient = 5;
+
+// A client that speaks the protocol directly: its handshake, its window, its calls.
+struct RawClient {
+    std::unique_ptr<proto::RpcClient> rpc;
+    std::unique_ptr<shim::HostWindow> window;
+    proto::HelloReply hello;
+
+    explicit RawClient(std::unique_ptr<proto::Transport> transport) {
+        auto r = proto::RpcClient::create(std::move(transport));
+        REQUIRE(r.has_value());
+        rpc = std::move(*r);
+        proto::HelloRequest request;
+        request.set_major(1);
+        request.set_host_version("multi-client test");
+        std::vector<proto::UniqueFd> fds;
+        REQUIRE(rpc->call(proto::METHOD_HELLO, request, hello, kCallTimeout, {}, &fds).has_value());
+        REQUIRE(hello.status().code() == 0);
+        REQUIRE(hello.window_fd_is_window());
+        REQUIRE(fds.size() == 1);
+        auto w = shim::HostWindow::map(fds.front().get(), hello.host_window_addr(), hello.host_window_bytes(),
+                                       true);
+        REQUIRE(w.has_value());
+        window = std::move(*w);
+    }
+
+    // Prepares `model` (constants staged in this client's window, or at `constantsAt` instead);
+    // the reply's status code, the handle in *handle.
+    uint32_t prepare(const hal::Model& model, hal::Priority priority, uint32_t* handle,
+                     std::optional<uint64_t> constantsAt = std::nullopt) {
+        proto::PrepareModelRequest request;
+        auto constants = shim::marshalModel(model, *window, request.mutable_model());
+        REQUIRE(constants.has_value());
+        if (constantsAt) {
+            for (auto& o : *request.mutable_model()->mutable_main()->mutable_operands()) {
+                if (o.data_length() > 0) o.set_data_addr(*constantsAt);
+            }
+        }
+        request.set_priority(static_cast<uint32_t>(priority));
+        request.set_no_autotune(true);
+        proto::PrepareModelReply reply;
+        REQUIRE(rpc->call(proto::METHOD_PREPARE_MODEL, request, reply, kCallTimeout).has_value());
+        *handle = reply.model_handle();
+        return reply.status().code();
+    }
+
+    // An ADD execution of `handle` whose tensors lie at `at` (a, b, out: n bytes each).
+    static proto::ExecuteRequest addRequest(uint32_t handle, uint64_t at, uint32_t n) {
+        proto::ExecuteRequest r;
+        r.set_model_handle(handle);
+        for (int i = 0; i < 2; ++i) {
+            auto* a = r.add_inputs();
+            a->set_addr(at + i * n);
+            a->set_length(n);
+        }
+        auto* o = r.add_outputs();
+        o->set_addr(at + 2 * n);
+        o->set_length(n);
+        return r;
+    }
+
+    proto::ExecuteReply execute(const proto::ExecuteRequest& request) {
+        proto::ExecuteReply reply;
+        auto r = rpc->call(proto::METHOD_EXECUTE, request, reply, kCallTimeout);
+        if (!r) reply.mutable_status()->set_code(r.error().remoteCode);
+        if (!r) reply.mutable_status()->set_message(r.error().message);
+        return reply;
+    }
+
+    proto::Status release(proto::Method method, uint32_t handle) {
+        proto::ReleaseModelRequest request;
+        request.set_model_handle(handle);
+        proto::ReleaseModelReply reply;
+        REQUIRE(rpc->call(method, request, reply, kCallTimeout).has_value());
+        return reply.status();
+    }
+
+    std::map<std::string, uint64_t> counters() {
+        proto::GetCountersRequest request;
+        proto::CountersReply reply;
+        REQUIRE(rpc->call(proto::METHOD_GET_COUNTERS, request, reply, kCallTimeout).has_value());
+        std::map<std::string, uint64_t> m;
+        for (const auto& c : reply.counters()) m[c.name()] = c.value();
+        return m;
+    }
+};
+
+// n bytes of a, b and room for a + b in the client's window.
+shim::WindowBlock stageAdd(RawClient& c, uint32_t n, uint8_t a, uint8_t b) {
+    auto addr = c.window->allocate(3 * n);
+    REQUIRE(addr.has_value());
+    shim::WindowBlock block(c.window.get(), *addr, 3 * n);
+    std::memset(block.data(), a, n);
+    std::memset(block.data() + n, b, n);
+    std::memset(block.data() + 2 * n, 0, n);
+    return block;
+}
+
+// Waits (bounded) until the firmware counter `name`, as `client` sees it, satisfies `ok`.
+template <typename Pred>
+uint64_t waitCounter(RawClient& client, const std::string& name, Pred ok) {
+    uint64_t v = 0;
+    for (int i = 0; i < 400; ++i) {
+        v = client.counters()[name];
+        if (ok(v)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return v;
+}
+
+struct SharedLoopback {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::unique_ptr<RawClient> first;
+    SharedLoopback() {
+        auto loop = fw::host::startLoopbackFirmware();
+        REQUIRE(loop.has_value());
+        firmware = std::move(loop->firmware);
+        first = std::make_unique<RawClient>(std::move(loop->hostEnd));
+    }
+    std::unique_ptr<RawClient> connect() { return std::make_unique<RawClient>(firmware->connectLoopback()); }
+};
+
+}  // namespace
+
+TEST_CASE("sessions of one firmware: HIGH work overtakes queued LOW work of another session",
+          "[shim][multi-client]") {
+    SharedLoopback f;
+    auto high = f.connect();
+    uint32_t low = 0, hi = 0;
+    REQUIRE(f.first->prepare(addModel({1, 64}), hal::Priority::LOW, &low) == 0);
+    REQUIRE(high->prepare(addModel({1, 64}), hal::Priority::HIGH, &hi) == 0);
+    auto lowBlock = stageAdd(*f.first, 64, 1, 2);
+    auto highBlock = stageAdd(*high, 64, 3, 4);
+    const auto before = f.first->counters();
+
+    f.firmware->holdWork(true);
+    const auto lowRequest = RawClient::addRequest(low, lowBlock.addr(), 64);
+    const auto highRequest = RawClient::addRequest(hi, highBlock.addr(), 64);
+    std::vector<proto::ExecuteReply> lowReplies(3), highReplies(2);
+    std::vector<proto::RpcClient::InFlight> calls;
+    // Each counters call is submitted too (a control item): wait until the LOW work is queued
+    // before sending the HIGH work, then until that is queued too.
+    auto queued = [&](uint64_t work, uint64_t counterCalls) {
+        const uint64_t want = before.at("sched.submitted") + work + counterCalls;
+        return waitCounter(*high, "sched.submitted", [&](uint64_t v) { return v >= want; }) >= want;
+    };
+    for (auto& r : lowReplies) calls.push_back(*f.first->rpc->start(proto::METHOD_EXECUTE, lowRequest, r));
+    CHECK(queued(3, 1));
+    for (auto& r : highReplies) calls.push_back(*high->rpc->start(proto::METHOD_EXECUTE, highRequest, r));
+    CHECK(queued(5, 2));
+    f.firmware->holdWork(false);
+    for (size_t i = 0; i < calls.size(); ++i) {
+        auto& rpc = i < lowReplies.size() ? *f.first->rpc : *high->rpc;
+        REQUIRE(rpc.finish(calls[i], kCallTimeout).has_value());
+    }
+    for (const auto& r : lowReplies) CHECK(r.status().code() == 0);
+    for (const auto& r : highReplies) CHECK(r.status().code() == 0);
+    CHECK(lowBlock.data()[2 * 64] == 3);
+    CHECK(highBlock.data()[2 * 64] == 7);
+
+    const auto after = f.first->counters();
+    CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == 2);
+    CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") == 3);
+    // Both HIGH executions ran ahead of the older queued LOW ones.
+    CHECK(after.at("sched.overtakes") - before.at("sched.overtakes") == 2);
+}
+
+TEST_CASE("sessions of one firmware: cancel of queued work, deadlines missed in the queue",
+          "[shim][multi-client]") {
+    SharedLoopback f;
+    uint32_t handle = 0;
+    REQUIRE(f.first->prepare(addModel({1, 16}), hal::Priority::MEDIUM, &handle) == 0);
+    auto block = stageAdd(*f.first, 16, 5, 6);
+    auto request = RawClient::addRequest(handle, block.addr(), 16);
+    auto late = request;
+    late.set_deadline_ns(1'000'000);  // 1 ms: passes while the work is held
+
+    f.firmware->holdWork(true);
+    std::vector<proto::ExecuteReply> replies(3);
+    std::vector<proto::RpcClient::InFlight> calls;
+    calls.push_back(*f.first->rpc->start(proto::METHOD_EXECUTE, request, replies[0]));
+    calls.push_back(*f.first->rpc->start(proto::METHOD_EXECUTE, request, replies[1]));
+    calls.push_back(*f.first->rpc->start(proto::METHOD_EXECUTE, late, replies[2]));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the 1 ms deadline has passed
+
+    // Cancel the second execution (its call id: the one after the first's, on this client).
+    // RpcClient ids are sequential; find it from the reply to the cancel instead of guessing:
+    // cancel every id in a small range until one is found.
+    proto::CancelReply found;
+    uint64_t target = 0;
+    for (uint64_t id = 1; id < 64 && !found.found(); ++id) {
+        proto::CancelRequest cancel;
+        cancel.set_target_call_id(id);
+        proto::CancelReply reply;
+        REQUIRE(f.first->rpc->call(proto::METHOD_CANCEL, cancel, reply, kCallTimeout).has_value());
+        if (reply.found()) {
+            found = reply;
+            target = id;
+        }
+    }
+    REQUIRE(found.found());
+    f.firmware->holdWork(false);
+
+    std::vector<uint32_t> codes;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        auto r = f.first->rpc->finish(calls[i], kCallTimeout);
+        codes.push_back(r ? replies[i].status().code() : r.error().remoteCode);
+    }
+    // The first queued execution was the one cancelled (the lowest id found): GENERAL_FAILURE.
+    CHECK(codes[0] == kGeneralFailure);
+    CHECK(codes[1] == 0);
+    CHECK(codes[2] == kMissedDeadlineTransient);
+    const auto c = f.first->counters();
+    CHECK(c.at("sched.cancelled_queued") == 1);
+    CHECK(c.at("sched.expired") == 1);
+    // A cancel of a call that is not queued finds nothing.
+    proto::CancelRequest cancel;
+    cancel.set_target_call_id(target);
+    proto::CancelReply reply;
+    REQUIRE(f.first->rpc->call(proto::METHOD_CANCEL, cancel, reply, kCallTimeout).has_value());
+    CHECK_FALSE(reply.found());
+}
+
+TEST_CASE("sessions of one firmware: another session's handles, tokens and memory are out of reach",
+          "[shim][multi-client]") {
+    SharedLoopback f;
+    auto other = f.connect();
+    RawClient& owner = *f.first;
+    const auto base = owner.counters();
+    uint32_t handle = 0;
+    REQUIRE(owner.prepare(addModel({1, 8}), hal::Priority::MEDIUM, &handle) == 0);
+    auto ownerBlock = stageAdd(owner, 8, 10, 20);
+    REQUIRE(owner.execute(RawClient::addRequest(handle, ownerBlock.addr(), 8)).status().code() == 0);
+    CHECK(ownerBlock.data()[16] == 30);
+    CHECK(other->hello.host_window_addr() != owner.hello.host_window_addr());
+
+    SECTION("a foreign model handle is unknown") {
+        auto otherBlock = stageAdd(*other, 8, 1, 1);
+        const auto r = other->execute(RawClient::addRequest(handle, otherBlock.addr(), 8));
+        CHECK(r.status().code() == kInvalidArgument);
+        CHECK_THAT(r.status().message(), Catch::Contains("unknown model handle"));
+        CHECK(other->release(proto::METHOD_RELEASE_MODEL, handle).code() == kInvalidArgument);
+        proto::FetchBlobRequest fetch;
+        fetch.set_model_handle(handle);
+        proto::FetchBlobReply fetched;
+        REQUIRE(other->rpc->call(proto::METHOD_FETCH_BLOB, fetch, fetched, kCallTimeout).has_value());
+        CHECK(fetched.status().code() == kInvalidArgument);
+        // The same answer as for a handle that exists nowhere.
+        const auto none = other->execute(RawClient::addRequest(handle + 1, otherBlock.addr(), 8));
+        CHECK(none.status().code() == kInvalidArgument);
+        CHECK_THAT(none.status().message(), Catch::Contains("unknown model handle"));
+    }
+    SECTION("a foreign or unknown buffer token is unknown") {
+        for (uint32_t token : {1u, 2u, 256u}) {
+            CHECK(other->release(proto::METHOD_RELEASE_BUFFER, token).code() == kInvalidArgument);
+            proto::BufferCopyRequest copy;
+            copy.set_buffer_token(token);
+            copy.set_addr(other->hello.host_window_addr());
+            copy.set_length(8);
+            proto::BufferCopyReply copied;
+            REQUIRE(other->rpc->call(proto::METHOD_BUFFER_COPY, copy, copied, kCallTimeout).has_value());
+            CHECK(copied.status().code() == kInvalidArgument);
+        }
+    }
+    SECTION("locations outside the session's window are refused") {
+        uint32_t mine = 0;
+        REQUIRE(other->prepare(addModel({1, 8}), hal::Priority::MEDIUM, &mine) == 0);
+        const uint64_t start = other->hello.host_window_addr();
+        const uint64_t end = start + other->hello.host_window_bytes();
+        // The owner's window, the firmware's own DRAM, straddling the end, past the end.
+        for (uint64_t at : {ownerBlock.addr(), uint64_t{4096}, end - 8, end + 4096}) {
+            INFO("at " << at);
+            const auto r = other->execute(RawClient::addRequest(mine, at, 8));
+            CHECK(r.status().code() == kInvalidArgument);
+            CHECK_THAT(r.status().message(), Catch::Contains("outside this client's window"));
+        }
+        // Constants taken from another client's window.
+        uint32_t stolen = 0;
+        CHECK(other->prepare(addModel({1, 8}), hal::Priority::MEDIUM, &stolen, ownerBlock.addr()) ==
+              kInvalidArgument);
+    }
+    // The owner is undisturbed: its execution still runs on its data.
+    std::memset(ownerBlock.data(), 7, 8);
+    REQUIRE(owner.execute(RawClient::addRequest(handle, ownerBlock.addr(), 8)).status().code() == 0);
+    CHECK(ownerBlock.data()[16] == 27);
+
+    // The other session's leftovers go with it.
+    other.reset();
+    CHECK(waitCounter(owner, "session.count", [](uint64_t v) { return v == 1; }) == 1);
+    const auto after = owner.counters();
+    CHECK(after.at("runtime.loaded_models") == base.at("runtime.loaded_models") + 1);
+    CHECK(after.at("session.models") == 1);
+    // And the owner's own, once it releases its model.
+    REQUIRE(owner.release(proto::METHOD_RELEASE_MODEL, handle).code() == 0);
+    const auto released = owner.counters();
+    CHECK(released.at("runtime.loaded_models") == base.at("runtime.loaded_models"));
+    CHECK(released.at("runtime.dram_bytes_in_use") == base.at("runtime.dram_bytes_in_use"));
+}
+
+TEST_CASE("sessions of one firmware: a session's prepared models are released when it disconnects",
+          "[shim][multi-client]") {
+    SharedLoopback f;
+    const auto base = f.first->counters();
+    {
+        auto leaving = f.connect();
+        uint32_t a = 0, b = 0;
+        REQUIRE(leaving->prepare(addModel({1, 8}), hal::Priority::LOW, &a) == 0);
+        REQUIRE(leaving->prepare(addModel({1, 32}), hal::Priority::HIGH, &b) == 0);
+        const auto held = f.first->counters();
+        CHECK(held.at("runtime.loaded_models") == base.at("runtime.loaded_models") + 2);
+        CHECK(held.at("runtime.dram_bytes_in_use") > base.at("runtime.dram_bytes_in_use"));
+        CHECK(held.at("session.count") == 2);
+        // Gone without releasing anything.
+    }
+    CHECK(waitCounter(*f.first, "session.count", [](uint64_t v) { return v == 1; }) == 1);
+    const auto after = f.first->counters();
+    CHECK(after.at("runtime.loaded_models") == base.at("runtime.loaded_models"));
+    CHECK(after.at("runtime.dram_bytes_in_use") == base.at("runtime.dram_bytes_in_use"));
+}
+
+TEST_CASE("shim: an execution that times out is cancelled, its window blocks kept until the firmware let go",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f;
+    shim::ShimOptions options;
+    options.autotune = false;
+    options.executeTimeout = std::chrono::milliseconds(300);
+    options.recovery.maxReplays = 1;
+    auto device = shim::createNpuDevice(f.firmware->connectLoopback(), options);
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    auto r = addRequest(2, 3);
+
+    f.firmware->holdWork(true);  // the execution stays queued: every try times out
+    auto held = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    CHECK_FALSE(held.has_value());
+    auto c = shim::queryNpuCounters(**device);
+    REQUIRE(c.has_value());
+    CHECK(c->cancels == 2);  // the try and its replay
+    CHECK(c->cancelsFailed == 0);
+    const auto fw = f.first->counters();
+    CHECK(fw.at("sched.cancelled_queued") == 2);  // taken out of the queue before they ran
+    CHECK(fw.at("sched.queued_now") == 0);
+
+    f.firmware->holdWork(false);
+    auto ran = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    INFO((ran ? std::string() : ran.error().message));
+    REQUIRE(ran.has_value());
+    CHECK(r.output()[0] == 5);
+}
+
+TEST_CASE("loop timeout: negative refused, default 2 s, above 15 s clamped, passed to the firmware",
+          "[shim][multi-client][loop-timeout]") {
+    SharedLoopback f;
+    shim::ShimOptions options;
+    options.autotune = false;
+    auto device = shim::createNpuDevice(f.firmware->connectLoopback(), options);
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    auto r = addRequest(1, 2);
+    auto loopTimeoutSeen = [&] {
+        auto c = shim::queryFirmwareCounters(**device);
+        REQUIRE(c.has_value());
+        return c->at("session.loop_timeout_ns");
+    };
+    using std::chrono::nanoseconds;
+    auto negative =
+        prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, nanoseconds(-1));
+    REQUIRE_FALSE(negative.has_value());
+    CHECK(negative.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt));
+    CHECK(loopTimeoutSeen() == 2'000'000'000ull);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt,
+                                           std::chrono::seconds(20)));
+    CHECK(loopTimeoutSeen() == 15'000'000'000ull);
+    REQUIRE(prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt,
+                                           std::chrono::milliseconds(5)));
+    CHECK(loopTimeoutSeen() == 5'000'000ull);
+}
+
+TEST_CASE("sessions of one firmware: a session cannot cancel another session's call",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f;
+    auto other = f.connect();
+    uint32_t handle = 0;
+    REQUIRE(f.first->prepare(addModel({1, 8}), hal::Priority::MEDIUM, &handle) == 0);
+    auto block = stageAdd(*f.first, 8, 1, 2);
+    f.firmware->holdWork(true);
+    proto::ExecuteReply reply;
+    auto call =
+        f.first->rpc->start(proto::METHOD_EXECUTE, RawClient::addRequest(handle, block.addr(), 8), reply);
+    REQUIRE(call.has_value());
+    CHECK(waitCounter(*f.first, "sched.queued_now", [](uint64_t v) { return v >= 1; }) >= 1);
+    proto::CancelRequest cancel;
+    cancel.set_target_call_id(call->callId());
+    proto::CancelReply cancelled;
+    REQUIRE(other->rpc->call(proto::METHOD_CANCEL, cancel, cancelled, kCallTimeout).has_value());
+    CHECK_FALSE(cancelled.found());  // the same call id means another call in another session
+    f.firmware->holdWork(false);
+    REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
+    CHECK(reply.status().code() == 0);
+    CHECK(block.data()[16] == 3);
+}
+
+TEST_CASE("sessions of one firmware: a client beyond the session windows is refused, the others go on",
+          "[shim][multi-client]") {
+    SharedLoopback f;
+    REQUIRE(f.firmware->maxSessions() == 4);
+    std::vector<std::unique_ptr<RawClient>> more;
+    for (int i = 0; i < 3; ++i) more.push_back(f.connect());
+    auto rpc = proto::RpcClient::create(f.firmware->connectLoopback());
+    REQUIRE(rpc.has_value());
+    proto::HelloRequest hello;
+    hello.set_major(1);
+    proto::HelloReply refused;
+    auto r = (*rpc)->call(proto::METHOD_HELLO, hello, refused, kCallTimeout);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == proto::Error::Kind::kDisconnected);
+    CHECK(f.first->counters().at("session.count") == 4);
+    // A place frees when a client leaves.
+    more.pop_back();
+    CHECK(waitCounter(*f.first, "session.count", [](uint64_t v) { return v == 3; }) == 3);
+    more.push_back(f.connect());
+    CHECK(f.first->counters().at("session.count") == 4);
+}
+
+// ---- two client processes on one npu-fwd --------------------------------------------------------
+
+namespace {
+
+// The child processes: this test program again, running one hidden test case, told where the
+// daemon listens through the environment.
+pid_t spawnChild(const std::string& testCase, const std::string& socket) {
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::string env = "NPU_MULTI_CLIENT_SOCKET=" + socket;
+    std::string stop = "NPU_MULTI_CLIENT_STOP=" + socket + ".stop";
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    envp.push_back(env.data());
+    envp.push_back(stop.data());
+    envp.push_back(nullptr);
+    std::string name = testCase;
+    char* argv[] = {const_cast<char*>(self.c_str()), name.data(), nullptr};
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
+    return pid;
+}
+
+int waitChild(pid_t pid) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::shared_ptr<hal::IDevice> childDevice() {
+    const char* socket = std::getenv("NPU_MULTI_CLIENT_SOCKET");
+    REQUIRE(socket != nullptr);
+    shim::DaemonOptions options;
+    options.socketPath = socket;
+    options.spawnIfAbsent = false;
+    auto device = shim::connectNpuDaemon(options);
+    INFO((device ? std::string() : device.error().message));
+    REQUIRE(device.has_value());
+    return *device;
+}
+
+// Runs `count` executions of `prepared` on `threads` threads, checking every output.
+void runMany(hal::IPreparedModel& prepared, uint32_t n, int threads, int count) {
+    std::atomic<int> failures{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+            auto r = addRequest(uint8_t(t), 1, n);
+            for (int i = 0; i < count; ++i) {
+                auto out = prepared.executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt,
+                                                         std::nullopt);
+                if (!out || r.output()[n - 1] != uint8_t(t + 1)) failures++;
+            }
+        });
+    }
+    for (auto& w : workers) w.join();
+    CHECK(failures.load() == 0);
+}
+
+struct Daemon {
+    std::string socket;
+    std::shared_ptr<hal::IDevice> device;  // keeps the daemon it started alive
+    Daemon() {
+        socket = (std::filesystem::temp_directory_path() /
+                  ("npu-multi-client-" + std::to_string(getpid()) + ".sock"))
+                     .string();
+        shim::DaemonOptions options;
+        options.socketPath = socket;
+        options.daemonPath = NPU_FWD_TEST_PATH;
+        auto d = shim::connectNpuDaemon(options);
+        INFO((d ? std::string() : d.error().message));
+        REQUIRE(d.has_value());
+        device = *d;
+    }
+    ~Daemon() {
+        device.reset();
+        std::filesystem::remove(socket);
+    }
+    std::map<std::string, uint64_t> counters() {
+        auto c = shim::queryFirmwareCounters(*device);
+        REQUIRE(c.has_value());
+        return *c;
+    }
+};
+
+}  // namespace
+
+// Runs `prepared` on `threads` threads until the parent creates the stop file (at most a minute).
+void runUntilStopped(hal::IPreparedModel& prepared, uint32_t n, int threads) {
+    const std::string stop = std::getenv("NPU_MULTI_CLIENT_STOP");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    int rounds = 0;
+    while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < until) {
+        runMany(prepared, n, threads, 5);
+        rounds++;
+    }
+    CHECK(rounds > 0);
+    CHECK(std::filesystem::exists(stop));
+}
+
+TEST_CASE("child: a LOW client floods the NPU", "[.multi-client-low]") {
+    auto device = childDevice();
+    auto prepared = device->prepareModel(addModel({1, 64, 64, 4}), hal::ExecutionPreference::SUSTAINED_SPEED,
+                                         hal::Priority::LOW, std::nullopt, {}, {}, {});
+    REQUIRE(prepared.has_value());
+    runUntilStopped(**prepared, 64 * 64 * 4, 8);
+}
+
+TEST_CASE("child: a HIGH client", "[.multi-client-high]") {
+    auto device = childDevice();
+    auto prepared = device->prepareModel(addModel({1, 64}), hal::ExecutionPreference::FAST_SINGLE_ANSWER,
+                                         hal::Priority::HIGH, std::nullopt, {}, {}, {});
+    REQUIRE(prepared.has_value());
+    runMany(**prepared, 64, 1, 50);
+}
+
+TEST_CASE("child: a client executing while another probes", "[.multi-client-victim]") {
+    auto device = childDevice();
+    auto prepared = prepare(*device, addModel({1, 16}));
+    runUntilStopped(*prepared, 16, 2);
+}
+
+TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW flood",
+          "[shim][multi-client]") {
+    Daemon d;
+    const auto before = d.counters();
+    const pid_t low = spawnChild("[.multi-client-low]", d.socket);
+    // Start the HIGH client once the LOW one has work running (bounded wait).
+    for (int i = 0; i < 800 && d.counters()["sched.ran_low"] < before.at("sched.ran_low") + 8; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    const pid_t high = spawnChild("[.multi-client-high]", d.socket);
+    CHECK(waitChild(high) == 0);
+    { std::ofstream(d.socket + ".stop") << "done\n"; }  // the LOW client floods until then
+    CHECK(waitChild(low) == 0);
+    std::filesystem::remove(d.socket + ".stop");
+    const auto after = d.counters();
+    // The executions, and each client's prepare (work too, at the model's priority).
+    CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") >= 8 + 1);
+    CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == 50 + 1);
+    // HIGH executions ran ahead of LOW ones queued before them (the LOW client keeps up to 8 in
+    // the queue all along, so nearly every HIGH execution finds some waiting).
+    const uint64_t overtakes = after.at("sched.overtakes") - before.at("sched.overtakes");
+    INFO("overtakes: " << overtakes);
+    CHECK(overtakes >= 1);
+}
+
+TEST_CASE("two client processes on one npu-fwd: a prober reaches nothing of the other client",
+          "[shim][multi-client]") {
+    Daemon d;
+    const pid_t victim = spawnChild("[.multi-client-victim]", d.socket);
+    auto transport = proto::connectUnix(d.socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient prober(std::move(*transport));
+    // Wait until the victim has its model, then try every plausible handle (slot | generation << 8).
+    CHECK(waitCounter(prober, "runtime.loaded_models", [](uint64_t v) { return v >= 1; }) >= 1);
+    auto block = stageAdd(prober, 16, 1, 1);
+    int refused = 0;
+    for (uint32_t generation = 1; generation <= 4; ++generation) {
+        for (uint32_t slot = 0; slot < 16; ++slot) {
+            const uint32_t handle = generation << 8 | slot;
+            const auto r = prober.execute(RawClient::addRequest(handle, block.addr(), 16));
+            refused += r.status().code() == kInvalidArgument ? 1 : 0;
+            CHECK(prober.release(proto::METHOD_RELEASE_MODEL, handle).code() == kInvalidArgument);
+        }
+    }
+    CHECK(refused == 64);
+    uint32_t mine = 0;
+    REQUIRE(prober.prepare(addModel({1, 16}), hal::Priority::MEDIUM, &mine) == 0);
+    const auto outside =
+        prober.execute(RawClient::addRequest(mine, prober.hello.host_window_addr() - 4096, 16));
+    CHECK(outside.status().code() == kInvalidArgument);
+    CHECK(prober.counters().at("runtime.loaded_models") == 2);  // the victim's model and the prober's
+    { std::ofstream(d.socket + ".stop") << "done\n"; }
+    CHECK(waitChild(victim) == 0);  // every one of its executions gave the right answer
+    std::filesystem::remove(d.socket + ".stop");
+}
