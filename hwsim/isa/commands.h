@@ -39,6 +39,7 @@ enum class Opcode : uint8_t {
     kSoftmax = 0x25,  // appended in ISA 1.2
     kResize = 0x26,   // appended in ISA 1.2
     kMean = 0x27,     // appended in ISA 1.2
+    kConvert = 0x28,  // appended in ISA 1.3
     kPush = 0x30,
     kPop = 0x31,
     kFence = 0x32,
@@ -557,6 +558,32 @@ constexpr Command makeMean(const MeanDesc& d, uint32_t flags = 0) {
     return c;
 }
 
+// ---- CONVERT (ISA 1.3): float32 <-> 8-bit quantized, element by element, float path ----------
+// `count` elements from inAddr to outAddr (contiguous; the two ranges must not overlap). Flag 1
+// TO_FLOAT clear (QUANTIZE): float32 in (4 bytes, little-endian), 8-bit out:
+// q = round(x / scale) + zp in float32, round half away from zero, saturated to the type, NaN to
+// the type's minimum (the reference's quantizeValue). TO_FLOAT set (DEQUANTIZE): 8-bit in,
+// float32 out: scale * float(q - zp) in float32 (the reference's loadReal). Flag 0: SIGNED (int8,
+// else uint8). The scale is a float32 bit pattern, positive and finite; zp in the type's range.
+namespace convert {
+inline constexpr uint32_t kInAddr = 1, kCount = 2, kOutAddr = 3, kScale = 4, kZp = 5;
+inline constexpr uint32_t kFlagSigned = 1u << 0, kFlagToFloat = 1u << 1;
+}  // namespace convert
+struct ConvertDesc {
+    uint32_t inAddr = 0, count = 0, outAddr = 0, scaleBits = 0;
+    int32_t zp = 0;
+};
+constexpr Command makeConvert(const ConvertDesc& d, uint32_t flags = 0) {
+    Command c;
+    c.w[0] = header(Opcode::kConvert, flags);
+    c.w[convert::kInAddr] = d.inAddr;
+    c.w[convert::kCount] = d.count;
+    c.w[convert::kOutAddr] = d.outAddr;
+    c.w[convert::kScale] = d.scaleBits;
+    c.w[convert::kZp] = static_cast<uint32_t>(d.zp);
+    return c;
+}
+
 // ---- Synchronisation and control ------------------------------------------------------------
 // PUSH: from-queue signals "everything I issued so far is done" to to-queue.
 // POP: to-queue's next command waits for the oldest token from from-queue.
@@ -618,6 +645,7 @@ constexpr bool isKnownOpcode(Opcode op) {
         case Opcode::kSoftmax:
         case Opcode::kResize:
         case Opcode::kMean:
+        case Opcode::kConvert:
             return true;
         case Opcode::kInvalid:
             return false;

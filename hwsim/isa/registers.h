@@ -22,8 +22,9 @@ inline constexpr uint32_t kRegId = 0x000;       // RO: kNpuId
 inline constexpr uint32_t kRegVersion = 0x004;  // RO: major[31:16] minor[15:8] patch[7:0]
 inline constexpr uint32_t kNpuId = 0x4E505531;  // "NPU1"
 inline constexpr uint32_t kVersionMajor = 1;
-inline constexpr uint32_t kVersionMinor =
-    2;  // 1.1: DWCONV, VEC_OP, POOL, DMA_ERROR, more PMU counters; 1.2: SOFTMAX, RESIZE, MEAN, VEC_OP PRELU
+// 1.1: DWCONV, VEC_OP, POOL, DMA_ERROR, more PMU counters; 1.2: SOFTMAX, RESIZE, MEAN, VEC_OP PRELU;
+// 1.3: CONVERT
+inline constexpr uint32_t kVersionMinor = 3;
 inline constexpr uint32_t kVersionPatch = 0;
 inline constexpr uint32_t kVersion = (kVersionMajor << 16) | (kVersionMinor << 8) | kVersionPatch;
 

@@ -201,6 +201,9 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
         case Opcode::kMean:
             r = vector_.mean(c);
             break;
+        case Opcode::kConvert:
+            r = vector_.convert(c);
+            break;
         case Opcode::kGemm:
             r = mac_.gemm(c);
             break;

@@ -74,8 +74,9 @@ public:
     UnitResult vecOp(const isa::Command& c);
     UnitResult pool(const isa::Command& c);
     UnitResult softmax(const isa::Command& c);
-    UnitResult resize(const isa::Command& c);  // ISA 1.2, vector_resample.cpp
-    UnitResult mean(const isa::Command& c);    // ISA 1.2, vector_resample.cpp
+    UnitResult resize(const isa::Command& c);   // ISA 1.2, vector_resample.cpp
+    UnitResult mean(const isa::Command& c);     // ISA 1.2, vector_resample.cpp
+    UnitResult convert(const isa::Command& c);  // ISA 1.3, vector_resample.cpp
     void reset() { params_ = isa::VecParams{}; }
 
 private:

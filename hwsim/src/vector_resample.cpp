@@ -1,6 +1,7 @@
 // The vector unit's ISA 1.2 commands that read a window of a tile rather than one element:
 // RESIZE (nearest / bilinear resampling) and MEAN (a float-path reduction). Both check the
-// whole command before touching the scratchpad, as every unit does.
+// whole command before touching the scratchpad, as every unit does. CONVERT (ISA 1.3), the
+// float32 <-> 8-bit conversion, shares MEAN's float rounding.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -167,6 +168,59 @@ UnitResult VectorUnit::mean(const isa::Command& c) {
     std::memcpy(s_.scratchpad.data() + c.w[m::kOutAddr], result.data(), result.size());
     UnitResult res;
     res.cycles = cost(outputs * terms);
+    return res;
+}
+
+namespace {
+
+// The reference's quantizeValue: round(x / scale) + zp in float32, half away from zero,
+// saturated, NaN low.
+uint8_t quantizeFloat(float x, float scale, int32_t zp, int32_t lo, int32_t hi) {
+    const float v = std::round(x / scale) + static_cast<float>(zp);
+    int32_t q = hi;
+    if (!(v >= static_cast<float>(lo))) {
+        q = lo;
+    } else if (!(v > static_cast<float>(hi))) {
+        q = static_cast<int32_t>(v);
+    }
+    return static_cast<uint8_t>(q);
+}
+
+}  // namespace
+
+UnitResult VectorUnit::convert(const isa::Command& c) {
+    namespace k = isa::convert;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~(k::kFlagSigned | k::kFlagToFloat)) != 0) return fault(ErrorCode::kBadParameter);
+    const bool isSigned = (flags & k::kFlagSigned) != 0, toFloat = (flags & k::kFlagToFloat) != 0;
+    const uint32_t count = c.w[k::kCount];
+    if (count == 0 || count > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
+    float scale = 0;
+    std::memcpy(&scale, &c.w[k::kScale], 4);
+    const int32_t zp = static_cast<int32_t>(c.w[k::kZp]);
+    const int32_t lo = isSigned ? -128 : 0, hi = lo + 255;
+    if (!(scale > 0) || !std::isfinite(scale) || zp < lo || zp > hi) return fault(ErrorCode::kBadParameter);
+    const uint64_t inBytes = uint64_t{count} * (toFloat ? 1 : 4),
+                   outBytes = uint64_t{count} * (toFloat ? 4 : 1);
+    const uint64_t in = c.w[k::kInAddr], out = c.w[k::kOutAddr];
+    if (!inRange(c.w[k::kInAddr], inBytes, s_.scratchpad.size()) ||
+        !inRange(c.w[k::kOutAddr], outBytes, s_.scratchpad.size()))
+        return fault(ErrorCode::kSramOutOfRange);
+    if (in < out + outBytes && out < in + inBytes) return fault(ErrorCode::kBadParameter);  // overlap
+    const uint8_t* src = s_.scratchpad.data() + in;
+    uint8_t* dst = s_.scratchpad.data() + out;
+    for (uint32_t i = 0; i < count; ++i) {
+        if (toFloat) {
+            const float v = scale * static_cast<float>(loadValue(src + i, isSigned) - zp);
+            std::memcpy(dst + uint64_t{i} * 4, &v, 4);
+        } else {
+            float x = 0;
+            std::memcpy(&x, src + uint64_t{i} * 4, 4);
+            dst[i] = quantizeFloat(x, scale, zp, lo, hi);
+        }
+    }
+    UnitResult res;
+    res.cycles = cost(count);
     return res;
 }
 

@@ -111,7 +111,10 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             }
             if (k >= d.rank && d.dims[k] != 0) return bad("io dimension beyond rank", d.dims[k], 0);
         }
-        if (elements != d.bytes) return bad("io byte size (8-bit elements)", d.bytes, elements);
+        // 8-bit elements, or float32 ones (QUANTIZE's input, DEQUANTIZE's output); every DMA
+        // below is checked against these bytes.
+        if (elements != d.bytes && elements * 4 != d.bytes)
+            return bad("io byte size (1 or 4 bytes per element)", d.bytes, elements);
         ioBytes[i] = d.bytes;
     }
     uint32_t expectBegin = 0;

@@ -98,12 +98,17 @@ FwStatus ModelCompiler::checkModel() {
                                   "model %s operand %" PRIu32 " has lifetime %" PRIu32 "", what, index,
                                   d.lifetime);
         }
-        if (!hal::isQuant8Data(d.type) || d.rank == 0 || tensorElements(d) == 0 ||
-            tensorElements(d) > UINT32_MAX) {
-            return FwStatus::make(Code::kInvalidArgument,
-                                  "model %s operand %" PRIu32
-                                  ": only fully specified TENSOR_QUANT8_ASYMM(_SIGNED) inputs/outputs",
-                                  what, index);
+        // TENSOR_FLOAT32 only as QUANTIZE's input or DEQUANTIZE's output, TENSOR_QUANT8_SYMM only
+        // as DEQUANTIZE's input (their planner checks it).
+        const bool typeOk =
+            hal::isQuant8Data(d.type) || d.type == hal::kTensorFloat32 || d.type == hal::kTensorQuant8Symm;
+        if (!typeOk || d.rank == 0 || tensorElements(d) == 0 || tensorBytes(d) > UINT32_MAX) {
+            return FwStatus::make(
+                Code::kInvalidArgument,
+                "model %s operand %" PRIu32
+                ": only fully specified TENSOR_QUANT8_ASYMM(_SIGNED) inputs/outputs (TENSOR_FLOAT32 "
+                "for QUANTIZE / DEQUANTIZE), under 4 GiB",
+                what, index);
         }
     }
     return FwStatus::okStatus();
@@ -142,7 +147,9 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
             const OperandDesc& d = m.operands[op.inputs[i]];
             const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
                                     d.lifetime == hal::kSubgraphInput;
-            if (tensorData && hal::isQuant8Data(d.type) && !defined[op.inputs[i]]) {
+            const bool data = hal::isQuant8Data(d.type) || d.type == hal::kTensorFloat32 ||
+                              d.type == hal::kTensorQuant8Symm;
+            if (tensorData && data && !defined[op.inputs[i]]) {
                 return FwStatus::make(Code::kInvalidArgument,
                                       "operation %" PRIu32 " reads operand %" PRIu32
                                       " before any operation writes it",
@@ -179,14 +186,14 @@ FwStatus ModelCompiler::planMemory(Arena& scratch) {
             lastUse[root] = std::max(lastUse[root], lastUse[out]);  // keep the bytes while either is read
             plans_[o].copy.alias = true;
         } else if (m.operands[out].lifetime == hal::kTemporary) {
-            const uint64_t bytes = align(tensorElements(m.operands[out]), 64);
+            const uint64_t bytes = align(tensorBytes(m.operands[out]), 64);
             uint64_t offset = 0;
             bool moved = true;
             while (moved) {  // lowest offset that overlaps no live tensor
                 moved = false;
                 for (uint32_t l = 0; l < liveCount; ++l) {
                     const TensorRef& r = refs_[live[l]];
-                    const uint64_t end = r.offset + align(tensorElements(m.operands[live[l]]), 64);
+                    const uint64_t end = r.offset + align(tensorBytes(m.operands[live[l]]), 64);
                     if (offset < end && r.offset < offset + bytes) {
                         offset = end;
                         moved = true;
@@ -1174,6 +1181,10 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpMean:
                 emitMean(w, target_, plan, ref(w, plan.mean.input), ref(w, plan.mean.output));
                 break;
+            case hal::kOpQuantize:
+            case hal::kOpDequantize:
+                emitConvert(w, target_, plan, ref(w, plan.convert.input), ref(w, plan.convert.output));
+                break;
             case hal::kOpAveragePool2d:
             case hal::kOpMaxPool2d:
                 emitPool(w, plan);
@@ -1278,7 +1289,7 @@ FwStatus ModelCompiler::run(Arena& scratch, const uint8_t** image, uint64_t* siz
         uint8_t* e = meta + uint64_t{io} * blob::kIoDescWords * 4;
         writeU32(e, d.rank);
         for (uint32_t k = 0; k < d.rank; ++k) writeU32(e + 4 + 4 * k, d.dims[k]);
-        writeU32(e + 28, static_cast<uint32_t>(tensorElements(d)));
+        writeU32(e + 28, static_cast<uint32_t>(tensorBytes(d)));
     }
     uint8_t* opTable = meta + uint64_t{numIo} * blob::kIoDescWords * 4;
     uint8_t* relocs = opTable + uint64_t{model_.operationCount} * blob::kOpDescWords * 4;

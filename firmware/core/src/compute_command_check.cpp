@@ -161,6 +161,28 @@ const char* mean(const isa::Command& c, const Memories& m) {
     return nullptr;
 }
 
+// CONVERT (ISA 1.3): float32 <-> 8-bit; the input and output runs inside the scratchpad and
+// apart, a positive finite scale, the zero point in the type's range.
+const char* convert(const isa::Command& c, const Memories& m) {
+    namespace k = isa::convert;
+    const uint32_t flags = isa::flagsOf(c);
+    if ((flags & ~(k::kFlagSigned | k::kFlagToFloat)) != 0) return "CONVERT flags";
+    const uint64_t count = c.w[k::kCount];
+    if (count == 0 || count > (uint64_t{1} << 31)) return "CONVERT count";
+    float s = 0;
+    std::memcpy(&s, &c.w[k::kScale], 4);
+    if (!(s > 0) || !std::isfinite(s)) return "CONVERT scale";
+    const int32_t lo = (flags & k::kFlagSigned) != 0 ? -128 : 0, zp = static_cast<int32_t>(c.w[k::kZp]);
+    if (zp < lo || zp > lo + 255) return "CONVERT zero point";
+    const bool toFloat = (flags & k::kFlagToFloat) != 0;
+    const uint64_t in = c.w[k::kInAddr], out = c.w[k::kOutAddr];
+    const uint64_t inBytes = count * (toFloat ? 1 : 4), outBytes = count * (toFloat ? 4 : 1);
+    if (!run(in, inBytes, 1, 1, m.sram)) return "CONVERT input";
+    if (!run(out, outBytes, 1, 1, m.sram)) return "CONVERT output";
+    if (in < out + outBytes && out < in + inBytes) return "CONVERT input and output overlap";
+    return nullptr;
+}
+
 // VEC_PARAMS only loads registers; the unit that uses them checks their ranges (shifts, clamps).
 const char* vecParams(const isa::Command&, const Memories&) {
     return nullptr;
@@ -174,7 +196,7 @@ constexpr Entry kTable[] = {
     {Opcode::kGemm, gemm},           {Opcode::kConv, conv},       {Opcode::kDwConv, conv},
     {Opcode::kVecParams, vecParams}, {Opcode::kRequant, requant}, {Opcode::kAdd, add},
     {Opcode::kVecOp, vecOp},         {Opcode::kPool, pool},       {Opcode::kSoftmax, softmax},
-    {Opcode::kResize, resize},       {Opcode::kMean, mean},
+    {Opcode::kResize, resize},       {Opcode::kMean, mean},       {Opcode::kConvert, convert},
 };
 
 const Entry* entryOf(Opcode op) {

@@ -47,6 +47,17 @@ struct MeanPlan {
     int32_t zpIn = 0, zpOut = 0;
 };
 
+// QUANTIZE (float32 -> 8-bit) or DEQUANTIZE (8-bit -> float32) at a partition edge: `count`
+// elements in contiguous tiles of `tile`, CONVERT commands (ISA 1.3). The float side is a model
+// input (QUANTIZE) or output (DEQUANTIZE), 4 bytes per element.
+struct ConvertPlan {
+    uint32_t input = 0, output = 0;
+    uint32_t count = 0, tile = 0;
+    bool toFloat = false;
+    float scale = 0;
+    int32_t zp = 0;
+};
+
 struct Checker;
 struct OpPlan;
 struct CompileTarget;
@@ -58,6 +69,7 @@ FwStatus planSpaceDepth(const Checker& c, OpPlan* plan);  // SPACE_TO_DEPTH, DEP
 FwStatus planStridedSlice(const Checker& c, OpPlan* plan);
 FwStatus planResize(const Checker& c, OpPlan* plan);
 FwStatus planMean(const Checker& c, OpPlan* plan);
+FwStatus planConvert(const Checker& c, OpPlan* plan);  // QUANTIZE, DEQUANTIZE
 
 void emitGather(BlobWriter& w, const CompileTarget& target, const GatherPlan& p, const TensorRef& in,
                 const TensorRef& out);
@@ -65,5 +77,7 @@ void emitResize(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, 
                 const TensorRef& out);
 void emitMean(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, const TensorRef& in,
               const TensorRef& out);
+void emitConvert(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, const TensorRef& in,
+                 const TensorRef& out);
 
 }  // namespace npu::fw

@@ -1212,6 +1212,10 @@ const char* operationName(uint32_t type) {
             return "RESIZE_NEAREST_NEIGHBOR";
         case hal::kOpMean:
             return "MEAN";
+        case hal::kOpQuantize:
+            return "QUANTIZE";
+        case hal::kOpDequantize:
+            return "DEQUANTIZE";
         default:
             return "operation";
     }
@@ -1242,6 +1246,12 @@ uint64_t tensorElements(const OperandDesc& d) {
         if (__builtin_mul_overflow(n, uint64_t{d.dims[i]}, &n)) return UINT64_MAX;
     }
     return n;
+}
+
+uint64_t tensorBytes(const OperandDesc& d) {
+    const uint64_t n = tensorElements(d);
+    if (d.type != hal::kTensorFloat32) return n;
+    return n > UINT64_MAX / 4 ? UINT64_MAX : n * 4;
 }
 
 const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d) {
@@ -1289,6 +1299,9 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
             return planResize(c, plan);
         case hal::kOpMean:
             return planMean(c, plan);
+        case hal::kOpQuantize:
+        case hal::kOpDequantize:
+            return planConvert(c, plan);
         case hal::kOpAveragePool2d:
         case hal::kOpMaxPool2d:
             return planPool(c, plan);

@@ -15,8 +15,13 @@ namespace hal {
 inline constexpr uint32_t kInt32 = 1, kBool = 6, kTensorInt32 = 4, kTensorQuant8Asymm = 5,
                           kTensorQuant8SymmPerChannel = 11, kTensorQuant8AsymmSigned = 14;
 inline constexpr uint32_t kFloat32 = 0;  // FLOAT32 scalars: RESIZE_* scales
+// QUANTIZE's input / DEQUANTIZE's output (FLOAT16: refused, with its reason).
+inline constexpr uint32_t kTensorFloat32 = 3, kTensorFloat16 = 8;
+inline constexpr uint32_t kTensorQuant8Symm = 13;  // DEQUANTIZE's input only (int8, zero point 0)
 // The operand types some compiled operation accepts: Capabilities quotes these as fast and every
 // other type as unsupported (FLT_MAX). Keep in step with the type checks of the planners.
+// QUANTIZE's float32 input and DEQUANTIZE's float32 / TENSOR_QUANT8_SYMM input are left out:
+// the NPU only converts them at a partition's edge, it computes nothing in those types.
 inline constexpr uint32_t kClaimedOperandTypes[] = {
     kInt32,  kBool, kTensorInt32, kTensorQuant8Asymm, kTensorQuant8SymmPerChannel, kTensorQuant8AsymmSigned,
     kFloat32};
@@ -35,6 +40,7 @@ inline constexpr uint32_t kOpAdd = 0, kOpAveragePool2d = 1, kOpConcatenation = 2
 inline constexpr uint32_t kOpSoftmax = 25, kOpGroupedConv2d = 55, kOpTransposeConv2d = 91;
 // The data-movement, resampling and reduction operations (data_ops.h); values of the HAL's
 // OperationType, checked against it by tests/unit/firmware/data_ops_test.cpp.
+inline constexpr uint32_t kOpDequantize = 6, kOpQuantize = 72;  // convert.cpp (checked by convert_test.cpp)
 inline constexpr uint32_t kOpDepthToSpace = 5, kOpResizeBilinear = 23, kOpSpaceToDepth = 26, kOpMean = 31,
                           kOpStridedSlice = 35, kOpTranspose = 37, kOpPrelu = 71, kOpResizeNearest = 94;
 // ADD, SUB, MUL, MAXIMUM, MINIMUM, PRELU: planned into an AddPlan (broadcasting), run by the vector unit.
@@ -189,6 +195,7 @@ struct OpPlan {
     GatherPlan gather;
     ResizePlan resize;
     MeanPlan mean;
+    ConvertPlan convert;
     isa::VecParams vec;  // requantization / add parameters and the fused activation clamp
     int32_t zpIn = 0, zpWeights = 0;
     // Element signedness, as the MAC/vector command flags want it (HAL 1.3: every operation
@@ -212,6 +219,9 @@ bool channelMultiplier(const OpPlan& plan, uint32_t channel, QuantizedMultiplier
 FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint32_t opIndex, OpPlan* plan);
 
 uint64_t tensorElements(const OperandDesc& d);
+// Bytes of a data tensor: 4 per element for TENSOR_FLOAT32 (QUANTIZE / DEQUANTIZE's float side),
+// else 1 (8-bit data).
+uint64_t tensorBytes(const OperandDesc& d);
 // Pointer to a constant operand's value in DRAM, or nullptr if it does not lie in the host window.
 const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d);
 

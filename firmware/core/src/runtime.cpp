@@ -244,7 +244,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic
         const uint32_t index =
             i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
         if (index >= model.operandCount) return FwStatus::okStatus();  // the compiler reports it
-        ioBytes += (tensorElements(model.operands[index]) + 63) / 64 * 64;
+        ioBytes += (tensorBytes(model.operands[index]) + 63) / 64 * 64;
     }
     uint64_t block = 0;
     if (ioBytes == 0 || ioBytes > UINT32_MAX || !s.dram.allocate(ioBytes, &block))
@@ -256,7 +256,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic
             i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
         io[i] = IoArg{};
         io[i].addr = at;
-        io[i].length = static_cast<uint32_t>(tensorElements(model.operands[index]));
+        io[i].length = static_cast<uint32_t>(tensorBytes(model.operands[index]));
         at += (uint64_t{io[i].length} + 63) / 64 * 64;
     }
 

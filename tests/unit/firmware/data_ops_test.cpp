@@ -550,28 +550,14 @@ TEST_CASE("loadBlob refuses a RESIZE, MEAN or VEC_OP PRELU command with a field 
     const std::vector<int32_t> axes = {1, 2};
     mb.op(npu::fw::hal::kOpMean, {p, mb.constant(kInt32Tensor, {2}, 0, 0, axes.data(), 8), mb.i32(1)},
           {mb.output({1, 1, 1, 3}, q)});
-    const BlobInfo info = prepareClaimed(h, mb.build());
-    const uint8_t* bytes = nullptr;
-    uint64_t size = 0;
-    REQUIRE(h.runtime.blobImage(info.handle, &bytes, &size).ok());
-    const std::vector<uint8_t> image(bytes, bytes + size);
-    BlobInfo loaded;
-    REQUIRE(h.runtime.loadBlob(image.data(), image.size(), &loaded).ok());
-    const uint32_t cmdOff = readU32(image.data() + 4 * blob::kCommandOffset);
-    const uint32_t count = readU32(image.data() + 4 * blob::kCommandCount);
+    const BlobImage image(h, prepareClaimed(h, mb.build()));
     auto refused = [&](size_t command, uint32_t word, uint32_t value) {
-        std::vector<uint8_t> v = image;
-        writeU32(v.data() + cmdOff + command * isa::kCommandBytes + 4 * word, value);
-        BlobInfo bi;
-        const FwStatus st = h.runtime.loadBlob(v.data(), v.size(), &bi);
-        INFO("command " << command << " word " << word << " = " << value << ": " << st.message);
-        CHECK_FALSE(st.ok());
-        CHECK(std::string(st.message).find("command " + std::to_string(command) + " ") != std::string::npos);
+        image.expectRefused(command, word, value);
     };
     uint32_t seen[3] = {};
-    for (size_t c = 0; c < count; ++c) {
-        const auto op = isa::Opcode(readU32(image.data() + cmdOff + c * isa::kCommandBytes) & 0xFF);
-        const uint32_t header = readU32(image.data() + cmdOff + c * isa::kCommandBytes);
+    for (size_t c = 0; c < image.commands; ++c) {
+        const uint32_t header = image.word(c, 0);
+        const auto op = isa::Opcode(header & 0xFF);
         if (op == isa::Opcode::kResize) {
             ++seen[0];
             refused(c, isa::resize::kMode, 2);

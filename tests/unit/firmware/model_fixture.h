@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "blob_format.h"
 #include "npu/fw/runtime.h"
 #include "sim_platform.h"
 
@@ -244,6 +245,38 @@ inline void expectRefused(Harness& h, ModelBuilder& mb, const std::string& opNam
     CHECK(std::string(st.message).find("operation 0 (" + opName + ")") != std::string::npos);
     CHECK(std::string(st.message).find(why) != std::string::npos);
 }
+
+// A prepared model's blob image (which loads as it is), to check that loadBlob refuses it with
+// one word of one command changed.
+struct BlobImage {
+    Harness& h;
+    std::vector<uint8_t> image;
+    uint32_t cmdOff = 0, commands = 0;
+
+    BlobImage(Harness& harness, const BlobInfo& info) : h(harness) {
+        const uint8_t* bytes = nullptr;
+        uint64_t size = 0;
+        REQUIRE(h.runtime.blobImage(info.handle, &bytes, &size).ok());
+        image.assign(bytes, bytes + size);
+        BlobInfo loaded;
+        REQUIRE(h.runtime.loadBlob(image.data(), image.size(), &loaded).ok());
+        cmdOff = readU32(image.data() + 4 * blob::kCommandOffset);
+        commands = readU32(image.data() + 4 * blob::kCommandCount);
+    }
+    uint32_t word(size_t command, uint32_t w) const {
+        return readU32(image.data() + cmdOff + command * npu::isa::kCommandBytes + 4 * w);
+    }
+    // Word `w` of `command` set to `value`: refused, the message naming the command.
+    void expectRefused(size_t command, uint32_t w, uint32_t value) const {
+        std::vector<uint8_t> v = image;
+        writeU32(v.data() + cmdOff + command * npu::isa::kCommandBytes + 4 * w, value);
+        BlobInfo bi;
+        const FwStatus st = h.runtime.loadBlob(v.data(), v.size(), &bi);
+        INFO("command " << command << " word " << w << " = " << value << ": " << st.message);
+        CHECK_FALSE(st.ok());
+        CHECK(std::string(st.message).find("command " + std::to_string(command) + " ") != std::string::npos);
+    }
+};
 
 // HAL 1.3: the int8 twin of uint8 data is every byte shifted by -128.
 inline std::vector<uint8_t> toInt8(std::vector<uint8_t> v) {

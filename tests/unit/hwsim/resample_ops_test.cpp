@@ -1,7 +1,10 @@
-// The ISA 1.2 vector-unit commands: RESIZE, MEAN and VEC_OP PRELU on hand-computed cases, and
-// their refusal of malformed commands (error code, offset, nothing written).
+// The ISA 1.2 vector-unit commands: RESIZE, MEAN and VEC_OP PRELU, and ISA 1.3's CONVERT, on
+// hand-computed cases, and their refusal of malformed commands (error code, offset, nothing
+// written).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "sim_fixture.h"
@@ -153,4 +156,56 @@ TEST_CASE("ISA 1.2 commands reject malformed commands with an error code and off
     v.outRowStride = 4;
     v.bAddr = (1u << 20) - 2;
     expectError(isa::makeVecOp(v), ErrorCode::kSramOutOfRange);
+}
+
+TEST_CASE("CONVERT (ISA 1.3): float32 -> uint8 / int8 with ties away from zero, back to float32") {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = {0.25f, -0.25f, 0.75f, 1.25f, -1.25f, 100.0f, -inf, nan};
+    std::vector<uint8_t> bytes(x.size() * 4);
+    std::memcpy(bytes.data(), x.data(), bytes.size());
+    isa::ConvertDesc d;
+    d.count = uint32_t(x.size());
+    d.outAddr = 256;
+    d.scaleBits = floatBits(0.5f);
+    d.zp = 3;  // x / 0.5 = 0.5, -0.5, 1.5, 2.5, -2.5: rounded away from zero, + 3
+    CHECK(runOn(bytes, {isa::makeConvert(d)}, 256, 8) == std::vector<uint8_t>{4, 2, 5, 6, 0, 203, 0, 0});
+    d.zp = -3;
+    CHECK(runOn(bytes, {isa::makeConvert(d, isa::convert::kFlagSigned)}, 256, 8) ==
+          std::vector<uint8_t>{uint8_t(-2), uint8_t(-4), uint8_t(-1), 0, uint8_t(-6), 127, 0x80, 0x80});
+    // Dequantize: 0.5 * (q - zp) in float32.
+    isa::ConvertDesc back;
+    back.count = 3;
+    back.outAddr = 64;
+    back.scaleBits = floatBits(0.5f);
+    back.zp = 1;
+    const std::vector<uint8_t> out =
+        runOn({0, 1, 255}, {isa::makeConvert(back, isa::convert::kFlagToFloat)}, 64, 12);
+    float f[3] = {};
+    std::memcpy(f, out.data(), 12);
+    CHECK(f[0] == -0.5f);
+    CHECK(f[1] == 0.0f);
+    CHECK(f[2] == 127.0f);
+}
+
+TEST_CASE("CONVERT refuses a malformed command") {
+    isa::ConvertDesc d;
+    d.count = 16;
+    d.outAddr = 256;
+    d.scaleBits = floatBits(1.0f);
+    isa::ConvertDesc c = d;
+    c.scaleBits = floatBits(-1.0f);
+    expectError(isa::makeConvert(c), ErrorCode::kBadParameter);
+    c = d;
+    c.zp = 256;
+    expectError(isa::makeConvert(c), ErrorCode::kBadParameter);
+    c = d;
+    c.count = 0;
+    expectError(isa::makeConvert(c), ErrorCode::kBadSize);
+    c = d;
+    c.outAddr = 32;  // inside the 64 input bytes
+    expectError(isa::makeConvert(c), ErrorCode::kBadParameter);
+    c = d;
+    c.inAddr = (1u << 20) - 8;
+    expectError(isa::makeConvert(c), ErrorCode::kSramOutOfRange);
+    expectError(isa::makeConvert(d, 1u << 2), ErrorCode::kBadParameter);
 }

@@ -91,6 +91,26 @@ public:
     void op(hal::OperationType type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
         tc_.model.main.operations.push_back({type, std::move(in), std::move(out)});
     }
+    // The first model input, `i`, computed instead by a QUANTIZE (inserted as the first operation)
+    // of a TENSOR_FLOAT32 model input holding `floats`: the partition's edge.
+    void quantizeInput(uint32_t i, const std::vector<float>& floats) {
+        auto& g = tc_.model.main;
+        g.operands[i].lifetime = OperandLifeTime::TEMPORARY_VARIABLE;
+        const uint32_t f =
+            operand(OperandType::TENSOR_FLOAT32, g.operands[i].dimensions, OperandLifeTime::SUBGRAPH_INPUT);
+        g.inputIndexes.front() = f;
+        tc_.inputs.front().resize(floats.size() * 4);
+        std::memcpy(tc_.inputs.front().data(), floats.data(), floats.size() * 4);
+        g.operations.insert(g.operations.begin(), {hal::OperationType::QUANTIZE, {f}, {i}});
+    }
+    // A DEQUANTIZE of `x` to a TENSOR_FLOAT32 model output.
+    void dequantizeOutput(uint32_t x) {
+        const uint32_t y =
+            operand(OperandType::TENSOR_FLOAT32, at(x).dimensions, OperandLifeTime::TEMPORARY_VARIABLE);
+        op(hal::OperationType::DEQUANTIZE, {x}, {y});
+        markOutput(y);
+        tc_.expectedOutputs.back().resize(elements(at(y).dimensions) * 4);
+    }
     std::vector<uint8_t> randomBytes(size_t n) {
         std::vector<uint8_t> b(n);
         for (auto& x : b) x = static_cast<uint8_t>(uniform(0, 255));
@@ -670,6 +690,35 @@ uint32_t addPrelu(RandomModel& m, uint32_t x) {
     return y;
 }
 
+// Marks `x` as the output; now and then the model's input is a QUANTIZE of float32 values (ties
+// k + 1/2 of the scale, values out of range, now and then any bit pattern: NaN, inf) and its
+// output a DEQUANTIZE to float32. Drawn from a generator of its own, so that the rest of the
+// model is the one the seed made before these edges existed.
+void addQuantizeEdges(RandomModel& m, uint32_t seed, uint32_t x) {
+    std::mt19937 edges(seed * 2654435761u + 17);
+    auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(edges); };
+    if (draw(0, 3) == 0) {
+        const uint32_t in = m.testCase().model.main.inputIndexes.front();
+        const float scale = m.at(in).scale;
+        std::vector<float> v(RandomModel::elements(m.at(in).dimensions));
+        for (float& f : v) {
+            const int kind = draw(0, 9);
+            if (kind == 0) {
+                const uint32_t bits = uint32_t(draw(0, 0xFFFF)) << 16 | uint32_t(draw(0, 0xFFFF));
+                std::memcpy(&f, &bits, 4);
+            } else {
+                f = (float(draw(-300, 300)) + (kind < 5 ? 0.5f : float(draw(0, 99)) / 100.0f)) * scale;
+            }
+        }
+        m.quantizeInput(in, v);
+    }
+    if (draw(0, 3) == 0) {
+        m.dequantizeOutput(x);
+    } else {
+        m.markOutput(x);
+    }
+}
+
 framework::TestCase randomDataModel(uint32_t seed) {
     RandomModel m(seed);
     bool nchw = false;
@@ -703,7 +752,7 @@ framework::TestCase randomDataModel(uint32_t seed) {
         }
         spatial = m.at(x).dimensions.size() == 4;  // any rank-4 tensor reads as the model's layout
     }
-    m.markOutput(x);
+    addQuantizeEdges(m, seed, x);
     m.testCase().name = "random_data_" + std::to_string(seed);
     return std::move(m.testCase());
 }
@@ -1035,6 +1084,8 @@ const hal::OperationType kNpuOperations[] = {
     hal::OperationType::RESIZE_BILINEAR,
     hal::OperationType::RESIZE_NEAREST_NEIGHBOR,
     hal::OperationType::MEAN,
+    hal::OperationType::QUANTIZE,
+    hal::OperationType::DEQUANTIZE,
 };
 
 }  // namespace
