@@ -240,15 +240,17 @@ FwStatus SessionService::releaseModel(uint32_t handle) {
     return st;
 }
 
-FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, const IoArg* inputs, uint32_t inputCount,
-                                 const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
+FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, IoArg* inputs, uint32_t inputCount,
+                                 IoArg* outputs, uint32_t outputCount, ExecResult* result) {
     if (FwStatus st = checkModel(r.model_handle, "execute"); !st.ok()) return st;
     if (FwStatus st = checkArguments(r); !st.ok()) return st;
     loopTimeoutNs_ = effectiveLoopTimeoutNs(r.loop_timeout_ns);
+    shared_.setSession(session_);  // the runtime checks buffer owners too
     return shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
 }
 
 FwStatus SessionService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {
+    shared_.setSession(session_);
     FwStatus st = shared_.allocateBuffer(r, token);
     if (st.ok() && !registry_.add(Kind::kBuffer, *token, session_, Priority::kMedium).ok()) {
         (void)shared_.releaseBuffer(*token);
@@ -260,6 +262,7 @@ FwStatus SessionService::allocateBuffer(const npu_proto_AllocateBufferRequest& r
 
 FwStatus SessionService::releaseBuffer(uint32_t token) {
     if (FwStatus st = checkBuffer(token, "releaseBuffer"); !st.ok()) return st;
+    shared_.setSession(session_);
     FwStatus st = shared_.releaseBuffer(token);
     registry_.remove(Kind::kBuffer, token);
     return st;
@@ -268,6 +271,7 @@ FwStatus SessionService::releaseBuffer(uint32_t token) {
 FwStatus SessionService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
     if (FwStatus st = checkBuffer(r.buffer_token, "bufferCopy"); !st.ok()) return st;
     if (FwStatus st = checkRange(r.addr, r.length, "bufferCopy", "memory", 0); !st.ok()) return st;
+    shared_.setSession(session_);
     return shared_.bufferCopy(r);
 }
 
@@ -279,6 +283,7 @@ uint32_t SessionService::releaseAll() {
         registry_.remove(Kind::kModel, handle);
         released++;
     }
+    shared_.setSession(session_);
     while (registry_.anyOwned(Kind::kBuffer, session_, &handle)) {
         (void)shared_.releaseBuffer(handle);
         registry_.remove(Kind::kBuffer, handle);

@@ -93,8 +93,8 @@ public:
                               BlobInfo* info) override;
     FwStatus fetchBlob(const npu_proto_FetchBlobRequest& request, npu_proto_FetchBlobReply* reply) override;
     FwStatus releaseModel(uint32_t handle) override;
-    FwStatus execute(const npu_proto_ExecuteRequest& request, const IoArg* inputs, uint32_t inputCount,
-                     const IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
+    FwStatus execute(const npu_proto_ExecuteRequest& request, IoArg* inputs, uint32_t inputCount,
+                     IoArg* outputs, uint32_t outputCount, ExecResult* result) override;
     FwStatus allocateBuffer(const npu_proto_AllocateBufferRequest& request, uint32_t* token) override;
     FwStatus releaseBuffer(uint32_t token) override;
     FwStatus bufferCopy(const npu_proto_BufferCopyRequest& request) override;
