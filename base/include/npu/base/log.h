@@ -1,0 +1,20 @@
+#pragma once
+// The host libraries' logging: one stderr line per message, "npu[TAG] message". Verbose messages
+// are printed when the environment variable NPU_VLOG lists the tag or "all" (comma, space or
+// semicolon separated; tags: protocol, driver, cache, execution, compile, ...); errors always are.
+
+#include <cstdarg>
+
+namespace npu::base {
+
+bool vlogEnabled(const char* tag);
+void vlog(const char* tag, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void logError(const char* tag, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+}  // namespace npu::base
+
+// A verbose message, its arguments evaluated only when the tag is enabled.
+#define NPU_VLOG(tag, ...)                                                      \
+    do {                                                                        \
+        if (::npu::base::vlogEnabled(tag)) ::npu::base::vlog(tag, __VA_ARGS__); \
+    } while (0)
