@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common.h"
+#include "recurrent_activation.h"
 
 namespace npu::ref::ops {
 namespace {
@@ -259,22 +260,6 @@ Cell loadCell(const OperationContext& ctx, const CellInputs& c, const CellShape&
     return cell;
 }
 
-float activate(float x, int32_t activation) {
-    switch (activation) {
-        case 1:
-            return std::max(0.0f, x);
-        case 2:
-            return std::clamp(x, -1.0f, 1.0f);
-        case 3:
-            return std::clamp(x, 0.0f, 6.0f);
-        case 4:
-            return std::tanh(x);
-        case 6:
-            return 1.0f / (1.0f + std::exp(-x));
-        default:
-            return x;
-    }
-}
 float sigmoid(float x) {
     return 1.0f / (1.0f + std::exp(-x));
 }
@@ -351,7 +336,7 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     finishGate(kCellGate, nullptr, nullptr, false);
     for (size_t k = 0; k < block; ++k) {
         const float forget = gates[kForgetGate][k];
-        const float cellInput = activate(gates[kCellGate][k], c.p.activation);
+        const float cellInput = recurrentActivation(gates[kCellGate][k], c.p.activation);
         const float inputGate = s.cifg ? 1.0f - forget : gates[kInputGate][k];
         float v = forget * cellStateIn[k];
         v += cellInput * inputGate;
@@ -362,7 +347,7 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     }
     finishGate(kOutputGate, s.peephole ? &c.peephole[2] : nullptr, cellStateOut, true);
     for (size_t k = 0; k < block; ++k) {
-        gates[kCellGate][k] = activate(cellStateOut[k], c.p.activation);
+        gates[kCellGate][k] = recurrentActivation(cellStateOut[k], c.p.activation);
         gates[kOutputGate][k] *= gates[kCellGate][k];
     }
     if (s.projection) {
@@ -503,11 +488,10 @@ Status prepareUnidirectionalLstm(OperationContext& ctx) {
     NPU_TRY(ctx.expectType(23, OperandType::BOOL));
     const bool timeMajor = NPU_TRY(boolInput(ctx, 23));
     const auto& in = ctx.inputDims(0);
-    const uint32_t maxTime = timeMajor ? in[0] : in[1], nBatch = timeMajor ? in[1] : in[0];
+    const uint32_t nBatch = timeMajor ? in[1] : in[0];
     const CellShape s = NPU_TRY(validateCell(ctx, c, 0, kNone, nBatch));
     NPU_TRY(cellParams(ctx, 20, 21, 22));
     NPU_TRY(ctx.setOutputShape(0, {in[0], in[1], s.nOutput}));
-    (void)maxTime;
     if (ctx.outputCount() == 3) {
         NPU_TRY(ctx.setOutputShape(1, {nBatch, s.nOutput}));
         NPU_TRY(ctx.setOutputShape(2, {nBatch, s.nCell}));
