@@ -309,6 +309,49 @@ Status expectVector(OperationContext& ctx, size_t i, uint32_t n) {
     return expectDims(ctx, i, {n});
 }
 
+// QUANTIZED_LSTM's peephole and layer-norm weights: each group all present or all omitted (the
+// input gate's omitted with CIFG), [numUnits] each.
+Status checkQLstmPeepholeAndLayerNorm(OperationContext& ctx, uint32_t numUnits, bool cifg) {
+    const bool peephole = !ctx.isOmitted(kQCellToOutput);
+    for (size_t i = kQCellToInput; i <= kQCellToOutput; ++i) {
+        const bool wanted = peephole && !(i == kQCellToInput && cifg);
+        if (ctx.isOmitted(i) == wanted) {
+            return ctx.error(
+                std::string("the peephole weights (inputs 9-11) must be all present or all omitted") +
+                " (input 9 omitted with CIFG); input " + std::to_string(i) + " is not");
+        }
+        if (wanted) NPU_TRY(expectVector(ctx, i, numUnits));
+    }
+    const bool layerNorm = !ctx.isOmitted(kQLayerNorm + kGateOutput);
+    for (size_t g = 0; g < 4; ++g) {
+        const bool wanted = layerNorm && !(g == kGateInput && cifg);
+        if (ctx.isOmitted(kQLayerNorm + g) == wanted) {
+            return ctx.error(
+                "the layer norm weights (inputs 20-23) must be all present or all omitted (input 20 "
+                "omitted with CIFG); input " +
+                std::to_string(kQLayerNorm + g) + " is not");
+        }
+        if (wanted) NPU_TRY(expectVector(ctx, kQLayerNorm + g, numUnits));
+    }
+    return {};
+}
+
+// The projection weights [outputSize, numUnits] and bias, or, without them, outputSize == numUnits.
+Status checkQLstmProjection(OperationContext& ctx, uint32_t numUnits, uint32_t outputSize) {
+    const bool projection = !ctx.isOmitted(kQProjectionWeights);
+    if (projection) {
+        NPU_TRY(expectDims(ctx, kQProjectionWeights, {outputSize, numUnits}));
+    } else if (outputSize != numUnits) {
+        return ctx.error("without projection weights the output size " + std::to_string(outputSize) +
+                         " must equal the number of units " + std::to_string(numUnits));
+    }
+    if (!ctx.isOmitted(kQProjectionBias)) {
+        if (!projection) return ctx.error("input 17 (projection bias) is given without projection weights");
+        NPU_TRY(expectVector(ctx, kQProjectionBias, outputSize));
+    }
+    return {};
+}
+
 Status prepareQuantizedLstm(OperationContext& ctx) {
     NPU_TRY(ctx.expectInputCount(32, 32));
     NPU_TRY(ctx.expectOutputCount(3));
@@ -350,38 +393,8 @@ Status prepareQuantizedLstm(OperationContext& ctx) {
         NPU_TRY(expectDims(ctx, kQRecurrentWeights + g, {numUnits, outputSize}));
         NPU_TRY(expectVector(ctx, kQBias + g, numUnits));
     }
-    const bool peephole = !ctx.isOmitted(kQCellToOutput);
-    for (size_t i = kQCellToInput; i <= kQCellToOutput; ++i) {
-        const bool wanted = peephole && !(i == kQCellToInput && cifg);
-        if (ctx.isOmitted(i) == wanted) {
-            return ctx.error(
-                std::string("the peephole weights (inputs 9-11) must be all present or all omitted") +
-                " (input 9 omitted with CIFG); input " + std::to_string(i) + " is not");
-        }
-        if (wanted) NPU_TRY(expectVector(ctx, i, numUnits));
-    }
-    const bool layerNorm = !ctx.isOmitted(kQLayerNorm + kGateOutput);
-    for (size_t g = 0; g < 4; ++g) {
-        const bool wanted = layerNorm && !(g == kGateInput && cifg);
-        if (ctx.isOmitted(kQLayerNorm + g) == wanted) {
-            return ctx.error(
-                "the layer norm weights (inputs 20-23) must be all present or all omitted (input 20 "
-                "omitted with CIFG); input " +
-                std::to_string(kQLayerNorm + g) + " is not");
-        }
-        if (wanted) NPU_TRY(expectVector(ctx, kQLayerNorm + g, numUnits));
-    }
-    const bool projection = !ctx.isOmitted(kQProjectionWeights);
-    if (projection) {
-        NPU_TRY(expectDims(ctx, kQProjectionWeights, {outputSize, numUnits}));
-    } else if (outputSize != numUnits) {
-        return ctx.error("without projection weights the output size " + std::to_string(outputSize) +
-                         " must equal the number of units " + std::to_string(numUnits));
-    }
-    if (!ctx.isOmitted(kQProjectionBias)) {
-        if (!projection) return ctx.error("input 17 (projection bias) is given without projection weights");
-        NPU_TRY(expectVector(ctx, kQProjectionBias, outputSize));
-    }
+    NPU_TRY(checkQLstmPeepholeAndLayerNorm(ctx, numUnits, cifg));
+    NPU_TRY(checkQLstmProjection(ctx, numUnits, outputSize));
     NPU_TRY(expectDims(ctx, kQPrevOutput, {batches, outputSize}));
     NPU_TRY(expectDims(ctx, kQPrevCell, {batches, numUnits}));
     // The cell state is int16 with a power-of-two scale; tanh of it is defined for 0 to 6
