@@ -69,7 +69,7 @@ CacheDirectory::CacheDirectory(const CacheKey& key, CacheDirectoryOptions option
 
 Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key,
                                                              CacheDirectoryOptions options) {
-    NPU_CACHE_TRY(initSodium());
+    NPU_TRY(initSodium());
     if (options.maxEntries == 0 || options.maxEntries > kMaxMapEntriesLimit) {
         return cacheError(CacheError::Kind::kInvalidArgument,
                           "cache directory maxEntries " + std::to_string(options.maxEntries) +
@@ -78,10 +78,10 @@ Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key
     std::string root = options.root;
     if (root.empty()) {
         std::string dir = options.stateDirectory;
-        if (dir.empty()) dir = NPU_CACHE_TRY(defaultStateDirectory());
+        if (dir.empty()) dir = NPU_TRY(defaultStateDirectory());
         root = dir + "/compilations";
     }
-    NPU_CACHE_TRY(ensureDirectory(root + "/entries", 0700));
+    NPU_TRY(ensureDirectory(root + "/entries", 0700));
     TokenMapOptions mapOptions;
     mapOptions.path = root + "/" + kTokenMapFileName;
     mapOptions.maxEntries = options.maxEntries;
@@ -90,15 +90,14 @@ Result<std::unique_ptr<CacheDirectory>> CacheDirectory::open(const CacheKey& key
     mapOptions.currentDriverVersion = key.driverVersion();
     mapOptions.currentFirmwareVersion = key.firmwareVersion();
     mapOptions.onRecovery = options.onRecovery;
-    auto map = NPU_CACHE_TRY(TokenMap::open(std::move(mapOptions)));
+    auto map = NPU_TRY(TokenMap::open(std::move(mapOptions)));
     std::unique_ptr<CacheDirectory> dir(
         new CacheDirectory(key, std::move(options), std::move(root), std::move(map)));
-    auto recorded =
-        NPU_CACHE_TRY(detail::readFileIfExists(dir->root_ + "/" + std::string(kKeyIdFileName), 64));
+    auto recorded = NPU_TRY(detail::readFileIfExists(dir->root_ + "/" + std::string(kKeyIdFileName), 64));
     dir->foreignKey_ = recorded.has_value() && *recorded != keyId(key);
     {
-        auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(dir->lockPath_, dir->options_.lockTimeout));
-        NPU_CACHE_TRY(dir->removeOrphans());
+        auto lock = NPU_TRY(detail::FileLock::acquire(dir->lockPath_, dir->options_.lockTimeout));
+        NPU_TRY(dir->removeOrphans());
     }
     return dir;
 }
@@ -110,8 +109,8 @@ std::string CacheDirectory::filePath(const Token& token, std::string_view suffix
 }
 
 Result<void> CacheDirectory::removeFiles(const Token& token) {
-    NPU_CACHE_TRY(detail::removeFile(filePath(token, kModelSuffix)));
-    NPU_CACHE_TRY(detail::removeFile(filePath(token, kDataSuffix)));
+    NPU_TRY(detail::removeFile(filePath(token, kModelSuffix)));
+    NPU_TRY(detail::removeFile(filePath(token, kDataSuffix)));
     return {};
 }
 
@@ -124,27 +123,26 @@ Result<void> CacheDirectory::put(const CompilationKey& compilation, std::span<co
                               " bytes exceeds the size limit of " + std::to_string(options_.maxTotalBytes));
     }
     const Token token = entryToken(compilation);
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    NPU_CACHE_TRY(adoptKey());
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    NPU_TRY(adoptKey());
     // The document's order: hash the internal buffers, record the hash, then write the files. A
     // crash in between leaves files that do not match the record: a miss, never a bad load.
     const ByteSpan model[] = {modelCache};
     const ByteSpan data[] = {dataCache};
     const Hash hash = hashCacheBuffers(key_, model, data);
-    NPU_CACHE_TRY(map_->store(
+    NPU_TRY(map_->store(
         token, hash,
         StoreInfo{modelCache.size(), dataCache.size(), key_.driverVersion(), key_.firmwareVersion()}));
-    NPU_CACHE_TRY(detail::writeFileAtomically(filePath(token, kModelSuffix), modelCache));
-    NPU_CACHE_TRY(detail::writeFileAtomically(filePath(token, kDataSuffix), dataCache));
-    NPU_CACHE_TRY(enforceLimits(token));
+    NPU_TRY(detail::writeFileAtomically(filePath(token, kModelSuffix), modelCache));
+    NPU_TRY(detail::writeFileAtomically(filePath(token, kDataSuffix), dataCache));
+    NPU_TRY(enforceLimits(token));
     return removeOrphans();
 }
 
 Result<std::optional<CachedCompilation>> CacheDirectory::readEntry(const Token& token) {
     CachedCompilation c;
-    auto model =
-        NPU_CACHE_TRY(detail::readFileIfExists(filePath(token, kModelSuffix), options_.maxTotalBytes));
-    auto data = NPU_CACHE_TRY(detail::readFileIfExists(filePath(token, kDataSuffix), options_.maxTotalBytes));
+    auto model = NPU_TRY(detail::readFileIfExists(filePath(token, kModelSuffix), options_.maxTotalBytes));
+    auto data = NPU_TRY(detail::readFileIfExists(filePath(token, kDataSuffix), options_.maxTotalBytes));
     if (!model || !data) return std::optional<CachedCompilation>{};
     c.modelCache = std::move(*model);
     c.dataCache = std::move(*data);
@@ -153,39 +151,39 @@ Result<std::optional<CachedCompilation>> CacheDirectory::readEntry(const Token& 
 
 Result<std::optional<CachedCompilation>> CacheDirectory::get(const CompilationKey& compilation) {
     const Token token = entryToken(compilation);
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
     // Copy the files into memory first, then hash that copy (never the files: TOCTOU).
-    auto entry = NPU_CACHE_TRY(readEntry(token));
+    auto entry = NPU_TRY(readEntry(token));
     bool valid = false;
     if (entry) {
         const ByteSpan model[] = {entry->modelCache};
         const ByteSpan data[] = {entry->dataCache};
-        valid = NPU_CACHE_TRY(map_->validate(token, hashCacheBuffers(key_, model, data)));
+        valid = NPU_TRY(map_->validate(token, hashCacheBuffers(key_, model, data)));
     }
     if (valid) return entry;
     // Missing, modified or unrecorded: free what is left so the caller's recompilation replaces it.
-    NPU_CACHE_TRY(map_->erase(token));
-    NPU_CACHE_TRY(removeFiles(token));
+    NPU_TRY(map_->erase(token));
+    NPU_TRY(removeFiles(token));
     return std::optional<CachedCompilation>{};
 }
 
 Result<bool> CacheDirectory::remove(const CompilationKey& compilation) {
     const Token token = entryToken(compilation);
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    const bool erased = NPU_CACHE_TRY(map_->erase(token));
-    const bool hadModel = NPU_CACHE_TRY(detail::removeFile(filePath(token, kModelSuffix)));
-    const bool hadData = NPU_CACHE_TRY(detail::removeFile(filePath(token, kDataSuffix)));
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    const bool erased = NPU_TRY(map_->erase(token));
+    const bool hadModel = NPU_TRY(detail::removeFile(filePath(token, kModelSuffix)));
+    const bool hadData = NPU_TRY(detail::removeFile(filePath(token, kDataSuffix)));
     return erased || hadModel || hadData;
 }
 
 Result<void> CacheDirectory::enforceLimits(const Token& keep) {
-    auto entries = NPU_CACHE_TRY(map_->entries());  // most recently used first
+    auto entries = NPU_TRY(map_->entries());  // most recently used first
     uint64_t total = 0;
     for (const auto& e : entries) total += e.modelBytes + e.dataBytes;
     for (auto it = entries.rbegin(); it != entries.rend() && total > options_.maxTotalBytes; ++it) {
         if (it->token == keep) continue;
-        NPU_CACHE_TRY(map_->erase(it->token));
-        NPU_CACHE_TRY(removeFiles(it->token));
+        NPU_TRY(map_->erase(it->token));
+        NPU_TRY(removeFiles(it->token));
         total -= it->modelBytes + it->dataBytes;
     }
     return {};
@@ -193,22 +191,22 @@ Result<void> CacheDirectory::enforceLimits(const Token& keep) {
 
 Result<void> CacheDirectory::adoptKey() {
     const std::string path = root_ + "/" + std::string(kKeyIdFileName);
-    auto recorded = NPU_CACHE_TRY(detail::readFileIfExists(path, 64));
+    auto recorded = NPU_TRY(detail::readFileIfExists(path, 64));
     const std::vector<uint8_t> ours = keyId(key_);
     if (recorded && *recorded == ours) return {};
     if (recorded) {
         // Entries written under another key can never validate under ours: drop them all.
-        NPU_CACHE_TRY(map_->clear());
-        NPU_CACHE_TRY(removeOrphans());
+        NPU_TRY(map_->clear());
+        NPU_TRY(removeOrphans());
     }
-    NPU_CACHE_TRY(detail::writeFileAtomically(path, ours));
+    NPU_TRY(detail::writeFileAtomically(path, ours));
     foreignKey_ = false;
     return {};
 }
 
 Result<void> CacheDirectory::removeOrphans() {
     // Files of entries the map evicted or dropped, and temp files of interrupted writes.
-    auto entries = NPU_CACHE_TRY(map_->entries());
+    auto entries = NPU_TRY(map_->entries());
     std::set<std::string> keep;
     for (const auto& e : entries) {
         const std::string name = toHex(e.token);
@@ -231,13 +229,13 @@ Result<void> CacheDirectory::removeOrphans() {
     const int readErr = errno;
     ::closedir(d);
     if (readErr != 0) return detail::ioError("readdir", entriesDir_, readErr);
-    for (const auto& name : orphans) NPU_CACHE_TRY(detail::removeFile(entriesDir_ + "/" + name));
+    for (const auto& name : orphans) NPU_TRY(detail::removeFile(entriesDir_ + "/" + name));
     return {};
 }
 
 Result<std::vector<DirectoryEntry>> CacheDirectory::list() {
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    auto entries = NPU_CACHE_TRY(map_->entries());
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    auto entries = NPU_TRY(map_->entries());
     std::vector<DirectoryEntry> out;
     out.reserve(entries.size());
     for (auto& e : entries) out.push_back(DirectoryEntry{toHex(e.token), std::move(e)});
@@ -245,12 +243,12 @@ Result<std::vector<DirectoryEntry>> CacheDirectory::list() {
 }
 
 Result<VerifyReport> CacheDirectory::verify(bool removeBad) {
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    auto entries = NPU_CACHE_TRY(map_->entries());
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    auto entries = NPU_TRY(map_->entries());
     VerifyReport report;
     for (const auto& e : entries) {
         std::string reason;
-        auto content = NPU_CACHE_TRY(readEntry(e.token));
+        auto content = NPU_TRY(readEntry(e.token));
         if (!content) {
             reason = "a cache file is missing";
         } else {
@@ -274,18 +272,18 @@ Result<VerifyReport> CacheDirectory::verify(bool removeBad) {
         }
         report.bad.push_back({toHex(e.token), reason});
         if (removeBad) {
-            NPU_CACHE_TRY(map_->erase(e.token));
-            NPU_CACHE_TRY(removeFiles(e.token));
+            NPU_TRY(map_->erase(e.token));
+            NPU_TRY(removeFiles(e.token));
             ++report.removed;
         }
     }
-    if (removeBad) NPU_CACHE_TRY(removeOrphans());
+    if (removeBad) NPU_TRY(removeOrphans());
     return report;
 }
 
 Result<void> CacheDirectory::clear() {
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    NPU_CACHE_TRY(map_->clear());
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    NPU_TRY(map_->clear());
     return removeOrphans();
 }
 

@@ -38,17 +38,17 @@ Result<void> checkFdAccess(int fd, FdAccess access) {
 }
 
 Result<std::vector<uint8_t>> readWholeFd(int fd, size_t maxBytes) {
-    NPU_CACHE_TRY(checkFdAccess(fd, FdAccess::kRead));
+    NPU_TRY(checkFdAccess(fd, FdAccess::kRead));
     return detail::preadAll(fd, maxBytes, describeFd(fd));
 }
 
 Result<void> writeWholeFd(int fd, std::span<const uint8_t> data) {
-    NPU_CACHE_TRY(checkFdAccess(fd, FdAccess::kWrite));
+    NPU_TRY(checkFdAccess(fd, FdAccess::kWrite));
     // Truncating first also makes O_APPEND harmless: appends then land at 0, 1, 2 ...
     while (::ftruncate(fd, 0) != 0) {
         if (errno != EINTR) return detail::ioError("ftruncate", describeFd(fd), errno);
     }
-    NPU_CACHE_TRY(detail::pwriteAll(fd, data, 0, describeFd(fd)));
+    NPU_TRY(detail::pwriteAll(fd, data, 0, describeFd(fd)));
     if (::fsync(fd) != 0) return detail::ioError("fsync", describeFd(fd), errno);
     return {};
 }
@@ -56,7 +56,7 @@ Result<void> writeWholeFd(int fd, std::span<const uint8_t> data) {
 Result<std::vector<std::vector<uint8_t>>> readWholeFds(std::span<const int> fds, size_t maxBytesEach) {
     std::vector<std::vector<uint8_t>> out;
     out.reserve(fds.size());
-    for (int fd : fds) out.push_back(NPU_CACHE_TRY(readWholeFd(fd, maxBytesEach)));
+    for (int fd : fds) out.push_back(NPU_TRY(readWholeFd(fd, maxBytesEach)));
     return out;
 }
 
@@ -67,8 +67,8 @@ Result<void> writeWholeFds(std::span<const int> fds, std::span<const ByteSpan> b
                               std::to_string(buffers.size()) + " buffers; the counts must match");
     }
     // Check every fd before writing any, so a bad fd does not leave the set half-written.
-    for (int fd : fds) NPU_CACHE_TRY(checkFdAccess(fd, FdAccess::kWrite));
-    for (size_t i = 0; i < fds.size(); ++i) NPU_CACHE_TRY(writeWholeFd(fds[i], buffers[i]));
+    for (int fd : fds) NPU_TRY(checkFdAccess(fd, FdAccess::kWrite));
+    for (size_t i = 0; i < fds.size(); ++i) NPU_TRY(writeWholeFd(fds[i], buffers[i]));
     return {};
 }
 

@@ -12,35 +12,8 @@
 
 namespace npu::cache::detail {
 
-std::string sysError(std::string_view call, std::string_view path, int err) {
-    std::string s(call);
-    s += '(';
-    s += path;
-    s += "): ";
-    s += std::strerror(err);
-    return s;
-}
-
 std::unexpected<CacheError> ioError(std::string_view call, std::string_view path, int err) {
     return cacheError(CacheError::Kind::kIo, sysError(call, path, err));
-}
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = other.release();
-    }
-    return *this;
-}
-
-UniqueFd::~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-int UniqueFd::release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
 }
 
 Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::milliseconds timeout) {
@@ -137,7 +110,7 @@ Result<void> writeFileAtomically(const std::string& path, std::span<const uint8_
     {
         UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd) return ioError("open", tmp, errno);
-        NPU_CACHE_TRY(pwriteAll(fd.get(), data, 0, tmp));
+        NPU_TRY(pwriteAll(fd.get(), data, 0, tmp));
         if (::fsync(fd.get()) != 0) return ioError("fsync", tmp, errno);
         if (::close(fd.release()) != 0) return ioError("close", tmp, errno);
     }
@@ -151,7 +124,7 @@ Result<std::optional<std::vector<uint8_t>>> readFileIfExists(const std::string& 
         if (errno == ENOENT) return std::optional<std::vector<uint8_t>>{};
         return ioError("open", path, errno);
     }
-    auto bytes = NPU_CACHE_TRY(preadAll(fd.get(), maxBytes, path));
+    auto bytes = NPU_TRY(preadAll(fd.get(), maxBytes, path));
     return std::optional<std::vector<uint8_t>>(std::move(bytes));
 }
 

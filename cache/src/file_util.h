@@ -11,30 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "npu/base/unique_fd.h"
 #include "npu/cache/error.h"
 
 namespace npu::cache::detail {
 
-// "open(/a/b): No such file or directory"
-std::string sysError(std::string_view call, std::string_view path, int err);
+using base::sysError;  // "open(/a/b): No such file or directory"
 std::unexpected<CacheError> ioError(std::string_view call, std::string_view path, int err);
 
-class UniqueFd {
-public:
-    UniqueFd() = default;
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-    UniqueFd& operator=(UniqueFd&& other) noexcept;
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    ~UniqueFd();
-    int get() const { return fd_; }
-    int release();
-    explicit operator bool() const { return fd_ >= 0; }
-
-private:
-    int fd_ = -1;
-};
+using base::UniqueFd;
 
 // An exclusive flock() on a lock file (created 0600, never deleted: deleting lock files races).
 // Each acquisition opens its own file description, so threads of one process exclude each other

@@ -14,28 +14,8 @@
 
 namespace npu::cache {
 
+using base::UniqueFd;
 using detail::ioError;
-using detail::UniqueFd;
-
-const char* kindName(CacheError::Kind kind) {
-    switch (kind) {
-        case CacheError::Kind::kIo:
-            return "io";
-        case CacheError::Kind::kInvalidArgument:
-            return "invalid-argument";
-        case CacheError::Kind::kBadAccessMode:
-            return "bad-access-mode";
-        case CacheError::Kind::kBadSecret:
-            return "bad-secret";
-        case CacheError::Kind::kCorrupt:
-            return "corrupt";
-        case CacheError::Kind::kTooLarge:
-            return "too-large";
-        case CacheError::Kind::kTimeout:
-            return "timeout";
-    }
-    return "unknown";
-}
 
 Result<void> initSodium() {
     if (::sodium_init() < 0) {
@@ -78,7 +58,7 @@ Result<void> ensureDirectory(const std::string& path, unsigned mode) {
     }
     if (errno != ENOENT) return ioError("stat", path, errno);
     const std::string parent = detail::dirName(path);
-    if (parent != path) NPU_CACHE_TRY(ensureDirectory(parent, mode));
+    if (parent != path) NPU_TRY(ensureDirectory(parent, mode));
     if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0) {
         if (errno == EEXIST) return {};  // a concurrent creator
         return ioError("mkdir", path, errno);
@@ -169,20 +149,20 @@ Result<void> createSecret(const std::string& path) {
 }  // namespace
 
 Result<std::array<uint8_t, kSecretBytes>> loadOrCreateSecret(const std::string& stateDirectory) {
-    NPU_CACHE_TRY(initSodium());
-    NPU_CACHE_TRY(ensureDirectory(stateDirectory, 0700));
+    NPU_TRY(initSodium());
+    NPU_TRY(ensureDirectory(stateDirectory, 0700));
     const std::string path = stateDirectory + "/" + kSecretFileName;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        auto existing = NPU_CACHE_TRY(readSecret(path));
+        auto existing = NPU_TRY(readSecret(path));
         if (existing) return *existing;
-        NPU_CACHE_TRY(createSecret(path));
+        NPU_TRY(createSecret(path));
     }
     return cacheError(CacheError::Kind::kBadSecret, path + ": created but vanished before it could be read");
 }
 
 Result<CacheKey> CacheKey::derive(std::span<const uint8_t, kSecretBytes> secret,
                                   std::string_view driverVersion, std::string_view firmwareVersion) {
-    NPU_CACHE_TRY(initSodium());
+    NPU_TRY(initSodium());
     auto checkVersion = [](std::string_view name, std::string_view v) -> Result<void> {
         if (v.empty() || v.size() > kMaxVersionBytes) {
             return cacheError(CacheError::Kind::kInvalidArgument,
@@ -192,8 +172,8 @@ Result<CacheKey> CacheKey::derive(std::span<const uint8_t, kSecretBytes> secret,
         }
         return {};
     };
-    NPU_CACHE_TRY(checkVersion("driver version", driverVersion));
-    NPU_CACHE_TRY(checkVersion("firmware version", firmwareVersion));
+    NPU_TRY(checkVersion("driver version", driverVersion));
+    NPU_TRY(checkVersion("firmware version", firmwareVersion));
 
     // key = BLAKE2b-256(key = secret, "npu-stack cache key v1\0" || u16le len || driver || u16le len || fw)
     static constexpr char kDomain[] = "npu-stack cache key v1";
@@ -216,8 +196,8 @@ Result<CacheKey> CacheKey::derive(std::span<const uint8_t, kSecretBytes> secret,
 Result<CacheKey> CacheKey::load(const std::string& stateDirectory, std::string_view driverVersion,
                                 std::string_view firmwareVersion) {
     std::string dir = stateDirectory;
-    if (dir.empty()) dir = NPU_CACHE_TRY(defaultStateDirectory());
-    auto secret = NPU_CACHE_TRY(loadOrCreateSecret(dir));
+    if (dir.empty()) dir = NPU_TRY(defaultStateDirectory());
+    auto secret = NPU_TRY(loadOrCreateSecret(dir));
     auto key = derive(secret, driverVersion, firmwareVersion);
     ::sodium_memzero(secret.data(), secret.size());
     return key;

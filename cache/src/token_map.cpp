@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "file_util.h"
+#include "npu/base/log.h"
 
 namespace npu::cache {
 
@@ -30,25 +30,25 @@ public:
     Reader(std::span<const uint8_t> bytes, const std::string& where) : bytes_(bytes), where_(where) {}
     size_t offset() const { return offset_; }
     Result<uint64_t> le(int bytes, const char* field) {
-        NPU_CACHE_TRY(need(static_cast<size_t>(bytes), field));
+        NPU_TRY(need(static_cast<size_t>(bytes), field));
         uint64_t v = 0;
         for (int i = 0; i < bytes; ++i) v |= uint64_t{bytes_[offset_ + static_cast<size_t>(i)]} << (8 * i);
         offset_ += static_cast<size_t>(bytes);
         return v;
     }
     Result<void> copy(uint8_t* out, size_t n, const char* field) {
-        NPU_CACHE_TRY(need(n, field));
+        NPU_TRY(need(n, field));
         std::memcpy(out, bytes_.data() + offset_, n);
         offset_ += n;
         return {};
     }
     Result<std::string> string(const char* field) {
-        const auto len = NPU_CACHE_TRY(le(2, field));
+        const auto len = NPU_TRY(le(2, field));
         if (len > kMaxVersionBytes) {
             return corrupt(std::string(field) + " length " + std::to_string(len) + " exceeds " +
                            std::to_string(kMaxVersionBytes));
         }
-        NPU_CACHE_TRY(need(len, field));
+        NPU_TRY(need(len, field));
         std::string s(reinterpret_cast<const char*>(bytes_.data() + offset_), len);
         offset_ += len;
         return s;
@@ -72,7 +72,7 @@ private:
 };
 
 void defaultRecoveryReport(const CacheError& e) {
-    std::fprintf(stderr, "npu cache: %s\n", e.message.c_str());
+    base::logError("cache", "%s", e.message.c_str());
 }
 
 }  // namespace
@@ -83,8 +83,8 @@ Result<TokenMap::Image> TokenMap::parse(std::span<const uint8_t> bytes, const st
                           "token map " + where + ": bad magic at offset 0 (not an npu-stack token map)");
     }
     Reader header(bytes, where);
-    NPU_CACHE_TRY(header.le(8, "magic"));
-    const auto version = NPU_CACHE_TRY(header.le(4, "format version"));
+    NPU_TRY(header.le(8, "magic"));
+    const auto version = NPU_TRY(header.le(4, "format version"));
     if (version != kTokenMapFormatVersion) {
         return cacheError(CacheError::Kind::kCorrupt,
                           "token map " + where + ": format version " + std::to_string(version) +
@@ -107,27 +107,27 @@ Result<TokenMap::Image> TokenMap::parse(std::span<const uint8_t> bytes, const st
     }
 
     Reader r(bytes.first(bodyBytes), where);
-    NPU_CACHE_TRY(r.le(8, "magic"));
-    NPU_CACHE_TRY(r.le(4, "format version"));
-    const auto count = NPU_CACHE_TRY(r.le(4, "entry count"));
+    NPU_TRY(r.le(8, "magic"));
+    NPU_TRY(r.le(4, "format version"));
+    const auto count = NPU_TRY(r.le(4, "entry count"));
     if (count > kMaxMapEntriesLimit) {
         return r.corrupt("entry count " + std::to_string(count) + " exceeds " +
                          std::to_string(kMaxMapEntriesLimit));
     }
     Image image;
-    image.useCounter = NPU_CACHE_TRY(r.le(8, "use counter"));
+    image.useCounter = NPU_TRY(r.le(8, "use counter"));
     image.entries.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
         TokenMapEntry e;
-        NPU_CACHE_TRY(r.copy(e.token.data(), e.token.size(), "entry token"));
-        NPU_CACHE_TRY(r.copy(e.hash.data(), e.hash.size(), "entry hash"));
-        e.modelBytes = NPU_CACHE_TRY(r.le(8, "entry model bytes"));
-        e.dataBytes = NPU_CACHE_TRY(r.le(8, "entry data bytes"));
-        e.createdNs = NPU_CACHE_TRY(r.le(8, "entry created time"));
-        e.lastUsedNs = NPU_CACHE_TRY(r.le(8, "entry last-used time"));
-        e.lastUseSeq = NPU_CACHE_TRY(r.le(8, "entry last-use sequence"));
-        e.driverVersion = NPU_CACHE_TRY(r.string("entry driver version"));
-        e.firmwareVersion = NPU_CACHE_TRY(r.string("entry firmware version"));
+        NPU_TRY(r.copy(e.token.data(), e.token.size(), "entry token"));
+        NPU_TRY(r.copy(e.hash.data(), e.hash.size(), "entry hash"));
+        e.modelBytes = NPU_TRY(r.le(8, "entry model bytes"));
+        e.dataBytes = NPU_TRY(r.le(8, "entry data bytes"));
+        e.createdNs = NPU_TRY(r.le(8, "entry created time"));
+        e.lastUsedNs = NPU_TRY(r.le(8, "entry last-used time"));
+        e.lastUseSeq = NPU_TRY(r.le(8, "entry last-use sequence"));
+        e.driverVersion = NPU_TRY(r.string("entry driver version"));
+        e.firmwareVersion = NPU_TRY(r.string("entry firmware version"));
         image.entries.push_back(std::move(e));
     }
     if (r.offset() != bodyBytes) {
@@ -177,7 +177,7 @@ TokenMap::TokenMap(TokenMapOptions options, std::string path)
 }
 
 Result<std::unique_ptr<TokenMap>> TokenMap::open(TokenMapOptions options) {
-    NPU_CACHE_TRY(initSodium());
+    NPU_TRY(initSodium());
     if (options.maxEntries == 0 || options.maxEntries > kMaxMapEntriesLimit) {
         return cacheError(CacheError::Kind::kInvalidArgument,
                           "token map maxEntries " + std::to_string(options.maxEntries) + " out of range 1.." +
@@ -186,17 +186,17 @@ Result<std::unique_ptr<TokenMap>> TokenMap::open(TokenMapOptions options) {
     std::string path = options.path;
     if (path.empty()) {
         std::string dir = options.stateDirectory;
-        if (dir.empty()) dir = NPU_CACHE_TRY(defaultStateDirectory());
+        if (dir.empty()) dir = NPU_TRY(defaultStateDirectory());
         path = dir + "/" + kTokenMapFileName;
     }
-    NPU_CACHE_TRY(ensureDirectory(detail::dirName(path), 0700));
+    NPU_TRY(ensureDirectory(detail::dirName(path), 0700));
     std::unique_ptr<TokenMap> map(new TokenMap(std::move(options), std::move(path)));
     if (!map->options_.currentDriverVersion.empty() && !map->options_.currentFirmwareVersion.empty()) {
-        NPU_CACHE_TRY(map->purgeOtherVersions(map->options_.currentDriverVersion,
-                                              map->options_.currentFirmwareVersion));
+        NPU_TRY(map->purgeOtherVersions(map->options_.currentDriverVersion,
+                                        map->options_.currentFirmwareVersion));
     } else {
         // Read once so a bad file is found (and reset) now rather than at first use.
-        NPU_CACHE_TRY(map->transact([](Image&, bool&) -> Result<void> { return {}; }));
+        NPU_TRY(map->transact([](Image&, bool&) -> Result<void> { return {}; }));
     }
     return map;
 }
@@ -224,7 +224,7 @@ Result<TokenMap::Image> TokenMap::readLocked() {
         const int err = errno;
         report.message += "; replaced by an empty map (" + detail::sysError("rename", kept, err) + ")";
     }
-    NPU_CACHE_TRY(writeLocked(Image{}));
+    NPU_TRY(writeLocked(Image{}));
     ++recoveries_;
     options_.onRecovery(report);
     return Image{};
@@ -235,11 +235,11 @@ Result<void> TokenMap::writeLocked(const Image& image) {
 }
 
 Result<void> TokenMap::transact(const std::function<Result<void>(Image&, bool&)>& body) {
-    auto lock = NPU_CACHE_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
-    auto image = NPU_CACHE_TRY(readLocked());
+    auto lock = NPU_TRY(detail::FileLock::acquire(lockPath_, options_.lockTimeout));
+    auto image = NPU_TRY(readLocked());
     bool dirty = false;
-    NPU_CACHE_TRY(body(image, dirty));
-    if (dirty) NPU_CACHE_TRY(writeLocked(image));
+    NPU_TRY(body(image, dirty));
+    if (dirty) NPU_TRY(writeLocked(image));
     return {};
 }
 
@@ -292,13 +292,13 @@ Result<bool> TokenMap::validate(const Token& token, const Hash& hash) {
         }
         return {};
     };
-    NPU_CACHE_TRY(transact(body));
+    NPU_TRY(transact(body));
     return match;
 }
 
 Result<std::optional<TokenMapEntry>> TokenMap::find(const Token& token) {
     std::optional<TokenMapEntry> found;
-    NPU_CACHE_TRY(transact([&](Image& image, bool&) -> Result<void> {
+    NPU_TRY(transact([&](Image& image, bool&) -> Result<void> {
         for (auto& e : image.entries) {
             if (e.token == token) found = e;
         }
@@ -309,7 +309,7 @@ Result<std::optional<TokenMapEntry>> TokenMap::find(const Token& token) {
 
 Result<bool> TokenMap::erase(const Token& token) {
     bool erased = false;
-    NPU_CACHE_TRY(transact([&](Image& image, bool& dirty) -> Result<void> {
+    NPU_TRY(transact([&](Image& image, bool& dirty) -> Result<void> {
         erased = std::erase_if(image.entries, [&](const TokenMapEntry& e) { return e.token == token; }) > 0;
         dirty = erased;
         return {};
@@ -319,7 +319,7 @@ Result<bool> TokenMap::erase(const Token& token) {
 
 Result<std::vector<TokenMapEntry>> TokenMap::entries() {
     std::vector<TokenMapEntry> out;
-    NPU_CACHE_TRY(transact([&](Image& image, bool&) -> Result<void> {
+    NPU_TRY(transact([&](Image& image, bool&) -> Result<void> {
         out = std::move(image.entries);
         return {};
     }));
@@ -339,7 +339,7 @@ Result<void> TokenMap::clear() {
 Result<size_t> TokenMap::purgeOtherVersions(const std::string& driverVersion,
                                             const std::string& firmwareVersion) {
     size_t purged = 0;
-    NPU_CACHE_TRY(transact([&](Image& image, bool& dirty) -> Result<void> {
+    NPU_TRY(transact([&](Image& image, bool& dirty) -> Result<void> {
         purged = std::erase_if(image.entries, [&](const TokenMapEntry& e) {
             return e.driverVersion != driverVersion || e.firmwareVersion != firmwareVersion;
         });

@@ -1,5 +1,8 @@
 #include "npu/hwsim/device.h"
 
+#include <optional>
+#include <utility>
+
 #include "command_processor.h"
 #include "int8_kernels.h"
 
@@ -90,19 +93,10 @@ bool Device::irqPending() const {
     return (s.ctrl & isa::kCtrlIrqEnable) != 0 && (s.irqStatus & s.irqMask) != 0;
 }
 
-uint32_t Device::readReg(uint32_t offset) {
-    DeviceState& s = *state_;
-    const HwConfig& c = s.config;
-    Pmu& pmu = s.pmu;
-    // Reading a counter's LO half latches its HI half (one consistent 64-bit read).
-    auto latch = [&pmu](uint64_t v) {
-        pmu.latchedHi = hi32(v);
-        return lo32(v);
-    };
-    if (offset >= isa::kRegRegionBase && offset < isa::kRegRegionBase + 8 * isa::kRegionCount) {
-        const uint32_t i = (offset - isa::kRegRegionBase) / 8;
-        return (offset % 8) == 0 ? lo32(s.regionBase[i]) : hi32(s.regionBase[i]);
-    }
+namespace {
+
+// ID, VERSION and HW_CONFIG0..5: what the NPU is (read-only, from its configuration).
+std::optional<uint32_t> readIdentityReg(const HwConfig& c, uint32_t offset) {
     switch (offset) {
         case isa::kRegId:
             return isa::kNpuId;
@@ -124,6 +118,55 @@ uint32_t Device::readReg(uint32_t offset) {
         case isa::kRegHwConfig5:
             return (c.dramLatencyCycles << isa::kHwConfig5LatencyShift) |
                    (c.dmaBytesPerCycle << isa::kHwConfig5DmaBytesShift);
+        default:
+            return std::nullopt;
+    }
+}
+
+// The PMU's 64-bit counters: reading a counter's LO half latches its HI half (one consistent
+// 64-bit read); every HI register reads the latched half.
+std::optional<uint32_t> readPmuCounterReg(Pmu& pmu, uint32_t offset) {
+    const std::pair<uint32_t, uint64_t> counters[] = {
+        {isa::kRegPmuCyclesLo, pmu.cycles},
+        {isa::kRegPmuMacsLo, pmu.macs},
+        {isa::kRegPmuDmaReadLo, pmu.dmaReadBytes},
+        {isa::kRegPmuDmaWriteLo, pmu.dmaWriteBytes},
+        {isa::kRegPmuStallLo, pmu.stallCycles},
+        {isa::kRegPmuCommandsLo, pmu.commands},
+        {isa::kRegPmuStallDmaLo, pmu.stallDmaCycles},
+        {isa::kRegPmuLoadActiveLo, pmu.loadActive},
+        {isa::kRegPmuComputeActiveLo, pmu.computeActive},
+        {isa::kRegPmuStoreActiveLo, pmu.storeActive},
+        {isa::kRegPmuDmaTransactionsLo, pmu.dmaTransactions},
+    };
+    const uint32_t highs[] = {
+        isa::kRegPmuCyclesHi,      isa::kRegPmuMacsHi,           isa::kRegPmuDmaReadHi,
+        isa::kRegPmuDmaWriteHi,    isa::kRegPmuStallHi,          isa::kRegPmuCommandsHi,
+        isa::kRegPmuStallDmaHi,    isa::kRegPmuLoadActiveHi,     isa::kRegPmuComputeActiveHi,
+        isa::kRegPmuStoreActiveHi, isa::kRegPmuDmaTransactionsHi};
+    for (const auto& [lo, value] : counters) {
+        if (offset == lo) {
+            pmu.latchedHi = hi32(value);
+            return lo32(value);
+        }
+    }
+    for (uint32_t hi : highs) {
+        if (offset == hi) return pmu.latchedHi;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+uint32_t Device::readReg(uint32_t offset) {
+    DeviceState& s = *state_;
+    if (offset >= isa::kRegRegionBase && offset < isa::kRegRegionBase + 8 * isa::kRegionCount) {
+        const uint32_t i = (offset - isa::kRegRegionBase) / 8;
+        return (offset % 8) == 0 ? lo32(s.regionBase[i]) : hi32(s.regionBase[i]);
+    }
+    if (auto v = readIdentityReg(s.config, offset)) return *v;
+    if (auto v = readPmuCounterReg(s.pmu, offset)) return *v;
+    switch (offset) {
         case isa::kRegCtrl:
             return s.ctrl;
         case isa::kRegStatus:
@@ -148,41 +191,7 @@ uint32_t Device::readReg(uint32_t offset) {
         case isa::kRegErrorOffset:
             return s.errorOffset;
         case isa::kRegPmuCtrl:
-            return pmu.ctrl;
-        case isa::kRegPmuCyclesLo:
-            return latch(pmu.cycles);
-        case isa::kRegPmuMacsLo:
-            return latch(pmu.macs);
-        case isa::kRegPmuDmaReadLo:
-            return latch(pmu.dmaReadBytes);
-        case isa::kRegPmuDmaWriteLo:
-            return latch(pmu.dmaWriteBytes);
-        case isa::kRegPmuStallLo:
-            return latch(pmu.stallCycles);
-        case isa::kRegPmuCommandsLo:
-            return latch(pmu.commands);
-        case isa::kRegPmuStallDmaLo:
-            return latch(pmu.stallDmaCycles);
-        case isa::kRegPmuLoadActiveLo:
-            return latch(pmu.loadActive);
-        case isa::kRegPmuComputeActiveLo:
-            return latch(pmu.computeActive);
-        case isa::kRegPmuStoreActiveLo:
-            return latch(pmu.storeActive);
-        case isa::kRegPmuDmaTransactionsLo:
-            return latch(pmu.dmaTransactions);
-        case isa::kRegPmuCyclesHi:
-        case isa::kRegPmuMacsHi:
-        case isa::kRegPmuDmaReadHi:
-        case isa::kRegPmuDmaWriteHi:
-        case isa::kRegPmuStallHi:
-        case isa::kRegPmuCommandsHi:
-        case isa::kRegPmuStallDmaHi:
-        case isa::kRegPmuLoadActiveHi:
-        case isa::kRegPmuComputeActiveHi:
-        case isa::kRegPmuStoreActiveHi:
-        case isa::kRegPmuDmaTransactionsHi:
-            return pmu.latchedHi;
+            return s.pmu.ctrl;
         default:
             return 0;  // unmapped and write-only registers read as zero
     }

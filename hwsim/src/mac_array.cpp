@@ -114,47 +114,87 @@ UnitResult MacArray::gemm(const isa::Command& c) {
     return r;
 }
 
-UnitResult MacArray::conv(const isa::Command& c) {
-    namespace v = isa::conv;
+// A CONV or DWCONV command's fields, decoded and checked once for both: sizes, strides, zero
+// points, row stride, and the scratchpad and accumulator ranges.
+struct ConvCommand {
+    uint32_t ih = 0, iw = 0, channels = 0, rowStride = 0, kh = 0, kw = 0, sy = 0, sx = 0, dy = 0, dx = 0;
+    int64_t padTop = 0, padLeft = 0;
+    uint32_t oh = 0, ow = 0, cout = 0;
+    int32_t zpIn = 0, zpW = 0;
+    bool signedIn = false, signedW = false, accumulate = false;
+    const uint8_t* ifm = nullptr;
+    const uint8_t* weights = nullptr;
+    int32_t* acc = nullptr;
+};
+
+// DWCONV: cout must equal the channels, the weights are [kh][kw][C] and each output reduces kh*kw
+// taps; CONV: cout > 0, weights [kh][kw][C][cout], kh*kw*C taps per output.
+ErrorCode decodeConv(const isa::Command& c, DeviceState& s, bool depthwise, ConvCommand* out) {
+    namespace f = isa::conv;
+    ConvCommand& v = *out;
     const uint32_t flags = isa::flagsOf(c);
-    if ((flags & ~kKnownMacFlags) != 0) return fault(ErrorCode::kBadParameter);
-    const uint32_t ih = isa::lo16(c.w[v::kIfmHW]), iw = isa::hi16(c.w[v::kIfmHW]);
-    const uint32_t ic = c.w[v::kIfmC], rowStride = c.w[v::kIfmRowStride];
-    const uint32_t kh = isa::lo16(c.w[v::kKernelHW]), kw = isa::hi16(c.w[v::kKernelHW]);
-    const uint32_t sy = isa::lo16(c.w[v::kStride]), sx = isa::hi16(c.w[v::kStride]);
-    const uint32_t dy = isa::lo16(c.w[v::kDilation]), dx = isa::hi16(c.w[v::kDilation]);
-    const int64_t padTop = isa::lo16(c.w[v::kPad]), padLeft = isa::hi16(c.w[v::kPad]);
-    const uint32_t oh = isa::lo16(c.w[v::kOfmHW]), ow = isa::hi16(c.w[v::kOfmHW]);
-    const uint32_t cout = c.w[v::kCout];
-    const int32_t zpIn = static_cast<int32_t>(c.w[v::kZpIn]);
-    const int32_t zpW = static_cast<int32_t>(c.w[v::kZpW]);
-    if (ih == 0 || iw == 0 || ic == 0 || kh == 0 || kw == 0 || oh == 0 || ow == 0 || cout == 0) {
-        return fault(ErrorCode::kBadSize);
+    if ((flags & ~kKnownMacFlags) != 0) return ErrorCode::kBadParameter;
+    v.ih = isa::lo16(c.w[f::kIfmHW]);
+    v.iw = isa::hi16(c.w[f::kIfmHW]);
+    v.channels = c.w[f::kIfmC];
+    v.rowStride = c.w[f::kIfmRowStride];
+    v.kh = isa::lo16(c.w[f::kKernelHW]);
+    v.kw = isa::hi16(c.w[f::kKernelHW]);
+    v.sy = isa::lo16(c.w[f::kStride]);
+    v.sx = isa::hi16(c.w[f::kStride]);
+    v.dy = isa::lo16(c.w[f::kDilation]);
+    v.dx = isa::hi16(c.w[f::kDilation]);
+    v.padTop = isa::lo16(c.w[f::kPad]);
+    v.padLeft = isa::hi16(c.w[f::kPad]);
+    v.oh = isa::lo16(c.w[f::kOfmHW]);
+    v.ow = isa::hi16(c.w[f::kOfmHW]);
+    v.cout = c.w[f::kCout];
+    v.zpIn = static_cast<int32_t>(c.w[f::kZpIn]);
+    v.zpW = static_cast<int32_t>(c.w[f::kZpW]);
+    if (v.ih == 0 || v.iw == 0 || v.channels == 0 || v.kh == 0 || v.kw == 0 || v.oh == 0 || v.ow == 0 ||
+        (!depthwise && v.cout == 0)) {
+        return ErrorCode::kBadSize;
     }
-    const uint64_t taps = uint64_t{kh} * kw * ic;
-    const uint64_t outputs = uint64_t{oh} * ow * cout;
-    if (outputs * taps > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
-    if (sy == 0 || sx == 0 || dy == 0 || dx == 0 || (ih > 1 && rowStride < uint64_t{iw} * ic) ||
-        !zeroPointOk(zpIn) || !zeroPointOk(zpW)) {
-        return fault(ErrorCode::kBadParameter);
+    const uint64_t outChannels = depthwise ? v.channels : v.cout;
+    const uint64_t taps = uint64_t{v.kh} * v.kw * (depthwise ? 1 : v.channels);
+    const uint64_t outputs = uint64_t{v.oh} * v.ow * outChannels;
+    if (outputs * taps > kMaxMacsPerCommand) return ErrorCode::kBadSize;
+    if ((depthwise && v.cout != v.channels) || v.sy == 0 || v.sx == 0 || v.dy == 0 || v.dx == 0 ||
+        (v.ih > 1 && v.rowStride < uint64_t{v.iw} * v.channels) || !zeroPointOk(v.zpIn) ||
+        !zeroPointOk(v.zpW)) {
+        return ErrorCode::kBadParameter;
     }
     uint64_t spanIfm = 0;
-    if (uint64_t{iw} * ic > UINT32_MAX ||
-        !boxSpan(static_cast<uint32_t>(uint64_t{iw} * ic), ih, 1, rowStride, 0, &spanIfm) ||
-        !inRange(c.w[v::kIfmAddr], spanIfm, s_.scratchpad.size()) ||
-        !inRange(c.w[v::kWAddr], taps * cout, s_.scratchpad.size())) {
-        return fault(ErrorCode::kSramOutOfRange);
+    if (uint64_t{v.iw} * v.channels > UINT32_MAX ||
+        !boxSpan(static_cast<uint32_t>(uint64_t{v.iw} * v.channels), v.ih, 1, v.rowStride, 0, &spanIfm) ||
+        !inRange(c.w[f::kIfmAddr], spanIfm, s.scratchpad.size()) ||
+        !inRange(c.w[f::kWAddr], taps * outChannels, s.scratchpad.size())) {
+        return ErrorCode::kSramOutOfRange;
     }
-    if (!inRange(c.w[v::kAccAddr], outputs, s_.accumulator.size())) {
-        return fault(ErrorCode::kAccumulatorOutOfRange);
-    }
+    if (!inRange(c.w[f::kAccAddr], outputs, s.accumulator.size())) return ErrorCode::kAccumulatorOutOfRange;
+    v.signedIn = (flags & isa::kMacFlagSignedA) != 0;
+    v.signedW = (flags & isa::kMacFlagSignedB) != 0;
+    v.accumulate = (flags & isa::kMacFlagAccumulate) != 0;
+    v.ifm = s.scratchpad.data() + c.w[f::kIfmAddr];
+    v.weights = s.scratchpad.data() + c.w[f::kWAddr];
+    v.acc = s.accumulator.data() + c.w[f::kAccAddr];
+    return ErrorCode::kNone;
+}
 
-    const bool signedIn = (flags & isa::kMacFlagSignedA) != 0;
-    const bool signedW = (flags & isa::kMacFlagSignedB) != 0;
-    const bool accumulate = (flags & isa::kMacFlagAccumulate) != 0;
-    const uint8_t* ifm = s_.scratchpad.data() + c.w[v::kIfmAddr];
-    const uint8_t* weights = s_.scratchpad.data() + c.w[v::kWAddr];
-    int32_t* acc = s_.accumulator.data() + c.w[v::kAccAddr];
+UnitResult MacArray::conv(const isa::Command& c) {
+    ConvCommand v;
+    if (const ErrorCode e = decodeConv(c, s_, /*depthwise=*/false, &v); e != ErrorCode::kNone)
+        return fault(e);
+    const uint32_t ih = v.ih, iw = v.iw, ic = v.channels, rowStride = v.rowStride, kw = v.kw;
+    const uint32_t sy = v.sy, sx = v.sx, dy = v.dy, dx = v.dx, ow = v.ow, cout = v.cout;
+    const int64_t padTop = v.padTop, padLeft = v.padLeft;
+    const int32_t zpIn = v.zpIn, zpW = v.zpW;
+    const bool signedIn = v.signedIn, signedW = v.signedW, accumulate = v.accumulate;
+    const uint8_t* ifm = v.ifm;
+    const uint8_t* weights = v.weights;
+    int32_t* acc = v.acc;
+    const uint32_t oh = v.oh, kh = v.kh;
+    const uint64_t taps = uint64_t{kh} * kw * ic;
     // im2col in chunks of output pixels and of the reduction (bounded host memory), then the
     // packed GEMM: the weights [kh][kw][C][cout] are already the K x N matrix, K = (ky, kx, ci).
     const uint32_t pixels = oh * ow;
@@ -205,43 +245,16 @@ UnitResult MacArray::conv(const isa::Command& c) {
 // Depthwise: each channel is its own 1-channel convolution. The array maps channels onto its
 // columns and output pixels onto its rows, with a reduction of kh*kw taps per output.
 UnitResult MacArray::dwconv(const isa::Command& c) {
-    namespace v = isa::conv;
-    const uint32_t flags = isa::flagsOf(c);
-    if ((flags & ~kKnownMacFlags) != 0) return fault(ErrorCode::kBadParameter);
-    const uint32_t ih = isa::lo16(c.w[v::kIfmHW]), iw = isa::hi16(c.w[v::kIfmHW]);
-    const uint32_t ch = c.w[v::kIfmC], rowStride = c.w[v::kIfmRowStride];
-    const uint32_t kh = isa::lo16(c.w[v::kKernelHW]), kw = isa::hi16(c.w[v::kKernelHW]);
-    const uint32_t sy = isa::lo16(c.w[v::kStride]), sx = isa::hi16(c.w[v::kStride]);
-    const uint32_t dy = isa::lo16(c.w[v::kDilation]), dx = isa::hi16(c.w[v::kDilation]);
-    const int64_t padTop = isa::lo16(c.w[v::kPad]), padLeft = isa::hi16(c.w[v::kPad]);
-    const uint32_t oh = isa::lo16(c.w[v::kOfmHW]), ow = isa::hi16(c.w[v::kOfmHW]);
-    const int32_t zpIn = static_cast<int32_t>(c.w[v::kZpIn]);
-    const int32_t zpW = static_cast<int32_t>(c.w[v::kZpW]);
-    if (ih == 0 || iw == 0 || ch == 0 || kh == 0 || kw == 0 || oh == 0 || ow == 0) {
-        return fault(ErrorCode::kBadSize);
-    }
-    const uint64_t outputs = uint64_t{oh} * ow * ch;
-    if (outputs * kh * kw > kMaxMacsPerCommand) return fault(ErrorCode::kBadSize);
-    if (c.w[v::kCout] != ch || sy == 0 || sx == 0 || dy == 0 || dx == 0 ||
-        (ih > 1 && rowStride < uint64_t{iw} * ch) || !zeroPointOk(zpIn) || !zeroPointOk(zpW)) {
-        return fault(ErrorCode::kBadParameter);
-    }
-    uint64_t spanIfm = 0;
-    if (uint64_t{iw} * ch > UINT32_MAX ||
-        !boxSpan(static_cast<uint32_t>(uint64_t{iw} * ch), ih, 1, rowStride, 0, &spanIfm) ||
-        !inRange(c.w[v::kIfmAddr], spanIfm, s_.scratchpad.size()) ||
-        !inRange(c.w[v::kWAddr], uint64_t{kh} * kw * ch, s_.scratchpad.size())) {
-        return fault(ErrorCode::kSramOutOfRange);
-    }
-    if (!inRange(c.w[v::kAccAddr], outputs, s_.accumulator.size())) {
-        return fault(ErrorCode::kAccumulatorOutOfRange);
-    }
-    const bool signedIn = (flags & isa::kMacFlagSignedA) != 0;
-    const bool signedW = (flags & isa::kMacFlagSignedB) != 0;
-    const bool accumulate = (flags & isa::kMacFlagAccumulate) != 0;
-    const uint8_t* ifm = s_.scratchpad.data() + c.w[v::kIfmAddr];
-    const uint8_t* weights = s_.scratchpad.data() + c.w[v::kWAddr];
-    int32_t* acc = s_.accumulator.data() + c.w[v::kAccAddr];
+    ConvCommand v;
+    if (const ErrorCode e = decodeConv(c, s_, /*depthwise=*/true, &v); e != ErrorCode::kNone) return fault(e);
+    const uint32_t ih = v.ih, iw = v.iw, ch = v.channels, rowStride = v.rowStride, kh = v.kh, kw = v.kw;
+    const uint32_t sy = v.sy, sx = v.sx, dy = v.dy, dx = v.dx, oh = v.oh, ow = v.ow;
+    const int64_t padTop = v.padTop, padLeft = v.padLeft;
+    const int32_t zpIn = v.zpIn, zpW = v.zpW;
+    const bool signedIn = v.signedIn, signedW = v.signedW, accumulate = v.accumulate;
+    const uint8_t* ifm = v.ifm;
+    const uint8_t* weights = v.weights;
+    int32_t* acc = v.acc;
     // Channels innermost: every loop below is contiguous, so the compiler vectorizes it.
     const uint64_t taps = uint64_t{kh} * kw;
     // The weights and the tile are widened once when they fit the host budget (the usual case),

@@ -8,6 +8,7 @@
 #include "hwsim/isa/commands.h"
 #include "hwsim/isa/fixed_point.h"
 #include "hwsim/isa/registers.h"
+#include "npu/base/fixed_point.h"
 #include "npu/hwsim/device.h"
 
 namespace npu::sim::workload {
@@ -48,19 +49,6 @@ Layer makeLayer(LayerKind kind, uint32_t h, uint32_t w, uint32_t inC, uint32_t o
     l.outH = outSize(h, kernel, stride, l.pad);
     l.outW = outSize(w, kernel, stride, l.pad);
     return l;
-}
-
-// TFLite's QuantizeMultiplier: scale = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31).
-void quantizeMultiplier(double scale, int32_t* multiplier, int32_t* shift) {
-    int exponent = 0;
-    const double q = std::frexp(scale, &exponent);
-    int64_t fixed = std::llround(q * (int64_t{1} << 31));
-    if (fixed == (int64_t{1} << 31)) {
-        fixed /= 2;
-        ++exponent;
-    }
-    *multiplier = static_cast<int32_t>(fixed);
-    *shift = exponent;
 }
 
 void putU32(uint8_t* p, uint32_t v) {
@@ -254,23 +242,20 @@ uint64_t Layer::macs() const {
 
 std::vector<Layer> mobilenetV2Layers(uint32_t inputSize) {
     std::vector<Layer> layers;
-    layers.push_back(makeLayer(LayerKind::kConv, inputSize, inputSize, 3, 32, 3, 2));
-    uint32_t h = layers.back().outH, c = 32;
-    // (expansion t, output channels, repeats, first stride): the paper's Table 2.
-    const uint32_t blocks[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
-    for (const auto& b : blocks) {
-        for (uint32_t i = 0; i < b[2]; ++i) {
-            const uint32_t stride = i == 0 ? b[3] : 1;
-            const uint32_t hidden = c * b[0];
-            if (b[0] != 1) layers.push_back(makeLayer(LayerKind::kPointwise, h, h, c, hidden, 1, 1));
+    layers.push_back(makeLayer(LayerKind::kConv, inputSize, inputSize, 3, kMobilenetV2StemChannels, 3, 2));
+    uint32_t h = layers.back().outH, c = kMobilenetV2StemChannels;
+    for (const MobilenetV2Stage& s : kMobilenetV2Stages) {
+        for (uint32_t i = 0; i < s.repeats; ++i) {
+            const uint32_t stride = i == 0 ? s.firstStride : 1;
+            const uint32_t hidden = c * s.expansion;
+            if (s.expansion != 1) layers.push_back(makeLayer(LayerKind::kPointwise, h, h, c, hidden, 1, 1));
             layers.push_back(makeLayer(LayerKind::kDepthwise, h, h, hidden, hidden, 3, stride));
             h = layers.back().outH;
-            layers.push_back(makeLayer(LayerKind::kPointwise, h, h, hidden, b[1], 1, 1));
-            c = b[1];
+            layers.push_back(makeLayer(LayerKind::kPointwise, h, h, hidden, s.outChannels, 1, 1));
+            c = s.outChannels;
         }
     }
-    layers.push_back(makeLayer(LayerKind::kPointwise, h, h, c, 1280, 1, 1));
+    layers.push_back(makeLayer(LayerKind::kPointwise, h, h, c, kMobilenetV2HeadChannels, 1, 1));
     return layers;
 }
 
@@ -294,7 +279,9 @@ Result<Workload> buildWorkload(std::vector<Layer> layers, const HwConfig& hw, ui
                                 ? l.kernel * l.kernel
                                 : static_cast<double>(l.kernel) * l.kernel * l.inC;
         l.weightScale = static_cast<float>(40.0 / (std::sqrt(taps) * 40.0 * 73.0));
-        quantizeMultiplier(l.weightScale, &l.multiplier, &l.shift);
+        const base::QuantizedMultiplier q = base::quantizeMultiplier(l.weightScale);
+        l.multiplier = q.multiplier;
+        l.shift = q.shift;
         l.weights = reserve(l.weightBytes());
         l.bias = reserve(uint64_t{l.outC} * 4);
     }

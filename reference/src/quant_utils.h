@@ -5,52 +5,21 @@
 #include <cstdint>
 #include <limits>
 
+#include "npu/base/fixed_point.h"
 #include "npu/hal/types.h"
 
 namespace npu::ref {
 
-// real = quantized * 2^shift / 2^31 (shift > 0: left shift).
-struct QuantizedMultiplier {
-    int32_t multiplier = 0;
-    int shift = 0;
-};
-
-inline QuantizedMultiplier quantizeMultiplier(double real) {
-    QuantizedMultiplier q;
-    if (real == 0.0) return q;
-    const double fraction = std::frexp(real, &q.shift);
-    int64_t fixed = static_cast<int64_t>(std::round(fraction * static_cast<double>(int64_t{1} << 31)));
-    if (fixed == (int64_t{1} << 31)) {
-        fixed /= 2;
-        ++q.shift;
-    }
-    if (q.shift < -31) {
-        q.shift = 0;
-        fixed = 0;
-    }
-    q.multiplier = static_cast<int32_t>(fixed);
-    return q;
-}
-
-inline int32_t saturatingRoundingDoublingHighMul(int32_t a, int32_t b) {
-    const bool overflow = a == b && a == std::numeric_limits<int32_t>::min();
-    const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-    const int32_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
-    const int32_t high = static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));
-    return overflow ? std::numeric_limits<int32_t>::max() : high;
-}
-
+// The fixed-point arithmetic is base/'s (npu/base/fixed_point.h), which the firmware and the
+// simulator share: TFLite's QuantizeMultiplier and MultiplyByQuantizedMultiplier, gemmlowp's
+// rounding. Its old names here:
+using base::multiplyByQuantizedMultiplier;
+using base::QuantizedMultiplier;
+using base::quantizeMultiplier;
+using base::saturatingRoundingDoublingHighMul;
+using base::saturatingRoundingMultiplyByPot;
 inline int32_t roundingDivideByPOT(int32_t x, int exponent) {
-    const int32_t mask = static_cast<int32_t>((int64_t{1} << exponent) - 1);
-    const int32_t remainder = x & mask;
-    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> exponent) + (remainder > threshold ? 1 : 0);
-}
-
-inline int32_t multiplyByQuantizedMultiplier(int32_t x, QuantizedMultiplier q) {
-    const int left = q.shift > 0 ? q.shift : 0;
-    const int right = q.shift > 0 ? 0 : -q.shift;
-    return roundingDivideByPOT(saturatingRoundingDoublingHighMul(x * (1 << left), q.multiplier), right);
+    return base::roundingDivideByPot(x, exponent);
 }
 
 struct QuantRange {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <random>
 
+#include "npu/hal/model_builder.h"
+
 namespace npu::fuzz {
 namespace {
 
@@ -36,34 +38,17 @@ public:
 
     uint32_t operand(OperandType type, std::vector<uint32_t> dims, OperandLifeTime lifetime, float scale = 0,
                      int32_t zp = 0) {
-        hal::Operand o;
-        o.type = type;
-        o.dimensions = std::move(dims);
-        o.lifetime = lifetime;
-        o.scale = scale;
-        o.zeroPoint = zp;
-        model().main.operands.push_back(std::move(o));
-        return uint32_t(model().main.operands.size() - 1);
+        return b_.operand(type, std::move(dims), lifetime, scale, zp);
     }
     uint32_t constant(OperandType type, std::vector<uint32_t> dims, const void* data, size_t size,
                       float scale = 0, int32_t zp = 0) {
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::CONSTANT_COPY, scale, zp);
-        auto& values = model().operandValues;
-        const size_t offset = values.size();
-        values.resize(offset + size);
-        if (size > 0) std::memcpy(values.data() + offset, data, size);
-        model().main.operands[i].location = {0, uint32_t(offset), uint32_t(size), 0};
-        return i;
+        return b_.constantBytes(type, std::move(dims), {static_cast<const std::byte*>(data), size}, scale,
+                                zp);
     }
-    uint32_t i32(int32_t v) { return constant(OperandType::INT32, {}, &v, 4); }
-    uint32_t boolean(bool v) {
-        const uint8_t b = v ? 1 : 0;
-        return constant(OperandType::BOOL, {}, &b, 1);
-    }
+    uint32_t i32(int32_t v) { return b_.scalar(v); }
+    uint32_t boolean(bool v) { return b_.boolean(v); }
     uint32_t input(OperandType type, std::vector<uint32_t> dims, float scale, int32_t zp) {
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::SUBGRAPH_INPUT, scale, zp);
-        model().main.inputIndexes.push_back(i);
-        return i;
+        return b_.input(type, std::move(dims), scale, zp);
     }
     // A new model input or a constant of random bytes (the choice is one input byte).
     uint32_t inputOrConstant(OperandType type, std::vector<uint32_t> dims, float scale, int32_t zp) {
@@ -72,10 +57,10 @@ public:
         return constant(type, std::move(dims), bytes.data(), bytes.size(), scale, zp);
     }
     uint32_t temp(OperandType type, std::vector<uint32_t> dims, float scale, int32_t zp) {
-        return operand(type, std::move(dims), OperandLifeTime::TEMPORARY_VARIABLE, scale, zp);
+        return b_.temp(type, std::move(dims), scale, zp);
     }
     void op(OperationType type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
-        model().main.operations.push_back({type, std::move(in), std::move(out)});
+        b_.operation(type, std::move(in), std::move(out));
     }
     std::vector<uint8_t> randomBytes(size_t n) {
         std::vector<uint8_t> b(n);
@@ -95,6 +80,7 @@ private:
     InputReader& in_;
     std::mt19937 rng_;
     framework::TestCase tc_;
+    hal::SubgraphBuilder b_{tc_.model, tc_.model.main};
 };
 
 // The output scale for a sum of `terms` products: around the typical magnitude, or far smaller

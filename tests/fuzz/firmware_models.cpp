@@ -5,84 +5,50 @@
 namespace npu::fuzz {
 namespace {
 
-constexpr uint32_t kInt32 = 1, kInt32Tensor = 4, kUint8Tensor = 5;
-constexpr uint32_t kInput = 1, kOutput = 2, kConstant = 3;
+constexpr uint32_t kInt32Tensor = 4, kUint8Tensor = 5;
+constexpr uint32_t kInput = 1, kOutput = 2;
 constexpr uint32_t kAdd = 0, kConv = 3;
 
+// Stages constants at consecutive 64-byte aligned addresses from `addr`, and gives each model
+// input deterministic data and each output its size.
 class Stager {
 public:
-    Stager(FirmwareModel& m, uint8_t* dram, uint64_t addr) : m_(m), dram_(dram), next_(addr) {}
+    Stager(FirmwareModel& m, uint8_t* dram, uint64_t addr) : m_(m) {
+        m_.builder.stage = [dram, next = addr](const void* data, size_t n) mutable {
+            const uint64_t at = next;
+            std::memcpy(dram + at, data, n);
+            next = (next + n + 63) / 64 * 64;
+            return at;
+        };
+    }
     uint32_t tensor(uint32_t type, std::initializer_list<uint32_t> dims, float scale, int32_t zp,
                     uint32_t lifetime) {
-        fw::OperandDesc d;
-        d.type = type;
-        d.rank = uint32_t(dims.size());
-        uint32_t k = 0;
-        for (uint32_t v : dims) d.dims[k++] = v;
-        d.scale = scale;
-        d.zeroPoint = zp;
-        d.lifetime = lifetime;
-        m_.operands.push_back(d);
-        const auto index = uint32_t(m_.operands.size() - 1);
         uint32_t bytes = 1;
         for (uint32_t v : dims) bytes *= v;
         if (lifetime == kInput) {
-            m_.inputs.push_back(index);
+            const uint32_t index = m_.builder.modelInput(type, dims, scale, zp);
             std::vector<uint8_t> data(bytes);
             for (uint32_t i = 0; i < bytes; ++i) data[i] = uint8_t(i * 37 + index * 11 + 3);
             m_.inputData.push_back(std::move(data));
-        } else if (lifetime == kOutput) {
-            m_.outputs.push_back(index);
-            m_.outputBytes.push_back(bytes);
+            return index;
         }
-        return index;
+        m_.outputBytes.push_back(bytes);
+        return m_.builder.modelOutput(type, dims, scale, zp);
     }
     uint32_t constant(uint32_t type, std::initializer_list<uint32_t> dims, float scale, int32_t zp,
                       const void* data, uint32_t n) {
-        const uint32_t index = tensor(type, dims, scale, zp, kConstant);
-        std::memcpy(dram_ + next_, data, n);
-        m_.operands[index].dataAddr = next_;
-        m_.operands[index].dataLength = n;
-        next_ = (next_ + n + 63) / 64 * 64;
-        return index;
+        return m_.builder.constant(type, dims, scale, zp, data, n);
     }
-    uint32_t i32(int32_t v) { return constant(kInt32, {}, 0, 0, &v, 4); }
+    uint32_t i32(int32_t v) { return m_.builder.i32(v); }
     void op(uint32_t type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
-        m_.operationTypes.push_back(type);
-        m_.operationInputs.push_back(std::move(in));
-        m_.operationOutputs.push_back(std::move(out));
+        m_.builder.op(type, std::move(in), std::move(out));
     }
 
 private:
     FirmwareModel& m_;
-    uint8_t* dram_;
-    uint64_t next_;
 };
 
 }  // namespace
-
-fw::ModelDesc FirmwareModel::desc() {
-    operations.clear();
-    for (size_t i = 0; i < operationTypes.size(); ++i) {
-        fw::OperationDesc o;
-        o.type = operationTypes[i];
-        o.inputs = operationInputs[i].data();
-        o.inputCount = uint32_t(operationInputs[i].size());
-        o.outputs = operationOutputs[i].data();
-        o.outputCount = uint32_t(operationOutputs[i].size());
-        operations.push_back(o);
-    }
-    fw::ModelDesc d;
-    d.operands = operands.data();
-    d.operandCount = uint32_t(operands.size());
-    d.operations = operations.data();
-    d.operationCount = uint32_t(operations.size());
-    d.inputIndexes = inputs.data();
-    d.inputCount = uint32_t(inputs.size());
-    d.outputIndexes = outputs.data();
-    d.outputCount = uint32_t(outputs.size());
-    return d;
-}
 
 FirmwareModel addModel(uint8_t* dram, uint64_t constantsAddr) {
     FirmwareModel m;

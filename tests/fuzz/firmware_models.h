@@ -5,18 +5,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "../support/fw_model_builder.h"
 #include "npu/fw/runtime.h"
 
 namespace npu::fuzz {
 
 struct FirmwareModel {
-    std::vector<fw::OperandDesc> operands;
-    std::vector<std::vector<uint32_t>> operationInputs, operationOutputs;
-    std::vector<uint32_t> operationTypes, inputs, outputs;
+    fw::test::FwModelBuilder builder;
     std::vector<std::vector<uint8_t>> inputData;  // one per model input
     std::vector<uint32_t> outputBytes;            // one per model output
-    std::vector<fw::OperationDesc> operations;    // filled by desc()
-    fw::ModelDesc desc();
+    fw::ModelDesc desc() { return builder.build(); }
 };
 
 // Constants are written into dram at constantsAddr (an address in the host window) and after it,

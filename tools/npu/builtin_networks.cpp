@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "npu/hwsim/mobilenet_workload.h"
+
 namespace npu::tools {
 
 namespace {
@@ -34,7 +36,7 @@ QuantNetBuilder::QuantNetBuilder(std::vector<uint32_t> inputDims, uint32_t seed)
     input_.scale = 1.0f / 128;
     input_.zeroPoint = 128;
     input_.rms = 0.577f;
-    input_.operand = b_.addInput(kQ8, std::move(inputDims), input_.scale, input_.zeroPoint);
+    input_.operand = b_.input(kQ8, std::move(inputDims), input_.scale, input_.zeroPoint);
 }
 
 uint8_t QuantNetBuilder::byte() {
@@ -45,7 +47,7 @@ uint8_t QuantNetBuilder::byte() {
 QuantTensor QuantNetBuilder::temporary(std::vector<uint32_t> dims, float scale, int32_t zeroPoint,
                                        float rms) {
     QuantTensor t;
-    t.operand = b_.addTemporary(kQ8, dims, scale, zeroPoint);
+    t.operand = b_.temp(kQ8, dims, scale, zeroPoint);
     t.dims = std::move(dims);
     t.scale = scale;
     t.zeroPoint = zeroPoint;
@@ -62,7 +64,7 @@ QuantTensor QuantNetBuilder::activated(std::vector<uint32_t> dims, Activation ac
 uint32_t QuantNetBuilder::weights(std::vector<uint32_t> dims, float scale) {
     std::vector<uint8_t> w(elements(dims));
     for (auto& v : w) v = byte();
-    return b_.addConstant<uint8_t>(kQ8, std::move(dims), w, scale, 128);
+    return b_.constant<uint8_t>(kQ8, std::move(dims), w, scale, 128);
 }
 
 // Biases uniform in [-spread / 2, spread / 2] (real), at the accumulator's scale.
@@ -72,12 +74,12 @@ uint32_t QuantNetBuilder::biases(uint32_t n, float scale, float spread) {
         const float real = (static_cast<float>(byte()) / 255.0f - 0.5f) * spread;
         v = static_cast<int32_t>(std::lround(real / scale));
     }
-    return b_.addConstant<int32_t>(hal::OperandType::TENSOR_INT32, {n}, b, scale, 0);
+    return b_.constant<int32_t>(hal::OperandType::TENSOR_INT32, {n}, b, scale, 0);
 }
 
 void QuantNetBuilder::operation(hal::OperationType type, std::vector<uint32_t> inputs,
                                 std::vector<uint32_t> outputs, const std::string& name) {
-    b_.addOperation(type, std::move(inputs), std::move(outputs));
+    b_.operation(type, std::move(inputs), std::move(outputs));
     names_.push_back(name);
 }
 
@@ -90,8 +92,8 @@ QuantTensor QuantNetBuilder::conv(const QuantTensor& in, uint32_t out, uint32_t 
     const uint32_t bias = biases(out, in.scale * wScale, spread);
     QuantTensor y = activated({1, sameOut(in.h(), stride), sameOut(in.w(), stride), out}, act, spread);
     operation(hal::OperationType::CONV_2D,
-              {in.operand, f, bias, b_.addInt32Scalar(1), b_.addInt32Scalar(int32_t(stride)),
-               b_.addInt32Scalar(int32_t(stride)), b_.addInt32Scalar(static_cast<int32_t>(act))},
+              {in.operand, f, bias, b_.scalar(1), b_.scalar(int32_t(stride)), b_.scalar(int32_t(stride)),
+               b_.scalar(static_cast<int32_t>(act))},
               {y.operand}, name);
     return y;
 }
@@ -104,9 +106,8 @@ QuantTensor QuantNetBuilder::depthwise(const QuantTensor& in, uint32_t kernel, u
     const uint32_t bias = biases(in.c(), in.scale * wScale, spread);
     QuantTensor y = activated({1, sameOut(in.h(), stride), sameOut(in.w(), stride), in.c()}, act, spread);
     operation(hal::OperationType::DEPTHWISE_CONV_2D,
-              {in.operand, f, bias, b_.addInt32Scalar(1), b_.addInt32Scalar(int32_t(stride)),
-               b_.addInt32Scalar(int32_t(stride)), b_.addInt32Scalar(1),
-               b_.addInt32Scalar(static_cast<int32_t>(act))},
+              {in.operand, f, bias, b_.scalar(1), b_.scalar(int32_t(stride)), b_.scalar(int32_t(stride)),
+               b_.scalar(1), b_.scalar(static_cast<int32_t>(act))},
               {y.operand}, name);
     return y;
 }
@@ -114,7 +115,7 @@ QuantTensor QuantNetBuilder::depthwise(const QuantTensor& in, uint32_t kernel, u
 QuantTensor QuantNetBuilder::add(const QuantTensor& a, const QuantTensor& b, const std::string& name) {
     const float rms = std::sqrt(a.rms * a.rms + b.rms * b.rms);
     QuantTensor y = temporary(a.dims, rms / 32, 128, rms);
-    operation(hal::OperationType::ADD, {a.operand, b.operand, b_.addInt32Scalar(0)}, {y.operand}, name);
+    operation(hal::OperationType::ADD, {a.operand, b.operand, b_.scalar(0)}, {y.operand}, name);
     return y;
 }
 
@@ -123,8 +124,8 @@ QuantTensor QuantNetBuilder::add(const QuantTensor& a, const QuantTensor& b, con
 QuantTensor QuantNetBuilder::globalAveragePool(const QuantTensor& in, const std::string& name) {
     QuantTensor y = temporary({1, 1, 1, in.c()}, in.scale, in.zeroPoint, in.rms * 0.6f);
     operation(hal::OperationType::AVERAGE_POOL_2D,
-              {in.operand, b_.addInt32Scalar(2), b_.addInt32Scalar(1), b_.addInt32Scalar(1),
-               b_.addInt32Scalar(int32_t(in.w())), b_.addInt32Scalar(int32_t(in.h())), b_.addInt32Scalar(0)},
+              {in.operand, b_.scalar(2), b_.scalar(1), b_.scalar(1), b_.scalar(int32_t(in.w())),
+               b_.scalar(int32_t(in.h())), b_.scalar(0)},
               {y.operand}, name);
     return y;
 }
@@ -136,8 +137,7 @@ QuantTensor QuantNetBuilder::fullyConnected(const QuantTensor& in, uint32_t unit
     const uint32_t f = weights({units, features}, wScale);
     const uint32_t bias = biases(units, in.scale * wScale, logitSpread);
     QuantTensor y = temporary({1, units}, logitSpread / 32, 128, logitSpread);
-    operation(hal::OperationType::FULLY_CONNECTED, {in.operand, f, bias, b_.addInt32Scalar(0)}, {y.operand},
-              name);
+    operation(hal::OperationType::FULLY_CONNECTED, {in.operand, f, bias, b_.scalar(0)}, {y.operand}, name);
     return y;
 }
 
@@ -145,7 +145,7 @@ QuantTensor QuantNetBuilder::fullyConnected(const QuantTensor& in, uint32_t unit
 QuantTensor QuantNetBuilder::softmax(const QuantTensor& in, const std::string& name) {
     QuantTensor y = temporary(in.dims, 1.0f / 256, 0, 0.1f);
     operation(hal::OperationType::SOFTMAX,
-              {in.operand, b_.addConstant<float>(hal::OperandType::FLOAT32, {}, {1.0f})}, {y.operand}, name);
+              {in.operand, b_.constant<float>(hal::OperandType::FLOAT32, {}, {1.0f})}, {y.operand}, name);
     return y;
 }
 
@@ -159,7 +159,7 @@ QuantTensor QuantNetBuilder::reshape(const QuantTensor& in, std::vector<uint32_t
                                      const std::string& name) {
     std::vector<int32_t> shape(dims.begin(), dims.end());
     const uint32_t shapeOperand =
-        b_.addConstant<int32_t>(hal::OperandType::TENSOR_INT32, {static_cast<uint32_t>(shape.size())}, shape);
+        b_.constant<int32_t>(hal::OperandType::TENSOR_INT32, {static_cast<uint32_t>(shape.size())}, shape);
     QuantTensor y = temporary(std::move(dims), in.scale, in.zeroPoint, in.rms);
     operation(hal::OperationType::RESHAPE, {in.operand, shapeOperand}, {y.operand}, name);
     return y;
@@ -174,7 +174,7 @@ QuantTensor QuantNetBuilder::concatenation(const std::vector<QuantTensor>& parts
         dims[axis] += p.dims[axis];
         inputs.push_back(p.operand);
     }
-    inputs.push_back(b_.addInt32Scalar(static_cast<int32_t>(axis)));
+    inputs.push_back(b_.scalar(static_cast<int32_t>(axis)));
     const QuantTensor& first = parts.front();
     QuantTensor y = temporary(std::move(dims), first.scale, first.zeroPoint, first.rms);
     operation(hal::OperationType::CONCATENATION, std::move(inputs), {y.operand}, name);
@@ -182,7 +182,7 @@ QuantTensor QuantNetBuilder::concatenation(const std::vector<QuantTensor>& parts
 }
 
 uint32_t QuantNetBuilder::dequantize(const QuantTensor& in, const std::string& name) {
-    const uint32_t y = b_.addTemporary(hal::OperandType::TENSOR_FLOAT32, in.dims);
+    const uint32_t y = b_.temp(hal::OperandType::TENSOR_FLOAT32, in.dims);
     operation(hal::OperationType::DEQUANTIZE, {in.operand}, {y}, name);
     return y;
 }
@@ -192,27 +192,18 @@ std::vector<uint32_t> QuantNetBuilder::detectionPostprocess(uint32_t scores, uin
                                                             uint32_t maxDetections, const std::string& name) {
     using hal::OperandType;
     const uint32_t count = static_cast<uint32_t>(anchors.size() / 4);
-    auto f = [&](float v) { return b_.addConstant<float>(OperandType::FLOAT32, {}, {v}); };
-    auto flag = [&](bool v) { return b_.addConstant<uint8_t>(OperandType::BOOL, {}, {uint8_t(v)}); };
+    auto f = [&](float v) { return b_.constant<float>(OperandType::FLOAT32, {}, {v}); };
+    auto flag = [&](bool v) { return b_.constant<uint8_t>(OperandType::BOOL, {}, {uint8_t(v)}); };
     const std::vector<uint32_t> inputs = {
-        scores,
-        boxes,
-        b_.addConstant<float>(OperandType::TENSOR_FLOAT32, {count, 4}, anchors),
-        f(10.0f),
-        f(10.0f),
-        f(5.0f),
-        f(5.0f),
-        flag(false),
-        b_.addInt32Scalar(int32_t(maxDetections)),
-        b_.addInt32Scalar(1),
-        b_.addInt32Scalar(1),
-        f(0.3f),
-        f(0.6f),
-        flag(false)};
-    std::vector<uint32_t> outputs = {b_.addTemporary(OperandType::TENSOR_FLOAT32, {1, maxDetections}),
-                                     b_.addTemporary(OperandType::TENSOR_FLOAT32, {1, maxDetections, 4}),
-                                     b_.addTemporary(OperandType::TENSOR_INT32, {1, maxDetections}),
-                                     b_.addTemporary(OperandType::TENSOR_INT32, {1})};
+        scores,       boxes,        b_.constant<float>(OperandType::TENSOR_FLOAT32, {count, 4}, anchors),
+        f(10.0f),     f(10.0f),     f(5.0f),
+        f(5.0f),      flag(false),  b_.scalar(int32_t(maxDetections)),
+        b_.scalar(1), b_.scalar(1), f(0.3f),
+        f(0.6f),      flag(false)};
+    std::vector<uint32_t> outputs = {b_.temp(OperandType::TENSOR_FLOAT32, {1, maxDetections}),
+                                     b_.temp(OperandType::TENSOR_FLOAT32, {1, maxDetections, 4}),
+                                     b_.temp(OperandType::TENSOR_INT32, {1, maxDetections}),
+                                     b_.temp(OperandType::TENSOR_INT32, {1})};
     operation(hal::OperationType::DETECTION_POSTPROCESSING, inputs, outputs, name);
     return outputs;
 }
@@ -239,24 +230,22 @@ BuiltinNetwork QuantNetBuilder::finish(const std::string& name, const std::vecto
 
 BuiltinNetwork mobilenetV2(uint32_t inputSize, bool classifier) {
     QuantNetBuilder n({1, inputSize, inputSize, 3}, 0x6d6f6232);
-    QuantTensor x = n.conv(n.input(), 32, 3, 2, Activation::kRelu6, "stem/conv3x3");
-    struct Stage {
-        uint32_t expand, out, repeats, stride;
-    };
+    using namespace sim::workload;
+    QuantTensor x = n.conv(n.input(), kMobilenetV2StemChannels, 3, 2, Activation::kRelu6, "stem/conv3x3");
     uint32_t block = 0;
-    for (Stage s : {Stage{1, 16, 1, 1}, Stage{6, 24, 2, 2}, Stage{6, 32, 3, 2}, Stage{6, 64, 4, 2},
-                    Stage{6, 96, 3, 1}, Stage{6, 160, 3, 2}, Stage{6, 320, 1, 1}}) {
+    for (const MobilenetV2Stage& s : kMobilenetV2Stages) {
         for (uint32_t r = 0; r < s.repeats; ++r, ++block) {
             const std::string b = "block" + std::to_string(block) + "/";
-            const uint32_t stride = r == 0 ? s.stride : 1;
+            const uint32_t stride = r == 0 ? s.firstStride : 1;
             const QuantTensor skip = x;
-            if (s.expand != 1) x = n.conv(x, x.c() * s.expand, 1, 1, Activation::kRelu6, b + "expand1x1");
+            if (s.expansion != 1)
+                x = n.conv(x, x.c() * s.expansion, 1, 1, Activation::kRelu6, b + "expand1x1");
             x = n.depthwise(x, 3, stride, Activation::kRelu6, b + "depthwise3x3");
-            x = n.conv(x, s.out, 1, 1, Activation::kNone, b + "project1x1");
-            if (stride == 1 && skip.c() == s.out) x = n.add(x, skip, b + "residual_add");
+            x = n.conv(x, s.outChannels, 1, 1, Activation::kNone, b + "project1x1");
+            if (stride == 1 && skip.c() == s.outChannels) x = n.add(x, skip, b + "residual_add");
         }
     }
-    x = n.conv(x, 1280, 1, 1, Activation::kRelu6, "head/conv1x1_1280");
+    x = n.conv(x, kMobilenetV2HeadChannels, 1, 1, Activation::kRelu6, "head/conv1x1_1280");
     if (classifier) {
         x = n.globalAveragePool(x, "head/avgpool");
         x = n.fullyConnected(x, 1000, 4.0f, "head/fc1000");

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model_builder.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 
 namespace npu::tools {
 
@@ -75,7 +75,7 @@ private:
     void operation(hal::OperationType type, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
                    const std::string& name);
 
-    ModelBuilder b_;
+    hal::ModelBuilder b_;
     QuantTensor input_;
     std::vector<std::string> names_;
     uint32_t state_;

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "commands.h"
-#include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 #include "npu/protocol/qemu_transport.h"
 #include "npu/protocol/rpc_client.h"
 #include "npu/protocol/transport.h"
@@ -43,13 +43,13 @@ double medianUs(int iterations, const std::function<bool()>& once) {
 }
 
 framework::TestCase oneAddCase() {
-    ModelBuilder b;
+    hal::ModelBuilder b;
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
-    uint32_t a = b.addInput(q8, {1, 64}, 0.5f, 128);
-    uint32_t c = b.addInput(q8, {1, 64}, 0.5f, 128);
-    uint32_t act = b.addInt32Scalar(0);
-    uint32_t out = b.addOutput(q8, {1, 64}, 1.0f, 128);
-    b.addOperation(hal::OperationType::ADD, {a, c, act}, {out});
+    uint32_t a = b.input(q8, {1, 64}, 0.5f, 128);
+    uint32_t c = b.input(q8, {1, 64}, 0.5f, 128);
+    uint32_t act = b.scalar(0);
+    uint32_t out = b.output(q8, {1, 64}, 1.0f, 128);
+    b.operation(hal::OperationType::ADD, {a, c, act}, {out});
     framework::TestCase tc;
     tc.model = b.build();
     tc.inputs = {std::vector<uint8_t>(64, 130), std::vector<uint8_t>(64, 140)};

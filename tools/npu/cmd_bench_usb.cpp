@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "commands.h"
-#include "model_builder.h"
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 #include "npu/protocol/rpc_client.h"
 #include "npu/protocol/usb_transport.h"
 #include "npu/shim/npu_device.h"

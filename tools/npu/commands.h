@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,13 @@ namespace npu::tools {
 
 // Each command returns the process exit code: 0 ok, 1 failure or mismatch, 2 bad usage or
 // input, 3 the device does not support the model.
+
+// Prints "npu WHAT: MESSAGE" to stderr and returns 1.
+inline int commandFailed(const std::string& what, const std::string& message) {
+    std::fprintf(stderr, "npu %s: %s\n", what.c_str(), message.c_str());
+    return 1;
+}
+
 int cmdInfo(const DeviceChoice& choice, bool json);
 struct RunOptions {
     bool json = false;

@@ -53,14 +53,12 @@ bool dmaDramSpan(const isa::Command& c, uint64_t* end) {
     return true;
 }
 
-FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& limits, BlobView* view) {
-    using namespace blob;
-    if (bytes == nullptr || size < kHeaderBytesValue) {
-        return bad("shorter than its header", static_cast<uint32_t>(size), kHeaderBytesValue);
-    }
-    BlobView v;
-    v.base = bytes;
-    for (uint32_t i = 0; i < kHeaderWords; ++i) v.header[i] = readU32(bytes + 4 * i);
+namespace {
+
+using namespace blob;
+
+// The header: magic, version, sizes, reserved words, and the NPU configuration it was compiled for.
+FwStatus checkHeader(const BlobView& v, uint64_t size, const BlobLimits& limits) {
     if (v.h(kMagic) != kBlobMagic) return bad("bad magic", v.h(kMagic), kBlobMagic);
     if (v.h(kVersion) != kBlobVersion) return bad("unsupported version", v.h(kVersion), kBlobVersion);
     if (v.h(kHeaderBytes) != kHeaderBytesValue)
@@ -74,8 +72,11 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
         v.h(kHwAccumulatorKib) != limits.accumulatorKib) {
         return bad("compiled for another NPU configuration (array)", v.h(kHwArray), hwArray);
     }
+    return FwStatus::okStatus();
+}
 
-    // Sections: in order, aligned, inside the image, not overlapping.
+// Sections: in order, aligned, inside the image, not overlapping.
+FwStatus checkSections(const BlobView& v, uint64_t size, const BlobLimits& limits) {
     const uint64_t cmdOff = v.h(kCommandOffset), cmdBytes = uint64_t{v.h(kCommandCount)} * isa::kCommandBytes;
     const uint64_t metaOff = v.h(kMetaOffset), metaBytes = v.h(kMetaBytes);
     const uint64_t dataOff = v.h(kDataOffset), dataBytes = v.h(kDataBytes);
@@ -89,17 +90,21 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     if (dataBytes > size - dataOff) return bad("data size", v.h(kDataBytes), size - dataOff);
     if (v.h(kActivationBytes) > limits.maxActivationBytes)
         return bad("activation area", v.h(kActivationBytes), limits.maxActivationBytes);
+    return FwStatus::okStatus();
+}
 
-    // Metadata tables.
+// Metadata tables: counts, the input/output descriptors (their byte sizes into ioBytes) and the
+// operations' command ranges, which must tile the stream.
+FwStatus checkTables(const BlobView& v, uint32_t* ioBytes) {
     if (v.numInputs() > kMaxIo || v.numOutputs() > kMaxIo || v.numOutputs() == 0)
         return bad("input/output count", v.numInputs() + v.numOutputs(), kMaxIo);
     if (v.numOps() == 0 || v.numOps() > kMaxOperations)
         return bad("operation count", v.numOps(), kMaxOperations);
     if (v.numRelocs() > v.commandCount()) return bad("relocation count", v.numRelocs(), v.commandCount());
-    if (metaBytes != expectedMetaBytes(uint64_t{v.numInputs()} + v.numOutputs(), v.numOps(), v.numRelocs())) {
+    if (v.h(kMetaBytes) !=
+        expectedMetaBytes(uint64_t{v.numInputs()} + v.numOutputs(), v.numOps(), v.numRelocs())) {
         return bad("metadata size does not match its tables", v.h(kMetaBytes), 0);
     }
-    uint32_t ioBytes[2 * kMaxIo] = {};
     for (uint32_t i = 0; i < v.numInputs() + v.numOutputs(); ++i) {
         const IoDesc d = v.io(i);
         if (d.rank == 0 || d.rank > kMaxRank) return bad("io rank", d.rank, kMaxRank);
@@ -127,12 +132,13 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     }
     if (expectBegin != v.commandCount())
         return bad("operations do not cover the stream", expectBegin, v.commandCount());
+    return FwStatus::okStatus();
+}
 
-    // Commands: known opcodes only; no STOP/IRQ (the executor owns the queue); every DMA inside
-    // its region. Region 0 (absolute) is reachable only through exactly one relocation.
-    // Relocations are sorted by command index, strictly, so each names a distinct command; with
-    // the count check below that makes them a bijection onto the region-0 DMAs.
-    uint32_t absoluteDmas = 0;
+// Region 0 (absolute) is reachable only through exactly one relocation. Relocations are sorted by
+// command index, strictly, so each names a distinct command; with the count check of
+// checkCommands that makes them a bijection onto the region-0 DMAs.
+FwStatus checkRelocations(const BlobView& v, const uint32_t* ioBytes) {
     for (uint32_t r = 0; r < v.numRelocs(); ++r) {
         const Reloc rel = v.reloc(r);
         if (rel.cmdIndex >= v.commandCount())
@@ -154,6 +160,29 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
         if (!dmaDramSpan(c, &end) || end > bytesAvail)
             return bad("DMA outside its input/output tensor", rel.cmdIndex, bytesAvail);
     }
+    return FwStatus::okStatus();
+}
+
+// A compute or vector command: its fields and its scratchpad / accumulator boxes in range.
+FwStatus checkComputeCommand(const isa::Command& c, uint32_t i, const BlobLimits& limits) {
+    const isa::Opcode op = isa::opcodeOf(c);
+    const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
+                   accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;
+    if (const char* what = computeCommandProblem(c, sram, accEntries)) {
+        return FwStatus::make(Code::kGeneralFailure,
+                              "blob rejected: command %" PRIu32
+                              " (opcode 0x%02x): %s out of range (a field, an empty size, or a box "
+                              "outside the %llu-byte scratchpad / %llu accumulator entries)",
+                              i, static_cast<unsigned>(op), what, static_cast<unsigned long long>(sram),
+                              static_cast<unsigned long long>(accEntries));
+    }
+    return FwStatus::okStatus();
+}
+
+// Commands: known opcodes only; no STOP/IRQ (the executor owns the queue); every DMA inside its
+// region; as many absolute (region 0) DMAs as relocations.
+FwStatus checkCommands(const BlobView& v, const BlobLimits& limits) {
+    uint32_t absoluteDmas = 0;
     for (uint32_t i = 0; i < v.commandCount(); ++i) {
         const isa::Command c = v.command(i);
         const isa::Opcode op = isa::opcodeOf(c);
@@ -162,17 +191,7 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             return bad("command not allowed in a blob", i, static_cast<uint32_t>(op));
         }
         if (commandClass(op) != CommandClass::kOther) {
-            const uint64_t sram = uint64_t{limits.scratchpadKib} * 1024,
-                           accEntries = uint64_t{limits.accumulatorKib} * 1024 / 4;
-            if (const char* what = computeCommandProblem(c, sram, accEntries)) {
-                return FwStatus::make(Code::kGeneralFailure,
-                                      "blob rejected: command %" PRIu32
-                                      " (opcode 0x%02x): %s out of range (a field, an empty size, or a box "
-                                      "outside the %llu-byte scratchpad / %llu accumulator entries)",
-                                      i, static_cast<unsigned>(op), what,
-                                      static_cast<unsigned long long>(sram),
-                                      static_cast<unsigned long long>(accEntries));
-            }
+            if (FwStatus st = checkComputeCommand(c, i, limits); !st.ok()) return st;
             continue;
         }
         if (!isa::isDma(op)) continue;  // tokens (checkTokenBalance), FENCE, NOP
@@ -184,7 +203,7 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
             continue;
         }
         uint64_t end = 0;
-        const uint64_t limit = region == kRegionData         ? dataBytes
+        const uint64_t limit = region == kRegionData         ? v.h(kDataBytes)
                                : region == kRegionActivation ? v.h(kActivationBytes)
                                                              : 0;
         if (region != kRegionData && region != kRegionActivation)
@@ -193,7 +212,26 @@ FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& lim
     }
     if (absoluteDmas != v.numRelocs())
         return bad("absolute DMA without relocation", absoluteDmas, v.numRelocs());
-    if (FwStatus st = checkTokenBalance(v); !st.ok()) return st;
+    return FwStatus::okStatus();
+}
+
+}  // namespace
+
+FwStatus validateBlob(const uint8_t* bytes, uint64_t size, const BlobLimits& limits, BlobView* view) {
+    if (bytes == nullptr || size < kHeaderBytesValue) {
+        return bad("shorter than its header", static_cast<uint32_t>(size), kHeaderBytesValue);
+    }
+    BlobView v;
+    v.base = bytes;
+    for (uint32_t i = 0; i < kHeaderWords; ++i) v.header[i] = readU32(bytes + 4 * i);
+    uint32_t ioBytes[2 * kMaxIo] = {};
+    FwStatus st = checkHeader(v, size, limits);
+    if (st.ok()) st = checkSections(v, size, limits);
+    if (st.ok()) st = checkTables(v, ioBytes);
+    if (st.ok()) st = checkRelocations(v, ioBytes);
+    if (st.ok()) st = checkCommands(v, limits);
+    if (st.ok()) st = checkTokenBalance(v);
+    if (!st.ok()) return st;
     *view = v;
     return FwStatus::okStatus();
 }

@@ -92,10 +92,12 @@ void resetNpu(Platform& platform) {
     platform.writeReg(isa::kRegIrqClear, isa::kIrqAll);
 }
 
-FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,
-                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
-    const BlobView& v = blob.view;
-    Platform& p = ctx.platform;
+namespace {
+
+// The request's inputs and outputs against the blob's: counts, ranges, sizes. Fills the output
+// shapes of *result; OUTPUT_INSUFFICIENT_SIZE when an output buffer is too small.
+FwStatus checkRequest(const ExecutionContext& ctx, const BlobView& v, const IoArg* inputs,
+                      uint32_t inputCount, const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
     if (inputCount != v.numInputs() || outputCount != v.numOutputs()) {
         return FwStatus::make(Code::kInvalidArgument,
                               "request has %" PRIu32 " inputs and %" PRIu32 " outputs; the model has %" PRIu32
@@ -109,7 +111,6 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     result->deviceCycles = 0;
     result->profileCount = 0;
     result->outputCount = outputCount;
-    bool allSufficient = true;
     for (uint32_t i = 0; i < inputCount; ++i) {
         bool sufficient = true;
         FwStatus st = checkIo(ctx, v.io(i), inputs[i], "input", i, &sufficient);
@@ -119,6 +120,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
                                   "input %" PRIu32 ": %" PRIu32 " bytes given, %" PRIu32 " needed", i,
                                   inputs[i].length, v.io(i).bytes);
     }
+    bool allSufficient = true;
     for (uint32_t i = 0; i < outputCount; ++i) {
         const IoDesc d = v.io(inputCount + i);
         bool sufficient = true;
@@ -132,17 +134,12 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     }
     if (!allSufficient)
         return FwStatus::make(Code::kOutputInsufficientSize, "an output buffer is smaller than its tensor");
+    return FwStatus::okStatus();
+}
 
-    // Command queue (one spare slot: a full ring would look empty) and activation area.
-    const uint64_t queueBytes = (uint64_t{v.commandCount()} + 1) * isa::kCommandBytes;
-    const uint64_t activationBytes = v.h(blob::kActivationBytes);
-    uint64_t block = 0;
-    if (!ctx.dram.allocate(queueBytes + activationBytes, &block)) {
-        return FwStatus::make(Code::kResourceExhaustedTransient,
-                              "no firmware DRAM for an execution (%llu bytes)",
-                              static_cast<unsigned long long>(queueBytes + activationBytes));
-    }
-    uint8_t* queue = p.dram() + block;
+// The command queue at `queue` (the blob's stream with its relocations applied: each
+// input/output DMA moved to the request's buffer).
+void writeQueue(const BlobView& v, const IoArg* inputs, const IoArg* outputs, uint8_t* queue) {
     std::memcpy(queue, v.commands(), uint64_t{v.commandCount()} * isa::kCommandBytes);
     for (uint32_t r = 0; r < v.numRelocs(); ++r) {
         const Reloc rel = v.reloc(r);
@@ -154,7 +151,10 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         c.w[isa::dma::kDramOffsetHi] = static_cast<uint32_t>(box.dramOffset >> 32);
         writeCommand(queue + uint64_t{rel.cmdIndex} * isa::kCommandBytes, c);
     }
+}
 
+// The NPU's control, interrupt and region registers, and its command queue at `block`.
+void programNpu(Platform& p, const LoadedBlob& blob, uint64_t block, uint64_t queueBytes) {
     if ((p.readReg(isa::kRegStatus) & isa::kStatusError) != 0) resetNpu(p);
     p.writeReg(isa::kRegCtrl, isa::kCtrlEnable | isa::kCtrlIrqEnable);
     p.writeReg(isa::kRegIrqMask, isa::kIrqAll);
@@ -162,11 +162,65 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
     p.writeReg(isa::kRegPmuCtrl, 0);
     writeAddr(p, isa::regRegionBaseLo(kRegionIo), isa::regRegionBaseHi(kRegionIo), 0);
     writeAddr(p, isa::regRegionBaseLo(kRegionData), isa::regRegionBaseHi(kRegionData),
-              blob.dramAddr + v.h(blob::kDataOffset));
+              blob.dramAddr + blob.view.h(blob::kDataOffset));
     writeAddr(p, isa::regRegionBaseLo(kRegionActivation), isa::regRegionBaseHi(kRegionActivation),
               block + queueBytes);
     writeAddr(p, isa::kRegCmdqBaseLo, isa::kRegCmdqBaseHi, block);
     p.writeReg(isa::kRegCmdqSize, static_cast<uint32_t>(queueBytes));  // resets HEAD and TAIL
+}
+
+// Rings the doorbell for one operation's commands and waits for its interrupt. A hang or an NPU
+// fault resets the NPU and says which operation, and sets result->deviceFault.
+FwStatus runOperation(const ExecutionContext& ctx, const OpDesc& op, ExecResult* result) {
+    Platform& p = ctx.platform;
+    p.writeReg(isa::kRegCmdqTail, op.cmdEnd * isa::kCommandBytes);
+    p.writeReg(isa::kRegDoorbell, 1);
+    if (!p.waitForIrq(ctx.irqTimeoutUs)) {
+        resetNpu(p);
+        result->deviceFault = kDeviceFaultHang;
+        return FwStatus::make(Code::kGeneralFailure,
+                              "operation %" PRIu32 " (type %" PRIu32
+                              "): NPU raised no interrupt within %" PRIu32 " us",
+                              op.operationIndex, op.type, ctx.irqTimeoutUs);
+    }
+    const uint32_t irq = p.readReg(isa::kRegIrqStatus);
+    p.writeReg(isa::kRegIrqClear, irq);
+    if ((irq & isa::kIrqError) == 0) return FwStatus::okStatus();
+    const uint32_t code = p.readReg(isa::kRegErrorCode);
+    const uint32_t offset = p.readReg(isa::kRegErrorOffset);
+    resetNpu(p);
+    // A bus or memory error corrupts data; any other code is a malformed command stream.
+    if (code == static_cast<uint32_t>(isa::ErrorCode::kDmaError) ||
+        code == static_cast<uint32_t>(isa::ErrorCode::kSramEcc)) {
+        result->deviceFault = kDeviceFaultData;
+    }
+    return FwStatus::make(Code::kGeneralFailure,
+                          "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32
+                          ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",
+                          op.operationIndex, op.type, isa::errorCodeName(static_cast<isa::ErrorCode>(code)),
+                          code, offset, offset / isa::kCommandBytes);
+}
+
+}  // namespace
+
+FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const IoArg* inputs,
+                     uint32_t inputCount, const IoArg* outputs, uint32_t outputCount, ExecResult* result) {
+    const BlobView& v = blob.view;
+    Platform& p = ctx.platform;
+    if (FwStatus st = checkRequest(ctx, v, inputs, inputCount, outputs, outputCount, result); !st.ok())
+        return st;
+
+    // Command queue (one spare slot: a full ring would look empty) and activation area.
+    const uint64_t queueBytes = (uint64_t{v.commandCount()} + 1) * isa::kCommandBytes;
+    const uint64_t activationBytes = v.h(blob::kActivationBytes);
+    uint64_t block = 0;
+    if (!ctx.dram.allocate(queueBytes + activationBytes, &block)) {
+        return FwStatus::make(Code::kResourceExhaustedTransient,
+                              "no firmware DRAM for an execution (%llu bytes)",
+                              static_cast<unsigned long long>(queueBytes + activationBytes));
+    }
+    writeQueue(v, inputs, outputs, p.dram() + block);
+    programNpu(p, blob, block, queueBytes);
 
     FwStatus status = FwStatus::okStatus();
     const PmuSnapshot start = readPmu(p, ctx.detailedProfile);
@@ -179,36 +233,7 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         prof.type = op.type;
         result->profileCount = i + 1;
         if (op.cmdEnd == op.cmdBegin) continue;
-        p.writeReg(isa::kRegCmdqTail, op.cmdEnd * isa::kCommandBytes);
-        p.writeReg(isa::kRegDoorbell, 1);
-        if (!p.waitForIrq(ctx.irqTimeoutUs)) {
-            resetNpu(p);
-            result->deviceFault = kDeviceFaultHang;
-            status = FwStatus::make(Code::kGeneralFailure,
-                                    "operation %" PRIu32 " (type %" PRIu32
-                                    "): NPU raised no interrupt within %" PRIu32 " us",
-                                    op.operationIndex, op.type, ctx.irqTimeoutUs);
-            break;
-        }
-        const uint32_t irq = p.readReg(isa::kRegIrqStatus);
-        p.writeReg(isa::kRegIrqClear, irq);
-        if ((irq & isa::kIrqError) != 0) {
-            const uint32_t code = p.readReg(isa::kRegErrorCode);
-            const uint32_t offset = p.readReg(isa::kRegErrorOffset);
-            resetNpu(p);
-            // A bus or memory error corrupts data; any other code is a malformed command stream.
-            if (code == static_cast<uint32_t>(isa::ErrorCode::kDmaError) ||
-                code == static_cast<uint32_t>(isa::ErrorCode::kSramEcc)) {
-                result->deviceFault = kDeviceFaultData;
-            }
-            status = FwStatus::make(Code::kGeneralFailure,
-                                    "operation %" PRIu32 " (type %" PRIu32 "): NPU fault %s (code %" PRIu32
-                                    ") at command offset 0x%" PRIx32 " (command %" PRIu32 ")",
-                                    op.operationIndex, op.type,
-                                    isa::errorCodeName(static_cast<isa::ErrorCode>(code)), code, offset,
-                                    offset / isa::kCommandBytes);
-            break;
-        }
+        if (!(status = runOperation(ctx, op, result)).ok()) break;
         const PmuSnapshot after = readPmu(p, ctx.detailedProfile);
         fillProfile(before, after, &prof);
         before = after;

@@ -265,60 +265,67 @@ FwStatus convTilingAndRequant(const Checker& c, OpPlan* plan) {
     return perTensorRequant(c, plan, input, filter, output);
 }
 
-// CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
-// multiplier / GROUPED's group count (one input after the strides), DEPTHWISE's filter
-// [1, kh, kw, cout] with per-channel dimension 3, and GROUPED's layout input being required and
-// its lack of dilation.
-FwStatus planConv(const Checker& c, OpPlan* plan) {
+// The signature of a CONV_2D-like operation: implicit or explicit padding, and where its
+// optional inputs start.
+struct ConvSignature {
+    bool dw = false, grouped = false, implicit = false;
+    uint32_t d = 0;     // inputs after the strides shift by one (DEPTHWISE / GROUPED)
+    uint32_t base = 0;  // index of the optional layout input
+};
+
+FwStatus convSignature(const Checker& c, ConvSignature* sig) {
     const OperationDesc& op = c.op;
-    ConvPlan& p = plan->conv;
-    const bool dw = op.type == hal::kOpDepthwiseConv2d, grouped = op.type == hal::kOpGroupedConv2d;
-    const uint32_t d = dw || grouped ? 1 : 0;  // inputs after the strides shift by one
+    sig->dw = op.type == hal::kOpDepthwiseConv2d;
+    sig->grouped = op.type == hal::kOpGroupedConv2d;
+    const uint32_t d = sig->d = sig->dw || sig->grouped ? 1 : 0;
     if (op.inputCount < 7 + d || op.inputCount > 13 + d)
         return c.fail("has %" PRIu32 " inputs; %s takes %" PRIu32 "..%" PRIu32 "", op.inputCount,
                       operationName(op.type), 7 + d, 13 + d);
-    const bool implicit = op.inputCount == 7 + d ||
-                          (op.inputCount >= 8 + d && c.inputExists(7 + d) && c.in(7 + d).type == hal::kBool);
-    const uint32_t base = (implicit ? 7 : 10) + d;  // index of the optional layout input
-    if (grouped && op.inputCount != base + 1)
+    sig->implicit = op.inputCount == 7 + d ||
+                    (op.inputCount >= 8 + d && c.inputExists(7 + d) && c.in(7 + d).type == hal::kBool);
+    const uint32_t base = sig->base = (sig->implicit ? 7 : 10) + d;
+    if (sig->grouped && op.inputCount != base + 1)
         return c.fail("has %" PRIu32 " inputs; the %s padding signature of GROUPED_CONV_2D takes %" PRIu32,
-                      op.inputCount, implicit ? "implicit" : "explicit", base + 1);
+                      op.inputCount, sig->implicit ? "implicit" : "explicit", base + 1);
     if (op.inputCount != base && op.inputCount != base + 1 && op.inputCount != base + 3) {
         return c.fail("has %" PRIu32 " inputs; the %s padding signature takes %" PRIu32 ", %" PRIu32
                       " or %" PRIu32 "",
-                      op.inputCount, implicit ? "implicit" : "explicit", base, base + 1, base + 3);
+                      op.inputCount, sig->implicit ? "implicit" : "explicit", base, base + 1, base + 3);
     }
-    FwStatus st = convOperands(c, plan, dw ? 3 : 0);
-    if (!st.ok()) return st;
-    const OperandDesc& filter = c.in(1);
-    const OperandDesc& bias = c.in(2);
-    const OperandDesc& output = c.out(0);
+    return FwStatus::okStatus();
+}
 
-    int32_t layout = 0, dilW = 1, dilH = 1, multiplier = 1;
-    if (op.inputCount > base && !(st = c.scalar(base, hal::kBool, &layout)).ok()) return st;
-    if (op.inputCount > base + 1) {
-        if (!(st = c.scalar(base + 1, hal::kInt32, &dilW)).ok() ||
-            !(st = c.scalar(base + 2, hal::kInt32, &dilH)).ok())
+// Layout, dilations, and the depth multiplier or group count; then the filter's shape against them.
+FwStatus convChannels(const Checker& c, const ConvSignature& sig, ConvPlan& p, int32_t* dilW, int32_t* dilH) {
+    const OperationDesc& op = c.op;
+    const OperandDesc& filter = c.in(1);
+    FwStatus st = FwStatus::okStatus();
+    int32_t layout = 0, multiplier = 1;
+    if (op.inputCount > sig.base && !(st = c.scalar(sig.base, hal::kBool, &layout)).ok()) return st;
+    if (op.inputCount > sig.base + 1) {
+        if (!(st = c.scalar(sig.base + 1, hal::kInt32, dilW)).ok() ||
+            !(st = c.scalar(sig.base + 2, hal::kInt32, dilH)).ok())
             return st;
     }
-    if ((dw || grouped) && !(st = c.scalar(implicit ? 6 : 9, hal::kInt32, &multiplier)).ok()) return st;
+    if ((sig.dw || sig.grouped) && !(st = c.scalar(sig.implicit ? 6 : 9, hal::kInt32, &multiplier)).ok())
+        return st;
     if (multiplier < 1)
-        return c.fail("%s %" PRId32 " must be >= 1", grouped ? "group count" : "depth multiplier",
+        return c.fail("%s %" PRId32 " must be >= 1", sig.grouped ? "group count" : "depth multiplier",
                       multiplier);
     p.nchw = layout != 0;
-    p.depthwise = dw;
-    p.multiplier = dw ? static_cast<uint32_t>(multiplier) : 1;
-    p.groups = grouped ? static_cast<uint32_t>(multiplier) : 1;
+    p.depthwise = sig.dw;
+    p.multiplier = sig.dw ? static_cast<uint32_t>(multiplier) : 1;
+    p.groups = sig.grouped ? static_cast<uint32_t>(multiplier) : 1;
     convShapes(c, p, &p.inH, &p.inW);
-    p.cout = dw ? filter.dims[3] : filter.dims[0];
-    if (dw) {
+    p.cout = sig.dw ? filter.dims[3] : filter.dims[0];
+    if (sig.dw) {
         if (filter.dims[0] != 1)
             return c.fail("filter dimension 0 is %" PRIu32 ", must be 1", filter.dims[0]);
         if (uint64_t{p.cin} * p.multiplier != p.cout)
             return c.fail("filter depth %" PRIu32 " is not input depth %" PRIu32
                           " times depth multiplier %" PRIu32 "",
                           p.cout, p.cin, p.multiplier);
-    } else if (grouped) {
+    } else if (sig.grouped) {
         if (p.cin % p.groups != 0 || p.cout % p.groups != 0 || uint64_t{filter.dims[3]} * p.groups != p.cin)
             return c.fail("input depth %" PRIu32 ", output depth %" PRIu32 " and filter depth %" PRIu32
                           " do not fit %" PRIu32 " groups",
@@ -326,13 +333,32 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     } else if (filter.dims[3] != p.cin) {
         return c.fail("filter depth %" PRIu32 " differs from input depth %" PRIu32 "", filter.dims[3], p.cin);
     }
-    if (bias.dims[0] != p.cout)
-        return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", bias.dims[0], p.cout);
+    if (c.in(2).dims[0] != p.cout)
+        return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", c.in(2).dims[0],
+                      p.cout);
+    return FwStatus::okStatus();
+}
 
-    int32_t strideW = 0, strideH = 0, act = 0;
-    (void)act;
+// NNAPI calculateExplicitPadding (SAME) with dilation.
+void sameDilatedPadding(int64_t in, int64_t stride, int64_t dil, int64_t k, int32_t* head, int32_t* tail) {
+    const int64_t eff = (k - 1) * dil + 1;
+    const int64_t outSize = (in + stride - 1) / stride;
+    const int64_t tmp = (outSize - 1) * stride + eff;
+    *head = *tail = 0;
+    if (tmp > in) {
+        *head = static_cast<int32_t>((tmp - in) / 2);
+        *tail = static_cast<int32_t>((tmp - in) - *head);
+    }
+}
+
+// Strides, paddings (implicit scheme or explicit) and the fused activation.
+FwStatus convWindow(const Checker& c, const ConvSignature& sig, int32_t dilW, int32_t dilH, OpPlan* plan) {
+    ConvPlan& p = plan->conv;
+    const OperandDesc& output = c.out(0);
+    FwStatus st = FwStatus::okStatus();
+    int32_t strideW = 0, strideH = 0;
     int32_t pads[4] = {};  // left, right, top, bottom
-    if (implicit) {
+    if (sig.implicit) {
         int32_t scheme = 0;
         if (!(st = c.scalar(3, hal::kInt32, &scheme)).ok() ||
             !(st = c.scalar(4, hal::kInt32, &strideW)).ok() ||
@@ -342,22 +368,11 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
         if (strideW < 1 || strideH < 1 || dilW < 1 || dilH < 1)
             return c.fail("strides and dilations must be >= 1");
-        // NNAPI calculateExplicitPadding.
-        auto same = [](int64_t in, int64_t stride, int64_t dil, int64_t k, int32_t* head, int32_t* tail) {
-            const int64_t eff = (k - 1) * dil + 1;
-            const int64_t outSize = (in + stride - 1) / stride;
-            const int64_t tmp = (outSize - 1) * stride + eff;
-            *head = *tail = 0;
-            if (tmp > in) {
-                *head = static_cast<int32_t>((tmp - in) / 2);
-                *tail = static_cast<int32_t>((tmp - in) - *head);
-            }
-        };
         if (scheme == 1) {
-            same(p.inW, strideW, dilW, p.kw, &pads[0], &pads[1]);
-            same(p.inH, strideH, dilH, p.kh, &pads[2], &pads[3]);
+            sameDilatedPadding(p.inW, strideW, dilW, p.kw, &pads[0], &pads[1]);
+            sameDilatedPadding(p.inH, strideH, dilH, p.kh, &pads[2], &pads[3]);
         }
-        if (!(st = c.activation(6 + d, output, &plan->vec)).ok()) return st;
+        if (!(st = c.activation(6 + sig.d, output, &plan->vec)).ok()) return st;
     } else {
         for (uint32_t i = 0; i < 4; ++i)
             if (!(st = c.scalar(3 + i, hal::kInt32, &pads[i])).ok()) return st;
@@ -368,7 +383,7 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
             return c.fail("negative explicit padding");
         if (strideW < 1 || strideH < 1 || dilW < 1 || dilH < 1)
             return c.fail("strides and dilations must be >= 1");
-        if (!(st = c.activation(9 + d, output, &plan->vec)).ok()) return st;
+        if (!(st = c.activation(9 + sig.d, output, &plan->vec)).ok()) return st;
     }
     p.strideX = static_cast<uint32_t>(strideW);
     p.strideY = static_cast<uint32_t>(strideH);
@@ -378,7 +393,12 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
     p.padRight = static_cast<uint32_t>(pads[1]);
     p.padTop = static_cast<uint32_t>(pads[2]);
     p.padBottom = static_cast<uint32_t>(pads[3]);
+    return FwStatus::okStatus();
+}
 
+// The output's shape against the window, and the NPU's 16-bit tile fields.
+FwStatus convOutput(const Checker& c, ConvPlan& p) {
+    const OperandDesc& output = c.out(0);
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1, effW = uint64_t{p.kw - 1} * p.dilX + 1;
     const uint64_t spanH = uint64_t{p.inH} + p.padTop + p.padBottom,
                    spanW = uint64_t{p.inW} + p.padLeft + p.padRight;
@@ -401,7 +421,22 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
         p.outH > kMax16 || p.outW > kMax16) {
         return c.fail("a dimension, stride, dilation or padding exceeds the NPU's 16-bit tile fields");
     }
+    return FwStatus::okStatus();
+}
 
+// CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: the same signature but for DEPTHWISE's depth
+// multiplier / GROUPED's group count (one input after the strides), DEPTHWISE's filter
+// [1, kh, kw, cout] with per-channel dimension 3, and GROUPED's layout input being required and
+// its lack of dilation.
+FwStatus planConv(const Checker& c, OpPlan* plan) {
+    ConvSignature sig;
+    FwStatus st = convSignature(c, &sig);
+    if (st.ok()) st = convOperands(c, plan, sig.dw ? 3 : 0);
+    int32_t dilW = 1, dilH = 1;
+    if (st.ok()) st = convChannels(c, sig, plan->conv, &dilW, &dilH);
+    if (st.ok()) st = convWindow(c, sig, dilW, dilH, plan);
+    if (st.ok()) st = convOutput(c, plan->conv);
+    if (!st.ok()) return st;
     return convTilingAndRequant(c, plan);
 }
 

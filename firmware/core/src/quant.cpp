@@ -5,33 +5,16 @@
 
 namespace npu::fw {
 
-namespace {
-
-// TFLite's QuantizeMultiplier core: real = fraction * 2^exponent with the fraction rounded to
-// Q31 (2^31 renormalised to 2^30 and one more exponent).
-int64_t q31Fraction(double real, int* exponent) {
-    const double q = std::frexp(real, exponent);
-    int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
-    if (fixed == (int64_t{1} << 31)) {
-        fixed /= 2;
-        ++*exponent;
-    }
-    return fixed;
-}
-
-}  // namespace
-
 bool quantizeMultiplier(double real, QuantizedMultiplier* out) {
     if (!(real >= 0.0) || !std::isfinite(real)) return false;
     if (real == 0.0) {
         *out = {};
         return true;
     }
-    int exponent = 0;
-    const int64_t fixed = q31Fraction(real, &exponent);
-    if (fixed > INT32_MAX || exponent < -31 || exponent > 30) return false;
-    out->multiplier = static_cast<int32_t>(fixed);
-    out->shift = exponent;
+    // A zero multiplier for a real above zero: its shift would be below -31.
+    const QuantizedMultiplier q = base::quantizeMultiplier(real);
+    if (q.multiplier == 0 || q.shift > 30) return false;
+    *out = q;
     return true;
 }
 
@@ -122,10 +105,10 @@ bool softmaxParams(float beta, float inputScale, SoftmaxParams* out) {
                                      static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)),
                                  static_cast<double>((int64_t{1} << 31) - 1));
     if (!(real > 1.0)) return false;
-    int exponent = 0;
-    const int64_t fixed = q31Fraction(real, &exponent);
+    const QuantizedMultiplier q = base::quantizeMultiplier(real);
+    const int32_t exponent = q.shift;
     if (exponent > 31) return false;
-    out->multiplier = static_cast<int32_t>(fixed);
+    out->multiplier = q.multiplier;
     out->leftShift = exponent;
     const double radius = static_cast<double>((1 << kScaledDiffIntegerBits) - 1) *
                           static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)) /

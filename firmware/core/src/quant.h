@@ -4,15 +4,14 @@
 
 #include <cstdint>
 
+#include "npu/base/fixed_point.h"
+
 namespace npu::fw {
 
-struct QuantizedMultiplier {
-    int32_t multiplier = 0;  // Q31
-    int32_t shift = 0;       // positive = left
-};
+using base::QuantizedMultiplier;  // Q31 multiplier, shift (positive = left)
 
-// TFLite QuantizeMultiplier: frexp, round(q * 2^31), renormalise 2^31. Returns false for values
-// the vector unit cannot represent (negative, not finite, or a shift outside [-31, 30]); a zero
+// base::quantizeMultiplier (TFLite's QuantizeMultiplier), limited to what the vector unit runs:
+// false for a real that is negative, not finite, or whose shift falls outside [-31, 30]; a zero
 // multiplier is {0, 0} as in TFLite.
 bool quantizeMultiplier(double real, QuantizedMultiplier* out);
 

@@ -106,9 +106,8 @@ FwStatus planResize(const Checker& c, OpPlan* plan) {
                   p.outW, p.inW, c.target.scratchpadBytes);
 }
 
-void emitResize(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, const TensorRef& in,
+void emitResize(BlobWriter& w, const CompileTarget& /*target*/, const OpPlan& plan, const TensorRef& in,
                 const TensorRef& out) {
-    (void)target;
     const ResizePlan& p = plan.resize;
     const uint32_t m = p.rowTile, rowTiles = (p.outH + m - 1) / m;
     const uint32_t chanTiles = (p.channels + p.channelTile - 1) / p.channelTile;

@@ -200,6 +200,153 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
     return FwStatus::okStatus();
 }
 
+namespace {
+
+// One operation's tiling candidates (the planner's choice first) and the cycles measured.
+struct OpTrials {
+    MacTiling candidates[kMaxTilingCandidates];
+    uint32_t count = 0;
+    uint64_t bestCycles = UINT64_MAX;
+    uint64_t bestCost = UINT64_MAX;      // cycles, or DRAM bytes (Tuner::leastTraffic)
+    uint64_t greedyCycles = UINT64_MAX;  // in round 0, with the planner's tiling
+    // The candidate of round k: the operation's last one once it has no more.
+    const MacTiling& candidate(uint32_t k) const { return candidates[k < count ? k : count - 1]; }
+};
+
+// Autotuning (Runtime::tune): the tables it keeps in compiler scratch, and what its runs use.
+struct Tuner {
+    const ModelDesc& model;
+    Arena& scratch;
+    CompileTarget target;
+    BlobLimits limits;
+    Platform& platform;
+    DramAllocator& dram;
+    BlobStore& store;
+    size_t& compileHighWater;
+    uint32_t irqTimeoutUs;
+    bool leastTraffic;  // the goal: least DRAM traffic (sustained speed, low power), else fewest cycles
+
+    uint32_t ops = 0;
+    OpTrials* trials = nullptr;
+    MacTiling* best = nullptr;   // one tiling per operation, as the compiler takes them
+    MacTiling* trial = nullptr;  // the tilings of the round being run
+    ExecResult* result = nullptr;
+    IoArg* io = nullptr;  // the model's inputs, then its outputs
+    uint64_t ioBlock = 0;
+
+    FwStatus allocate() {
+        ops = model.operationCount;
+        trials = scratch.allocateArray<OpTrials>(ops);
+        best = scratch.allocateArray<MacTiling>(ops);
+        trial = scratch.allocateArray<MacTiling>(ops);
+        result = scratch.allocateArray<ExecResult>(1);
+        io = scratch.allocateArray<IoArg>(kMaxIo * 2);
+        if (trials == nullptr || best == nullptr || trial == nullptr || result == nullptr || io == nullptr) {
+            return FwStatus::make(Code::kResourceExhaustedTransient,
+                                  "compiler scratch exhausted (autotuning tables)");
+        }
+        return FwStatus::okStatus();
+    }
+
+    // Every operation's candidates; *rounds = the most any operation has.
+    FwStatus collectCandidates(uint32_t* rounds) {
+        *rounds = 0;
+        for (uint32_t o = 0; o < ops; ++o) {
+            FwStatus st = modelTilingCandidates(target, model, o, trials[o].candidates, &trials[o].count);
+            if (!st.ok()) return st;  // the same message the compiler would give
+            *rounds = trials[o].count > *rounds ? trials[o].count : *rounds;
+        }
+        return FwStatus::okStatus();
+    }
+
+    uint32_t ioOperand(uint32_t i) const {
+        return i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
+    }
+
+    // Scratch inputs and outputs in firmware DRAM (zeros: cycles do not depend on values). False
+    // when the model's io is malformed (the compiler reports it) or there is no room.
+    bool stageIo() {
+        if (model.inputCount > kMaxIo || model.outputCount > kMaxIo) return false;
+        uint64_t ioBytes = 0;
+        const uint32_t numIo = model.inputCount + model.outputCount;
+        for (uint32_t i = 0; i < numIo; ++i) {
+            if (ioOperand(i) >= model.operandCount) return false;
+            ioBytes += (tensorBytes(model.operands[ioOperand(i)]) + 63) / 64 * 64;
+        }
+        if (ioBytes == 0 || ioBytes > UINT32_MAX || !dram.allocate(ioBytes, &ioBlock)) return false;
+        std::memset(platform.dram() + ioBlock, 0, ioBytes);
+        uint64_t at = ioBlock;
+        for (uint32_t i = 0; i < numIo; ++i) {
+            io[i] = IoArg{};
+            io[i].addr = at;
+            io[i].length = static_cast<uint32_t>(tensorBytes(model.operands[ioOperand(i)]));
+            at += (uint64_t{io[i].length} + 63) / 64 * 64;
+        }
+        return true;
+    }
+
+    // Compiles and loads the model with round k's tilings.
+    FwStatus compileRound(uint32_t k, uint32_t* handle) {
+        for (uint32_t o = 0; o < ops; ++o)
+            trial[o] = trials[o].count == 0 ? MacTiling{} : trials[o].candidate(k);
+        const size_t mark = scratch.mark();
+        const uint8_t* image = nullptr;
+        uint64_t size = 0;
+        size_t used = 0;
+        FwStatus st = compileModel(target, model, scratch, &image, &size, trial, &used);
+        if (used > compileHighWater) compileHighWater = used;
+        if (st.ok()) st = store.load(platform, dram, image, size, limits, handle);
+        scratch.release(mark);
+        return st;
+    }
+
+    // Runs a loaded round once (into *result) and drops it.
+    FwStatus runRound(uint32_t handle) {
+        // DRAM traffic is read from the PMU's detailed per-operation counters.
+        const ExecutionContext ctx{platform, dram, 0, irqTimeoutUs, leastTraffic};
+        FwStatus st = executeBlob(ctx, *store.find(handle), io, model.inputCount, io + model.inputCount,
+                                  model.outputCount, result);
+        store.release(handle, dram);
+        return st;
+    }
+
+    // Keeps, per operation, the tiling of the cheapest round (cycles, or DRAM bytes when
+    // leastTraffic; ties go to fewer cycles); returns the round's total cycles.
+    uint64_t record(uint32_t k) {
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < result->profileCount && i < ops; ++i) {
+            const OpProfile& p = result->profile[i];
+            const uint32_t o = p.operationIndex;
+            const uint64_t cost = leastTraffic ? p.dramReadBytes + p.dramWriteBytes : p.cycles;
+            total += p.cycles;
+            if (o >= ops) continue;
+            OpTrials& t = trials[o];
+            if (k == 0) t.greedyCycles = p.cycles;
+            if (t.count > k && (cost < t.bestCost || (cost == t.bestCost && p.cycles < t.bestCycles))) {
+                t.bestCost = cost;
+                t.bestCycles = p.cycles;
+                best[o] = trial[o];
+            }
+        }
+        return total;
+    }
+
+    // The greedy run's total with each tuned operation's cycles in place of its greedy ones
+    // (fewer for the fewest-cycles goal; possibly more for the least-traffic one).
+    uint64_t tunedCycles(uint64_t greedyTotal) const {
+        uint64_t tuned = greedyTotal;
+        for (uint32_t o = 0; o < ops; ++o) {
+            const OpTrials& t = trials[o];
+            if (t.count > 0 && t.bestCycles != UINT64_MAX && t.greedyCycles != UINT64_MAX) {
+                tuned = tuned - t.greedyCycles + t.bestCycles;
+            }
+        }
+        return tuned;
+    }
+};
+
+}  // namespace
+
 // Runs the model once per tiling candidate index k (operation o uses its candidate
 // min(k, count_o - 1)) on scratch inputs in firmware DRAM, and keeps, per operation, the tiling
 // of the run in which that operation took the fewest cycles. Operations run one after another
@@ -207,117 +354,42 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
 FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic, MacTiling** tilings,
                        TuningOutcome* outcome) {
     Impl& s = *impl_;
-    const CompileTarget target = s.target();
-    const uint32_t ops = model.operationCount;
-    if (ops == 0 || ops > kMaxOperations || model.operations == nullptr)
+    if (model.operationCount == 0 || model.operationCount > kMaxOperations || model.operations == nullptr)
         return FwStatus::okStatus();  // the compiler reports it
-    MacTiling* best = scratch.allocateArray<MacTiling>(ops);
-    MacTiling* trial = scratch.allocateArray<MacTiling>(ops);
-    MacTiling* candidates = scratch.allocateArray<MacTiling>(size_t{ops} * kMaxTilingCandidates);
-    uint32_t* counts = scratch.allocateArray<uint32_t>(ops);
-    uint64_t* bestCycles = scratch.allocateArray<uint64_t>(ops);
-    uint64_t* bestCost = scratch.allocateArray<uint64_t>(ops);  // cycles, or DRAM bytes
-    uint64_t* greedyCycles = scratch.allocateArray<uint64_t>(ops);
-    ExecResult* result = scratch.allocateArray<ExecResult>(1);
-    IoArg* io = scratch.allocateArray<IoArg>(kMaxIo * 2);
-    if (best == nullptr || trial == nullptr || candidates == nullptr || counts == nullptr ||
-        bestCycles == nullptr || bestCost == nullptr || greedyCycles == nullptr || result == nullptr ||
-        io == nullptr) {
-        return FwStatus::make(Code::kResourceExhaustedTransient,
-                              "compiler scratch exhausted (autotuning tables)");
-    }
+    Tuner t{model,
+            scratch,
+            s.target(),
+            s.limits(),
+            s.platform,
+            s.dram,
+            s.store,
+            s.compileHighWater,
+            s.config.irqTimeoutUs,
+            leastTraffic};
+    if (FwStatus st = t.allocate(); !st.ok()) return st;
     uint32_t rounds = 0;
-    for (uint32_t o = 0; o < ops; ++o) {
-        FwStatus st = modelTilingCandidates(target, model, o, candidates + size_t{o} * kMaxTilingCandidates,
-                                            &counts[o]);
-        if (!st.ok()) return st;  // the same message the compiler would give
-        rounds = counts[o] > rounds ? counts[o] : rounds;
-        best[o] = {};
-        bestCycles[o] = bestCost[o] = greedyCycles[o] = UINT64_MAX;
-    }
-    if (rounds <= 1 || model.inputCount > kMaxIo || model.outputCount > kMaxIo) return FwStatus::okStatus();
-
-    // Scratch inputs and outputs in firmware DRAM (zeros: cycles do not depend on values).
-    uint64_t ioBytes = 0;
-    const uint32_t numIo = model.inputCount + model.outputCount;
-    for (uint32_t i = 0; i < numIo; ++i) {
-        const uint32_t index =
-            i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
-        if (index >= model.operandCount) return FwStatus::okStatus();  // the compiler reports it
-        ioBytes += (tensorBytes(model.operands[index]) + 63) / 64 * 64;
-    }
-    uint64_t block = 0;
-    if (ioBytes == 0 || ioBytes > UINT32_MAX || !s.dram.allocate(ioBytes, &block))
-        return FwStatus::okStatus();  // no room: keep the greedy tilings
-    std::memset(s.platform.dram() + block, 0, ioBytes);
-    uint64_t at = block;
-    for (uint32_t i = 0; i < numIo; ++i) {
-        const uint32_t index =
-            i < model.inputCount ? model.inputIndexes[i] : model.outputIndexes[i - model.inputCount];
-        io[i] = IoArg{};
-        io[i].addr = at;
-        io[i].length = static_cast<uint32_t>(tensorBytes(model.operands[index]));
-        at += (uint64_t{io[i].length} + 63) / 64 * 64;
-    }
+    if (FwStatus st = t.collectCandidates(&rounds); !st.ok()) return st;
+    if (rounds <= 1 || !t.stageIo()) return FwStatus::okStatus();  // keep the greedy tilings
 
     const uint64_t start = s.platform.nowUs();
-    // DRAM traffic is read from the PMU's detailed per-operation counters.
-    const ExecutionContext ctx{s.platform, s.dram, 0, s.config.irqTimeoutUs, leastTraffic};
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
-        for (uint32_t o = 0; o < ops; ++o) {
-            trial[o] =
-                counts[o] == 0
-                    ? MacTiling{}
-                    : candidates[size_t{o} * kMaxTilingCandidates + (k < counts[o] ? k : counts[o] - 1)];
-        }
-        const size_t mark = scratch.mark();
-        const uint8_t* image = nullptr;
-        uint64_t size = 0;
         uint32_t handle = 0;
-        size_t used = 0;
-        FwStatus st = compileModel(target, model, scratch, &image, &size, trial, &used);
-        if (used > s.compileHighWater) s.compileHighWater = used;
-        if (st.ok()) st = s.store.load(s.platform, s.dram, image, size, s.limits(), &handle);
-        scratch.release(mark);
-        if (!st.ok()) {
+        if (FwStatus st = t.compileRound(k, &handle); !st.ok()) {
             if (k == 0) status = st;  // the greedy compile itself fails: report it
             break;
         }
-        st = executeBlob(ctx, *s.store.find(handle), io, model.inputCount, io + model.inputCount,
-                         model.outputCount, result);
-        s.store.release(handle, s.dram);
-        if (!st.ok()) break;  // keep what the earlier rounds measured
+        if (!t.runRound(handle).ok()) break;  // keep what the earlier rounds measured
         ++outcome->trials;
-        uint64_t total = 0;
-        for (uint32_t i = 0; i < result->profileCount && i < ops; ++i) {
-            const OpProfile& p = result->profile[i];
-            const uint32_t o = p.operationIndex;
-            const uint64_t cost = leastTraffic ? p.dramReadBytes + p.dramWriteBytes : p.cycles;
-            total += p.cycles;
-            if (o < ops && k == 0) greedyCycles[o] = p.cycles;
-            if (o < ops && counts[o] > k &&
-                (cost < bestCost[o] || (cost == bestCost[o] && p.cycles < bestCycles[o]))) {
-                bestCost[o] = cost;
-                bestCycles[o] = p.cycles;
-                best[o] = trial[o];
-            }
-        }
+        const uint64_t total = t.record(k);
         if (k == 0) outcome->greedyCycles = total;
     }
-    s.dram.free(block);
+    s.dram.free(t.ioBlock);
     if (!status.ok()) return status;
     if (outcome->trials > 1) {
-        // The greedy run's total with each tuned operation's cycles in place of its greedy ones
-        // (fewer for the fewest-cycles goal; possibly more for the least-traffic one).
-        outcome->tunedCycles = outcome->greedyCycles;
-        for (uint32_t o = 0; o < ops; ++o) {
-            if (counts[o] > 0 && bestCycles[o] != UINT64_MAX && greedyCycles[o] != UINT64_MAX) {
-                outcome->tunedCycles = outcome->tunedCycles - greedyCycles[o] + bestCycles[o];
-            }
-        }
-        *tilings = best;
+        outcome->tunedCycles = t.tunedCycles(outcome->greedyCycles);
+        *tilings = t.best;
     }
     return FwStatus::okStatus();
 }

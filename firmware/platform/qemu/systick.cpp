@@ -38,7 +38,7 @@ namespace {
 // window g_milliseconds is one behind the counter. Reading the counter on both sides of the
 // tick's pending bit tells whether it reloaded after the last tick the handler counted. Without
 // that, time stepped back by up to 1 ms there, and an `uptimeUs() - start` wrapped to a huge
-// elapsed time: a register access reported as timed out (issue #11's `npu bench rpc` failure).
+// elapsed time: a register access reported as timed out (`npu bench rpc` failed that way).
 uint64_t readUptimeUs() {
     for (;;) {
         const uint64_t before = g_milliseconds;

@@ -215,38 +215,52 @@ QuantizedMultiplier channelMultiplier(OperationContext& ctx, uint32_t oc) {
     return quantizeMultiplier(static_cast<double>(ctx.input(0).scale) * fs / ctx.output(0).scale);
 }
 
-template <ConvKind kKind>
-Status executeConv(OperationContext& ctx) {
-    const ConvParams p = *convParams(ctx, kKind);  // validated at preparation
-    const RuntimeOperand &input = ctx.input(0), &filter = ctx.input(1), &bias = ctx.input(2);
-    RuntimeOperand& output = ctx.output(0);
-    const Layout4 in = layoutOf(input.dims, p.nchw), out = layoutOf(output.dims, p.nchw);
-    const auto& f = filter.dims;
-    const uint32_t fh = f[1], fw = f[2];
-    const bool quant = !isFloatType(input.type);
-    const int32_t inZp = input.zeroPoint, fZp = filter.channelQuant != nullptr ? 0 : filter.zeroPoint;
-    const uint32_t outPerGroup = out.c / p.groups, inPerGroup = in.c / p.groups;
+// One convolution's sums: input and filter values with their zero points removed, accumulated
+// in NHWC order as float or int64 (exact for int8 x int8 sums of this size).
+struct ConvSums {
+    const ConvParams& p;
+    const RuntimeOperand& input;
+    const RuntimeOperand& filter;
+    Layout4 in, out;
+    bool quant = false;
+    int32_t inZp = 0, fZp = 0;
+    std::vector<double> accF;
+    std::vector<int64_t> accQ;
 
-    // Accumulators in NHWC order, float or int32 (exact for int8 x int8 sums of this size).
-    const size_t total = size_t(out.n) * out.h * out.w * out.c;
-    std::vector<double> accF(quant ? 0 : total, 0.0);
-    std::vector<int64_t> accQ(quant ? total : 0, 0);
-    auto inVal = [&](uint32_t b, uint32_t y, uint32_t x, uint32_t c) -> double {
+    ConvSums(const ConvParams& params, const RuntimeOperand& inputOperand,
+             const RuntimeOperand& filterOperand, const RuntimeOperand& output)
+        : p(params),
+          input(inputOperand),
+          filter(filterOperand),
+          in(layoutOf(input.dims, p.nchw)),
+          out(layoutOf(output.dims, p.nchw)),
+          quant(!isFloatType(input.type)),
+          inZp(input.zeroPoint),
+          fZp(filter.channelQuant != nullptr ? 0 : filter.zeroPoint) {
+        const size_t total = size_t(out.n) * out.h * out.w * out.c;
+        accF.assign(quant ? 0 : total, 0.0);
+        accQ.assign(quant ? total : 0, 0);
+    }
+    double inVal(uint32_t b, uint32_t y, uint32_t x, uint32_t c) const {
         const size_t k = in.index(b, y, x, c);
         return quant ? double(loadQuant(input.type, input.data(), k) - inZp)
                      : double(loadFloat(input.type, input.data(), k));
-    };
-    auto filterVal = [&](size_t k) -> double {
+    }
+    double filterVal(size_t k) const {
         return quant ? double(loadQuant(filter.type, filter.data(), k) - fZp)
                      : double(loadFloat(filter.type, filter.data(), k));
-    };
-    auto accAt = [&](size_t k, double v) {
+    }
+    void add(size_t k, double v) {
         if (quant)
             accQ[k] += static_cast<int64_t>(v);
         else
             accF[k] += v;
-    };
-    if (kKind == ConvKind::kTranspose) {
+    }
+
+    // TRANSPOSE_CONV_2D: each input pixel scattered through the filter.
+    void transposed() {
+        const auto& f = filter.dims;
+        const uint32_t fh = f[1], fw = f[2];
         for (uint32_t b = 0; b < in.n; ++b)
             for (uint32_t iy = 0; iy < in.h; ++iy)
                 for (uint32_t ix = 0; ix < in.w; ++ix)
@@ -262,44 +276,62 @@ Status executeConv(OperationContext& ctx) {
                                     sum += inVal(b, iy, ix, ic) *
                                            filterVal(((size_t(oc) * fh + ky) * fw + kx) * f[3] + ic);
                                 }
-                                accAt(((size_t(b) * out.h + oy) * out.w + ox) * out.c + oc, sum);
+                                add(((size_t(b) * out.h + oy) * out.w + ox) * out.c + oc, sum);
                             }
                         }
-    } else {
+    }
+
+    // The window of output pixel (b, oy, ox) and channel oc (CONV_2D, GROUPED, DEPTHWISE).
+    template <ConvKind kKind>
+    double window(uint32_t b, uint32_t oy, uint32_t ox, uint32_t oc) const {
+        const auto& f = filter.dims;
+        const uint32_t fh = f[1], fw = f[2];
+        const uint32_t outPerGroup = out.c / p.groups, inPerGroup = in.c / p.groups;
+        double sum = 0;
+        for (uint32_t ky = 0; ky < fh; ++ky) {
+            const int64_t iy = int64_t(oy) * p.strideH - p.padH.before + int64_t(ky) * p.dilationH;
+            if (iy < 0 || iy >= in.h) continue;
+            for (uint32_t kx = 0; kx < fw; ++kx) {
+                const int64_t ix = int64_t(ox) * p.strideW - p.padW.before + int64_t(kx) * p.dilationW;
+                if (ix < 0 || ix >= in.w) continue;
+                if (kKind == ConvKind::kDepthwise) {
+                    sum +=
+                        inVal(b, iy, ix, oc / p.multiplier) * filterVal((size_t(ky) * fw + kx) * out.c + oc);
+                } else {
+                    const uint32_t g = oc / outPerGroup;
+                    for (uint32_t ic = 0; ic < inPerGroup; ++ic) {
+                        sum += inVal(b, iy, ix, g * inPerGroup + ic) *
+                               filterVal(((size_t(oc) * fh + ky) * fw + kx) * f[3] + ic);
+                    }
+                }
+            }
+        }
+        return sum;
+    }
+
+    template <ConvKind kKind>
+    void forward() {
         for (uint32_t b = 0; b < out.n; ++b)
             for (uint32_t oy = 0; oy < out.h; ++oy)
                 for (uint32_t ox = 0; ox < out.w; ++ox)
-                    for (uint32_t oc = 0; oc < out.c; ++oc) {
-                        double sum = 0;
-                        for (uint32_t ky = 0; ky < fh; ++ky) {
-                            const int64_t iy =
-                                int64_t(oy) * p.strideH - p.padH.before + int64_t(ky) * p.dilationH;
-                            if (iy < 0 || iy >= in.h) continue;
-                            for (uint32_t kx = 0; kx < fw; ++kx) {
-                                const int64_t ix =
-                                    int64_t(ox) * p.strideW - p.padW.before + int64_t(kx) * p.dilationW;
-                                if (ix < 0 || ix >= in.w) continue;
-                                if (kKind == ConvKind::kDepthwise) {
-                                    sum += inVal(b, iy, ix, oc / p.multiplier) *
-                                           filterVal((size_t(ky) * fw + kx) * out.c + oc);
-                                } else {
-                                    const uint32_t g = oc / outPerGroup;
-                                    for (uint32_t ic = 0; ic < inPerGroup; ++ic) {
-                                        sum += inVal(b, iy, ix, g * inPerGroup + ic) *
-                                               filterVal(((size_t(oc) * fh + ky) * fw + kx) * f[3] + ic);
-                                    }
-                                }
-                            }
-                        }
-                        accAt(((size_t(b) * out.h + oy) * out.w + ox) * out.c + oc, sum);
-                    }
+                    for (uint32_t oc = 0; oc < out.c; ++oc)
+                        add(((size_t(b) * out.h + oy) * out.w + ox) * out.c + oc,
+                            window<kKind>(b, oy, ox, oc));
     }
-    // Bias, activation, requantization; write in the output's layout.
+};
+
+// Bias, activation, requantization; written in the output's layout.
+void writeConvOutput(OperationContext& ctx, const ConvSums& sums) {
+    const RuntimeOperand& bias = ctx.input(2);
+    RuntimeOperand& output = ctx.output(0);
+    const Layout4& out = sums.out;
+    const bool quant = sums.quant;
     std::vector<QuantizedMultiplier> mult;
     if (quant)
         for (uint32_t oc = 0; oc < out.c; ++oc) mult.push_back(channelMultiplier(ctx, oc));
     const QuantRange range =
-        quant ? activationRange(p.activation, output.type, output.scale, output.zeroPoint) : QuantRange{};
+        quant ? activationRange(sums.p.activation, output.type, output.scale, output.zeroPoint)
+              : QuantRange{};
     for (uint32_t b = 0; b < out.n; ++b)
         for (uint32_t y = 0; y < out.h; ++y)
             for (uint32_t x = 0; x < out.w; ++x)
@@ -307,7 +339,8 @@ Status executeConv(OperationContext& ctx) {
                     const size_t k = ((size_t(b) * out.h + y) * out.w + x) * out.c + oc;
                     const size_t dst = out.index(b, y, x, oc);
                     if (quant) {
-                        const int64_t acc = accQ[k] + loadQuant(OperandType::TENSOR_INT32, bias.data(), oc);
+                        const int64_t acc =
+                            sums.accQ[k] + loadQuant(OperandType::TENSOR_INT32, bias.data(), oc);
                         const int32_t clampedAcc =
                             static_cast<int32_t>(std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX));
                         const int32_t q =
@@ -315,11 +348,23 @@ Status executeConv(OperationContext& ctx) {
                         storeQuant(output.type, output.buffer.data(), dst,
                                    std::clamp(q, range.min, range.max));
                     } else {
-                        const double v = accF[k] + loadFloat(bias.type, bias.data(), oc);
+                        const double v = sums.accF[k] + loadFloat(bias.type, bias.data(), oc);
                         storeFloat(output.type, output.buffer.data(), dst,
-                                   applyActivation(static_cast<float>(v), p.activation));
+                                   applyActivation(static_cast<float>(v), sums.p.activation));
                     }
                 }
+}
+
+template <ConvKind kKind>
+Status executeConv(OperationContext& ctx) {
+    const ConvParams p = *convParams(ctx, kKind);  // validated at preparation
+    ConvSums sums(p, ctx.input(0), ctx.input(1), ctx.output(0));
+    if constexpr (kKind == ConvKind::kTranspose) {
+        sums.transposed();
+    } else {
+        sums.forward<kKind>();
+    }
+    writeConvOutput(ctx, sums);
     return {};
 }
 

@@ -639,6 +639,72 @@ Status preparePostprocess(OperationContext& ctx) {
     return ctx.setOutputShape(3, {batches});
 }
 
+// One batch's anchors decoded with its box deltas into (y1, x1, y2, x2) boxes.
+void decodeAnchorBoxes(const PostprocessParams& p, const float* anchors, const float* deltas,
+                       uint32_t numAnchors, uint32_t encoding, float* boxes) {
+    for (uint32_t a = 0; a < numAnchors; ++a) {
+        const float* anchor = anchors + size_t(a) * 4;  // (y centre, x centre, height, width)
+        const float* d = deltas + size_t(a) * encoding;
+        const float yCentre = anchor[0] + anchor[2] * d[0] / p.scaleY;
+        const float xCentre = anchor[1] + anchor[3] * d[1] / p.scaleX;
+        const float halfH = anchor[2] * std::exp(d[2] / p.scaleH) * 0.5f;
+        const float halfW = anchor[3] * std::exp(d[3] / p.scaleW) * 0.5f;
+        float* box = boxes + size_t(a) * 4;
+        box[0] = yCentre - halfH;
+        box[1] = xCentre - halfW;
+        box[2] = yCentre + halfH;
+        box[3] = xCentre + halfW;
+    }
+}
+
+// One kept detection of DETECTION_POSTPROCESSING: its score, anchor and class.
+struct PostprocessDetection {
+    float score;
+    uint32_t anchor, cls;
+};
+
+// Regular NMS: per class, over the scores above the threshold.
+std::vector<PostprocessDetection> regularDetections(const PostprocessParams& p, std::vector<float>& scores,
+                                                    const std::vector<float>& boxes, uint32_t numAnchors,
+                                                    uint32_t numClasses) {
+    const BoxOf boxOf = [&](uint32_t i) { return boxes.data() + size_t(i / numClasses) * 4; };
+    const std::vector<uint32_t> kept = multiClassSuppress(
+        scores, numAnchors, numClasses, p.scoreThreshold, p.maxDetections,
+        [&](std::vector<uint32_t>& c, size_t begin, size_t end) {
+            return hardSuppress(c, begin, end, scores, p.maxPerClass, p.iouThreshold, boxOf);
+        });
+    std::vector<PostprocessDetection> out;
+    for (uint32_t i : kept) out.push_back({scores[i], i / numClasses, i % numClasses});
+    return out;
+}
+
+// Fast NMS: one pass over the anchors by their best non-background score, then the best classes
+// of each kept anchor.
+std::vector<PostprocessDetection> fastDetections(const PostprocessParams& p, const std::vector<float>& scores,
+                                                 const std::vector<float>& boxes, uint32_t numAnchors,
+                                                 uint32_t numClasses) {
+    const uint32_t classesPerAnchor = std::min<uint32_t>(numClasses - 1, uint32_t(p.maxClassesPerDetection));
+    std::vector<float> best(numAnchors);
+    std::vector<uint32_t> candidates;
+    for (uint32_t a = 0; a < numAnchors; ++a) {
+        const float* s = scores.data() + size_t(a) * numClasses;
+        best[a] = *std::max_element(s + 1, s + numClasses);
+        if (best[a] > p.scoreThreshold) candidates.push_back(a);
+    }
+    const BoxOf boxOf = [&](uint32_t i) { return boxes.data() + size_t(i) * 4; };
+    candidates.resize(
+        hardSuppress(candidates, 0, candidates.size(), best, p.maxDetections, p.iouThreshold, boxOf));
+    std::vector<PostprocessDetection> out;
+    for (uint32_t a : candidates) {
+        const float* s = scores.data() + size_t(a) * numClasses;
+        std::vector<uint32_t> order(numClasses - 1);
+        std::iota(order.begin(), order.end(), 1u);
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return s[x] > s[y]; });
+        for (uint32_t c = 0; c < classesPerAnchor; ++c) out.push_back({s[order[c]], a, order[c]});
+    }
+    return out;
+}
+
 Status executePostprocess(OperationContext& ctx) {
     const PostprocessParams p = postprocessParams(ctx);
     const std::vector<float> scores = detection::loadReals(ctx.input(0));
@@ -660,64 +726,23 @@ Status executePostprocess(OperationContext& ctx) {
     // Decoded boxes are (y1, x1, y2, x2); IoU is symmetric in the axes, so it takes them as they are.
     std::vector<float> boxes(size_t(numAnchors) * 4);
     for (uint32_t b = 0; b < batches; ++b) {
-        for (uint32_t a = 0; a < numAnchors; ++a) {
-            const float* anchor = anchors.data() + size_t(a) * 4;  // (y centre, x centre, height, width)
-            const float* d = deltas.data() + (size_t(b) * numAnchors + a) * encoding;
-            const float yCentre = anchor[0] + anchor[2] * d[0] / p.scaleY;
-            const float xCentre = anchor[1] + anchor[3] * d[1] / p.scaleX;
-            const float halfH = anchor[2] * std::exp(d[2] / p.scaleH) * 0.5f;
-            const float halfW = anchor[3] * std::exp(d[3] / p.scaleW) * 0.5f;
-            float* box = boxes.data() + size_t(a) * 4;
-            box[0] = yCentre - halfH;
-            box[1] = xCentre - halfW;
-            box[2] = yCentre + halfH;
-            box[3] = xCentre + halfW;
-        }
+        decodeAnchorBoxes(p, anchors.data(), deltas.data() + size_t(b) * numAnchors * encoding, numAnchors,
+                          encoding, boxes.data());
         std::vector<float> batchScores(scores.begin() + size_t(b) * numAnchors * numClasses,
                                        scores.begin() + size_t(b + 1) * numAnchors * numClasses);
+        const std::vector<PostprocessDetection> found =
+            p.regular ? regularDetections(p, batchScores, boxes, numAnchors, numClasses)
+                      : fastDetections(p, batchScores, boxes, numAnchors, numClasses);
         const size_t base = size_t(b) * slots;
-        size_t written = 0;
-        auto emit = [&](float score, uint32_t anchor, uint32_t cls) {
-            detection::storeConverted(scoresOut, base + written, score);
+        for (size_t n = 0; n < found.size(); ++n) {
+            detection::storeConverted(scoresOut, base + n, found[n].score);
             for (size_t k = 0; k < 4; ++k) {
-                detection::storeConverted(boxesOut, (base + written) * 4 + k, boxes[size_t(anchor) * 4 + k]);
+                detection::storeConverted(boxesOut, (base + n) * 4 + k,
+                                          boxes[size_t(found[n].anchor) * 4 + k]);
             }
-            classesOut[base + written] = int32_t(cls) - labelShift;
-            ++written;
-        };
-        if (p.regular) {
-            const BoxOf boxOf = [&](uint32_t i) { return boxes.data() + size_t(i / numClasses) * 4; };
-            const std::vector<uint32_t> kept = multiClassSuppress(
-                batchScores, numAnchors, numClasses, p.scoreThreshold, p.maxDetections,
-                [&](std::vector<uint32_t>& c, size_t begin, size_t end) {
-                    return hardSuppress(c, begin, end, batchScores, p.maxPerClass, p.iouThreshold, boxOf);
-                });
-            for (uint32_t i : kept) emit(batchScores[i], i / numClasses, i % numClasses);
-        } else {
-            // Fast NMS: one pass over the anchors by their best non-background score, then the
-            // best classes of each kept anchor.
-            const uint32_t classesPerAnchor =
-                std::min<uint32_t>(numClasses - 1, uint32_t(p.maxClassesPerDetection));
-            std::vector<float> best(numAnchors);
-            std::vector<uint32_t> candidates;
-            for (uint32_t a = 0; a < numAnchors; ++a) {
-                const float* s = batchScores.data() + size_t(a) * numClasses;
-                best[a] = *std::max_element(s + 1, s + numClasses);
-                if (best[a] > p.scoreThreshold) candidates.push_back(a);
-            }
-            const BoxOf boxOf = [&](uint32_t i) { return boxes.data() + size_t(i) * 4; };
-            candidates.resize(
-                hardSuppress(candidates, 0, candidates.size(), best, p.maxDetections, p.iouThreshold, boxOf));
-            for (uint32_t a : candidates) {
-                const float* s = batchScores.data() + size_t(a) * numClasses;
-                std::vector<uint32_t> order(numClasses - 1);
-                std::iota(order.begin(), order.end(), 1u);
-                std::stable_sort(order.begin(), order.end(),
-                                 [&](uint32_t x, uint32_t y) { return s[x] > s[y]; });
-                for (uint32_t c = 0; c < classesPerAnchor; ++c) emit(s[order[c]], a, order[c]);
-            }
+            classesOut[base + n] = int32_t(found[n].cls) - labelShift;
         }
-        counts[b] = int32_t(written);
+        counts[b] = int32_t(found.size());
     }
     return {};
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common.h"
+#include "recurrent_activation.h"
 
 namespace npu::ref::ops {
 namespace {
@@ -64,12 +65,12 @@ CellShape describeCell(const OperationContext& ctx, const CellInputs& c, size_t 
     return s;
 }
 
-// Checks one cell's tensors against each other (the NNAPI LSTM rules); inputIndex is the tensor the
-// cell reads ([.., nInput]); auxIndex the auxiliary input (or kNone).
-Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_t inputIndex, int auxIndex,
-                               uint32_t nBatch) {
-    const OperandType type = ctx.inputType(0);
-    auto tensor = [&](int i, const char* what, std::initializer_list<uint32_t> dims) -> Status {
+// Type and shape checks of a cell's tensors, naming the input and its role.
+struct CellChecker {
+    OperationContext& ctx;
+    OperandType type;
+
+    Status tensor(int i, const char* what, std::initializer_list<uint32_t> dims) const {
         const std::string n = name(i, what);
         if (ctx.inputType(size_t(i)) != type) {
             return ctx.error(n + " has type " + std::string(hal::toString(ctx.inputType(size_t(i)))) +
@@ -81,38 +82,27 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
                              dimsToString(want));
         }
         return {};
-    };
-    auto required = [&](int i, const char* what) -> Status {
+    }
+    Status required(int i, const char* what) const {
         if (!present(ctx, i)) return ctx.error(name(i, what) + " is required");
         return {};
-    };
-    for (int g : {kForgetGate, kCellGate, kOutputGate}) {
-        NPU_TRY(required(c.inputToGate[g], "input_to_gate_weights"));
-        NPU_TRY(required(c.recurrentToGate[g], "recurrent_to_gate_weights"));
-        NPU_TRY(required(c.bias[g], "gate_bias"));
     }
-    NPU_TRY(required(c.outputStateIn, "output_state_in"));
-    NPU_TRY(required(c.cellStateIn, "cell_state_in"));
-    if (ctx.inputRank(size_t(c.inputToGate[kOutputGate])) != 2 ||
-        ctx.inputRank(size_t(c.recurrentToGate[kOutputGate])) != 2) {
-        return ctx.error(name(c.inputToGate[kOutputGate], "input_to_output_weights") + " and " +
-                         name(c.recurrentToGate[kOutputGate], "recurrent_to_output_weights") +
-                         " must have rank 2");
-    }
-    const CellShape s = describeCell(ctx, c, inputIndex, auxIndex == kNone ? 0 : size_t(auxIndex));
-    const uint32_t nCell = s.nCell, nInput = s.nInput, nOutput = s.nOutput;
-    if (nCell == 0 || nOutput == 0 || nInput == 0) return ctx.error("LSTM cell with a zero-sized dimension");
+};
+
+// The weights of the gates (the input gate's only without CIFG) and the peephole weights.
+Status checkGateWeights(const CellChecker& k, const CellInputs& c, const CellShape& s) {
+    OperationContext& ctx = k.ctx;
     for (int g = 0; g < 4; ++g) {
         if (g == kInputGate && s.cifg) continue;
-        NPU_TRY(tensor(c.inputToGate[g], "input_to_gate_weights", {nCell, nInput}));
-        NPU_TRY(tensor(c.recurrentToGate[g], "recurrent_to_gate_weights", {nCell, nOutput}));
+        NPU_TRY(k.tensor(c.inputToGate[g], "input_to_gate_weights", {s.nCell, s.nInput}));
+        NPU_TRY(k.tensor(c.recurrentToGate[g], "recurrent_to_gate_weights", {s.nCell, s.nOutput}));
     }
     if (s.cifg == present(ctx, c.recurrentToGate[kInputGate])) {
         return ctx.error(name(c.recurrentToGate[kInputGate], "recurrent_to_input_weights") +
                          " must be present exactly when input_to_input_weights is (CIFG)");
     }
     for (int p = 0; p < 3; ++p) {
-        if (present(ctx, c.peephole[p])) NPU_TRY(tensor(c.peephole[p], "cell_to_gate_weights", {nCell}));
+        if (present(ctx, c.peephole[p])) NPU_TRY(k.tensor(c.peephole[p], "cell_to_gate_weights", {s.nCell}));
     }
     const bool peepholeOk =
         (s.peephole && present(ctx, c.peephole[1]) && (s.cifg || present(ctx, c.peephole[0]))) ||
@@ -120,62 +110,106 @@ Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_
     if (!peepholeOk)
         return ctx.error("peephole weights (inputs " + std::to_string(c.peephole[0]) + ".." +
                          std::to_string(c.peephole[2]) + ") must be all present or all omitted");
+    return {};
+}
+
+// The gate biases, the projection and the states in.
+Status checkBiasesAndProjection(const CellChecker& k, const CellInputs& c, const CellShape& s,
+                                uint32_t nBatch) {
+    OperationContext& ctx = k.ctx;
     if (s.cifg) {
         if (present(ctx, c.bias[kInputGate])) {
             return ctx.error(name(c.bias[kInputGate], "input_gate_bias") +
                              " must be omitted for a CIFG LSTM");
         }
     } else {
-        NPU_TRY(required(c.bias[kInputGate], "input_gate_bias"));
+        NPU_TRY(k.required(c.bias[kInputGate], "input_gate_bias"));
     }
     for (int g = 0; g < 4; ++g) {
         if (g == kInputGate && s.cifg) continue;
-        NPU_TRY(tensor(c.bias[g], "gate_bias", {nCell}));
+        NPU_TRY(k.tensor(c.bias[g], "gate_bias", {s.nCell}));
     }
     if (s.projection) {
-        NPU_TRY(tensor(c.projectionWeights, "projection_weights", {nOutput, nCell}));
-    } else if (nOutput != nCell) {
-        return ctx.error("without projection weights the output size " + std::to_string(nOutput) +
-                         " must equal the number of cells " + std::to_string(nCell));
+        NPU_TRY(k.tensor(c.projectionWeights, "projection_weights", {s.nOutput, s.nCell}));
+    } else if (s.nOutput != s.nCell) {
+        return ctx.error("without projection weights the output size " + std::to_string(s.nOutput) +
+                         " must equal the number of cells " + std::to_string(s.nCell));
     }
     if (s.projectionBias) {
         if (!s.projection)
             return ctx.error(name(c.projectionBias, "projection_bias") + " needs projection weights");
-        NPU_TRY(tensor(c.projectionBias, "projection_bias", {nOutput}));
+        NPU_TRY(k.tensor(c.projectionBias, "projection_bias", {s.nOutput}));
     }
-    NPU_TRY(tensor(c.outputStateIn, "output_state_in", {nBatch, nOutput}));
-    NPU_TRY(tensor(c.cellStateIn, "cell_state_in", {nBatch, nCell}));
-    if (c.layerNorm[0] != kNone) {
-        for (int g = 0; g < 4; ++g) {
-            const bool want = s.layerNorm && !(g == kInputGate && s.cifg);
-            if (want) {
-                NPU_TRY(required(c.layerNorm[g], "layer_norm_weights"));
-                NPU_TRY(tensor(c.layerNorm[g], "layer_norm_weights", {nCell}));
-            } else if (!s.layerNorm && present(ctx, c.layerNorm[g])) {
-                return ctx.error("layer normalization weights (inputs " + std::to_string(c.layerNorm[0]) +
-                                 ".." + std::to_string(c.layerNorm[3]) +
-                                 ") must be all present or all omitted");
-            }
+    NPU_TRY(k.tensor(c.outputStateIn, "output_state_in", {nBatch, s.nOutput}));
+    NPU_TRY(k.tensor(c.cellStateIn, "cell_state_in", {nBatch, s.nCell}));
+    return {};
+}
+
+// Layer normalization weights: all present (the input gate's only without CIFG) or all omitted.
+Status checkLayerNorm(const CellChecker& k, const CellInputs& c, const CellShape& s) {
+    if (c.layerNorm[0] == kNone) return {};
+    for (int g = 0; g < 4; ++g) {
+        const bool want = s.layerNorm && !(g == kInputGate && s.cifg);
+        if (want) {
+            NPU_TRY(k.required(c.layerNorm[g], "layer_norm_weights"));
+            NPU_TRY(k.tensor(c.layerNorm[g], "layer_norm_weights", {s.nCell}));
+        } else if (!s.layerNorm && present(k.ctx, c.layerNorm[g])) {
+            return k.ctx.error("layer normalization weights (inputs " + std::to_string(c.layerNorm[0]) +
+                               ".." + std::to_string(c.layerNorm[3]) +
+                               ") must be all present or all omitted");
         }
     }
-    if (c.auxToGate[0] != kNone) {
-        const bool anyAux = present(ctx, c.auxToGate[0]) || present(ctx, c.auxToGate[1]) ||
-                            present(ctx, c.auxToGate[2]) || present(ctx, c.auxToGate[3]);
-        if (anyAux) {
-            if (auxIndex == kNone || !present(ctx, auxIndex))
-                return ctx.error("auxiliary weights given without aux_input");
-            for (int g = 0; g < 4; ++g) {
-                if (g == kInputGate && s.cifg) {
-                    if (present(ctx, c.auxToGate[g]))
-                        return ctx.error(name(c.auxToGate[g], "aux_input_to_input_weights") +
-                                         " must be omitted for a CIFG LSTM");
-                    continue;
-                }
-                NPU_TRY(required(c.auxToGate[g], "aux_input_to_gate_weights"));
-                NPU_TRY(tensor(c.auxToGate[g], "aux_input_to_gate_weights", {nCell, s.nAux}));
-            }
+    return {};
+}
+
+// Auxiliary input weights: only with an auxiliary input, and all of them (but the input gate's
+// with CIFG).
+Status checkAuxWeights(const CellChecker& k, const CellInputs& c, const CellShape& s, int auxIndex) {
+    OperationContext& ctx = k.ctx;
+    if (c.auxToGate[0] == kNone) return {};
+    const bool anyAux = present(ctx, c.auxToGate[0]) || present(ctx, c.auxToGate[1]) ||
+                        present(ctx, c.auxToGate[2]) || present(ctx, c.auxToGate[3]);
+    if (!anyAux) return {};
+    if (auxIndex == kNone || !present(ctx, auxIndex))
+        return ctx.error("auxiliary weights given without aux_input");
+    for (int g = 0; g < 4; ++g) {
+        if (g == kInputGate && s.cifg) {
+            if (present(ctx, c.auxToGate[g]))
+                return ctx.error(name(c.auxToGate[g], "aux_input_to_input_weights") +
+                                 " must be omitted for a CIFG LSTM");
+            continue;
         }
+        NPU_TRY(k.required(c.auxToGate[g], "aux_input_to_gate_weights"));
+        NPU_TRY(k.tensor(c.auxToGate[g], "aux_input_to_gate_weights", {s.nCell, s.nAux}));
     }
+    return {};
+}
+
+// Checks one cell's tensors against each other (the NNAPI LSTM rules); inputIndex is the tensor the
+// cell reads ([.., nInput]); auxIndex the auxiliary input (or kNone).
+Result<CellShape> validateCell(OperationContext& ctx, const CellInputs& c, size_t inputIndex, int auxIndex,
+                               uint32_t nBatch) {
+    const CellChecker k{ctx, ctx.inputType(0)};
+    for (int g : {kForgetGate, kCellGate, kOutputGate}) {
+        NPU_TRY(k.required(c.inputToGate[g], "input_to_gate_weights"));
+        NPU_TRY(k.required(c.recurrentToGate[g], "recurrent_to_gate_weights"));
+        NPU_TRY(k.required(c.bias[g], "gate_bias"));
+    }
+    NPU_TRY(k.required(c.outputStateIn, "output_state_in"));
+    NPU_TRY(k.required(c.cellStateIn, "cell_state_in"));
+    if (ctx.inputRank(size_t(c.inputToGate[kOutputGate])) != 2 ||
+        ctx.inputRank(size_t(c.recurrentToGate[kOutputGate])) != 2) {
+        return ctx.error(name(c.inputToGate[kOutputGate], "input_to_output_weights") + " and " +
+                         name(c.recurrentToGate[kOutputGate], "recurrent_to_output_weights") +
+                         " must have rank 2");
+    }
+    const CellShape s = describeCell(ctx, c, inputIndex, auxIndex == kNone ? 0 : size_t(auxIndex));
+    if (s.nCell == 0 || s.nOutput == 0 || s.nInput == 0)
+        return ctx.error("LSTM cell with a zero-sized dimension");
+    NPU_TRY(checkGateWeights(k, c, s));
+    NPU_TRY(checkBiasesAndProjection(k, c, s, nBatch));
+    NPU_TRY(checkLayerNorm(k, c, s));
+    NPU_TRY(checkAuxWeights(k, c, s, auxIndex));
     return s;
 }
 
@@ -259,22 +293,6 @@ Cell loadCell(const OperationContext& ctx, const CellInputs& c, const CellShape&
     return cell;
 }
 
-float activate(float x, int32_t activation) {
-    switch (activation) {
-        case 1:
-            return std::max(0.0f, x);
-        case 2:
-            return std::clamp(x, -1.0f, 1.0f);
-        case 3:
-            return std::clamp(x, 0.0f, 6.0f);
-        case 4:
-            return std::tanh(x);
-        case 6:
-            return 1.0f / (1.0f + std::exp(-x));
-        default:
-            return x;
-    }
-}
 float sigmoid(float x) {
     return 1.0f / (1.0f + std::exp(-x));
 }
@@ -351,7 +369,7 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     finishGate(kCellGate, nullptr, nullptr, false);
     for (size_t k = 0; k < block; ++k) {
         const float forget = gates[kForgetGate][k];
-        const float cellInput = activate(gates[kCellGate][k], c.p.activation);
+        const float cellInput = recurrentActivation(gates[kCellGate][k], c.p.activation);
         const float inputGate = s.cifg ? 1.0f - forget : gates[kInputGate][k];
         float v = forget * cellStateIn[k];
         v += cellInput * inputGate;
@@ -362,7 +380,7 @@ void lstmStep(const Cell& c, uint32_t nBatch, const float* input, const float* a
     }
     finishGate(kOutputGate, s.peephole ? &c.peephole[2] : nullptr, cellStateOut, true);
     for (size_t k = 0; k < block; ++k) {
-        gates[kCellGate][k] = activate(cellStateOut[k], c.p.activation);
+        gates[kCellGate][k] = recurrentActivation(cellStateOut[k], c.p.activation);
         gates[kOutputGate][k] *= gates[kCellGate][k];
     }
     if (s.projection) {
@@ -503,11 +521,10 @@ Status prepareUnidirectionalLstm(OperationContext& ctx) {
     NPU_TRY(ctx.expectType(23, OperandType::BOOL));
     const bool timeMajor = NPU_TRY(boolInput(ctx, 23));
     const auto& in = ctx.inputDims(0);
-    const uint32_t maxTime = timeMajor ? in[0] : in[1], nBatch = timeMajor ? in[1] : in[0];
+    const uint32_t nBatch = timeMajor ? in[1] : in[0];
     const CellShape s = NPU_TRY(validateCell(ctx, c, 0, kNone, nBatch));
     NPU_TRY(cellParams(ctx, 20, 21, 22));
     NPU_TRY(ctx.setOutputShape(0, {in[0], in[1], s.nOutput}));
-    (void)maxTime;
     if (ctx.outputCount() == 3) {
         NPU_TRY(ctx.setOutputShape(1, {nBatch, s.nOutput}));
         NPU_TRY(ctx.setOutputShape(2, {nBatch, s.nCell}));

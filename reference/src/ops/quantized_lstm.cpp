@@ -309,6 +309,49 @@ Status expectVector(OperationContext& ctx, size_t i, uint32_t n) {
     return expectDims(ctx, i, {n});
 }
 
+// QUANTIZED_LSTM's peephole and layer-norm weights: each group all present or all omitted (the
+// input gate's omitted with CIFG), [numUnits] each.
+Status checkQLstmPeepholeAndLayerNorm(OperationContext& ctx, uint32_t numUnits, bool cifg) {
+    const bool peephole = !ctx.isOmitted(kQCellToOutput);
+    for (size_t i = kQCellToInput; i <= kQCellToOutput; ++i) {
+        const bool wanted = peephole && !(i == kQCellToInput && cifg);
+        if (ctx.isOmitted(i) == wanted) {
+            return ctx.error(
+                std::string("the peephole weights (inputs 9-11) must be all present or all omitted") +
+                " (input 9 omitted with CIFG); input " + std::to_string(i) + " is not");
+        }
+        if (wanted) NPU_TRY(expectVector(ctx, i, numUnits));
+    }
+    const bool layerNorm = !ctx.isOmitted(kQLayerNorm + kGateOutput);
+    for (size_t g = 0; g < 4; ++g) {
+        const bool wanted = layerNorm && !(g == kGateInput && cifg);
+        if (ctx.isOmitted(kQLayerNorm + g) == wanted) {
+            return ctx.error(
+                "the layer norm weights (inputs 20-23) must be all present or all omitted (input 20 "
+                "omitted with CIFG); input " +
+                std::to_string(kQLayerNorm + g) + " is not");
+        }
+        if (wanted) NPU_TRY(expectVector(ctx, kQLayerNorm + g, numUnits));
+    }
+    return {};
+}
+
+// The projection weights [outputSize, numUnits] and bias, or, without them, outputSize == numUnits.
+Status checkQLstmProjection(OperationContext& ctx, uint32_t numUnits, uint32_t outputSize) {
+    const bool projection = !ctx.isOmitted(kQProjectionWeights);
+    if (projection) {
+        NPU_TRY(expectDims(ctx, kQProjectionWeights, {outputSize, numUnits}));
+    } else if (outputSize != numUnits) {
+        return ctx.error("without projection weights the output size " + std::to_string(outputSize) +
+                         " must equal the number of units " + std::to_string(numUnits));
+    }
+    if (!ctx.isOmitted(kQProjectionBias)) {
+        if (!projection) return ctx.error("input 17 (projection bias) is given without projection weights");
+        NPU_TRY(expectVector(ctx, kQProjectionBias, outputSize));
+    }
+    return {};
+}
+
 Status prepareQuantizedLstm(OperationContext& ctx) {
     NPU_TRY(ctx.expectInputCount(32, 32));
     NPU_TRY(ctx.expectOutputCount(3));
@@ -350,38 +393,8 @@ Status prepareQuantizedLstm(OperationContext& ctx) {
         NPU_TRY(expectDims(ctx, kQRecurrentWeights + g, {numUnits, outputSize}));
         NPU_TRY(expectVector(ctx, kQBias + g, numUnits));
     }
-    const bool peephole = !ctx.isOmitted(kQCellToOutput);
-    for (size_t i = kQCellToInput; i <= kQCellToOutput; ++i) {
-        const bool wanted = peephole && !(i == kQCellToInput && cifg);
-        if (ctx.isOmitted(i) == wanted) {
-            return ctx.error(
-                std::string("the peephole weights (inputs 9-11) must be all present or all omitted") +
-                " (input 9 omitted with CIFG); input " + std::to_string(i) + " is not");
-        }
-        if (wanted) NPU_TRY(expectVector(ctx, i, numUnits));
-    }
-    const bool layerNorm = !ctx.isOmitted(kQLayerNorm + kGateOutput);
-    for (size_t g = 0; g < 4; ++g) {
-        const bool wanted = layerNorm && !(g == kGateInput && cifg);
-        if (ctx.isOmitted(kQLayerNorm + g) == wanted) {
-            return ctx.error(
-                "the layer norm weights (inputs 20-23) must be all present or all omitted (input 20 "
-                "omitted with CIFG); input " +
-                std::to_string(kQLayerNorm + g) + " is not");
-        }
-        if (wanted) NPU_TRY(expectVector(ctx, kQLayerNorm + g, numUnits));
-    }
-    const bool projection = !ctx.isOmitted(kQProjectionWeights);
-    if (projection) {
-        NPU_TRY(expectDims(ctx, kQProjectionWeights, {outputSize, numUnits}));
-    } else if (outputSize != numUnits) {
-        return ctx.error("without projection weights the output size " + std::to_string(outputSize) +
-                         " must equal the number of units " + std::to_string(numUnits));
-    }
-    if (!ctx.isOmitted(kQProjectionBias)) {
-        if (!projection) return ctx.error("input 17 (projection bias) is given without projection weights");
-        NPU_TRY(expectVector(ctx, kQProjectionBias, outputSize));
-    }
+    NPU_TRY(checkQLstmPeepholeAndLayerNorm(ctx, numUnits, cifg));
+    NPU_TRY(checkQLstmProjection(ctx, numUnits, outputSize));
     NPU_TRY(expectDims(ctx, kQPrevOutput, {batches, outputSize}));
     NPU_TRY(expectDims(ctx, kQPrevCell, {batches, numUnits}));
     // The cell state is int16 with a power-of-two scale; tanh of it is defined for 0 to 6
@@ -424,20 +437,6 @@ std::vector<int32_t> effectiveBias(const int8_t* w, uint32_t rows, uint32_t cols
     return out;
 }
 
-int32_t saturatingDoublingHighMul32(int32_t a, int32_t b) {
-    return saturatingRoundingDoublingHighMul(a, b);
-}
-
-// 32-bit x * 2^exponent with saturation (exponent > 0) or rounding (exponent < 0).
-int32_t mulByPOT32(int32_t x, int exponent) {
-    if (exponent < 0) return roundingDivideByPOT(x, -exponent);
-    if (exponent == 0) return x;
-    const int32_t threshold = static_cast<int32_t>((int64_t{1} << (31 - exponent)) - 1);
-    if (x > threshold) return std::numeric_limits<int32_t>::max();
-    if (x < -threshold) return std::numeric_limits<int32_t>::min();
-    return static_cast<int32_t>(static_cast<uint32_t>(x) << exponent);
-}
-
 // 1 / sqrt(input) as a multiplier and a left shift (TFLite's GetInvSqrtQuantizedMultiplierExp with
 // reverse_shift -1): Newton-Raphson in 32-bit fixed point with 3 integer bits.
 QuantizedMultiplier inverseSqrt(int32_t input) {
@@ -451,18 +450,19 @@ QuantizedMultiplier inverseSqrt(int32_t input) {
     const int leftShiftPairs = maxLeftShiftBits / 2 - 1;
     shift -= leftShiftPairs;
     input <<= 2 * leftShiftPairs;
-    const int32_t fixedInput = input >> 1;                 // F3
-    const int32_t halfInput = mulByPOT32(fixedInput, -1);  // F3
-    const int32_t halfThree = (1 << 28) + (1 << 27);       // 1.5 in F3
-    int32_t x = 1 << 28;                                   // 1 in F3
+    const int32_t fixedInput = input >> 1;                                      // F3
+    const int32_t halfInput = saturatingRoundingMultiplyByPot(fixedInput, -1);  // F3
+    const int32_t halfThree = (1 << 28) + (1 << 27);                            // 1.5 in F3
+    int32_t x = 1 << 28;                                                        // 1 in F3
     for (int i = 0; i < 5; ++i) {
-        const int32_t x3 = mulByPOT32(saturatingDoublingHighMul32(saturatingDoublingHighMul32(x, x), x), 6);
+        const int32_t x3 = saturatingRoundingMultiplyByPot(
+            saturatingRoundingDoublingHighMul(saturatingRoundingDoublingHighMul(x, x), x), 6);
         const int32_t diff =
-            static_cast<int32_t>(static_cast<int64_t>(saturatingDoublingHighMul32(halfThree, x)) -
-                                 saturatingDoublingHighMul32(halfInput, x3));
-        x = mulByPOT32(diff, 3);  // F6 -> F3
+            static_cast<int32_t>(static_cast<int64_t>(saturatingRoundingDoublingHighMul(halfThree, x)) -
+                                 saturatingRoundingDoublingHighMul(halfInput, x3));
+        x = saturatingRoundingMultiplyByPot(diff, 3);  // F6 -> F3
     }
-    x = saturatingDoublingHighMul32(x, 1518500250);  // * sqrt(2) / 2
+    x = saturatingRoundingDoublingHighMul(x, 1518500250);  // * sqrt(2) / 2
     if (shift < 0) {
         x = static_cast<int32_t>(static_cast<uint32_t>(x) << -shift);
         shift = 0;
@@ -508,25 +508,28 @@ void peepholeAccumulate(const int16_t* weights, const int16_t* state, uint32_t b
     }
 }
 
-Status executeQuantizedLstm(OperationContext& ctx) {
-    const uint32_t batches = ctx.inputDims(kQInput)[0], inputSize = ctx.inputDims(kQInput)[1];
-    const uint32_t numUnits = ctx.inputDims(kQInputWeights + kGateOutput)[0];
-    const uint32_t outputSize = ctx.inputDims(kQRecurrentWeights + kGateOutput)[1];
-    const size_t cells = size_t{batches} * numUnits;
-    const bool cifg = ctx.isOmitted(kQInputWeights + kGateInput);
-    const bool peephole = !ctx.isOmitted(kQCellToOutput);
-    const bool layerNormOn = !ctx.isOmitted(kQLayerNorm + kGateOutput);
-    const bool projection = !ctx.isOmitted(kQProjectionWeights);
-    const RuntimeOperand& input = ctx.input(kQInput);
-    const RuntimeOperand& prevOutput = ctx.input(kQPrevOutput);
-    const RuntimeOperand& prevCellOperand = ctx.input(kQPrevCell);
-    const int cellShift = *exactLog2(prevCellOperand.scale);
-    const int16_t* prevCell = ctx.inputData<int16_t>(kQPrevCell);
-    const float cellClip = ctx.scalar<float>(kQCellClip),
-                projectionClip = ctx.scalar<float>(kQProjectionClip);
-    const int32_t hiddenZeroPoint = ctx.scalar<int32_t>(kQHiddenZeroPoint);
-    const float hiddenScale = ctx.scalar<float>(kQHiddenScale);
-    // The scales may be model inputs, known only now; they divide, so they must be positive.
+// QUANTIZED_LSTM's sizes and options, read from the operands.
+struct QLstm {
+    uint32_t batches = 0, inputSize = 0, numUnits = 0, outputSize = 0;
+    size_t cells = 0;
+    bool cifg = false, peephole = false, layerNorm = false, projection = false;
+    int cellShift = 0;  // the cell state's scale is 2^cellShift
+
+    explicit QLstm(OperationContext& ctx)
+        : batches(ctx.inputDims(kQInput)[0]),
+          inputSize(ctx.inputDims(kQInput)[1]),
+          numUnits(ctx.inputDims(kQInputWeights + kGateOutput)[0]),
+          outputSize(ctx.inputDims(kQRecurrentWeights + kGateOutput)[1]),
+          cells(size_t{batches} * numUnits),
+          cifg(ctx.isOmitted(kQInputWeights + kGateInput)),
+          peephole(!ctx.isOmitted(kQCellToOutput)),
+          layerNorm(!ctx.isOmitted(kQLayerNorm + kGateOutput)),
+          projection(!ctx.isOmitted(kQProjectionWeights)),
+          cellShift(*exactLog2(ctx.input(kQPrevCell).scale)) {}
+};
+
+// The scales may be model inputs, known only now; they divide, so they must be positive.
+Status checkRuntimeScales(OperationContext& ctx, bool cifg) {
     for (size_t i = cifg ? kQIntermediateScale + 1 : kQIntermediateScale; i <= kQHiddenScale; ++i) {
         if (i == kQHiddenZeroPoint) continue;
         const float v = ctx.scalar<float>(i);
@@ -535,110 +538,143 @@ Status executeQuantizedLstm(OperationContext& ctx) {
                              ", expected a positive finite value");
         }
     }
+    return {};
+}
 
-    // One gate before its activation: input and recurrent products at the gate's intermediate
-    // scale, the peephole term, then layer normalization (which adds the bias) to 3 integer bits.
-    // Without layer normalization the bias joins the products (the intermediate scale is then the
-    // activation's 2^-12).
-    auto gatePreActivation = [&](size_t g, const int16_t* peepholeState) {
-        std::vector<int16_t> gate(cells, 0);
-        const float intermediate = ctx.scalar<float>(kQIntermediateScale + g);
-        const int32_t* bias = ctx.inputData<int32_t>(kQBias + g);
-        const int8_t* wIn = ctx.inputData<int8_t>(kQInputWeights + g);
-        const int8_t* wRec = ctx.inputData<int8_t>(kQRecurrentWeights + g);
-        const float inScale = ctx.input(kQInputWeights + g).scale * input.scale / intermediate;
-        const float recScale = ctx.input(kQRecurrentWeights + g).scale * prevOutput.scale / intermediate;
-        matrixBatchVectorAccumulate(
-            ctx.inputData<int8_t>(kQInput),
-            effectiveBias(wIn, numUnits, inputSize, input.zeroPoint, layerNormOn ? nullptr : bias), wIn,
-            quantizeMultiplier(inScale), batches, inputSize, numUnits, 0, gate.data());
-        matrixBatchVectorAccumulate(ctx.inputData<int8_t>(kQPrevOutput),
-                                    effectiveBias(wRec, numUnits, outputSize, prevOutput.zeroPoint, nullptr),
-                                    wRec, quantizeMultiplier(recScale), batches, outputSize, numUnits, 0,
-                                    gate.data());
-        const size_t peepholeInput = g == kGateInput    ? kQCellToInput
-                                     : g == kGateForget ? kQCellToForget
-                                                        : kQCellToOutput;
-        if (peephole && g != kGateCell) {
-            const float scale =
-                static_cast<float>(std::pow(2.0, cellShift) * ctx.input(peepholeInput).scale / intermediate);
-            peepholeAccumulate(ctx.inputData<int16_t>(peepholeInput), peepholeState, batches, numUnits,
-                               quantizeMultiplier(scale), gate.data());
-        }
-        if (layerNormOn) {
-            const RuntimeOperand& weights = ctx.input(kQLayerNorm + g);
-            const int32_t varianceLimit = std::min(1, static_cast<int32_t>(10000 * weights.scale));
-            layerNorm(gate.data(), ctx.inputData<int16_t>(kQLayerNorm + g), bias,
-                      quantizeMultiplier(weights.scale), varianceLimit, batches, numUnits);
-        }
-        return gate;
-    };
-
-    std::vector<int16_t> forget = gatePreActivation(kGateForget, prevCell);
-    for (auto& v : forget) v = logistic16(v, 3);
-    std::vector<int16_t> cellGate = gatePreActivation(kGateCell, nullptr);
-    for (auto& v : cellGate) v = tanh16(v, 3);
-    std::vector<int16_t> inputGate(cells);
-    if (cifg) {
-        for (size_t i = 0; i < cells; ++i) inputGate[i] = wrap16(kOneF0 - forget[i]);
-    } else {
-        inputGate = gatePreActivation(kGateInput, prevCell);
-        for (auto& v : inputGate) v = logistic16(v, 3);
+// One gate before its activation: input and recurrent products at the gate's intermediate
+// scale, the peephole term, then layer normalization (which adds the bias) to 3 integer bits.
+// Without layer normalization the bias joins the products (the intermediate scale is then the
+// activation's 2^-12).
+std::vector<int16_t> gatePreActivation(OperationContext& ctx, const QLstm& q, size_t g,
+                                       const int16_t* peepholeState) {
+    const RuntimeOperand& input = ctx.input(kQInput);
+    const RuntimeOperand& prevOutput = ctx.input(kQPrevOutput);
+    std::vector<int16_t> gate(q.cells, 0);
+    const float intermediate = ctx.scalar<float>(kQIntermediateScale + g);
+    const int32_t* bias = ctx.inputData<int32_t>(kQBias + g);
+    const int8_t* wIn = ctx.inputData<int8_t>(kQInputWeights + g);
+    const int8_t* wRec = ctx.inputData<int8_t>(kQRecurrentWeights + g);
+    const float inScale = ctx.input(kQInputWeights + g).scale * input.scale / intermediate;
+    const float recScale = ctx.input(kQRecurrentWeights + g).scale * prevOutput.scale / intermediate;
+    matrixBatchVectorAccumulate(
+        ctx.inputData<int8_t>(kQInput),
+        effectiveBias(wIn, q.numUnits, q.inputSize, input.zeroPoint, q.layerNorm ? nullptr : bias), wIn,
+        quantizeMultiplier(inScale), q.batches, q.inputSize, q.numUnits, 0, gate.data());
+    matrixBatchVectorAccumulate(ctx.inputData<int8_t>(kQPrevOutput),
+                                effectiveBias(wRec, q.numUnits, q.outputSize, prevOutput.zeroPoint, nullptr),
+                                wRec, quantizeMultiplier(recScale), q.batches, q.outputSize, q.numUnits, 0,
+                                gate.data());
+    const size_t peepholeInput = g == kGateInput    ? kQCellToInput
+                                 : g == kGateForget ? kQCellToForget
+                                                    : kQCellToOutput;
+    if (q.peephole && g != kGateCell) {
+        const float scale =
+            static_cast<float>(std::pow(2.0, q.cellShift) * ctx.input(peepholeInput).scale / intermediate);
+        peepholeAccumulate(ctx.inputData<int16_t>(peepholeInput), peepholeState, q.batches, q.numUnits,
+                           quantizeMultiplier(scale), gate.data());
     }
+    if (q.layerNorm) {
+        const RuntimeOperand& weights = ctx.input(kQLayerNorm + g);
+        const int32_t varianceLimit = std::min(1, static_cast<int32_t>(10000 * weights.scale));
+        layerNorm(gate.data(), ctx.inputData<int16_t>(kQLayerNorm + g), bias,
+                  quantizeMultiplier(weights.scale), varianceLimit, q.batches, q.numUnits);
+    }
+    return gate;
+}
 
-    int16_t* cell = ctx.outputData<int16_t>(1);
+// cell = clip(forget * prevCell + inputGate * cellGate), into output 1.
+void updateCell(OperationContext& ctx, const QLstm& q, const std::vector<int16_t>& forget,
+                const std::vector<int16_t>& inputGate, const std::vector<int16_t>& cellGate, int16_t* cell) {
+    const int16_t* prevCell = ctx.inputData<int16_t>(kQPrevCell);
+    const float cellClip = ctx.scalar<float>(kQCellClip);
     int16_t quantizedCellClip = 0;
     if (cellClip > 0) {
-        quantizedCellClip = static_cast<int16_t>(
-            static_cast<int32_t>(std::min(std::max(cellClip / prevCellOperand.scale, -32768.0f), 32767.0f)));
+        quantizedCellClip = static_cast<int16_t>(static_cast<int32_t>(
+            std::min(std::max(cellClip / ctx.input(kQPrevCell).scale, -32768.0f), 32767.0f)));
     }
-    for (size_t i = 0; i < cells; ++i) {
+    for (size_t i = 0; i < q.cells; ++i) {
         const int32_t kept = roundingDivideByPOT(int32_t{forget[i]} * prevCell[i], 15);
-        const int32_t added = roundingDivideByPOT(int32_t{inputGate[i]} * cellGate[i], 30 + cellShift);
+        const int32_t added = roundingDivideByPOT(int32_t{inputGate[i]} * cellGate[i], 30 + q.cellShift);
         int16_t c = saturate16(int32_t{static_cast<int16_t>(kept)} + static_cast<int16_t>(added));
         if (quantizedCellClip > 0)
             c = std::clamp<int16_t>(c, static_cast<int16_t>(-quantizedCellClip), quantizedCellClip);
         cell[i] = c;
     }
+}
 
-    std::vector<int16_t> outputGate = gatePreActivation(kGateOutput, cell);  // peephole on the new state
-    for (auto& v : outputGate) v = logistic16(v, 3);
-
-    // hidden = outputGate * tanh(cell), both with 15 fractional bits, to the hidden state's scale.
+// hidden = outputGate * tanh(cell), both with 15 fractional bits, to the hidden state's scale.
+std::vector<int8_t> hiddenState(OperationContext& ctx, const QLstm& q, const std::vector<int16_t>& outputGate,
+                                const int16_t* cell) {
+    const int32_t hiddenZeroPoint = ctx.scalar<int32_t>(kQHiddenZeroPoint);
+    const float hiddenScale = ctx.scalar<float>(kQHiddenScale);
     const QuantizedMultiplier hiddenMultiplier =
         quantizeMultiplier(static_cast<float>(std::pow(2.0, -15) / hiddenScale * std::pow(2.0, -15)));
-    std::vector<int8_t> hidden(cells);
-    for (size_t i = 0; i < cells; ++i) {
-        const int16_t t = tanh16(cell[i], 15 + cellShift);
+    std::vector<int8_t> hidden(q.cells);
+    for (size_t i = 0; i < q.cells; ++i) {
+        const int16_t t = tanh16(cell[i], 15 + q.cellShift);
         const int32_t v =
             multiplyByQuantizedMultiplier(int32_t{outputGate[i]} * t, hiddenMultiplier) + hiddenZeroPoint;
         hidden[i] = static_cast<int8_t>(std::clamp(v, -128, 127));
     }
+    return hidden;
+}
+
+// The output state (output 2): the projection of the hidden state, clipped, or the hidden state.
+void outputState(OperationContext& ctx, const QLstm& q, const std::vector<int8_t>& hidden, int8_t* out) {
+    if (!q.projection) {
+        std::copy(hidden.begin(), hidden.end(), out);
+        return;
+    }
+    const RuntimeOperand& prevOutput = ctx.input(kQPrevOutput);
+    const RuntimeOperand& weights = ctx.input(kQProjectionWeights);
+    const int8_t* w = ctx.inputData<int8_t>(kQProjectionWeights);
+    const int32_t* bias =
+        ctx.isOmitted(kQProjectionBias) ? nullptr : ctx.inputData<int32_t>(kQProjectionBias);
+    const float hiddenScale = ctx.scalar<float>(kQHiddenScale);
+    const int32_t hiddenZeroPoint = ctx.scalar<int32_t>(kQHiddenZeroPoint);
+    std::fill_n(out, size_t{q.batches} * q.outputSize, int8_t{0});
+    matrixBatchVectorAccumulate(hidden.data(),
+                                effectiveBias(w, q.outputSize, q.numUnits, hiddenZeroPoint, bias), w,
+                                quantizeMultiplier(weights.scale * hiddenScale / prevOutput.scale), q.batches,
+                                q.numUnits, q.outputSize, prevOutput.zeroPoint, out);
+    const float projectionClip = ctx.scalar<float>(kQProjectionClip);
+    if (projectionClip > 0) {
+        // The clip is in the output's units (the NNAPI definition; TFLite quantizes it with the
+        // output scale).
+        const int8_t clip = static_cast<int8_t>(
+            static_cast<int32_t>(std::min(std::max(projectionClip / prevOutput.scale, -128.0f), 127.0f)));
+        for (size_t i = 0; i < size_t{q.batches} * q.outputSize; ++i) {
+            out[i] = std::clamp<int8_t>(out[i], static_cast<int8_t>(-clip), clip);
+        }
+    }
+}
+
+Status executeQuantizedLstm(OperationContext& ctx) {
+    const QLstm q(ctx);
+    NPU_TRY(checkRuntimeScales(ctx, q.cifg));
+    const int16_t* prevCell = ctx.inputData<int16_t>(kQPrevCell);
+
+    std::vector<int16_t> forget = gatePreActivation(ctx, q, kGateForget, prevCell);
+    for (auto& v : forget) v = logistic16(v, 3);
+    std::vector<int16_t> cellGate = gatePreActivation(ctx, q, kGateCell, nullptr);
+    for (auto& v : cellGate) v = tanh16(v, 3);
+    std::vector<int16_t> inputGate(q.cells);
+    if (q.cifg) {
+        for (size_t i = 0; i < q.cells; ++i) inputGate[i] = wrap16(kOneF0 - forget[i]);
+    } else {
+        inputGate = gatePreActivation(ctx, q, kGateInput, prevCell);
+        for (auto& v : inputGate) v = logistic16(v, 3);
+    }
+
+    int16_t* cell = ctx.outputData<int16_t>(1);
+    updateCell(ctx, q, forget, inputGate, cellGate, cell);
+    std::vector<int16_t> outputGate =
+        gatePreActivation(ctx, q, kGateOutput, cell);  // peephole on the new state
+    for (auto& v : outputGate) v = logistic16(v, 3);
 
     int8_t* out = ctx.outputData<int8_t>(2);
-    if (projection) {
-        const RuntimeOperand& weights = ctx.input(kQProjectionWeights);
-        const int8_t* w = ctx.inputData<int8_t>(kQProjectionWeights);
-        const int32_t* bias =
-            ctx.isOmitted(kQProjectionBias) ? nullptr : ctx.inputData<int32_t>(kQProjectionBias);
-        std::fill_n(out, size_t{batches} * outputSize, int8_t{0});
-        matrixBatchVectorAccumulate(hidden.data(),
-                                    effectiveBias(w, outputSize, numUnits, hiddenZeroPoint, bias), w,
-                                    quantizeMultiplier(weights.scale * hiddenScale / prevOutput.scale),
-                                    batches, numUnits, outputSize, prevOutput.zeroPoint, out);
-        if (projectionClip > 0) {
-            // The clip is in the output's units (the NNAPI definition; TFLite quantizes it with the
-            // output scale).
-            const int8_t clip = static_cast<int8_t>(
-                static_cast<int32_t>(std::min(std::max(projectionClip / prevOutput.scale, -128.0f), 127.0f)));
-            for (size_t i = 0; i < size_t{batches} * outputSize; ++i) {
-                out[i] = std::clamp<int8_t>(out[i], static_cast<int8_t>(-clip), clip);
-            }
-        }
-    } else {
-        std::copy(hidden.begin(), hidden.end(), out);
-    }
-    std::copy_n(out, size_t{batches} * outputSize, ctx.outputData<int8_t>(0));
+    outputState(ctx, q, hiddenState(ctx, q, outputGate, cell), out);
+    std::copy_n(out, size_t{q.batches} * q.outputSize, ctx.outputData<int8_t>(0));
     return {};
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common.h"
+#include "recurrent_activation.h"
 
 namespace npu::ref::ops {
 namespace {
@@ -28,23 +29,6 @@ std::vector<float> loadAll(const OperationContext& ctx, size_t i) {
 
 void storeAll(RuntimeOperand& out, const float* v, size_t n) {
     for (size_t k = 0; k < n; ++k) storeFloat(out.type, out.buffer.data(), k, v[k]);
-}
-
-float activate(float x, int32_t activation) {
-    switch (activation) {
-        case 1:
-            return std::max(0.0f, x);
-        case 2:
-            return std::clamp(x, -1.0f, 1.0f);
-        case 3:
-            return std::clamp(x, 0.0f, 6.0f);
-        case 4:
-            return std::tanh(x);
-        case 6:
-            return 1.0f / (1.0f + std::exp(-x));
-        default:
-            return x;
-    }
 }
 
 Result<int32_t> rnnActivation(OperationContext& ctx, size_t i) {
@@ -124,7 +108,7 @@ void rnnStep(const RnnCell& c, uint32_t nBatch, const float* x, const float* aux
                     acc += ab[i] * c.auxWeights[size_t(o) * c.auxSize + i];
             }
             for (uint32_t h = 0; h < c.units; ++h) acc += hb[h] * c.recurrent[size_t(o) * c.units + h];
-            ob[o] = activate(acc, c.activation);
+            ob[o] = recurrentActivation(acc, c.activation);
         }
     }
 }
@@ -392,7 +376,7 @@ Status executeSvdf(OperationContext& ctx) {
                     dot += time[size_t(f) * memorySize + m] * stateB[size_t(f) * memorySize + m];
                 acc += dot;
             }
-            output[size_t(b) * units + u] = activate(acc, activation);
+            output[size_t(b) * units + u] = recurrentActivation(acc, activation);
         }
         // Shift every filter's memory left by one; the freed newest slot starts at zero.
         for (uint32_t f = 0; f < numFilters; ++f) {

@@ -104,13 +104,11 @@ Status executePad(OperationContext& ctx) {
     for (size_t n = 0; n < total; ++n) std::memcpy(out.buffer.data() + n * elem, value.data(), elem);
     const auto outStride = stridesOf(out.dims);
     std::vector<int64_t> begin(rank, 0), step(rank, 1);
-    const auto inStride = stridesOf(in.dims);
     size_t offset = 0;
     for (size_t k = 0; k < rank; ++k) offset += size_t(pads[2 * k]) * outStride[k];
     forEachGather(in.dims, begin, step, outStride, [&](size_t inIndex, size_t outIndex) {
         std::memcpy(out.buffer.data() + (outIndex + offset) * elem, in.data() + inIndex * elem, elem);
     });
-    (void)inStride;
     return {};
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blob_format.h"
+#include "../../support/fw_model_builder.h"
 #include "npu/fw/runtime.h"
 #include "sim_platform.h"
 
@@ -101,81 +102,23 @@ struct Harness {
     }
 };
 
-// ---- Model builder -----------------------------------------------------------------------
-struct ModelBuilder {
+// ---- Model builder (tests/support/fw_model_builder.h), staging constants in the harness ---------
+struct ModelBuilder : npu::fw::test::FwModelBuilder {
     Harness& h;
-    std::vector<OperandDesc> operands;
-    std::vector<std::vector<uint32_t>> opInputs, opOutputs;
-    std::vector<uint32_t> types;
-    std::vector<uint32_t> inputs, outputs;
-    std::vector<OperationDesc> ops;
-    ModelDesc desc;
 
-    explicit ModelBuilder(Harness& harness) : h(harness) {}
-
-    uint32_t tensor(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, uint32_t lifetime) {
-        OperandDesc d;
-        d.type = type;
-        d.rank = uint32_t(dims.size());
-        for (size_t i = 0; i < dims.size(); ++i) d.dims[i] = dims[i];
-        d.scale = scale;
-        d.zeroPoint = zp;
-        d.lifetime = lifetime;
-        operands.push_back(d);
-        return uint32_t(operands.size() - 1);
+    explicit ModelBuilder(Harness& harness) : h(harness) {
+        stage = [&harness](const void* data, size_t n) { return harness.stage(data, n); };
     }
+
     // type 5 TENSOR_QUANT8_ASYMM, 14 TENSOR_QUANT8_ASYMM_SIGNED.
     uint32_t input(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
-        uint32_t i = tensor(type, dims, q.scale, q.zp, 1);
-        inputs.push_back(i);
-        return i;
+        return modelInput(type, std::move(dims), q.scale, q.zp);
     }
     uint32_t output(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
-        uint32_t i = tensor(type, dims, q.scale, q.zp, 2);
-        outputs.push_back(i);
-        return i;
+        return modelOutput(type, std::move(dims), q.scale, q.zp);
     }
     uint32_t temp(std::vector<uint32_t> dims, Quant q, uint32_t type = 5) {
-        return tensor(type, dims, q.scale, q.zp, 0);
-    }
-    uint32_t constant(uint32_t type, std::vector<uint32_t> dims, float scale, int zp, const void* data,
-                      size_t n) {
-        uint32_t i = tensor(type, dims, scale, zp, 3);
-        operands[i].dataAddr = h.stage(data, n);
-        operands[i].dataLength = uint32_t(n);
-        return i;
-    }
-    uint32_t i32(int32_t v) { return constant(1, {}, 0, 0, &v, 4); }
-    uint32_t boolean(bool v) {
-        uint8_t b = v;
-        return constant(6, {}, 0, 0, &b, 1);
-    }
-    void op(uint32_t type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
-        types.push_back(type);
-        opInputs.push_back(in);
-        opOutputs.push_back(out);
-    }
-    const ModelDesc& build() {
-        ops.clear();
-        for (size_t i = 0; i < types.size(); ++i) {
-            OperationDesc o;
-            o.type = types[i];
-            o.inputs = opInputs[i].data();
-            o.inputCount = uint32_t(opInputs[i].size());
-            o.outputs = opOutputs[i].data();
-            o.outputCount = uint32_t(opOutputs[i].size());
-            ops.push_back(o);
-        }
-        desc = {};
-        desc.operands = operands.data();
-        desc.operandCount = uint32_t(operands.size());
-        desc.operations = ops.data();
-        desc.operationCount = uint32_t(ops.size());
-        desc.inputIndexes = inputs.data();
-        desc.inputCount = uint32_t(inputs.size());
-        desc.outputIndexes = outputs.data();
-        desc.outputCount = uint32_t(outputs.size());
-        return desc;
+        return tensor(type, std::move(dims), q.scale, q.zp, kTemporary);
     }
 };
 

@@ -1,6 +1,6 @@
 #pragma once
-// Test helper: builds small HAL models operand by operand, and the valid base models that the
-// validation mutation tests start from.
+// Test helper: the valid base models that the validation mutation tests start from, built with
+// hal's SubgraphBuilder (npu/hal/model_builder.h).
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -8,72 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "npu/hal/model_builder.h"
 #include "npu/hal/types.h"
 #include "npu/hal/validation.h"
 
 namespace npu::hal::test {
-
-class SubgraphBuilder {
-public:
-    SubgraphBuilder(Model& model, Subgraph& subgraph) : model_(model), sg_(subgraph) {}
-
-    uint32_t operand(OperandType type, std::vector<uint32_t> dims, OperandLifeTime lifetime,
-                     float scale = 0.0f, int32_t zeroPoint = 0) {
-        Operand o;
-        o.type = type;
-        o.dimensions = std::move(dims);
-        o.scale = scale;
-        o.zeroPoint = zeroPoint;
-        o.lifetime = lifetime;
-        sg_.operands.push_back(std::move(o));
-        return static_cast<uint32_t>(sg_.operands.size() - 1);
-    }
-    uint32_t input(OperandType type, std::vector<uint32_t> dims, float scale = 0.0f, int32_t zp = 0) {
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::SUBGRAPH_INPUT, scale, zp);
-        sg_.inputIndexes.push_back(i);
-        return i;
-    }
-    uint32_t output(OperandType type, std::vector<uint32_t> dims, float scale = 0.0f, int32_t zp = 0) {
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::SUBGRAPH_OUTPUT, scale, zp);
-        sg_.outputIndexes.push_back(i);
-        return i;
-    }
-    uint32_t temp(OperandType type, std::vector<uint32_t> dims, float scale = 0.0f, int32_t zp = 0) {
-        return operand(type, std::move(dims), OperandLifeTime::TEMPORARY_VARIABLE, scale, zp);
-    }
-    // A CONSTANT_COPY of the right length (zero bytes, or `value` for INT32 scalars).
-    uint32_t constant(OperandType type, std::vector<uint32_t> dims, float scale = 0.0f, int32_t zp = 0) {
-        size_t bytes = elementSize(type);
-        for (uint32_t d : dims) bytes *= d;
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::CONSTANT_COPY, scale, zp);
-        sg_.operands[i].location = {0, static_cast<uint32_t>(model_.operandValues.size()),
-                                    static_cast<uint32_t>(bytes)};
-        model_.operandValues.resize(model_.operandValues.size() + bytes);
-        return i;
-    }
-    uint32_t scalar(int32_t value) {
-        const uint32_t i = constant(OperandType::INT32, {});
-        std::memcpy(model_.operandValues.data() + sg_.operands[i].location.offset, &value, 4);
-        return i;
-    }
-    uint32_t boolean(bool value) {
-        const uint32_t i = constant(OperandType::BOOL, {});
-        model_.operandValues[sg_.operands[i].location.offset] = value ? 1 : 0;
-        return i;
-    }
-    uint32_t subgraph(uint32_t referencedIndex) {
-        const uint32_t i = operand(OperandType::SUBGRAPH, {}, OperandLifeTime::SUBGRAPH);
-        sg_.operands[i].location = {0, referencedIndex, 0};
-        return i;
-    }
-    void operation(OperationType type, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs) {
-        sg_.operations.push_back({type, std::move(inputs), std::move(outputs)});
-    }
-
-private:
-    Model& model_;
-    Subgraph& sg_;
-};
 
 // main: t7 = CONV_2D(in0, filter1, bias2, implicit padding 3, strides 4 5, act 6); out9 = ADD(t7, in8, act 6)
 //   operands: 0 input [1,3,3,1], 1 filter [1,2,2,1], 2 bias [1], 3..6 INT32, 7 temporary,

@@ -10,7 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "npu/base/fixed_point.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 #include "npu/ref/reference_device.h"
 #include "sim_fixture.h"
 
@@ -20,43 +22,26 @@ using hal::OperandType;
 
 namespace {
 
+// hal's builder, plus the test case's inputs and output buffers.
 struct Builder {
     framework::TestCase tc;
+    hal::SubgraphBuilder b{tc.model, tc.model.main};
 
-    uint32_t operand(OperandType t, std::vector<uint32_t> dims, OperandLifeTime life, float scale = 0,
-                     int32_t zp = 0) {
-        hal::Operand o;
-        o.type = t;
-        o.dimensions = std::move(dims);
-        o.lifetime = life;
-        o.scale = scale;
-        o.zeroPoint = zp;
-        tc.model.main.operands.push_back(std::move(o));
-        return uint32_t(tc.model.main.operands.size() - 1);
-    }
     uint32_t constant(OperandType t, std::vector<uint32_t> dims, const void* data, size_t size,
                       float scale = 0, int32_t zp = 0) {
-        const uint32_t i = operand(t, std::move(dims), OperandLifeTime::CONSTANT_COPY, scale, zp);
-        auto& v = tc.model.operandValues;
-        const size_t at = v.size();
-        v.resize(at + size);
-        std::memcpy(v.data() + at, data, size);
-        tc.model.main.operands[i].location = {0, uint32_t(at), uint32_t(size)};
-        return i;
+        return b.constantBytes(t, std::move(dims), {static_cast<const std::byte*>(data), size}, scale, zp);
     }
-    uint32_t i32(int32_t v) { return constant(OperandType::INT32, {}, &v, 4); }
+    uint32_t i32(int32_t v) { return b.scalar(v); }
     uint32_t input(OperandType t, std::vector<uint32_t> dims, float scale, int32_t zp,
                    std::vector<uint8_t> bytes) {
-        const uint32_t i = operand(t, std::move(dims), OperandLifeTime::SUBGRAPH_INPUT, scale, zp);
-        tc.model.main.inputIndexes.push_back(i);
+        const uint32_t i = b.input(t, std::move(dims), scale, zp);
         tc.inputs.push_back(std::move(bytes));
         return i;
     }
     uint32_t output(OperandType t, std::vector<uint32_t> dims, float scale, int32_t zp) {
         size_t n = 1;
         for (uint32_t d : dims) n *= d;
-        const uint32_t i = operand(t, dims, OperandLifeTime::SUBGRAPH_OUTPUT, scale, zp);
-        tc.model.main.outputIndexes.push_back(i);
+        const uint32_t i = b.output(t, dims, scale, zp);
         tc.expectedOutputs.emplace_back(n);
         tc.expectedOutputDims.push_back(dims);
         tc.outputIgnored.push_back(false);
@@ -77,17 +62,11 @@ std::vector<uint8_t> runReference(const framework::TestCase& tc) {
     return framework::readOutputs(*request)[0];
 }
 
-// reference/'s QuantizeMultiplier (frexp, round, renormalize).
+// The one QuantizeMultiplier (base/), as the reference uses it.
 void quantizeMultiplier(double real, int32_t* mult, int32_t* shift) {
-    int e = 0;
-    const double f = std::frexp(real, &e);
-    int64_t q = std::llround(f * double(int64_t{1} << 31));
-    if (q == (int64_t{1} << 31)) {
-        q /= 2;
-        ++e;
-    }
-    *mult = int32_t(q);
-    *shift = e;
+    const npu::base::QuantizedMultiplier q = npu::base::quantizeMultiplier(real);
+    *mult = q.multiplier;
+    *shift = q.shift;
 }
 
 struct Shape {

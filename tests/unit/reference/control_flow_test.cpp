@@ -7,6 +7,7 @@
 
 #include "../../../reference/src/prepared_model.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 #include "npu/ref/reference_device.h"
 
 using namespace npu;
@@ -18,7 +19,7 @@ namespace {
 
 constexpr int kMain = -1;
 
-// Builds a model with referenced subgraphs; subgraph -1 is main.
+// hal's SubgraphBuilder addressed by subgraph number; -1 is main.
 class Builder {
 public:
     int subgraph() {
@@ -26,35 +27,22 @@ public:
         return static_cast<int>(model.referenced.size() - 1);
     }
     uint32_t input(int g, OperandType type, std::vector<uint32_t> dims) {
-        const uint32_t i = add(g, type, std::move(dims), OperandLifeTime::SUBGRAPH_INPUT);
-        sg(g).inputIndexes.push_back(i);
-        return i;
+        return at(g).input(type, std::move(dims));
     }
     uint32_t output(int g, OperandType type, std::vector<uint32_t> dims) {
-        const uint32_t i = add(g, type, std::move(dims), OperandLifeTime::SUBGRAPH_OUTPUT);
-        sg(g).outputIndexes.push_back(i);
-        return i;
+        return at(g).output(type, std::move(dims));
     }
     uint32_t temp(int g, OperandType type, std::vector<uint32_t> dims) {
-        return add(g, type, std::move(dims), OperandLifeTime::TEMPORARY_VARIABLE);
+        return at(g).temp(type, std::move(dims));
     }
     template <typename T>
     uint32_t constant(int g, OperandType type, std::vector<uint32_t> dims, std::vector<T> values) {
-        const uint32_t i = add(g, type, std::move(dims), OperandLifeTime::CONSTANT_COPY);
-        const size_t offset = model.operandValues.size(), size = values.size() * sizeof(T);
-        model.operandValues.resize(offset + size);
-        std::memcpy(model.operandValues.data() + offset, values.data(), size);
-        sg(g).operands[i].location = {0, static_cast<uint32_t>(offset), static_cast<uint32_t>(size)};
-        return i;
+        return at(g).constant(type, std::move(dims), values);
     }
-    uint32_t scalar(int g, int32_t v) { return constant<int32_t>(g, OperandType::INT32, {}, {v}); }
-    uint32_t ref(int g, int target) {
-        const uint32_t i = add(g, OperandType::SUBGRAPH, {}, OperandLifeTime::SUBGRAPH);
-        sg(g).operands[i].location = {0, static_cast<uint32_t>(target), 0};
-        return i;
-    }
+    uint32_t scalar(int g, int32_t v) { return at(g).scalar(v); }
+    uint32_t ref(int g, int target) { return at(g).subgraph(static_cast<uint32_t>(target)); }
     void op(int g, OperationType type, std::vector<uint32_t> ins, std::vector<uint32_t> outs) {
-        sg(g).operations.push_back({type, std::move(ins), std::move(outs)});
+        at(g).operation(type, std::move(ins), std::move(outs));
     }
     // out = a + b (ADD, activation NONE).
     void add2(int g, uint32_t a, uint32_t b, uint32_t out) {
@@ -65,14 +53,7 @@ public:
     hal::Model model;
 
 private:
-    uint32_t add(int g, OperandType type, std::vector<uint32_t> dims, OperandLifeTime lifetime) {
-        hal::Operand o;
-        o.type = type;
-        o.dimensions = std::move(dims);
-        o.lifetime = lifetime;
-        sg(g).operands.push_back(o);
-        return static_cast<uint32_t>(sg(g).operands.size() - 1);
-    }
+    hal::SubgraphBuilder at(int g) { return hal::SubgraphBuilder(model, sg(g)); }
 };
 
 template <typename T>

@@ -5,34 +5,12 @@
 #include <cstring>
 
 #include "npu/framework/cts_loader.h"
+#include "npu/hal/model_builder.h"
 #include "npu/ref/reference_device.h"
 
 using namespace npu;
 
 namespace {
-
-struct ModelBuilder {
-    hal::Model model;
-    uint32_t add(hal::OperandType type, std::vector<uint32_t> dims, hal::OperandLifeTime lifetime) {
-        hal::Operand o;
-        o.type = type;
-        o.dimensions = std::move(dims);
-        o.lifetime = lifetime;
-        model.main.operands.push_back(o);
-        return uint32_t(model.main.operands.size() - 1);
-    }
-    template <typename T>
-    uint32_t constant(hal::OperandType type, std::vector<uint32_t> dims, T value) {
-        const uint32_t i = add(type, std::move(dims), hal::OperandLifeTime::CONSTANT_COPY);
-        auto& loc = model.main.operands[i].location;
-        loc.offset = uint32_t(model.operandValues.size());
-        loc.length = sizeof(T);
-        model.operandValues.resize(model.operandValues.size() + sizeof(T));
-        std::memcpy(model.operandValues.data() + loc.offset, &value, sizeof(T));
-        return i;
-    }
-    uint32_t none() { return add(hal::OperandType::TENSOR_FLOAT32, {0}, hal::OperandLifeTime::NO_VALUE); }
-};
 
 double sigmoid(double x) {
     return 1.0 / (1.0 + std::exp(-x));
@@ -46,37 +24,33 @@ TEST_CASE("LSTM one step of a one-cell LSTM matches the gate equations", "[unit]
     const float x = 2.0f, inW = 1.0f, recW = 0.5f, h0 = 0.25f, c0 = -0.5f;
     const float bias[4] = {0.1f, 0.2f, 0.3f, 0.4f};  // input, forget, cell, output
     using T = hal::OperandType;
-    ModelBuilder b;
+    hal::ModelBuilder b;
     std::vector<uint32_t> in;
-    in.push_back(b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_INPUT));
+    in.push_back(b.input(T::TENSOR_FLOAT32, {1, 1}));
     for (int g = 0; g < 4; ++g)
-        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, inW));
+        in.push_back(g == 0 && cifg ? b.noValue() : b.constant(T::TENSOR_FLOAT32, {1, 1}, std::vector{inW}));
     for (int g = 0; g < 4; ++g)
-        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1, 1}, recW));
-    for (int p = 0; p < 3; ++p) in.push_back(b.none());
+        in.push_back(g == 0 && cifg ? b.noValue() : b.constant(T::TENSOR_FLOAT32, {1, 1}, std::vector{recW}));
+    for (int p = 0; p < 3; ++p) in.push_back(b.noValue());
     for (int g = 0; g < 4; ++g)
-        in.push_back(g == 0 && cifg ? b.none() : b.constant(T::TENSOR_FLOAT32, {1}, bias[g]));
-    in.push_back(b.none());
-    in.push_back(b.none());
-    in.push_back(b.constant(T::TENSOR_FLOAT32, {1, 1}, h0));
-    in.push_back(b.constant(T::TENSOR_FLOAT32, {1, 1}, c0));
-    in.push_back(b.constant(T::INT32, {}, int32_t{4}));  // tanh
-    in.push_back(b.constant(T::FLOAT32, {}, 0.0f));
-    in.push_back(b.constant(T::FLOAT32, {}, 0.0f));
-    std::vector<uint32_t> out = {
-        b.add(T::TENSOR_FLOAT32, {1, cifg ? 3u : 4u}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT),
-        b.add(T::TENSOR_FLOAT32, {1, 1}, hal::OperandLifeTime::SUBGRAPH_OUTPUT)};
-    b.model.main.operations.push_back({hal::OperationType::LSTM, in, out});
-    b.model.main.inputIndexes = {in[0]};
-    b.model.main.outputIndexes = out;
+        in.push_back(g == 0 && cifg ? b.noValue() : b.constant(T::TENSOR_FLOAT32, {1}, std::vector{bias[g]}));
+    in.push_back(b.noValue());
+    in.push_back(b.noValue());
+    in.push_back(b.constant(T::TENSOR_FLOAT32, {1, 1}, std::vector{h0}));
+    in.push_back(b.constant(T::TENSOR_FLOAT32, {1, 1}, std::vector{c0}));
+    in.push_back(b.constant(T::INT32, {}, std::vector{int32_t{4}}));  // tanh
+    in.push_back(b.constant(T::FLOAT32, {}, std::vector{0.0f}));
+    in.push_back(b.constant(T::FLOAT32, {}, std::vector{0.0f}));
+    std::vector<uint32_t> out = {b.output(T::TENSOR_FLOAT32, {1, cifg ? 3u : 4u}),
+                                 b.output(T::TENSOR_FLOAT32, {1, 1}), b.output(T::TENSOR_FLOAT32, {1, 1}),
+                                 b.output(T::TENSOR_FLOAT32, {1, 1})};
+    b.operation(hal::OperationType::LSTM, in, out);
 
     ref::ReferenceDevice device;
-    auto prepared = device.prepareModel(b.model);
+    auto prepared = device.prepareModel(b.model());
     REQUIRE(prepared.has_value());
     framework::TestCase tc;
-    tc.model = b.model;
+    tc.model = b.model();
     tc.inputs = {std::vector<uint8_t>(4)};
     std::memcpy(tc.inputs[0].data(), &x, 4);
     tc.expectedOutputs = {std::vector<uint8_t>(cifg ? 12 : 16), std::vector<uint8_t>(4),

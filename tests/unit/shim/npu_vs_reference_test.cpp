@@ -28,6 +28,7 @@
 #include "npu/framework/cts_loader.h"
 #include "npu/framework/cts_writer.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/hal/model_builder.h"
 #include "npu/hal/validation.h"
 #include "npu/ref/reference_device.h"
 #include "npu/shim/npu_device.h"
@@ -49,34 +50,18 @@ public:
 
     uint32_t operand(OperandType type, std::vector<uint32_t> dims, OperandLifeTime lifetime, float scale = 0,
                      int32_t zp = 0) {
-        hal::Operand o;
-        o.type = type;
-        o.dimensions = std::move(dims);
-        o.lifetime = lifetime;
-        o.scale = scale;
-        o.zeroPoint = zp;
-        tc_.model.main.operands.push_back(std::move(o));
-        return static_cast<uint32_t>(tc_.model.main.operands.size() - 1);
+        return b_.operand(type, std::move(dims), lifetime, scale, zp);
     }
     uint32_t constantBytes(OperandType type, std::vector<uint32_t> dims, const void* data, size_t size,
                            float scale = 0, int32_t zp = 0) {
-        const uint32_t i = operand(type, std::move(dims), OperandLifeTime::CONSTANT_COPY, scale, zp);
-        auto& values = tc_.model.operandValues;
-        const size_t offset = values.size();
-        values.resize(offset + size);
-        if (size > 0) std::memcpy(values.data() + offset, data, size);
-        tc_.model.main.operands[i].location = {0, static_cast<uint32_t>(offset), static_cast<uint32_t>(size)};
-        return i;
+        return b_.constantBytes(type, std::move(dims), {static_cast<const std::byte*>(data), size}, scale,
+                                zp);
     }
-    uint32_t i32(int32_t v) { return constantBytes(OperandType::INT32, {}, &v, 4); }
-    uint32_t boolean(bool v) {
-        const uint8_t b = v ? 1 : 0;
-        return constantBytes(OperandType::BOOL, {}, &b, 1);
-    }
+    uint32_t i32(int32_t v) { return b_.scalar(v); }
+    uint32_t boolean(bool v) { return b_.boolean(v); }
     // A quantized model input of random bytes.
     uint32_t input(OperandType type, std::vector<uint32_t> dims, float scale, int32_t zp) {
-        const uint32_t i = operand(type, dims, OperandLifeTime::SUBGRAPH_INPUT, scale, zp);
-        tc_.model.main.inputIndexes.push_back(i);
+        const uint32_t i = b_.input(type, dims, scale, zp);
         tc_.inputs.push_back(randomBytes(elements(dims)));
         return i;
     }
@@ -89,7 +74,7 @@ public:
         tc_.outputIgnored.push_back(false);
     }
     void op(hal::OperationType type, std::vector<uint32_t> in, std::vector<uint32_t> out) {
-        tc_.model.main.operations.push_back({type, std::move(in), std::move(out)});
+        b_.operation(type, std::move(in), std::move(out));
     }
     // The first model input, `i`, computed instead by a QUANTIZE (inserted as the first operation)
     // of a TENSOR_FLOAT32 model input holding `floats`: the partition's edge.
@@ -131,6 +116,7 @@ public:
 private:
     std::mt19937 rng_;
     framework::TestCase tc_;
+    hal::SubgraphBuilder b_{tc_.model, tc_.model.main};
 };
 
 // Output scale for a sum of `terms` products of the given scales: around the typical magnitude,

@@ -1,6 +1,7 @@
 #pragma once
 // Errors cross every host-side module boundary as values, never as exceptions:
-// a fallible function returns npu::Result<T>; NPU_TRY propagates an error.
+// a fallible function returns npu::Result<T>; NPU_TRY (base/) propagates an error. npu::Error is
+// the error that crosses the HAL: a HAL ErrorStatus + message (base::Error is the one below it).
 
 #include <cstdint>
 #include <expected>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "npu/base/try.h"
 #include "npu/hal/error_status.h"
 
 namespace npu {
@@ -41,12 +43,3 @@ inline std::unexpected<Error> generalFailure(std::string message) {
 }
 
 }  // namespace npu
-
-// Propagates the error of a Result-returning expression; evaluates to its value otherwise.
-// Usage: auto x = NPU_TRY(f());   or   NPU_TRY(g());   (for Result<void>)
-#define NPU_TRY(expr)                                                                 \
-    ({                                                                                \
-        auto&& npuTryResult_ = (expr);                                                \
-        if (!npuTryResult_) return std::unexpected(std::move(npuTryResult_).error()); \
-        std::move(npuTryResult_).value();                                             \
-    })

@@ -44,6 +44,18 @@ struct Layer {
     uint64_t weightBytes() const;
 };
 
+// MobileNet-v2's inverted-residual stages (Sandler et al., table 2), after the 3x3 stem to 32
+// channels and before the 1x1 convolution to 1280: the one table of the simulator's workload and
+// of the npu tool's built-in network (tools/npu/builtin_networks.cpp).
+struct MobilenetV2Stage {
+    uint32_t expansion, outChannels, repeats, firstStride;
+};
+inline constexpr MobilenetV2Stage kMobilenetV2Stages[7] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2},
+                                                           {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2},
+                                                           {6, 320, 1, 1}};
+inline constexpr uint32_t kMobilenetV2StemChannels = 32;
+inline constexpr uint32_t kMobilenetV2HeadChannels = 1280;
+
 // MobileNet-v2 (width 1.0) convolution layers for an inputSize x inputSize x 3 image: 224 is the
 // benchmark (about 300 M MACs), 32 a reduced size for tests.
 std::vector<Layer> mobilenetV2Layers(uint32_t inputSize);

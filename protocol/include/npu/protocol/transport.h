@@ -12,59 +12,18 @@
 #include <utility>
 #include <vector>
 
+#include "npu/base/error.h"
+#include "npu/base/unique_fd.h"
+
 namespace npu::proto {
 
-struct Error {
-    enum class Kind {
-        kTimeout,
-        kDisconnected,
-        kProtocol,
-        kRemote,
-        kIo,
-        kInvalidArgument,
-        kResourceExhausted
-    };
-    Kind kind = Kind::kIo;
-    std::string message;
-    uint32_t remoteCode = 0;  // HAL ErrorStatus when kRemote
-};
-
-const char* errorKindName(Error::Kind kind);
-
+// The host libraries' error (base/): proto::Error, proto::Result and proto::fail are its old
+// names here.
+using Error = base::Error;
 template <typename T>
-using Result = std::expected<T, Error>;
-
-inline std::unexpected<Error> fail(Error::Kind kind, std::string message, uint32_t remoteCode = 0) {
-    return std::unexpected(Error{kind, std::move(message), remoteCode});
-}
-
-// A move-only owning file descriptor (closed on destruction).
-class UniqueFd {
-public:
-    UniqueFd() = default;
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-    UniqueFd& operator=(UniqueFd&& other) noexcept {
-        if (this != &other) reset(other.release());
-        return *this;
-    }
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    ~UniqueFd() { reset(); }
-
-    int get() const { return fd_; }
-    bool valid() const { return fd_ >= 0; }
-    explicit operator bool() const { return valid(); }
-    int release() {
-        int fd = fd_;
-        fd_ = -1;
-        return fd;
-    }
-    void reset(int fd = -1);
-
-private:
-    int fd_ = -1;
-};
+using Result = base::Result<T>;
+using base::fail;
+using base::UniqueFd;
 
 class Transport {
 public:

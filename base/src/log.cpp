@@ -1,11 +1,11 @@
-#include "npu/protocol/vlog.h"
+#include "npu/base/log.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-namespace npu::proto {
+namespace npu::base {
 
 namespace {
 void emit(const char* tag, const char* fmt, va_list args) {
@@ -53,4 +53,4 @@ void logError(const char* tag, const char* fmt, ...) {
     va_end(args);
 }
 
-}  // namespace npu::proto
+}  // namespace npu::base
