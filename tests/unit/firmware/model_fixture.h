@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "blob_format.h"
 #include "../../support/fw_model_builder.h"
+#include "blob_format.h"
 #include "npu/fw/runtime.h"
 #include "sim_platform.h"
 
