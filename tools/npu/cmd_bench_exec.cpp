@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "model_builder.h"
 #include "npu/hal/execution_callback.h"
+#include "npu/hal/model_builder.h"
 #include "npu/hal/sync_fence.h"
 #include "npu/shim/npu_device.h"
 #include "rpc_timing.h"
@@ -26,12 +26,12 @@ constexpr uint32_t kCopyBytes = 1u << 20;
 
 // out = a + a over [1, 1024, 1024]: one 1 MiB input, one 1 MiB output.
 framework::TestCase mebibyteCase() {
-    ModelBuilder b;
+    hal::ModelBuilder b;
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
-    const uint32_t a = b.addInput(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
-    const uint32_t act = b.addInt32Scalar(0);
-    const uint32_t out = b.addOutput(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
-    b.addOperation(hal::OperationType::ADD, {a, a, act}, {out});
+    const uint32_t a = b.input(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
+    const uint32_t act = b.scalar(0);
+    const uint32_t out = b.output(q8, {1, 1024, kCopyBytes / 1024}, 1.0f, 0);
+    b.operation(hal::OperationType::ADD, {a, a, act}, {out});
     framework::TestCase tc;
     tc.model = b.build();
     tc.inputs = {std::vector<uint8_t>(kCopyBytes, 7)};

@@ -184,7 +184,7 @@ TEST_CASE("npu loopback: the execution preference reaches the firmware's tiling 
     // CONV 24x24x16 -> 64 (3x3, stride 2) + FC -> 32 on a 32 KiB scratchpad: a model whose
     // fewest-cycles tiling is not its least-traffic one (tests/unit/firmware/preference_test.cpp).
     hal::Model model;
-    SubgraphBuilder b(model, model.main);
+    hal::SubgraphBuilder b(model, model.main);
     const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
     const uint32_t x = b.input(q8, {1, 24, 24, 16}, 0.05f, 128);
     const uint32_t f = b.constant(q8, {64, 3, 3, 16}, 0.01f, 120);
