@@ -84,6 +84,8 @@ print("\n".join(sorted(out)))
 }
 export NPU_ONLY_TESTS="${only[*]}" NPU_CI_PREFIXES="${ci_prefixes[*]}" NPU_CI_LEFT_OUT="${ci_left_out[*]}"
 mapfile -t targets < <(unit_tests targets)
+# The daemon the unix-transport tests start (they name it at compile time, not as a dependency).
+targets+=(firmware/platform/host/daemon/npu-fwd)
 mapfile -t names < <(unit_tests names)
 start=$SECONDS
 if ! ninja -C "$dir" "${targets[@]}" >"$dir/ninja.log" 2>&1; then
