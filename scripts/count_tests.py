@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Counts test cases from a meson test log and prints `N passed, N failed`.
+"""Counts test cases from meson test logs and prints `N passed, N failed`.
 
 Each Catch2 binary prints a summary ("All tests passed (A assertions in N test cases)" or
 "test cases: N | P passed | F failed"); a binary that crashed, hung or printed no summary counts
@@ -15,20 +15,10 @@ MIXED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+)\s*passed\s*\|\s*(\d+)\s*fa
 ONLY_FAILED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+)\s*failed")
 
 
-def main() -> int:
-    path = sys.argv[1]
+def count_log(path, name_the_log):
+    """Cases passed and failed, binaries skipped, and the broken binaries of one meson test log."""
     passed = failed = skipped = 0
     broken = []
-    # --extra passed|failed (repeatable): one more case decided outside meson each (the firmware
-    # cross build, the package install check).
-    args = sys.argv[2:]
-    while len(args) >= 2 and args[0] == "--extra":
-        if args[1] == "passed":
-            passed += 1
-        else:
-            failed += 1
-            broken.append("a check outside meson (see the lines above)")
-        args = args[2:]
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
@@ -59,7 +49,31 @@ def main() -> int:
             passed += p
             failed += fl
             if result != "OK":
-                broken.append(f"{name} ({result})")
+                broken.append(f"{path}: {name} ({result})" if name_the_log else f"{name} ({result})")
+    return passed, failed, skipped, broken
+
+
+def main() -> int:
+    # One or more test logs (the unit suite, the same tests under the sanitizers), then the extras.
+    paths = []
+    args = sys.argv[1:]
+    while args and args[0] != "--extra":
+        paths.append(args.pop(0))
+    passed = failed = skipped = 0
+    broken = []
+    # --extra passed|failed (repeatable): one more case decided outside meson each (the firmware
+    # cross build, the package install check).
+    while len(args) >= 2 and args[0] == "--extra":
+        if args[1] == "passed":
+            passed += 1
+        else:
+            failed += 1
+            broken.append("a check outside meson (see the lines above)")
+        args = args[2:]
+    for path in paths:
+        p, fl, s, b = count_log(path, len(paths) > 1)
+        passed, failed, skipped = passed + p, failed + fl, skipped + s
+        broken += b
     for b in broken:
         print(f"failed: {b}")
     if skipped:

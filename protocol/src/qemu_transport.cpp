@@ -17,8 +17,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
 #include <initializer_list>
 #include <mutex>
 #include <sstream>
@@ -96,7 +100,7 @@ struct FdMapping {
 
 // fork + exec in a new process group that dies with this process. Only async-signal-safe
 // calls between fork and exec (argv is built before).
-Result<pid_t> spawn(const std::vector<std::string>& argv, const std::vector<FdMapping>& fds, int logFd) {
+Result<pid_t> forkExec(const std::vector<std::string>& argv, const std::vector<FdMapping>& fds, int logFd) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -119,6 +123,47 @@ Result<pid_t> spawn(const std::vector<std::string>& argv, const std::vector<FdMa
     }
     setpgid(pid, pid);  // also here: no window in which a kill of the group misses the child
     return pid;
+}
+
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process. The shim
+// restarts a lost QEMU on whichever caller's thread met the loss; forked there, the new QEMU was
+// killed as soon as that thread ended. So every child is forked by one thread that lives as long
+// as the process.
+class Spawner {
+public:
+    static Result<pid_t> run(const std::function<Result<pid_t>()>& forkChild) {
+        static Spawner* spawner = new Spawner;  // never destroyed: its thread runs until exit
+        std::packaged_task<Result<pid_t>()> task(forkChild);
+        auto result = task.get_future();
+        {
+            std::lock_guard lock(spawner->mutex_);
+            spawner->queue_.push_back(std::move(task));
+        }
+        spawner->wake_.notify_one();
+        return result.get();
+    }
+
+private:
+    Spawner() {
+        std::thread([this] { loop(); }).detach();
+    }
+    [[noreturn]] void loop() {
+        for (;;) {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return !queue_.empty(); });
+            auto task = std::move(queue_.front());
+            queue_.pop_front();
+            lock.unlock();
+            task();
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::packaged_task<Result<pid_t>()>> queue_;
+};
+
+Result<pid_t> spawn(const std::vector<std::string>& argv, const std::vector<FdMapping>& fds, int logFd) {
+    return Spawner::run([&] { return forkExec(argv, fds, logFd); });
 }
 
 class TempDir {

@@ -255,7 +255,9 @@ std::vector<uint8_t> blobOf(Harness& h, uint32_t opType) {
                   {mb.output({1, 6, 6, 4}, q)});
             break;
         case 9: {  // FULLY_CONNECTED: GEMM
-            const uint32_t fw = mb.constant(5, {4, 144}, 0.5f, 120, w.data(), 4 * 144);
+            // Weights of their own: 4 x 144 bytes, w has 144 (ASan found the read past w).
+            static const std::vector<uint8_t> fcWeights(4 * 144, 3);
+            const uint32_t fw = mb.constant(5, {4, 144}, 0.5f, 120, fcWeights.data(), fcWeights.size());
             mb.op(9, {x, fw, bo, mb.i32(0)}, {mb.output({1, 4}, q)});
             break;
         }
