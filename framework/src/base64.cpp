@@ -10,6 +10,7 @@ std::expected<std::vector<uint8_t>, std::string> decodeBase64(std::string_view t
     if (text.size() % 4 != 0) {
         return std::unexpected("length " + std::to_string(text.size()) + " is not a multiple of 4");
     }
+    if (text.empty()) return std::vector<uint8_t>{};  // libsodium is not given a null buffer
     std::vector<uint8_t> out(text.size() / 4 * 3);
     size_t written = 0;
     const char* end = nullptr;

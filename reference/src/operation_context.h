@@ -34,6 +34,19 @@ struct RuntimeOperand {
     uint32_t subgraph = 0;        // SUBGRAPH operands: the index into Model::referenced
 
     const uint8_t* data() const { return external != nullptr ? external : buffer.data(); }
+    // Constants and request inputs are read in place, or from an aligned copy in `buffer` when
+    // `p` is not aligned for the element type (a model may place an int32 constant at any
+    // offset of operandValues; ops read their elements through typed pointers).
+    void setExternal(const uint8_t* p, size_t length) {
+        const size_t align = hal::elementSize(type);
+        externalLength = length;
+        if (align > 1 && reinterpret_cast<uintptr_t>(p) % align != 0) {
+            buffer.assign(p, p + length);
+            external = nullptr;
+        } else {
+            external = p;
+        }
+    }
     size_t byteSize() const { return elementCount(dims) * hal::elementSize(type); }
 };
 

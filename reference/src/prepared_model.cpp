@@ -123,8 +123,7 @@ Status ReferencePreparedModel::bindConstants(Plan& plan) const {
                 if (size_t{loc.offset} + loc.length > model_.operandValues.size()) {
                     return invalidArgument(where + "CONSTANT_COPY location beyond operandValues");
                 }
-                r.external = model_.operandValues.data() + loc.offset;
-                r.externalLength = loc.length;
+                r.setExternal(model_.operandValues.data() + loc.offset, loc.length);
                 r.hasValue = true;
                 r.shapeKnown = true;
                 break;
@@ -133,8 +132,7 @@ Status ReferencePreparedModel::bindConstants(Plan& plan) const {
                     size_t{loc.offset} + loc.length > model_.pools[loc.poolIndex]->size()) {
                     return invalidArgument(where + "CONSTANT_REFERENCE location outside its pool");
                 }
-                r.external = model_.pools[loc.poolIndex]->data() + loc.offset;
-                r.externalLength = loc.length;
+                r.setExternal(model_.pools[loc.poolIndex]->data() + loc.offset, loc.length);
                 r.hasValue = true;
                 r.shapeKnown = true;
                 break;
@@ -154,7 +152,9 @@ Status ReferencePreparedModel::bindConstants(Plan& plan) const {
             default:
                 break;
         }
-        if (r.external != nullptr && !hasUnknownShape(r) && r.byteSize() != r.externalLength) {
+        const bool constant = o.lifetime == hal::OperandLifeTime::CONSTANT_COPY ||
+                              o.lifetime == hal::OperandLifeTime::CONSTANT_REFERENCE;
+        if (constant && !hasUnknownShape(r) && r.byteSize() != r.externalLength) {
             return invalidArgument(where + "constant of " + std::to_string(r.externalLength) +
                                    " bytes, shape " + dimsToString(r.dims) + " needs " +
                                    std::to_string(r.byteSize()));
@@ -266,8 +266,7 @@ Status ReferencePreparedModel::bindInputs(const hal::Request& request, std::vect
             return invalidArgument(where + std::to_string(arg.location.length) + " bytes, shape " +
                                    dimsToString(r.dims) + " needs " + std::to_string(r.byteSize()));
         }
-        r.external = (*memory)->data() + arg.location.offset;
-        r.externalLength = arg.location.length;
+        r.setExternal((*memory)->data() + arg.location.offset, arg.location.length);
     }
     return {};
 }
@@ -333,8 +332,7 @@ Result<std::vector<RuntimeOperand>> ReferencePreparedModel::runReferenced(
             dynamic = true;
         }
         // The caller keeps its values alive until the call returns: read them in place.
-        r.external = in.data();
-        r.externalLength = in.byteSize();
+        r.setExternal(in.data(), in.byteSize());
     }
     if (dynamic) forgetInferredShapes(operands);
     auto status = run(plan, operands, dynamic, subgraphs);

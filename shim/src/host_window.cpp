@@ -117,14 +117,21 @@ void HostWindow::free(uint64_t addr) {
 }
 
 Status HostWindow::adoptMemory(HostWindow& fresh) {
-    if (fresh.base_ != base_ || fresh.size_ != size_) {
-        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
-                    "the restarted firmware offers a host window at " + std::to_string(fresh.base_) + " of " +
-                        std::to_string(fresh.size_) + " bytes, the lost one had " + std::to_string(base_) +
-                        " and " + std::to_string(size_));
-    }
     std::lock_guard lock(mutex_);
+    // A firmware of one NPU shared by many clients places each client's window in a slot of its
+    // own, which a restarted one may choose differently: the window moves, which is safe only
+    // while no block (a device address a request may still name) is held.
+    const bool moved = fresh.base_ != base_;
+    if (fresh.size_ != size_ || (moved && !usedBlocks_.empty())) {
+        return fail(
+            hal::ErrorStatus::DEVICE_UNAVAILABLE,
+            "the restarted firmware offers a host window at " + std::to_string(fresh.base_) + " of " +
+                std::to_string(fresh.size_) + " bytes, the lost one had " + std::to_string(base_) + " and " +
+                std::to_string(size_) +
+                (moved ? " (moved, with " + std::to_string(usedBlocks_.size()) + " block(s) held)" : ""));
+    }
     memory_ = std::move(fresh.memory_);
+    base_ = fresh.base_;
     return {};
 }
 

@@ -34,7 +34,8 @@ public:
     uint64_t bytesInUse() const;
     // Takes the memory of `fresh` (the window of a restarted firmware), keeping every allocation:
     // blocks held across the restart stay valid at the same device addresses. Refused when the
-    // new window has another address or size. The caller makes sure nobody touches the window
+    // new window has another size, or another address while blocks are held (with none held the
+    // window moves to the new address). The caller makes sure nobody touches the window
     // meanwhile.
     Status adoptMemory(HostWindow& fresh);
 

@@ -24,7 +24,7 @@ public:
         const uint32_t i = add(type, std::move(dims), hal::OperandLifeTime::CONSTANT_COPY, scale, zeroPoint);
         const size_t offset = model_.operandValues.size(), size = values.size() * sizeof(T);
         model_.operandValues.resize(offset + size);
-        std::memcpy(model_.operandValues.data() + offset, values.data(), size);
+        if (size > 0) std::memcpy(model_.operandValues.data() + offset, values.data(), size);
         model_.main.operands[i].location = {0, static_cast<uint32_t>(offset), static_cast<uint32_t>(size)};
         ins_.push_back(i);
         return *this;

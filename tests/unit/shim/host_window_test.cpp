@@ -145,3 +145,29 @@ TEST_CASE("HostWindow::map checks the peer's DRAM fd before mapping it", "[shim]
         close(fd);
     }
 }
+
+TEST_CASE("HostWindow::adoptMemory moves to a restarted firmware's window only while no block is held",
+          "[shim][window][recovery]") {
+    auto w = localWindow();
+    auto sameSize = HostWindow::local(kBase + 4 * kSize, kSize);
+    REQUIRE(sameSize);
+    auto held = w->allocate(128);
+    REQUIRE(held);
+    auto refused = w->adoptMemory(**sameSize);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().status == ErrorStatus::DEVICE_UNAVAILABLE);
+    CHECK_THAT(refused.error().message, Catch::Contains("1 block(s) held"));
+    CHECK(w->base() == kBase);
+
+    w->free(*held);
+    REQUIRE(w->adoptMemory(**sameSize));
+    CHECK(w->base() == kBase + 4 * kSize);
+    auto moved = w->allocate(64);
+    REQUIRE(moved);
+    CHECK(*moved >= kBase + 4 * kSize);
+    *w->hostPointer(*moved) = 0x5a;  // inside the adopted memory
+
+    auto otherSize = HostWindow::local(kBase, kSize * 2);
+    REQUIRE(otherSize);
+    CHECK_FALSE(w->adoptMemory(**otherSize));
+}
