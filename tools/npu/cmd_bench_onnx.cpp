@@ -43,6 +43,24 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Latency percentiles of the timed runs (nearest rank), in ms.
+Json percentiles(std::vector<double> v) {
+    if (v.empty()) return nullptr;
+    std::sort(v.begin(), v.end());
+    auto rank = [&](double p) { return v[std::min(v.size() - 1, size_t(p / 100.0 * double(v.size())))]; };
+    return {{"min", v.front()}, {"p50", rank(50)}, {"p90", rank(90)}, {"p99", rank(99)}, {"max", v.back()}};
+}
+
+// A progress bar on stderr when it is a terminal: "label [#####.....] k/n".
+void progress(const char* label, uint32_t done, uint32_t total) {
+    if (total < 2 || !isatty(STDERR_FILENO)) return;
+    constexpr uint32_t kWidth = 30;
+    const uint32_t filled = done * kWidth / total;
+    std::fprintf(stderr, "\r%-10s [%s%s] %u/%u", label, std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), done, total);
+    if (done == total) std::fputc('\n', stderr);
+}
+
 // tools/onnxruntime/run.js: $NPU_ONNXRUNTIME_SCRIPT, else next to the source tree of this
 // binary (build/tools/npu -> tools/onnxruntime), else under the working directory.
 std::optional<std::string> findOrtScript() {
@@ -183,6 +201,7 @@ Result<NpuFigures> benchNpu(const framework::OnnxImportedModel& m, const framewo
         const auto t0 = Clock::now();
         auto run = NPU_TRY(framework::runPartitions(plan, m.model, devices, buffers, &prepared));
         f.hostMs.push_back(msSince(t0));
+        progress("npu", r + 1, runs);
         if (r + 1 < runs) continue;
         for (const auto& t : run.timings) {
             if (plan.partitions[t.partition].device != 0 || t.result.timing.timeOnDeviceUs == hal::kNoTiming)
@@ -259,6 +278,7 @@ int benchOnnx(const BenchOnnxOptions& o) {
         if (!run)
             return std::fprintf(stderr, "npu bench onnx: reference: %s\n", run.error().message.c_str()), 1;
         refMs.push_back(msSince(t1));
+        progress("reference", r + 1, runs_);
         refOutputs = std::move(run->outputs);
     }
     auto buffers = framework::onnxInputBuffers(*model, inputs);
@@ -270,6 +290,8 @@ int benchOnnx(const BenchOnnxOptions& o) {
               {"runs", runs_},
               {"reference_ms", median(refMs)},
               {"sim_host_ms", median(npuRun->hostMs)},
+              {"reference_ms_percentiles", percentiles(refMs)},
+              {"sim_host_ms_percentiles", percentiles(npuRun->hostMs)},
               {"sim_device_ms", npuRun->deviceTimed ? Json(npuRun->deviceMs) : Json(nullptr)},
               {"import_compile_ms", importCompileMs},
               {"ops_on_npu", npuRun->opsOnNpu},

@@ -105,6 +105,14 @@ TEST_CASE("npu bench onnx prints the figures; ONNX Runtime's are null with a rea
     const auto j = nlohmann::json::parse(r.output);
     for (const char* key : {"reference_ms", "sim_host_ms", "import_compile_ms"})
         CHECK(j[key].get<double>() > 0.0);
+    for (const char* key : {"reference_ms_percentiles", "sim_host_ms_percentiles"}) {
+        const auto& p = j[key];
+        CHECK(p["min"].get<double>() <= p["p50"].get<double>());
+        CHECK(p["p50"].get<double>() <= p["p90"].get<double>());
+        CHECK(p["p90"].get<double>() <= p["p99"].get<double>());
+        CHECK(p["p99"].get<double>() <= p["max"].get<double>());
+        CHECK(p["min"].get<double>() > 0.0);
+    }
     CHECK(j["ops_total"] == 1);
     CHECK(j["ops_on_npu"] == 0);  // float: the NPU takes quant8 only, the reference runs it
     CHECK(j["sim_device_ms"].is_null());
