@@ -25,6 +25,24 @@ struct ConvCase {
 // The integer convolution of TFLite/NNAPI: in and f hold (value - zero point); mult[co] is the
 // requantization multiplier of output channel co (one for all channels unless per-channel).
 // GROUPED_CONV_2D: `groups` groups, filter [cout][kh][kw][cin / groups].
+// The case's paddings as left, right, top, bottom: explicit ones as given; implicit SAME (scheme
+// 1) as NNAPI computes them; implicit VALID none.
+void explicitPadding(const ConvCase& c, uint32_t* pl, uint32_t* pr, uint32_t* pt, uint32_t* pb) {
+    *pl = c.pl, *pr = c.pr, *pt = c.pt, *pb = c.pb;
+    if (!c.implicit) return;
+    *pl = *pr = *pt = *pb = 0;
+    if (c.scheme != 1) return;
+    auto same = [](uint32_t in, uint32_t s, uint32_t d, uint32_t k, uint32_t* p0, uint32_t* p1) {
+        int eff = int((k - 1) * d + 1), o = int((in + s - 1) / s), t = (o - 1) * int(s) + eff - int(in);
+        if (t > 0) {
+            *p0 = uint32_t(t / 2);
+            *p1 = uint32_t(t - t / 2);
+        }
+    };
+    same(c.w, c.sx, c.dx, c.kw, pl, pr);
+    same(c.h, c.sy, c.dy, c.kh, pt, pb);
+}
+
 std::vector<int> refConv(const ConvCase& c, const std::vector<int>& in, const std::vector<int>& f,
                          const std::vector<int32_t>& bias, const std::vector<std::pair<int32_t, int>>& mult,
                          int outZp, int lo, int hi, uint32_t pl, uint32_t pt, uint32_t oh, uint32_t ow,
@@ -119,22 +137,8 @@ void runConvCase(const ConvCase& c, uint32_t seed, npu::sim::HwConfig hw = {},
         qf.zp = 0;
         for (uint32_t co = 0; co < c.cout; ++co) channelScales.push_back(0.05f * float(1 + rng() % 16));
     }
-    uint32_t pl = c.pl, pr = c.pr, pt = c.pt, pb = c.pb;
-    if (c.implicit) {
-        pl = pr = pt = pb = 0;
-        if (c.scheme == 1) {
-            auto same = [](uint32_t in, uint32_t s, uint32_t d, uint32_t k, uint32_t* p0, uint32_t* p1) {
-                int eff = int((k - 1) * d + 1), o = int((in + s - 1) / s),
-                    t = (o - 1) * int(s) + eff - int(in);
-                if (t > 0) {
-                    *p0 = uint32_t(t / 2);
-                    *p1 = uint32_t(t - t / 2);
-                }
-            };
-            same(c.w, c.sx, c.dx, c.kw, &pl, &pr);
-            same(c.h, c.sy, c.dy, c.kh, &pt, &pb);
-        }
-    }
+    uint32_t pl, pr, pt, pb;
+    explicitPadding(c, &pl, &pr, &pt, &pb);
     const uint32_t oh = outSize(c.h, c.kh, c.sy, c.dy, pt, pb), ow = outSize(c.w, c.kw, c.sx, c.dx, pl, pr);
     auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
     auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw * c.cin / groups);
@@ -316,22 +320,8 @@ void runDepthwiseCase(const ConvCase& c, uint32_t multiplier, uint32_t seed, npu
         qf.zp = 0;
         for (uint32_t co = 0; co < c.cout; ++co) channelScales.push_back(0.05f * float(1 + rng() % 16));
     }
-    uint32_t pl = c.pl, pr = c.pr, pt = c.pt, pb = c.pb;
-    if (c.implicit) {
-        pl = pr = pt = pb = 0;
-        if (c.scheme == 1) {
-            auto same = [](uint32_t in, uint32_t s, uint32_t d, uint32_t k, uint32_t* p0, uint32_t* p1) {
-                int eff = int((k - 1) * d + 1), o = int((in + s - 1) / s),
-                    t = (o - 1) * int(s) + eff - int(in);
-                if (t > 0) {
-                    *p0 = uint32_t(t / 2);
-                    *p1 = uint32_t(t - t / 2);
-                }
-            };
-            same(c.w, c.sx, c.dx, c.kw, &pl, &pr);
-            same(c.h, c.sy, c.dy, c.kh, &pt, &pb);
-        }
-    }
+    uint32_t pl, pr, pt, pb;
+    explicitPadding(c, &pl, &pr, &pt, &pb);
     const uint32_t oh = outSize(c.h, c.kh, c.sy, c.dy, pt, pb), ow = outSize(c.w, c.kw, c.sx, c.dx, pl, pr);
     auto in = randomBytes(rng, size_t(c.n) * c.h * c.w * c.cin);
     auto f = randomBytes(rng, size_t(c.cout) * c.kh * c.kw);
