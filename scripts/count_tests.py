@@ -15,6 +15,17 @@ MIXED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+)\s*passed\s*\|\s*(\d+)\s*fa
 ONLY_FAILED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+)\s*failed")
 
 
+def failure_excerpt(out, max_lines=14):
+    """The first Catch2 failure of a test's output (its location, expression and expansion), or
+    the output's last lines when there is none: enough to see in a CI log why it failed."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "FAILED:" in line:
+            start = max(0, i - 2)
+            return [l[:240] for l in lines[start:start + max_lines]]
+    return [l[:240] for l in lines[-max_lines:]]
+
+
 def count_log(path, name_the_log):
     """Cases passed and failed, binaries skipped, and the broken binaries of one meson test log."""
     passed = failed = skipped = 0
@@ -49,7 +60,8 @@ def count_log(path, name_the_log):
             passed += p
             failed += fl
             if result != "OK":
-                broken.append(f"{path}: {name} ({result})" if name_the_log else f"{name} ({result})")
+                label = f"{path}: {name} ({result})" if name_the_log else f"{name} ({result})"
+                broken.append((label, failure_excerpt(out)))
     return passed, failed, skipped, broken
 
 
@@ -68,14 +80,16 @@ def main() -> int:
             passed += 1
         else:
             failed += 1
-            broken.append("a check outside meson (see the lines above)")
+            broken.append(("a check outside meson (see the lines above)", []))
         args = args[2:]
     for path in paths:
         p, fl, s, b = count_log(path, len(paths) > 1)
         passed, failed, skipped = passed + p, failed + fl, skipped + s
         broken += b
-    for b in broken:
-        print(f"failed: {b}")
+    for label, excerpt in broken:
+        print(f"failed: {label}")
+        for line in excerpt:
+            print(f"    | {line}")
     if skipped:
         print(f"skipped binaries: {skipped}")
     print(f"{passed} passed, {failed} failed")

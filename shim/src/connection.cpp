@@ -258,6 +258,8 @@ Status Connection::handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>*
     hello.set_major(options_.protocolMajor);
     hello.set_minor(kProtocolMinor);
     hello.set_host_version(std::string("npu-shim ") + kShimVersion);
+    // Back after a restart: ask for the window we had, so the device addresses held stay valid.
+    if (window_) hello.set_window_addr(window_->base());
     std::vector<proto::UniqueFd> fds;
     auto r = rpc.call(proto::METHOD_HELLO, hello, hello_, options_.callTimeout, {}, &fds);
     if (!r) {

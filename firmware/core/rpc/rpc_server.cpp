@@ -464,6 +464,12 @@ void RpcServer::onHello(const Call& call) {
     rep->hw_id = config_.hwId;
     rep->hw_version = config_.hwVersion;
     rep->device_memory_bytes = config_.deviceMemoryBytes;
+    // Only on the session's first call: nothing it sent yet can name the old window.
+    if (req.major == kProtocolMajor && req.window_addr != 0 && req.window_addr != config_.hostWindowAddr &&
+        stats_.requestsHandled == 1 && config_.windowPlacer != nullptr &&
+        config_.windowPlacer->placeWindow(req.window_addr)) {
+        config_.hostWindowAddr = req.window_addr;
+    }
     rep->host_window_addr = config_.hostWindowAddr;
     rep->host_window_bytes = config_.hostWindowBytes;
     rep->max_payload_bytes = config_.maxPayloadBytes;

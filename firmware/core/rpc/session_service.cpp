@@ -59,6 +59,21 @@ SessionWindow SessionRegistry::window(uint32_t session) const {
     return s != nullptr ? s->window : SessionWindow{};
 }
 
+FwStatus SessionRegistry::moveWindow(uint32_t session, const SessionWindow& window) {
+    if (find(session) == nullptr) {
+        return FwStatus::make(Code::kInvalidArgument, "session %" PRIu32 " is not open", session);
+    }
+    if (owned(Kind::kModel, session) != 0 || owned(Kind::kBuffer, session) != 0) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "session %" PRIu32 " cannot move its window: it holds models or buffers",
+                              session);
+    }
+    for (SessionEntry& s : sessions_) {
+        if (s.id == session) s.window = window;
+    }
+    return FwStatus::okStatus();
+}
+
 bool SessionRegistry::inWindow(uint32_t session, uint64_t addr, uint64_t length) const {
     const SessionEntry* s = find(session);
     if (s == nullptr || addr < s->window.addr) return false;

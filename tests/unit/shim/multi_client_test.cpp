@@ -40,13 +40,15 @@ struct RawClient {
     std::unique_ptr<shim::HostWindow> window;
     proto::HelloReply hello;
 
-    explicit RawClient(std::unique_ptr<proto::Transport> transport) {
+    // `wantWindow`: HelloRequest.window_addr (0: wherever the firmware places it).
+    explicit RawClient(std::unique_ptr<proto::Transport> transport, uint64_t wantWindow = 0) {
         auto r = proto::RpcClient::create(std::move(transport));
         REQUIRE(r.has_value());
         rpc = std::move(*r);
         proto::HelloRequest request;
         request.set_major(1);
         request.set_host_version("multi-client test");
+        request.set_window_addr(wantWindow);
         std::vector<proto::UniqueFd> fds;
         REQUIRE(rpc->call(proto::METHOD_HELLO, request, hello, kCallTimeout, {}, &fds).has_value());
         REQUIRE(hello.status().code() == 0);
@@ -151,7 +153,15 @@ struct SharedLoopback {
         firmware = std::move(loop->firmware);
         first = std::make_unique<RawClient>(std::move(loop->hostEnd));
     }
-    std::unique_ptr<RawClient> connect() { return std::make_unique<RawClient>(firmware->connectLoopback()); }
+    std::unique_ptr<RawClient> connect(uint64_t wantWindow = 0) {
+        return std::make_unique<RawClient>(firmware->connectLoopback(), wantWindow);
+    }
+    // Drops `client` and waits until the firmware has closed its session.
+    void disconnect(std::unique_ptr<RawClient>& client, uint64_t sessionsLeft) {
+        client.reset();
+        REQUIRE(waitCounter(*first, "session.count", [&](uint64_t v) { return v == sessionsLeft; }) ==
+                sessionsLeft);
+    }
 };
 
 }  // namespace
@@ -433,6 +443,46 @@ TEST_CASE("sessions of one firmware: a session cannot cancel another session's c
     REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
     CHECK(reply.status().code() == 0);
     CHECK(block.data()[16] == 3);
+}
+
+// A client back after a firmware restart holds device addresses in its old window: its Hello asks
+// for that window's address, and gets it when that slot is free (docs/execution.md).
+TEST_CASE(
+    "sessions of one firmware: Hello's window_addr places a new session's window in the free slot it names",
+    "[shim][multi-client]") {
+    SharedLoopback f;
+    const uint64_t firstAddr = f.first->hello.host_window_addr();
+    auto probe = f.connect();
+    const uint64_t lowestFree = probe->hello.host_window_addr();
+    const uint64_t bytes = probe->hello.host_window_bytes();
+    f.disconnect(probe, 1);
+    SECTION("a taken, misaligned or out-of-range address is not granted: the first free slot is used") {
+        for (uint64_t want : {firstAddr, lowestFree + 4096, lowestFree + 64 * bytes, uint64_t{1}}) {
+            INFO("asked for " << want);
+            auto c = f.connect(want);
+            CHECK(c->hello.host_window_addr() == lowestFree);
+            f.disconnect(c, 1);
+        }
+    }
+    SECTION("a free slot is granted, the window works there, and the slot it skipped stays free") {
+        auto moved = f.connect(lowestFree + bytes);
+        CHECK(moved->hello.host_window_addr() == lowestFree + bytes);
+        uint32_t handle = 0;
+        REQUIRE(moved->prepare(addModel({1, 8}), hal::Priority::MEDIUM, &handle) == 0);
+        auto block = stageAdd(*moved, 8, 3, 4);
+        CHECK(block.addr() >= lowestFree + bytes);
+        REQUIRE(moved->execute(RawClient::addRequest(handle, block.addr(), 8)).status().code() == 0);
+        CHECK(block.data()[16] == 7);
+        auto next = f.connect();
+        CHECK(next->hello.host_window_addr() == lowestFree);
+        // A second Hello on a session that holds a model does not move its window.
+        proto::HelloRequest again;
+        again.set_major(1);
+        again.set_window_addr(lowestFree + 2 * bytes);
+        proto::HelloReply reply;
+        REQUIRE(moved->rpc->call(proto::METHOD_HELLO, again, reply, kCallTimeout).has_value());
+        CHECK(reply.host_window_addr() == lowestFree + bytes);
+    }
 }
 
 TEST_CASE("sessions of one firmware: a client beyond the session windows is refused, the others go on",

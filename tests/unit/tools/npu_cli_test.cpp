@@ -68,7 +68,7 @@ TEST_CASE("npu run with a bad transport is refused", "[cli]") {
 }
 
 TEST_CASE("npu run of a malformed file reports the line", "[cli]") {
-    const std::string path = "/tmp/npu-cli-test-bad.jsonl";
+    const std::string path = "/tmp/npu-cli-test-bad-" + std::to_string(getpid()) + ".jsonl";
     FILE* f = fopen(path.c_str(), "w");
     REQUIRE(f != nullptr);
     fputs("{\"name\": \"x\", \"main\": 17}\n", f);

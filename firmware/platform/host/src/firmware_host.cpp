@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,7 +56,8 @@ proto::Result<int> sealedMemfd(const char* name, uint64_t bytes) {
 }  // namespace
 
 // One client: its server, its window, its transport (served by FirmwareHost::serve).
-struct Session final : public FrameSink {
+struct Session final : public FrameSink, public WindowPlacer {
+    std::function<bool(uint64_t)> place;  // FirmwareHost::Impl::moveSession for this session
     uint32_t id = 0;
     uint32_t slot = 0;  // which session window
     proto::Transport* transport = nullptr;
@@ -77,6 +79,7 @@ struct Session final : public FrameSink {
                              hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>());
         return r.has_value();
     }
+    bool placeWindow(uint64_t addr) override { return place(addr); }
 };
 
 struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
@@ -147,6 +150,9 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
         return config.firmwareDramBytes + uint64_t{slot} * config.sessionWindowBytes;
     }
     proto::Result<std::unique_ptr<Session>> openSession(proto::Transport& transport);
+    bool mapWindow(const Session& s, uint64_t addr);
+    void releaseSlotMemory(const Session& s);
+    bool moveSession(Session& s, uint64_t addr);
     void closeSession(Session& session);
     void runExecutor();
     void drain(std::unique_lock<std::mutex>& lock);
@@ -158,6 +164,7 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
 // view of DRAM (so the NPU's DMA reaches it there), its server, service and gate.
 proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::Transport& transport) {
     auto s = std::make_unique<Session>();
+    s->place = [this, session = s.get()](uint64_t addr) { return moveSession(*session, addr); };
     s->transport = &transport;
     s->shared = transport.sharesMemory();
     uint32_t slot = 0;
@@ -175,8 +182,7 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
         auto fd = sealedMemfd("npu-session-window", bytes);
         if (!fd) return std::unexpected(fd.error());
         s->windowFd = *fd;
-        if (mmap(dram + addr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s->windowFd, 0) ==
-            MAP_FAILED) {
+        if (!mapWindow(*s, addr)) {
             auto e = ioError("mapping a session window into device DRAM");
             close(s->windowFd);
             return std::unexpected(e);
@@ -197,6 +203,7 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     s->service = std::make_unique<SessionService>(*runtime, *shared, *registry, *scheduler, s->id);
     s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);
     sc.gate = s->gate.get();
+    sc.windowPlacer = s.get();
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
     s->memory.reset(new uint8_t[serverBytes]);
     s->arena = std::make_unique<Arena>(s->memory.get(), serverBytes);
@@ -212,6 +219,50 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     return s;
 }
 
+// The session's window memfd over the slot at `addr` in the firmware's view of DRAM.
+bool FirmwareHost::Impl::mapWindow(const Session& s, uint64_t addr) {
+    return mmap(dram + addr, config.sessionWindowBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                s.windowFd, 0) != MAP_FAILED;
+}
+
+// The session's slot gets the firmware's DRAM back; the next client in it reads none of this
+// one's bytes (a memfd window simply goes; a window in DRAM itself, USB, is cleared).
+void FirmwareHost::Impl::releaseSlotMemory(const Session& s) {
+    const uint64_t addr = windowAddr(s.slot);
+    if (s.windowFd >= 0) {
+        if (mmap(dram + addr, config.sessionWindowBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                 dramFd, static_cast<off_t>(addr)) == MAP_FAILED) {
+            std::fprintf(stderr, "npu firmware: cannot restore window slot %u: %s\n", s.slot,
+                         std::strerror(errno));
+        }
+    } else if (!s.shared) {
+        if (fallocate(dramFd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(addr),
+                      static_cast<off_t>(config.sessionWindowBytes)) != 0) {
+            std::fprintf(stderr, "npu firmware: cannot clear window slot %u: %s\n", s.slot,
+                         std::strerror(errno));
+        }
+    }
+}
+
+// Hello's window_addr (the session's first call): the window moves to the free slot at `addr`, so
+// a client back after a restart finds its device addresses where they were. False: it stays.
+bool FirmwareHost::Impl::moveSession(Session& s, uint64_t addr) {
+    const uint64_t base = config.firmwareDramBytes;
+    const uint64_t bytes = config.sessionWindowBytes;
+    if (addr < base || (addr - base) % bytes != 0 || (addr - base) / bytes >= slots) return false;
+    const auto slot = static_cast<uint32_t>((addr - base) / bytes);
+    if (slotUsed[slot] || !registry->moveWindow(s.id, {addr, bytes}).ok()) return false;
+    if (s.windowFd >= 0 && !mapWindow(s, addr)) {
+        (void)registry->moveWindow(s.id, {windowAddr(s.slot), bytes});
+        return false;
+    }
+    releaseSlotMemory(s);
+    slotUsed[s.slot] = false;
+    slotUsed[slot] = true;
+    s.slot = slot;
+    return true;
+}
+
 // The session's leftovers go: queued work (never answered: the peer is gone), its prepared models
 // and buffers, its window (the slot is backed by the firmware's DRAM memfd again).
 void FirmwareHost::Impl::closeSession(Session& s) {
@@ -221,24 +272,10 @@ void FirmwareHost::Impl::closeSession(Session& s) {
     if (s.service) s.service->releaseAll();
     registry->close(s.id);
     if (sessions.erase(s.id) > 0) slotUsed[s.slot] = false;
+    releaseSlotMemory(s);
     if (s.windowFd >= 0) {
-        const uint64_t addr = windowAddr(s.slot);
-        if (mmap(dram + addr, config.sessionWindowBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                 dramFd, static_cast<off_t>(addr)) == MAP_FAILED) {
-            std::fprintf(stderr, "npu firmware: cannot restore window slot %u: %s\n", s.slot,
-                         std::strerror(errno));
-        }
         close(s.windowFd);
         s.windowFd = -1;
-    } else if (!s.shared) {
-        // A window in the firmware's own DRAM (USB, filled by WINDOW_WRITE): the next client in
-        // this slot must not read what this one left there.
-        if (fallocate(dramFd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                      static_cast<off_t>(windowAddr(s.slot)),
-                      static_cast<off_t>(config.sessionWindowBytes)) != 0) {
-            std::fprintf(stderr, "npu firmware: cannot clear window slot %u: %s\n", s.slot,
-                         std::strerror(errno));
-        }
     }
     if (sessions.empty()) (void)runtime->reset();  // nobody left: the next client meets a reset NPU
 }

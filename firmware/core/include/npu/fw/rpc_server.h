@@ -156,6 +156,18 @@ protected:
     ~RequestGate() = default;
 };
 
+// Where a session's window lives, on platforms with one window slot per session (the host's
+// FirmwareHost). Asked at the session's Hello when the client wants its window at `addr` (it is
+// back after a firmware restart and holds device addresses in its old window).
+class WindowPlacer {
+public:
+    // True: the session's window is now at `addr`; false: it stays where it is.
+    virtual bool placeWindow(uint64_t addr) = 0;
+
+protected:
+    ~WindowPlacer() = default;
+};
+
 struct RpcServerConfig {
     uint32_t maxPayloadBytes = proto::kDefaultMaxPayload;  // largest frame payload, both ways
     uint32_t maxMessageBytes = 4u << 20;                   // largest reassembled request (MORE fragments)
@@ -171,8 +183,9 @@ struct RpcServerConfig {
     uint64_t hostWindowAddr = 0;
     uint64_t hostWindowBytes = 0;
 
-    bool windowFdIsWindow = false;  // HelloReply.window_fd_is_window: the fd passed is the window only
-    RequestGate* gate = nullptr;    // set: requests are scheduled by the gate, not poll()
+    bool windowFdIsWindow = false;         // HelloReply.window_fd_is_window: the fd passed is the window only
+    RequestGate* gate = nullptr;           // set: requests are scheduled by the gate, not poll()
+    WindowPlacer* windowPlacer = nullptr;  // set: Hello's window_addr may move hostWindowAddr
 
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null

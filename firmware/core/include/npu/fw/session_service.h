@@ -44,6 +44,9 @@ public:
     bool isOpen(uint32_t session) const { return find(session) != nullptr; }
     uint32_t sessions() const;
     SessionWindow window(uint32_t session) const;
+    // The session's window moves (the platform placed it elsewhere, Hello's window_addr). Refused
+    // while the session owns a model or a buffer.
+    FwStatus moveWindow(uint32_t session, const SessionWindow& window);
     // True iff [addr, addr + length) lies inside the session's window (length 0: addr inside or
     // at its end).
     bool inWindow(uint32_t session, uint64_t addr, uint64_t length) const;
