@@ -31,6 +31,7 @@
 
 #include "npu/protocol/ddr_ring.h"
 #include "npu/protocol/program_directory.h"
+#include "npu/protocol/vlog.h"
 
 namespace npu::proto {
 namespace {
@@ -313,6 +314,7 @@ public:
         h->capacity = kQemuRingBytes;
         h->head = 0;
         h->tail = 0;
+        h->flags = vlogEnabled("firmware") ? kDdrRingFlagFirmwareLog : 0;
         h->magic = kDdrRingMagic;
         return w;
     }
@@ -384,6 +386,7 @@ private:
     std::string deadChild();
     std::string childReport();
     void killAndReap();
+    void forwardConsole();
 
     QemuOptions options_;
     QemuPaths paths_;
@@ -402,6 +405,9 @@ private:
     std::mutex writeMutex_;
     std::atomic<bool> shut_{false};
     std::atomic<bool> ddrSent_{false};
+    std::mutex consoleMutex_;
+    off_t consoleForwarded_ = 0;  // bytes of console.log already passed to NPU_VLOG=firmware
+    std::string consoleLine_;     // an unfinished line
 };
 
 Result<void> QemuTransport::spawnBridge() {
@@ -561,14 +567,38 @@ Result<void> QemuTransport::write(std::span<const uint8_t> bytes, std::span<cons
     return {};
 }
 
+// The firmware's console (UART2: its boot lines, and its log under NPU_VLOG=firmware, which the
+// ring header's flags turned on) as NPU_VLOG=firmware lines, read on from where it was left.
+void QemuTransport::forwardConsole() {
+    if (!vlogEnabled("firmware") || !consoleLog_) return;
+    std::lock_guard lock(consoleMutex_);
+    char chunk[4096];
+    for (;;) {
+        const ssize_t n = pread(consoleLog_.get(), chunk, sizeof(chunk), consoleForwarded_);
+        if (n <= 0) return;
+        consoleForwarded_ += n;
+        for (ssize_t i = 0; i < n; ++i) {
+            if (chunk[i] == '\r') continue;
+            if (chunk[i] != '\n') {
+                if (consoleLine_.size() < 1024) consoleLine_ += chunk[i];
+                continue;
+            }
+            if (!consoleLine_.empty()) vlog("firmware", "%s", consoleLine_.c_str());
+            consoleLine_.clear();
+        }
+    }
+}
+
 Result<size_t> QemuTransport::read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
                                    std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     for (;;) {
+        forwardConsole();
         if (std::string dead = deadChild(); !dead.empty()) return fail(Error::Kind::kDisconnected, dead);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         auto r = uart0_->read(buffer, nullptr, std::clamp(left, 0ms, kLivenessSlice));
         if (r) {
+            forwardConsole();  // the lines logged while the firmware served this reply
             if (options_.replyTap) options_.replyTap(buffer.first(*r));
             // The DDR travels with the first reply bytes (the Hello reply's), once.
             if (fds != nullptr && *r > 0 && !ddrSent_.exchange(true))

@@ -16,6 +16,8 @@ public:
     bool valid() const {
         return header_->magic == proto::kDdrRingMagic && header_->capacity == proto::kQemuRingBytes;
     }
+    // The host's kDdrRingFlag* (0 until it set the ring up).
+    uint32_t flags() const { return valid() ? header_->flags : 0; }
     bool pending() const { return valid() && header_->head != header_->tail; }
     uint64_t resyncs() const { return resyncs_; }
     uint64_t bytesConsumed() const { return consumed_; }

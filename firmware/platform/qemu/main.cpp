@@ -123,6 +123,21 @@ private:
     const Arena& ddr_;
 };
 
+// The firmware's log (RpcServer: a line per request and per error) on the console UART, when the
+// host asked for it in the ring header (NPU_VLOG=firmware; the qemu transport forwards the lines).
+class ConsoleLog final : public LogSink {
+public:
+    explicit ConsoleLog(const DdrRingReader& ring) : ring_(ring) {}
+    bool enabled() override { return (ring_.flags() & proto::kDdrRingFlagFirmwareLog) != 0; }
+    void write(const char* line) override {
+        g_uart2.writeString(line);
+        g_uart2.writeString("\r\n");
+    }
+
+private:
+    const DdrRingReader& ring_;
+};
+
 template <typename T, typename... Args>
 T* construct(Arena& arena, Args&&... args) {
     void* p = arena.allocate(sizeof(T), alignof(T));
@@ -184,8 +199,10 @@ Arena& carveArena(Arena& ddr, size_t bytes) {
     DdrRingReader ring(reinterpret_cast<proto::DdrRingHeader*>(ddr + proto::kQemuRingHeaderOffset),
                        ddr + proto::kQemuRingDataOffset);
     static PlatformCounters counters(platform, ring, ddrArena);
+    static ConsoleLog log(ring);
     RpcServerConfig sc;
     sc.platformCounters = &counters;
+    sc.log = &log;
     sc.firmwareVersion = identity();
     const HardwareInfo hw = runtime->hardwareInfo();
     sc.hwId = hw.id;

@@ -23,12 +23,13 @@ struct Run {
     std::string output;
 };
 
-Run runNpu(const std::string& args, bool withStderr = true) {
+Run runNpu(const std::string& args, bool withStderr = true, const std::string& prefix = "") {
     if (auto paths = npu::proto::resolveQemuPaths({}); !paths) {
         std::printf("SKIP: %s\n", paths.error().message.c_str());
         std::exit(77);
     }
-    const std::string cmd = std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
+    const std::string cmd =
+        prefix + std::string(NPU_CLI_PATH) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
     Run r;
     FILE* p = popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
@@ -70,6 +71,21 @@ TEST_CASE("npu info --transport qemu names the image's core, build id and footpr
     CHECK_THAT(r.output, Catch::Contains(", build "));
     CHECK_THAT(r.output, Catch::Contains(" B flash + "));
     CHECK_THAT(r.output, Catch::Contains("transport qemu"));
+}
+
+// NPU_VLOG=firmware over QEMU: the image's RpcServer logs each request on its console UART
+// (asked for in the DDR ring header) and the transport passes the lines on; silent without it.
+TEST_CASE("NPU_VLOG=firmware logs the Cortex-M55 firmware's requests over qemu; unset, nothing",
+          "[cli][qemu]") {
+    auto logged = runNpu("info --transport qemu", true, "NPU_VLOG=firmware ");
+    INFO(logged.output);
+    CHECK(logged.exitCode == 0);
+    CHECK_THAT(logged.output, Catch::Contains("npu[firmware] GetCapabilities call"));
+    CHECK_THAT(logged.output, Catch::Contains("npu[firmware] serving RPC"));  // the image's boot line
+    auto quiet = runNpu("info --transport qemu", true, "env -u NPU_VLOG ");
+    INFO(quiet.output);
+    CHECK(quiet.exitCode == 0);
+    CHECK_THAT(quiet.output, !Catch::Contains("npu[firmware]"));
 }
 
 TEST_CASE(

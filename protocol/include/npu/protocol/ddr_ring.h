@@ -20,11 +20,15 @@ inline constexpr uint64_t kQemuRingHeaderOffset = (256ull << 20) + (4u << 10);
 inline constexpr uint64_t kQemuRingDataOffset = (256ull << 20) + (64u << 10);
 inline constexpr uint32_t kQemuRingBytes = 4u << 20;  // a power of two
 
+// DdrRingHeader::flags, set by the host before QEMU starts.
+inline constexpr uint32_t kDdrRingFlagFirmwareLog = 1u << 0;  // NPU_VLOG=firmware: log lines on UART2
+
 struct DdrRingHeader {
     uint32_t magic;     // kDdrRingMagic, written by the host before QEMU starts
     uint32_t capacity;  // bytes of data (a power of two)
     uint32_t head;      // bytes written so far (host)
     uint32_t tail;      // bytes consumed so far (firmware)
+    uint32_t flags;     // kDdrRingFlag*
 };
 
 }  // namespace npu::proto
