@@ -43,6 +43,19 @@ const std::string kV10 = std::string(NPU_CTS_DIR) + "/V1_0.jsonl.gz";
 
 }  // namespace
 
+namespace {
+// A fresh directory of its own under /tmp (mkdtemp), removed with everything in it at the end.
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char t[] = "/tmp/npu-cli-XXXXXX";
+        REQUIRE(::mkdtemp(t) != nullptr);
+        path = t;
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+}  // namespace
+
 TEST_CASE("npu without a command prints usage and exits 2", "[cli]") {
     auto r = npu("");
     CHECK(r.exitCode == 2);
@@ -68,7 +81,8 @@ TEST_CASE("npu run with a bad transport is refused", "[cli]") {
 }
 
 TEST_CASE("npu run of a malformed file reports the line", "[cli]") {
-    const std::string path = "/tmp/npu-cli-test-bad-" + std::to_string(getpid()) + ".jsonl";
+    TempDir dir;
+    const std::string path = dir.path + "/bad.jsonl";
     FILE* f = fopen(path.c_str(), "w");
     REQUIRE(f != nullptr);
     fputs("{\"name\": \"x\", \"main\": 17}\n", f);
@@ -133,7 +147,8 @@ TEST_CASE("npu info --json names the hardware configuration", "[cli]") {
 
 TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies and clears it",
           "[cli][caching]") {
-    const std::string root = "/tmp/npu-cli-cache-" + std::to_string(getpid());
+    TempDir tmp;
+    const std::string root = tmp.path;
     const std::string dirs = " --cache-dir " + root + "/compilations --cache-state-dir " + root + "/state";
     for (int i = 0; i < 2; ++i) {
         auto r = npu("run " + kV10 + " --name conv_quant8" + dirs);
@@ -154,24 +169,19 @@ TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies 
     CHECK_THAT(empty.output, Catch::Contains("(0 entries)"));
     auto bad = npu("cache frobnicate");
     CHECK(bad.exitCode == 2);
-    std::filesystem::remove_all(root);
 }
 
 namespace {
-// A hardware config file in /tmp, removed when the test ends.
+// A hardware config file in a directory of its own, removed when the test ends.
 struct HwConfigFile {
+    TempDir dir;
     std::string path;
     explicit HwConfigFile(const std::string& json) {
-        path = "/tmp/npu-cli-hw-" + std::to_string(getpid()) + "-" + std::to_string(counter()++) + ".json";
+        path = dir.path + "/hw.json";
         FILE* f = std::fopen(path.c_str(), "w");
         REQUIRE(f != nullptr);
         std::fputs(json.c_str(), f);
         std::fclose(f);
-    }
-    ~HwConfigFile() { std::filesystem::remove(path); }
-    static int& counter() {
-        static int c = 0;
-        return c;
     }
 };
 }  // namespace
@@ -187,7 +197,7 @@ TEST_CASE("--hw-config selects the simulated NPU for every command; a bad file e
         CHECK_THAT(r.output, Catch::Contains("8 x 16"));
     }
     SECTION("info, unix: the daemon the shim starts takes the config") {
-        const std::string socket = "/tmp/npu-cli-hw-" + std::to_string(getpid()) + ".sock";
+        const std::string socket = small.dir.path + "/info.sock";
         auto r = npu("info --transport unix --socket " + socket + " --hw-config " + small.path);
         INFO(r.output);
         CHECK(r.exitCode == 0);
@@ -202,7 +212,7 @@ TEST_CASE("--hw-config selects the simulated NPU for every command; a bad file e
     }
     SECTION("conformance over both transports") {
         // Its own socket: another test may be using the default one at the same time.
-        const std::string socket = " --socket /tmp/npu-cli-hw-conf-" + std::to_string(getpid()) + ".sock";
+        const std::string socket = " --socket " + small.dir.path + "/conf.sock";
         for (const char* transport : {"loopback", "unix"}) {
             auto r = npu(std::string("conformance ") + kV10 +
                          " --device npu --filter 'conv_quant8*' --jobs 2 --transport " + transport + socket +
@@ -227,16 +237,6 @@ TEST_CASE("--hw-config selects the simulated NPU for every command; a bad file e
 // ---- Hostile and careless input (issue 14): every refusal is clear, nothing is lost ----------
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char t[] = "/tmp/npu-cli-rel-XXXXXX";
-        REQUIRE(::mkdtemp(t) != nullptr);
-        path = t;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path);
@@ -548,12 +548,12 @@ TEST_CASE("npu run shows whole outputs, time in the right unit, and writes --out
     CHECK(j["outputs"][0]["dims"] == nlohmann::json::array({1, 2, 2, 1}));
     CHECK(j["device_time_us"].get<double>() > 0.0);
 
-    const std::string npy = "/tmp/npu-cli-out-" + std::to_string(getpid()) + ".npy";
+    TempDir dir;
+    const std::string npy = dir.path + "/out.npy";
     auto written = npu("run " + kV10 + " --name conv_quant8 --output " + npy);
     CHECK(written.exitCode == 0);
     std::ifstream in(npy, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-    std::remove(npy.c_str());
     REQUIRE(bytes.size() % 64 == 4);  // the header pads to a multiple of 64, then 4 bytes of data
     CHECK(bytes.compare(0, 6, "\x93NUMPY") == 0);
     CHECK_THAT(bytes, Catch::Contains("'descr': '|u1'") && Catch::Contains("'shape': (1, 2, 2, 1)"));
