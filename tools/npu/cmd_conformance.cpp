@@ -452,7 +452,8 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->allow_extra_args(false);  // one GLOB per --filter: the files that follow stay files
     cmd_->add_flag("--json", json_, "print JSON instead of tables");
     cmd_->add_flag("--all", all_, "also list the table rows whose every vector was unsupported");
-    cmd_->add_option("--jobs,-j", jobs_, "worker processes (default: number of CPUs)")
+    cmd_->add_option("--jobs,-j", jobs_,
+                     "worker processes (default: the CPUs this process may use; at most 8 over unix)")
         ->check(CLI::Range(1, 256));
     cmd_->add_option("--timeout", timeoutSeconds_,
                      "seconds one vector may take before its worker is killed (a hang)")
@@ -497,9 +498,10 @@ int ConformanceCli::execute() const {
         return 2;
     }
 
-    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     WorkerPoolOptions options;
-    options.workers = jobs_ > 0 ? jobs_ : static_cast<int>(std::max(1L, cpus));
+    options.workers = jobs_ > 0 ? jobs_ : usableCpus();
+    // Each unix worker is a client of one npu-fwd, which serves 8 at once by default.
+    if (jobs_ <= 0 && choice_.transport == "unix") options.workers = std::min(options.workers, 8);
     if (choice_.transport == "usb") options.workers = 1;  // a second process would find the device busy
     options.taskTimeout = std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds_ * 1000.0));
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -12,13 +13,31 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace npu::tools {
+
+int usableCpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : ::sysconf(_SC_NPROCESSORS_ONLN);
+    std::ifstream max("/sys/fs/cgroup/cpu.max");  // "QUOTA PERIOD" or "max PERIOD"
+    std::string quota;
+    long period = 0;
+    if (max >> quota >> period && quota != "max" && period > 0) {
+        char* end = nullptr;
+        const long q = std::strtol(quota.c_str(), &end, 10);
+        if (end != quota.c_str() && *end == '\0' && q > 0) n = std::min(n, (q + period - 1) / period);
+    }
+    return static_cast<int>(std::max(1L, n));
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -24,6 +24,10 @@ struct TaskReport {
     std::string payload;  // kDone: what the task function returned; otherwise how the worker died
 };
 
+// CPUs this process may use: its affinity mask, bounded by a cgroup v2 CPU quota (a container
+// given 2 CPUs of a 64-CPU host sees 64 in sysconf). At least 1.
+int usableCpus();
+
 struct WorkerPoolOptions {
     int workers = 2;
     std::chrono::milliseconds taskTimeout{30'000};
