@@ -65,6 +65,26 @@ private:
     std::vector<uint32_t> row_;  // one output pixel's accumulators (wrapping int32 arithmetic)
 };
 
+// A two-input element-wise command's boxes (ADD, VEC_OP): rows x cols elements, each input at a
+// row and a column stride (0 broadcasts), the output rows contiguous.
+struct ElementBox {
+    uint32_t addr = 0, rowStride = 0, colStride = 0;
+};
+struct BinaryCommand {
+    uint32_t rows = 0, cols = 0;
+    ElementBox a, b;
+    uint32_t outAddr = 0, outRowStride = 0;
+    bool signedIn = false;
+};
+
+// A checked REQUANT's operands.
+struct RequantBox {
+    const int32_t* acc = nullptr;
+    const uint8_t* bias = nullptr;  // null without a bias
+    uint8_t* out = nullptr;
+    uint32_t rows = 0, cols = 0, accStride = 0, outStride = 0;
+};
+
 class VectorUnit {
 public:
     explicit VectorUnit(DeviceState& s) : s_(s) {}
@@ -82,8 +102,17 @@ public:
 private:
     uint64_t cost(uint64_t elements) const;
     bool clampFits(bool signedOut) const;
+    isa::ErrorCode checkBinary(const BinaryCommand& cmd, bool hasB, bool signedOut) const;
+    void vecOpRows(isa::VecFunction f, const BinaryCommand& cmd, uint32_t lutAddr, uint8_t* dst) const;
+    kernels::RequantParams requantParams() const;
+    void requantRows(const RequantBox& box) const;
+    void requantGathered(const RequantBox& box);
     DeviceState& s_;
     isa::VecParams params_;
+    // Host scratch reused across commands (no allocation in the steady state).
+    std::vector<uint8_t> result_;
+    std::vector<int32_t> gatheredAcc_;
+    std::vector<uint8_t> gatheredOut_;
 };
 
 }  // namespace npu::sim
