@@ -211,29 +211,54 @@ __attribute__((target("avx2"))) uint32_t macRowAvx2(uint32_t* sum, const int16_t
     return i;
 }
 
+// The AVX-512 kernels do a row's last partial vector with masked loads and stores (a masked-off
+// lane touches no memory), so a row of any length has no scalar tail.
+inline __mmask16 laneMask16(uint32_t remaining) {
+    return remaining >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << remaining) - 1);
+}
+inline __mmask32 laneMask32(uint32_t remaining) {
+    return remaining >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << remaining) - 1);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t widenAvx512(const uint8_t* src, uint32_t n,
                                                                           bool isSigned, int32_t zp,
                                                                           int16_t* dst) {
     const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zp));
-    uint32_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    for (uint32_t i = 0; i < n; i += 32) {
+        const __mmask32 m = laneMask32(n - i);
+        const __m256i v = _mm256_maskz_loadu_epi8(m, src + i);
         const __m512i w = isSigned ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
-        _mm512_storeu_si512(dst + i, _mm512_sub_epi16(w, z));
+        _mm512_mask_storeu_epi16(dst + i, m, _mm512_sub_epi16(w, z));
     }
-    return i;
+    return n;
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t macRowAvx512(uint32_t* sum, const int16_t* a,
                                                                            const int16_t* b, uint32_t n) {
-    uint32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512i x = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)));
-        const __m512i y = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
-        const __m512i s = _mm512_loadu_si512(sum + i);
-        _mm512_storeu_si512(sum + i, _mm512_add_epi32(s, _mm512_mullo_epi32(x, y)));
+    for (uint32_t i = 0; i < n; i += 16) {
+        const __mmask16 m = laneMask16(n - i);
+        const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, a + i));
+        const __m512i y = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, b + i));
+        const __m512i s = _mm512_maskz_loadu_epi32(m, sum + i);
+        _mm512_mask_storeu_epi32(sum + i, m, _mm512_add_epi32(s, _mm512_mullo_epi32(x, y)));
     }
-    return i;
+    return n;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void macTapsAvx512(uint32_t* sum,
+                                                                        const int16_t* const* a,
+                                                                        const int16_t* const* b,
+                                                                        uint32_t taps, uint32_t n) {
+    for (uint32_t i = 0; i < n; i += 16) {
+        const __mmask16 m = laneMask16(n - i);
+        __m512i s = _mm512_maskz_loadu_epi32(m, sum + i);
+        for (uint32_t t = 0; t < taps; ++t) {
+            const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, a[t] + i));
+            const __m512i y = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, b[t] + i));
+            s = _mm512_add_epi32(s, _mm512_mullo_epi32(x, y));
+        }
+        _mm512_mask_storeu_epi32(sum + i, m, s);
+    }
 }
 
 // SRDHM's rounding on 4 signed 64-bit products: add the nudge, divide by 2^31 truncating. Only
@@ -357,9 +382,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline Outpu
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void storeClamped(
-    __m512i x, const OutputClamp512& c, uint8_t* out) {
+    __m512i x, const OutputClamp512& c, __mmask16 m, uint8_t* out) {
     x = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(x, c.lo), c.hi), c.offset);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(x));
+    _mm_mask_storeu_epi8(out, m, _mm512_cvtepi32_epi8(x));
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t requantAvx512(const int32_t* acc,
@@ -368,31 +393,32 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t requantAvx512(cons
                                                                             uint8_t* out) {
     const Mbqm512 q = mbqmConstants(p.multiplier, p.shift);
     const OutputClamp512 clamp = outputClamp(p.offset, p.clampMin, p.clampMax);
-    uint32_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512i x = _mm512_loadu_si512(acc + j);
-        if (bias != nullptr) x = _mm512_add_epi32(x, _mm512_loadu_si512(bias + uint64_t{j} * 4));
-        storeClamped(mbqm512(x, q), clamp, out + j);
+    for (uint32_t j = 0; j < n; j += 16) {
+        const __mmask16 m = laneMask16(n - j);
+        __m512i x = _mm512_maskz_loadu_epi32(m, acc + j);
+        if (bias != nullptr) x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(m, bias + uint64_t{j} * 4));
+        storeClamped(mbqm512(x, q), clamp, m, out + j);
     }
-    return j;
+    return n;
 }
 
-// 16 8-bit inputs as int32 lanes, or one broadcast to all lanes.
+// The masked lanes of 16 8-bit inputs as int32 lanes (others 0), or one broadcast to all lanes.
 template <bool kSigned>
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i load16(const uint8_t* p,
-                                                                                          bool broadcast) {
+                                                                                          bool broadcast,
+                                                                                          __mmask16 m) {
     if (broadcast) {
         return _mm512_set1_epi32(kSigned ? static_cast<int32_t>(static_cast<int8_t>(*p)) : int32_t{*p});
     }
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i bytes = _mm_maskz_loadu_epi8(m, p);
     return kSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
 }
 
 // addRescale on 16 contiguous inputs.
 template <bool kSigned>
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i addRescale512(
-    const uint8_t* x, __m512i offset, __m128i leftShift, const Mbqm512& q) {
-    return mbqm512(_mm512_sll_epi32(_mm512_add_epi32(load16<kSigned>(x, false), offset), leftShift), q);
+    const uint8_t* x, __mmask16 m, __m512i offset, __m128i leftShift, const Mbqm512& q) {
+    return mbqm512(_mm512_sll_epi32(_mm512_add_epi32(load16<kSigned>(x, false, m), offset), leftShift), q);
 }
 
 template <bool kSigned>
@@ -412,13 +438,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t addAvx512(const Bi
         row.aBroadcast ? addRescale(value(row.a), p.in1Offset, p.in1Mult, p.in1Shift, p.leftShift) : 0);
     const __m512i bConst = _mm512_set1_epi32(
         row.bBroadcast ? addRescale(value(row.b), p.in2Offset, p.in2Mult, p.in2Shift, p.leftShift) : 0);
-    uint32_t j = 0;
-    for (; j + 16 <= row.n; j += 16) {
-        const __m512i s1 = row.aBroadcast ? aConst : addRescale512<kSigned>(row.a + j, off1, leftShift, q1);
-        const __m512i s2 = row.bBroadcast ? bConst : addRescale512<kSigned>(row.b + j, off2, leftShift, q2);
-        storeClamped(mbqm512(_mm512_add_epi32(s1, s2), qOut), clamp, out + j);
+    for (uint32_t j = 0; j < row.n; j += 16) {
+        const __mmask16 m = laneMask16(row.n - j);
+        const __m512i s1 =
+            row.aBroadcast ? aConst : addRescale512<kSigned>(row.a + j, m, off1, leftShift, q1);
+        const __m512i s2 =
+            row.bBroadcast ? bConst : addRescale512<kSigned>(row.b + j, m, off2, leftShift, q2);
+        storeClamped(mbqm512(_mm512_add_epi32(s1, s2), qOut), clamp, m, out + j);
     }
-    return j;
+    return row.n;
 }
 
 template <bool kSigned>
@@ -430,15 +458,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t mulAvx512(const Bi
     const __m512i off1 = _mm512_set1_epi32(p.in1Offset), off2 = _mm512_set1_epi32(p.in2Offset);
     const uint32_t aStep = row.aBroadcast ? 0 : 16, bStep = row.bBroadcast ? 0 : 16;
     const uint8_t *a = row.a, *b = row.b;
-    uint32_t j = 0;
-    for (; j + 16 <= row.n; j += 16, a += aStep, b += bStep) {
+    for (uint32_t j = 0; j < row.n; j += 16, a += aStep, b += bStep) {
+        const __mmask16 m = laneMask16(row.n - j);
         // The low 32 bits of the product: the scalar definition's wrap to int32.
         const __m512i product =
-            _mm512_mullo_epi32(_mm512_add_epi32(load16<kSigned>(a, row.aBroadcast), off1),
-                               _mm512_add_epi32(load16<kSigned>(b, row.bBroadcast), off2));
-        storeClamped(mbqm512(product, qOut), clamp, out + j);
+            _mm512_mullo_epi32(_mm512_add_epi32(load16<kSigned>(a, row.aBroadcast, m), off1),
+                               _mm512_add_epi32(load16<kSigned>(b, row.bBroadcast, m), off2));
+        storeClamped(mbqm512(product, qOut), clamp, m, out + j);
     }
-    return j;
+    return row.n;
 }
 
 #endif
@@ -528,6 +556,13 @@ void macRow(uint32_t* sum, const int16_t* a, const int16_t* b, uint32_t n) {
     }
 #endif
     for (; i < n; ++i) sum[i] += static_cast<uint32_t>(int32_t{a[i]} * int32_t{b[i]});
+}
+
+void macTaps(uint32_t* sum, const int16_t* const* a, const int16_t* const* b, uint32_t taps, uint32_t n) {
+#ifdef NPU_SIM_X86
+    if (dispatch().avx512) return macTapsAvx512(sum, a, b, taps, n);
+#endif
+    for (uint32_t t = 0; t < taps; ++t) macRow(sum, a[t], b[t], n);
 }
 
 void requantRow(const int32_t* acc, const uint8_t* bias, uint32_t n, const RequantParams& p, uint8_t* out) {

@@ -52,6 +52,10 @@ inline int32_t biasAt(const uint8_t* bias, uint64_t j) {
                                 (uint32_t{b[3]} << 24));
 }
 
+// sum[i] += sum over t < taps of a[t][i] * b[t][i], wrapping, for i < n: one depthwise output
+// pixel's taps at once (each sum is loaded and stored once, not once per tap).
+void macTaps(uint32_t* sum, const int16_t* const* a, const int16_t* const* b, uint32_t taps, uint32_t n);
+
 struct RequantParams {
     int32_t multiplier = 0, shift = 0, offset = 0, clampMin = 0, clampMax = 0;
 };

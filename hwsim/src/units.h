@@ -48,6 +48,18 @@ private:
     DeviceState& s_;
 };
 
+// A checked CONV / DWCONV (mac_array.cpp decodes it).
+struct ConvCommand {
+    uint32_t ih = 0, iw = 0, channels = 0, rowStride = 0, kh = 0, kw = 0, sy = 0, sx = 0, dy = 0, dx = 0;
+    int64_t padTop = 0, padLeft = 0;
+    uint32_t oh = 0, ow = 0, cout = 0;
+    int32_t zpIn = 0, zpW = 0;
+    bool signedIn = false, signedW = false, accumulate = false;
+    const uint8_t* ifm = nullptr;
+    const uint8_t* weights = nullptr;
+    int32_t* acc = nullptr;
+};
+
 class MacArray {
 public:
     explicit MacArray(DeviceState& s) : s_(s) {}
@@ -57,12 +69,15 @@ public:
 
 private:
     uint64_t foldCycles(uint64_t m, uint64_t k, uint64_t n) const;
+    void dwPixel(const ConvCommand& v, uint32_t oy, uint32_t ox, bool wholeTile, bool wholeWeights,
+                 uint32_t* sum);
     DeviceState& s_;
     // Host scratch reused across commands (no allocation in the steady state).
     kernels::PackedB packedB_;
     std::vector<int16_t> packedA_;
     std::vector<int16_t> dwWeights_, dwInput_, dwTap_;
-    std::vector<uint32_t> row_;  // one output pixel's accumulators (wrapping int32 arithmetic)
+    std::vector<uint32_t> row_;                 // one output pixel's accumulators (wrapping int32 arithmetic)
+    std::vector<const int16_t*> tapIn_, tapW_;  // one output pixel's valid taps
 };
 
 // A two-input element-wise command's boxes (ADD, VEC_OP): rows x cols elements, each input at a
