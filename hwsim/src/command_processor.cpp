@@ -1,7 +1,9 @@
 #include "command_processor.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstring>
 
 namespace npu::sim {
 
@@ -13,6 +15,11 @@ namespace {
 
 isa::Command readCommand(const uint8_t* p) {
     isa::Command c;
+    if constexpr (std::endian::native == std::endian::little) {
+        static_assert(sizeof(c.w) == isa::kCommandBytes);
+        std::memcpy(c.w, p, isa::kCommandBytes);
+        return c;
+    }
     for (uint32_t i = 0; i < isa::kCommandWords; ++i) {  // little endian whatever the host is
         c.w[i] = p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
                  (uint32_t{p[4 * i + 3]} << 24);

@@ -188,6 +188,9 @@ UnitResult MacArray::conv(const isa::Command& c) {
     // im2col in chunks of output pixels and of the reduction (bounded host memory), then the
     // packed GEMM: the weights [kh][kw][C][cout] are already the K x N matrix, K = (ky, kx, ci).
     const uint32_t pixels = oh * ow;
+    // A 1x1 convolution at stride 1 without padding over contiguous rows of the same width.
+    const bool pointwise = kh == 1 && kw == 1 && sy == 1 && sx == 1 && padTop == 0 && padLeft == 0 &&
+                           ow == iw && oh <= ih && (ih == 1 || rowStride == uint64_t{iw} * ic);
     const uint32_t kTotal = static_cast<uint32_t>(taps);
     const uint32_t kChunk = reductionChunk(cout);
     for (uint32_t k0 = 0; k0 < kTotal; k0 += kChunk) {
@@ -199,23 +202,30 @@ UnitResult MacArray::conv(const isa::Command& c) {
         const uint32_t tapFirst = k0 / ic, tapLast = (k0 + kc - 1) / ic;
         for (uint32_t p0 = 0; p0 < pixels; p0 += rowsPerChunk) {
             const uint32_t rows = std::min(rowsPerChunk, pixels - p0);
-            for (uint32_t i = 0; i < rows; ++i) {
-                const uint32_t oy = (p0 + i) / ow, ox = (p0 + i) % ow;
-                int16_t* dst = packedA_.data() + i * rowLen;
-                std::fill(dst, dst + rowLen, int16_t{0});  // padded taps: (zpIn - zpIn) == 0
-                for (uint32_t t = tapFirst; t <= tapLast; ++t) {
-                    const uint32_t ky = t / kw, kx = t % kw;
-                    const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
-                    const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
-                    if (y < 0 || y >= ih || x < 0 || x >= iw) continue;
-                    // The part of this tap's channels inside [k0, k0 + kc).
-                    const uint64_t tapStart = uint64_t{t} * ic;
-                    const uint32_t c0 = static_cast<uint32_t>(std::max<uint64_t>(k0, tapStart) - tapStart);
-                    const uint32_t c1 =
-                        static_cast<uint32_t>(std::min<uint64_t>(k0 + kc, tapStart + ic) - tapStart);
-                    kernels::widen(
-                        ifm + static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ic + c0,
-                        c1 - c0, signedIn, zpIn, dst + (tapStart + c0 - k0));
+            if (pointwise && kc == ic) {
+                // Output pixel p reads input pixel p, whose channels are the whole reduction.
+                kernels::packARows(ifm + uint64_t{p0} * ic, rows, ic, ic, signedIn, zpIn, packedB_.kPairs,
+                                   packedA_.data());
+            } else {
+                for (uint32_t i = 0; i < rows; ++i) {
+                    const uint32_t oy = (p0 + i) / ow, ox = (p0 + i) % ow;
+                    int16_t* dst = packedA_.data() + i * rowLen;
+                    std::fill(dst, dst + rowLen, int16_t{0});  // padded taps: (zpIn - zpIn) == 0
+                    for (uint32_t t = tapFirst; t <= tapLast; ++t) {
+                        const uint32_t ky = t / kw, kx = t % kw;
+                        const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
+                        const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
+                        if (y < 0 || y >= ih || x < 0 || x >= iw) continue;
+                        // The part of this tap's channels inside [k0, k0 + kc).
+                        const uint64_t tapStart = uint64_t{t} * ic;
+                        const uint32_t c0 =
+                            static_cast<uint32_t>(std::max<uint64_t>(k0, tapStart) - tapStart);
+                        const uint32_t c1 =
+                            static_cast<uint32_t>(std::min<uint64_t>(k0 + kc, tapStart + ic) - tapStart);
+                        kernels::widen(
+                            ifm + static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ic + c0,
+                            c1 - c0, signedIn, zpIn, dst + (tapStart + c0 - k0));
+                    }
                 }
             }
             kernels::gemmPacked(packedA_.data(), rows, packedB_, acc + uint64_t{p0} * cout, cout,

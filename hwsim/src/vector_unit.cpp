@@ -82,13 +82,15 @@ void stridedRows(const uint8_t* sram, const BinaryCommand& cmd, bool hasB, Eleme
 
 // VEC_OP LUT: the input byte indexes a 256-entry table of output bytes (no clamp).
 void lutRows(const uint8_t* sram, const BinaryCommand& cmd, const uint8_t* lut, uint8_t* dst) {
+    const uint32_t cols = cmd.cols;
+    const uint64_t colStride = cmd.a.colStride;
     for (uint32_t r = 0; r < cmd.rows; ++r) {
         const uint8_t* a = sram + cmd.a.addr + uint64_t{r} * cmd.a.rowStride;
-        uint8_t* out = dst + uint64_t{r} * cmd.cols;
-        if (cmd.a.colStride == 1) {
-            for (uint32_t col = 0; col < cmd.cols; ++col) out[col] = lut[a[col]];
+        uint8_t* out = dst + uint64_t{r} * cols;
+        if (colStride == 1) {
+            for (uint32_t col = 0; col < cols; ++col) out[col] = lut[a[col]];
         } else {
-            for (uint32_t col = 0; col < cmd.cols; ++col) out[col] = lut[a[uint64_t{col} * cmd.a.colStride]];
+            for (uint32_t col = 0; col < cols; ++col) out[col] = lut[a[col * colStride]];
         }
     }
 }

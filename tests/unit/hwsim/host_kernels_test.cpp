@@ -71,7 +71,9 @@ void randomGemms(std::mt19937& rng) {
     }
 }
 
-void randomConvs(std::mt19937& rng, bool depthwise) {
+// pointwise: 1x1 kernels at stride 1 without padding, output as wide as the input (CONV packs
+// such rows straight from the input when they are contiguous).
+void randomConvs(std::mt19937& rng, bool depthwise, bool pointwise = false) {
     Sim s;
     uint8_t* sp = s.dev.scratchpad();
     for (int iter = 0; iter < 30; ++iter) {
@@ -91,6 +93,13 @@ void randomConvs(std::mt19937& rng, bool depthwise) {
         d.ofmH = 1 + rng() % 8;
         d.ofmW = 1 + rng() % 8;
         d.cout = depthwise ? d.ifmC : 1 + rng() % 40;
+        if (pointwise) {
+            d.kernelH = d.kernelW = d.strideY = d.strideX = 1;
+            d.padTop = d.padLeft = 0;
+            d.ofmW = d.ifmW;
+            d.ofmH = 1 + rng() % d.ifmH;
+            if (iter % 4 != 0) d.ifmRowStride = d.ifmW * d.ifmC;
+        }
         d.ifmAddr = rng() % 32;
         d.wAddr = 100000 + rng() % 32;
         d.accAddr = rng() % 32;
@@ -390,6 +399,7 @@ TEST_CASE("GEMM, CONV, DWCONV and REQUANT are exact on every host kernel") {
         std::mt19937 rng(42);
         randomGemms(rng);
         randomConvs(rng, false);
+        randomConvs(rng, false, true);
         randomConvs(rng, true);
         randomRequants(rng);
     }
