@@ -27,6 +27,31 @@ bool overlaps(uint64_t a, uint64_t aBytes, uint64_t b, uint64_t bBytes) {
 constexpr uint32_t kGatherColumnsBelow = 16;
 constexpr uint32_t kGatherElements = 4096;
 
+// Where ADD and VEC_OP keep a two-input command's fields (hwsim/isa/commands.h).
+struct BinaryWords {
+    uint32_t rows, cols, aAddr, aRowStride, aColStride, bAddr, bRowStride, bColStride, outAddr, outRowStride;
+};
+constexpr BinaryWords kAddWords{isa::add::kRows,        isa::add::kCols,       isa::add::kAAddr,
+                                isa::add::kARowStride,  isa::add::kAColStride, isa::add::kBAddr,
+                                isa::add::kBRowStride,  isa::add::kBColStride, isa::add::kOutAddr,
+                                isa::add::kOutRowStride};
+constexpr BinaryWords kVecOpWords{isa::vecop::kRows,        isa::vecop::kCols,       isa::vecop::kAAddr,
+                                  isa::vecop::kARowStride,  isa::vecop::kAColStride, isa::vecop::kBAddr,
+                                  isa::vecop::kBRowStride,  isa::vecop::kBColStride, isa::vecop::kOutAddr,
+                                  isa::vecop::kOutRowStride};
+
+BinaryCommand decodeBinary(const isa::Command& c, const BinaryWords& w) {
+    BinaryCommand cmd;
+    cmd.rows = c.w[w.rows];
+    cmd.cols = c.w[w.cols];
+    cmd.a = {c.w[w.aAddr], c.w[w.aRowStride], c.w[w.aColStride]};
+    cmd.b = {c.w[w.bAddr], c.w[w.bRowStride], c.w[w.bColStride]};
+    cmd.outAddr = c.w[w.outAddr];
+    cmd.outRowStride = c.w[w.outRowStride];
+    cmd.signedIn = (isa::flagsOf(c) & isa::vec::kFlagSignedIn) != 0;
+    return cmd;
+}
+
 bool isBinary(isa::VecFunction f) {
     return f == isa::VecFunction::kMul || f == isa::VecFunction::kMax || f == isa::VecFunction::kMin ||
            f == isa::VecFunction::kPrelu;
@@ -258,19 +283,11 @@ ErrorCode VectorUnit::checkBinary(const BinaryCommand& cmd, bool hasB, bool sign
 }
 
 UnitResult VectorUnit::add(const isa::Command& c) {
-    namespace a = isa::add;
     const uint32_t flags = isa::flagsOf(c);
     if ((flags & ~(isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut)) != 0) {
         return fault(ErrorCode::kBadParameter);
     }
-    BinaryCommand cmd;
-    cmd.rows = c.w[a::kRows];
-    cmd.cols = c.w[a::kCols];
-    cmd.a = {c.w[a::kAAddr], c.w[a::kARowStride], c.w[a::kAColStride]};
-    cmd.b = {c.w[a::kBAddr], c.w[a::kBRowStride], c.w[a::kBColStride]};
-    cmd.outAddr = c.w[a::kOutAddr];
-    cmd.outRowStride = c.w[a::kOutRowStride];
-    cmd.signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
+    const BinaryCommand cmd = decodeBinary(c, kAddWords);
     const ErrorCode e = checkBinary(cmd, true, (flags & isa::vec::kFlagSignedOut) != 0);
     if (e != ErrorCode::kNone) return fault(e);
     uint8_t* sram = s_.scratchpad.data();
@@ -301,14 +318,7 @@ UnitResult VectorUnit::vecOp(const isa::Command& c) {
     const uint32_t fn = c.w[o::kFunction];
     if (fn > static_cast<uint32_t>(isa::VecFunction::kPrelu)) return fault(ErrorCode::kBadParameter);
     const auto f = static_cast<isa::VecFunction>(fn);
-    BinaryCommand cmd;
-    cmd.rows = c.w[o::kRows];
-    cmd.cols = c.w[o::kCols];
-    cmd.a = {c.w[o::kAAddr], c.w[o::kARowStride], c.w[o::kAColStride]};
-    cmd.b = {c.w[o::kBAddr], c.w[o::kBRowStride], c.w[o::kBColStride]};
-    cmd.outAddr = c.w[o::kOutAddr];
-    cmd.outRowStride = c.w[o::kOutRowStride];
-    cmd.signedIn = (flags & isa::vec::kFlagSignedIn) != 0;
+    const BinaryCommand cmd = decodeBinary(c, kVecOpWords);
     const uint32_t lutAddr = c.w[o::kLutAddr];
     ErrorCode e = checkBinary(cmd, isBinary(f), (flags & isa::vec::kFlagSignedOut) != 0);
     if (e == ErrorCode::kNone && f == isa::VecFunction::kLut &&

@@ -145,6 +145,16 @@ void randomConvs(std::mt19937& rng, bool depthwise, bool pointwise = false) {
     }
 }
 
+// REQUANT's output byte for one accumulator and its little-endian bias bytes (or none).
+uint8_t requantExpected(int32_t x, const uint8_t* b, const isa::VecParams& p) {
+    if (b != nullptr) {
+        x = int32_t(uint32_t(x) +
+                    (b[0] | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) | (uint32_t(b[3]) << 24)));
+    }
+    const int64_t v = int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset;
+    return uint8_t(std::clamp<int64_t>(v, p.clampMin, p.clampMax));
+}
+
 void randomRequants(std::mt19937& rng) {
     Sim s;
     uint8_t* sp = s.dev.scratchpad();
@@ -178,16 +188,9 @@ void randomRequants(std::mt19937& rng) {
         REQUIRE(s.run({isa::makeVecParams(p), isa::makeRequant(r, flags)}) == isa::kIrqDone);
         for (uint32_t row = 0; row < r.rows; ++row) {
             for (uint32_t c = 0; c < r.cols; ++c) {
-                int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
-                if (hasBias) {
-                    const uint8_t* b = sp + r.biasAddr + 4 * c;
-                    x = int32_t(uint32_t(x) + (b[0] | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) |
-                                               (uint32_t(b[3]) << 24)));
-                }
-                int64_t v =
-                    int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset;
-                v = std::clamp<int64_t>(v, p.clampMin, p.clampMax);
-                REQUIRE(sp[r.outAddr + row * r.outRowStride + c] == uint8_t(v));
+                const int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
+                REQUIRE(sp[r.outAddr + row * r.outRowStride + c] ==
+                        requantExpected(x, hasBias ? sp + r.biasAddr + 4 * c : nullptr, p));
             }
         }
     }
@@ -227,15 +230,8 @@ void randomNarrowRequants(std::mt19937& rng) {
                 REQUIRE(sp[i] == before[i]);  // outside the box: untouched
                 continue;
             }
-            int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
-            if (hasBias) {
-                const uint8_t* b = sp + r.biasAddr + 4 * c;
-                x = int32_t(uint32_t(x) +
-                            (b[0] | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) | (uint32_t(b[3]) << 24)));
-            }
-            const int64_t v =
-                int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset;
-            REQUIRE(sp[i] == uint8_t(std::clamp<int64_t>(v, p.clampMin, p.clampMax)));
+            const int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
+            REQUIRE(sp[i] == requantExpected(x, hasBias ? sp + r.biasAddr + 4 * c : nullptr, p));
         }
     }
 }
