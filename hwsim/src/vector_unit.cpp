@@ -488,12 +488,11 @@ UnitResult VectorUnit::softmax(const isa::Command& c) {
     const int32_t diffMin = static_cast<int32_t>(c.w[q::kDiffMin]);
     if (multiplier <= 0 || leftShift < 0 || leftShift > q::kMaxLeftShift || diffMin > 0)
         return fault(ErrorCode::kBadParameter);
-    auto span = [](uint32_t rows, uint32_t cols, uint32_t rs, uint32_t cs) {
-        return uint64_t{rows - 1} * rs + uint64_t{cols - 1} * cs + 1;
-    };
     const uint64_t size = s_.scratchpad.size();
-    if (!inRange(c.w[q::kInAddr], span(rows, cols, c.w[q::kInRowStride], c.w[q::kInColStride]), size) ||
-        !inRange(c.w[q::kOutAddr], span(rows, cols, c.w[q::kOutRowStride], c.w[q::kOutColStride]), size)) {
+    if (!inRange(c.w[q::kInAddr], elementSpan(rows, cols, c.w[q::kInRowStride], c.w[q::kInColStride]),
+                 size) ||
+        !inRange(c.w[q::kOutAddr], elementSpan(rows, cols, c.w[q::kOutRowStride], c.w[q::kOutColStride]),
+                 size)) {
         return fault(ErrorCode::kSramOutOfRange);
     }
     // Rows are read before any output is written, so the output may overlap the input.
