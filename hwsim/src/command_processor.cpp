@@ -1,7 +1,9 @@
 #include "command_processor.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstring>
 
 namespace npu::sim {
 
@@ -13,6 +15,11 @@ namespace {
 
 isa::Command readCommand(const uint8_t* p) {
     isa::Command c;
+    if constexpr (std::endian::native == std::endian::little) {
+        static_assert(sizeof(c.w) == isa::kCommandBytes);
+        std::memcpy(c.w, p, isa::kCommandBytes);
+        return c;
+    }
     for (uint32_t i = 0; i < isa::kCommandWords; ++i) {  // little endian whatever the host is
         c.w[i] = p[4 * i] | (uint32_t{p[4 * i + 1]} << 8) | (uint32_t{p[4 * i + 2]} << 16) |
                  (uint32_t{p[4 * i + 3]} << 24);
@@ -162,6 +169,16 @@ ErrorCode CommandProcessor::token(const isa::Command& c, bool push) {
     return ErrorCode::kNone;
 }
 
+namespace {
+
+// Commands the command processor carries out itself, without a unit.
+bool isControl(Opcode op) {
+    return op == Opcode::kPush || op == Opcode::kPop || op == Opcode::kFence || op == Opcode::kNop ||
+           op == Opcode::kIrq || op == Opcode::kStop;
+}
+
+}  // namespace
+
 CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t offset) {
     const Opcode op = isa::opcodeOf(c);
     if (isa::reservedOf(c) != 0 || !isa::isKnownOpcode(op)) {
@@ -169,78 +186,10 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
         return Step::kFault;
     }
     dispatch_ += s_.config.decodeCycles;
-    UnitResult r;
+    if (isControl(op)) return control(c, op, offset);
     Queue q = Queue::kCompute;
     const uint64_t unitStart = profiling_ ? hostNs() : 0;
-    switch (op) {
-        case Opcode::kDmaLoad:
-        case Opcode::kDmaStore:
-            q = op == Opcode::kDmaLoad ? Queue::kLoad : Queue::kStore;
-            if (s_.faults.dmaErrorAtTransfer != 0 && ++s_.dmaSinceReset == s_.faults.dmaErrorAtTransfer) {
-                r.error = ErrorCode::kDmaError;
-                break;
-            }
-            r = op == Opcode::kDmaLoad ? dma_.load(c) : dma_.store(c);
-            r.dmaTransactions = 1;
-            break;
-        case Opcode::kDwConv:
-            r = mac_.dwconv(c);
-            break;
-        case Opcode::kVecOp:
-            r = vector_.vecOp(c);
-            break;
-        case Opcode::kPool:
-            r = vector_.pool(c);
-            break;
-        case Opcode::kSoftmax:
-            r = vector_.softmax(c);
-            break;
-        case Opcode::kResize:
-            r = vector_.resize(c);
-            break;
-        case Opcode::kMean:
-            r = vector_.mean(c);
-            break;
-        case Opcode::kConvert:
-            r = vector_.convert(c);
-            break;
-        case Opcode::kGemm:
-            r = mac_.gemm(c);
-            break;
-        case Opcode::kConv:
-            r = mac_.conv(c);
-            break;
-        case Opcode::kVecParams:
-            r = vector_.setParams(c);
-            break;
-        case Opcode::kRequant:
-            r = vector_.requant(c);
-            break;
-        case Opcode::kAdd:
-            r = vector_.add(c);
-            break;
-        case Opcode::kPush:
-        case Opcode::kPop:
-            r.error = token(c, op == Opcode::kPush);
-            if (r.error == ErrorCode::kNone) return Step::kContinue;
-            break;
-        case Opcode::kFence: {
-            uint64_t t = dispatch_;
-            for (uint64_t u : unitFree_) t = std::max(t, u);
-            dispatch_ = t;
-            unitFree_.fill(t);
-            return Step::kContinue;
-        }
-        case Opcode::kNop:
-            return Step::kContinue;
-        case Opcode::kIrq:
-            s_.irqStatus |= isa::kIrqCommand;
-            return Step::kContinue;
-        case Opcode::kStop:
-            return Step::kStop;
-        case Opcode::kInvalid:
-            break;
-    }
+    const UnitResult r = runUnit(c, op, &q);
     if (profiling_) stats_.hostArithmeticNs += hostNs() - unitStart;
     if (r.error != ErrorCode::kNone) {
         fail(r.error, offset);
@@ -248,6 +197,74 @@ CommandProcessor::Step CommandProcessor::execute(const isa::Command& c, uint32_t
     }
     runOn(q, r);
     return Step::kContinue;
+}
+
+CommandProcessor::Step CommandProcessor::control(const isa::Command& c, Opcode op, uint32_t offset) {
+    switch (op) {
+        case Opcode::kPush:
+        case Opcode::kPop: {
+            const ErrorCode e = token(c, op == Opcode::kPush);
+            if (e == ErrorCode::kNone) return Step::kContinue;
+            fail(e, offset);
+            return Step::kFault;
+        }
+        case Opcode::kFence: {
+            uint64_t t = dispatch_;
+            for (uint64_t u : unitFree_) t = std::max(t, u);
+            dispatch_ = t;
+            unitFree_.fill(t);
+            return Step::kContinue;
+        }
+        case Opcode::kIrq:
+            s_.irqStatus |= isa::kIrqCommand;
+            return Step::kContinue;
+        case Opcode::kStop:
+            return Step::kStop;
+        default:  // NOP
+            return Step::kContinue;
+    }
+}
+
+// The command on its unit; *q is the queue whose time it takes.
+UnitResult CommandProcessor::runUnit(const isa::Command& c, Opcode op, Queue* q) {
+    switch (op) {
+        case Opcode::kDmaLoad:
+        case Opcode::kDmaStore: {
+            *q = op == Opcode::kDmaLoad ? Queue::kLoad : Queue::kStore;
+            if (s_.faults.dmaErrorAtTransfer != 0 && ++s_.dmaSinceReset == s_.faults.dmaErrorAtTransfer) {
+                return fault(ErrorCode::kDmaError);
+            }
+            UnitResult r = op == Opcode::kDmaLoad ? dma_.load(c) : dma_.store(c);
+            r.dmaTransactions = 1;
+            return r;
+        }
+        case Opcode::kDwConv:
+            return mac_.dwconv(c);
+        case Opcode::kVecOp:
+            return vector_.vecOp(c);
+        case Opcode::kPool:
+            return vector_.pool(c);
+        case Opcode::kSoftmax:
+            return vector_.softmax(c);
+        case Opcode::kResize:
+            return vector_.resize(c);
+        case Opcode::kMean:
+            return vector_.mean(c);
+        case Opcode::kConvert:
+            return vector_.convert(c);
+        case Opcode::kGemm:
+            return mac_.gemm(c);
+        case Opcode::kConv:
+            return mac_.conv(c);
+        case Opcode::kVecParams:
+            return vector_.setParams(c);
+        case Opcode::kRequant:
+            return vector_.requant(c);
+        case Opcode::kAdd:
+            return vector_.add(c);
+        default:  // control commands never get here; kInvalid is not a known opcode
+            return UnitResult{};
+    }
 }
 
 }  // namespace npu::sim

@@ -33,6 +33,8 @@ private:
 
     void processQueue();
     Step execute(const isa::Command& c, uint32_t offset);
+    Step control(const isa::Command& c, isa::Opcode op, uint32_t offset);
+    UnitResult runUnit(const isa::Command& c, isa::Opcode op, isa::Queue* q);
     isa::ErrorCode token(const isa::Command& c, bool push);
     void runOn(isa::Queue q, const UnitResult& r);
     void fail(isa::ErrorCode e, uint32_t offset);

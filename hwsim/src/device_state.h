@@ -76,4 +76,10 @@ inline bool boxSpan(uint32_t inner, uint32_t rows, uint32_t planes, uint32_t row
     return true;
 }
 
+// Bytes spanned by rows x cols elements at a row and a column stride (either may be 0, which
+// broadcasts): (rows-1)*rowStride + (cols-1)*colStride + 1. rows and cols are at least 1.
+inline uint64_t elementSpan(uint32_t rows, uint32_t cols, uint32_t rowStride, uint32_t colStride) {
+    return uint64_t{rows - 1} * rowStride + uint64_t{cols - 1} * colStride + 1;
+}
+
 }  // namespace npu::sim

@@ -41,20 +41,25 @@ UnitResult DmaEngine::transfer(const isa::Command& c, bool toSram) {
         }
     }
 
+    // Rows that follow each other on both sides move as one run. The scratchpad and DRAM are
+    // separate host buffers, so a run never overlaps itself.
+    const bool rowsJoin = b.sramRowStride == b.innerBytes && (fill || b.dramRowStride == b.innerBytes);
+    const uint32_t rowsPerRun = rowsJoin ? b.rows : 1;
+    const uint64_t runBytes = uint64_t{b.innerBytes} * rowsPerRun;
     uint8_t* sram = s_.scratchpad.data();
     for (uint32_t p = 0; p < b.planes; ++p) {
-        for (uint32_t r = 0; r < b.rows; ++r) {
+        for (uint32_t r = 0; r < b.rows; r += rowsPerRun) {
             uint8_t* sp = sram + b.sramAddr + uint64_t{p} * b.sramPlaneStride + uint64_t{r} * b.sramRowStride;
             if (fill) {
-                std::memset(sp, static_cast<int>(c.w[isa::dma::kPadValue]), b.innerBytes);
+                std::memset(sp, static_cast<int>(c.w[isa::dma::kPadValue]), runBytes);
                 continue;
             }
             uint8_t* dp =
                 s_.dram + dramAddr + uint64_t{p} * b.dramPlaneStride + uint64_t{r} * b.dramRowStride;
             if (toSram) {
-                std::memmove(sp, dp, b.innerBytes);
+                std::memcpy(sp, dp, runBytes);
             } else {
-                std::memmove(dp, sp, b.innerBytes);
+                std::memcpy(dp, sp, runBytes);
             }
         }
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 
 #include "hwsim/isa/fixed_point.h"
 
@@ -210,29 +211,54 @@ __attribute__((target("avx2"))) uint32_t macRowAvx2(uint32_t* sum, const int16_t
     return i;
 }
 
+// The AVX-512 kernels do a row's last partial vector with masked loads and stores (a masked-off
+// lane touches no memory), so a row of any length has no scalar tail.
+inline __mmask16 laneMask16(uint32_t remaining) {
+    return remaining >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << remaining) - 1);
+}
+inline __mmask32 laneMask32(uint32_t remaining) {
+    return remaining >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << remaining) - 1);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t widenAvx512(const uint8_t* src, uint32_t n,
                                                                           bool isSigned, int32_t zp,
                                                                           int16_t* dst) {
     const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zp));
-    uint32_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    for (uint32_t i = 0; i < n; i += 32) {
+        const __mmask32 m = laneMask32(n - i);
+        const __m256i v = _mm256_maskz_loadu_epi8(m, src + i);
         const __m512i w = isSigned ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
-        _mm512_storeu_si512(dst + i, _mm512_sub_epi16(w, z));
+        _mm512_mask_storeu_epi16(dst + i, m, _mm512_sub_epi16(w, z));
     }
-    return i;
+    return n;
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t macRowAvx512(uint32_t* sum, const int16_t* a,
                                                                            const int16_t* b, uint32_t n) {
-    uint32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512i x = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)));
-        const __m512i y = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
-        const __m512i s = _mm512_loadu_si512(sum + i);
-        _mm512_storeu_si512(sum + i, _mm512_add_epi32(s, _mm512_mullo_epi32(x, y)));
+    for (uint32_t i = 0; i < n; i += 16) {
+        const __mmask16 m = laneMask16(n - i);
+        const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, a + i));
+        const __m512i y = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, b + i));
+        const __m512i s = _mm512_maskz_loadu_epi32(m, sum + i);
+        _mm512_mask_storeu_epi32(sum + i, m, _mm512_add_epi32(s, _mm512_mullo_epi32(x, y)));
     }
-    return i;
+    return n;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void macTapsAvx512(uint32_t* sum,
+                                                                        const int16_t* const* a,
+                                                                        const int16_t* const* b,
+                                                                        uint32_t taps, uint32_t n) {
+    for (uint32_t i = 0; i < n; i += 16) {
+        const __mmask16 m = laneMask16(n - i);
+        __m512i s = _mm512_maskz_loadu_epi32(m, sum + i);
+        for (uint32_t t = 0; t < taps; ++t) {
+            const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, a[t] + i));
+            const __m512i y = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, b[t] + i));
+            s = _mm512_add_epi32(s, _mm512_mullo_epi32(x, y));
+        }
+        _mm512_mask_storeu_epi32(sum + i, m, s);
+    }
 }
 
 // SRDHM's rounding on 4 signed 64-bit products: add the nudge, divide by 2^31 truncating. Only
@@ -263,8 +289,10 @@ __attribute__((target("avx2"))) uint32_t requantAvx2(const int32_t* acc, const u
     const __m256i mask = _mm256_set1_epi32(static_cast<int32_t>((int64_t{1} << right) - 1));
     const __m256i half = _mm256_srai_epi32(mask, 1);
     const __m256i one = _mm256_set1_epi32(1);
+    // Clamped before the offset is added, so the sum stays in int32 (as outputClamp below).
     const __m256i offset = _mm256_set1_epi32(p.offset);
-    const __m256i lo = _mm256_set1_epi32(p.clampMin), hi = _mm256_set1_epi32(p.clampMax);
+    const __m256i lo = _mm256_set1_epi32(p.clampMin - p.offset),
+                  hi = _mm256_set1_epi32(p.clampMax - p.offset);
     const __m256i lowByte = _mm256_set1_epi32(0xFF);
     uint32_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -282,8 +310,7 @@ __attribute__((target("avx2"))) uint32_t requantAvx2(const int32_t* acc, const u
         const __m256i threshold = _mm256_add_epi32(half, _mm256_and_si256(_mm256_cmpgt_epi32(zero, x), one));
         x = _mm256_sra_epi32(x, rightCount);
         x = _mm256_add_epi32(x, _mm256_and_si256(_mm256_cmpgt_epi32(rem, threshold), one));
-        x = _mm256_add_epi32(x, offset);
-        x = _mm256_min_epi32(_mm256_max_epi32(x, lo), hi);
+        x = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(x, lo), hi), offset);
         // The low byte of each lane is the 8-bit result (int8 or uint8 alike).
         x = _mm256_and_si256(x, lowByte);
         const __m256i words = _mm256_packus_epi32(x, x);          // per 128-bit lane
@@ -296,53 +323,150 @@ __attribute__((target("avx2"))) uint32_t requantAvx2(const int32_t* acc, const u
 }
 
 // SRDHM's rounding on 8 signed 64-bit products: add the nudge, divide by 2^31 truncating.
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i highMul(
-    __m512i prod, __m512i nudgePos, __m512i nudgeNeg, __m512i truncBias) {
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i highMul(__m512i prod) {
     const __m512i zero = _mm512_setzero_si512();
+    const __m512i nudgePos = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i nudgeNeg = _mm512_set1_epi64(1 - (int64_t{1} << 30));
+    const __m512i truncBias = _mm512_set1_epi64((int64_t{1} << 31) - 1);
     const __mmask8 neg = _mm512_cmplt_epi64_mask(prod, zero);
     __m512i v = _mm512_add_epi64(prod, _mm512_mask_blend_epi64(neg, nudgePos, nudgeNeg));
     v = _mm512_mask_add_epi64(v, _mm512_cmplt_epi64_mask(v, zero), v, truncBias);
     return _mm512_srai_epi64(v, 31);
 }
 
+// One quantized multiplier's constants for mbqm512 (a multiplier of INT32_MIN is the scalar
+// code's: SRDHM saturates there).
+struct Mbqm512 {
+    __m128i leftCount, rightCount;
+    __m512i mult, mask, half;
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline Mbqm512 mbqmConstants(
+    int32_t multiplier, int32_t shift) {
+    const int32_t right = shift > 0 ? 0 : -shift;
+    Mbqm512 q;
+    q.leftCount = _mm_cvtsi32_si128(shift > 0 ? shift : 0);
+    q.rightCount = _mm_cvtsi32_si128(right);
+    q.mult = _mm512_set1_epi32(multiplier);
+    q.mask = _mm512_set1_epi32(static_cast<int32_t>((int64_t{1} << right) - 1));
+    q.half = _mm512_srai_epi32(q.mask, 1);
+    return q;
+}
+
 // isa::multiplyByQuantizedMultiplier on 16 lanes: 64-bit products of the even and odd lanes,
 // the same nudge, truncating division and rounding shift as the scalar definition.
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i mbqm512(__m512i x,
+                                                                                           const Mbqm512& q) {
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+    x = _mm512_sll_epi32(x, q.leftCount);
+    const __m512i even = highMul(_mm512_mul_epi32(x, q.mult));
+    const __m512i odd = highMul(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), q.mult));
+    x = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    const __m512i rem = _mm512_and_si512(x, q.mask);
+    const __m512i threshold = _mm512_mask_add_epi32(q.half, _mm512_cmplt_epi32_mask(x, zero), q.half, one);
+    x = _mm512_sra_epi32(x, q.rightCount);
+    return _mm512_mask_add_epi32(x, _mm512_cmpgt_epi32_mask(rem, threshold), x, one);
+}
+
+// clamp(x + offset, lo, hi) on 16 lanes stored as bytes. Clamping x to [lo - offset, hi - offset]
+// first keeps the addition exact where x + offset would leave int32 (the scalar code adds in
+// int64).
+struct OutputClamp512 {
+    __m512i lo, hi, offset;
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline OutputClamp512 outputClamp(
+    int32_t offset, int32_t clampMin, int32_t clampMax) {
+    return {_mm512_set1_epi32(clampMin - offset), _mm512_set1_epi32(clampMax - offset),
+            _mm512_set1_epi32(offset)};
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void storeClamped(
+    __m512i x, const OutputClamp512& c, __mmask16 m, uint8_t* out) {
+    x = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(x, c.lo), c.hi), c.offset);
+    _mm_mask_storeu_epi8(out, m, _mm512_cvtepi32_epi8(x));
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t requantAvx512(const int32_t* acc,
                                                                             const uint8_t* bias, uint32_t n,
                                                                             const RequantParams& p,
                                                                             uint8_t* out) {
-    const int32_t left = p.shift > 0 ? p.shift : 0;
-    const int32_t right = p.shift > 0 ? 0 : -p.shift;
-    const __m128i leftCount = _mm_cvtsi32_si128(left);
-    const __m128i rightCount = _mm_cvtsi32_si128(right);
-    const __m512i mult = _mm512_set1_epi32(p.multiplier);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i nudgePos = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i nudgeNeg = _mm512_set1_epi64(1 - (int64_t{1} << 30));
-    const __m512i truncBias = _mm512_set1_epi64((int64_t{1} << 31) - 1);
-    const __m512i mask = _mm512_set1_epi32(static_cast<int32_t>((int64_t{1} << right) - 1));
-    const __m512i half = _mm512_srai_epi32(mask, 1);
-    const __m512i one = _mm512_set1_epi32(1);
-    const __m512i offset = _mm512_set1_epi32(p.offset);
-    const __m512i lo = _mm512_set1_epi32(p.clampMin), hi = _mm512_set1_epi32(p.clampMax);
-    uint32_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512i x = _mm512_loadu_si512(acc + j);
-        if (bias != nullptr) x = _mm512_add_epi32(x, _mm512_loadu_si512(bias + uint64_t{j} * 4));
-        x = _mm512_sll_epi32(x, leftCount);
-        const __m512i even = highMul(_mm512_mul_epi32(x, mult), nudgePos, nudgeNeg, truncBias);
-        const __m512i odd =
-            highMul(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult), nudgePos, nudgeNeg, truncBias);
-        x = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-        const __m512i rem = _mm512_and_si512(x, mask);
-        const __m512i threshold = _mm512_mask_add_epi32(half, _mm512_cmplt_epi32_mask(x, zero), half, one);
-        x = _mm512_sra_epi32(x, rightCount);
-        x = _mm512_mask_add_epi32(x, _mm512_cmpgt_epi32_mask(rem, threshold), x, one);
-        x = _mm512_add_epi32(x, offset);
-        x = _mm512_min_epi32(_mm512_max_epi32(x, lo), hi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm512_cvtepi32_epi8(x));
+    const Mbqm512 q = mbqmConstants(p.multiplier, p.shift);
+    const OutputClamp512 clamp = outputClamp(p.offset, p.clampMin, p.clampMax);
+    for (uint32_t j = 0; j < n; j += 16) {
+        const __mmask16 m = laneMask16(n - j);
+        __m512i x = _mm512_maskz_loadu_epi32(m, acc + j);
+        if (bias != nullptr) x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(m, bias + uint64_t{j} * 4));
+        storeClamped(mbqm512(x, q), clamp, m, out + j);
     }
-    return j;
+    return n;
+}
+
+// The masked lanes of 16 8-bit inputs as int32 lanes (others 0), or one broadcast to all lanes.
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i load16(const uint8_t* p,
+                                                                                          bool broadcast,
+                                                                                          __mmask16 m) {
+    if (broadcast) {
+        return _mm512_set1_epi32(kSigned ? static_cast<int32_t>(static_cast<int8_t>(*p)) : int32_t{*p});
+    }
+    const __m128i bytes = _mm_maskz_loadu_epi8(m, p);
+    return kSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+}
+
+// addRescale on 16 contiguous inputs.
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i addRescale512(
+    const uint8_t* x, __mmask16 m, __m512i offset, __m128i leftShift, const Mbqm512& q) {
+    return mbqm512(_mm512_sll_epi32(_mm512_add_epi32(load16<kSigned>(x, false, m), offset), leftShift), q);
+}
+
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t addAvx512(const BinaryRow& row,
+                                                                        const isa::VecParams& p,
+                                                                        uint8_t* out) {
+    const Mbqm512 q1 = mbqmConstants(p.in1Mult, p.in1Shift), q2 = mbqmConstants(p.in2Mult, p.in2Shift);
+    const Mbqm512 qOut = mbqmConstants(p.outMult, p.outShift);
+    const OutputClamp512 clamp = outputClamp(p.outOffset, p.clampMin, p.clampMax);
+    const __m512i off1 = _mm512_set1_epi32(p.in1Offset), off2 = _mm512_set1_epi32(p.in2Offset);
+    const __m128i leftShift = _mm_cvtsi32_si128(p.leftShift);
+    // A broadcast input's rescaled value is the same in every lane and every step.
+    auto value = [](const uint8_t* x) {
+        return kSigned ? static_cast<int32_t>(static_cast<int8_t>(*x)) : int32_t{*x};
+    };
+    const __m512i aConst = _mm512_set1_epi32(
+        row.aBroadcast ? addRescale(value(row.a), p.in1Offset, p.in1Mult, p.in1Shift, p.leftShift) : 0);
+    const __m512i bConst = _mm512_set1_epi32(
+        row.bBroadcast ? addRescale(value(row.b), p.in2Offset, p.in2Mult, p.in2Shift, p.leftShift) : 0);
+    for (uint32_t j = 0; j < row.n; j += 16) {
+        const __mmask16 m = laneMask16(row.n - j);
+        const __m512i s1 =
+            row.aBroadcast ? aConst : addRescale512<kSigned>(row.a + j, m, off1, leftShift, q1);
+        const __m512i s2 =
+            row.bBroadcast ? bConst : addRescale512<kSigned>(row.b + j, m, off2, leftShift, q2);
+        storeClamped(mbqm512(_mm512_add_epi32(s1, s2), qOut), clamp, m, out + j);
+    }
+    return row.n;
+}
+
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) uint32_t mulAvx512(const BinaryRow& row,
+                                                                        const isa::VecParams& p,
+                                                                        uint8_t* out) {
+    const Mbqm512 qOut = mbqmConstants(p.outMult, p.outShift);
+    const OutputClamp512 clamp = outputClamp(p.outOffset, p.clampMin, p.clampMax);
+    const __m512i off1 = _mm512_set1_epi32(p.in1Offset), off2 = _mm512_set1_epi32(p.in2Offset);
+    const uint32_t aStep = row.aBroadcast ? 0 : 16, bStep = row.bBroadcast ? 0 : 16;
+    const uint8_t *a = row.a, *b = row.b;
+    for (uint32_t j = 0; j < row.n; j += 16, a += aStep, b += bStep) {
+        const __mmask16 m = laneMask16(row.n - j);
+        // The low 32 bits of the product: the scalar definition's wrap to int32.
+        const __m512i product =
+            _mm512_mullo_epi32(_mm512_add_epi32(load16<kSigned>(a, row.aBroadcast, m), off1),
+                               _mm512_add_epi32(load16<kSigned>(b, row.bBroadcast, m), off2));
+        storeClamped(mbqm512(product, qOut), clamp, m, out + j);
+    }
+    return row.n;
 }
 
 #endif
@@ -434,6 +558,13 @@ void macRow(uint32_t* sum, const int16_t* a, const int16_t* b, uint32_t n) {
     for (; i < n; ++i) sum[i] += static_cast<uint32_t>(int32_t{a[i]} * int32_t{b[i]});
 }
 
+void macTaps(uint32_t* sum, const int16_t* const* a, const int16_t* const* b, uint32_t taps, uint32_t n) {
+#ifdef NPU_SIM_X86
+    if (dispatch().avx512) return macTapsAvx512(sum, a, b, taps, n);
+#endif
+    for (uint32_t t = 0; t < taps; ++t) macRow(sum, a[t], b[t], n);
+}
+
 void requantRow(const int32_t* acc, const uint8_t* bias, uint32_t n, const RequantParams& p, uint8_t* out) {
     uint32_t j = 0;
 #ifdef NPU_SIM_X86
@@ -447,17 +578,57 @@ void requantRow(const int32_t* acc, const uint8_t* bias, uint32_t n, const Requa
     }
 #endif
     for (; j < n; ++j) {
-        int32_t v = acc[j];
-        if (bias != nullptr) {
-            const uint8_t* b = bias + uint64_t{j} * 4;
-            const uint32_t bv =
-                b[0] | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
-            v = static_cast<int32_t>(static_cast<uint32_t>(v) + bv);  // the 32-bit adder wraps
-        }
+        // The 32-bit adder wraps.
+        const int32_t v = bias != nullptr ? isa::wrappingAdd(acc[j], biasAt(bias, j)) : acc[j];
         int64_t o = int64_t{isa::multiplyByQuantizedMultiplier(v, p.multiplier, p.shift)} + p.offset;
         o = std::clamp<int64_t>(o, p.clampMin, p.clampMax);
         out[j] = static_cast<uint8_t>(o);
     }
+}
+
+namespace {
+
+// The row kernels' SIMD paths take any multiplier but INT32_MIN (SRDHM's saturating case is the
+// scalar code's).
+bool simdMultipliers(std::initializer_list<int32_t> multipliers) {
+    for (int32_t m : multipliers) {
+        if (m == INT32_MIN) return false;
+    }
+    return true;
+}
+
+template <typename Element>
+void binaryRowTail(const BinaryRow& row, uint32_t j, Element element, uint8_t* out) {
+    auto value = [&](const uint8_t* p, bool broadcast) {
+        const uint8_t raw = broadcast ? p[0] : p[j];
+        return row.signedIn ? static_cast<int32_t>(static_cast<int8_t>(raw)) : static_cast<int32_t>(raw);
+    };
+    for (; j < row.n; ++j)
+        out[j] = static_cast<uint8_t>(element(value(row.a, row.aBroadcast), value(row.b, row.bBroadcast)));
+}
+
+}  // namespace
+
+void addRow(const BinaryRow& row, const isa::VecParams& p, uint8_t* out) {
+    uint32_t j = 0;
+#ifdef NPU_SIM_X86
+    if (dispatch().avx512 && simdMultipliers({p.in1Mult, p.in2Mult, p.outMult})) {
+        j = row.signedIn ? addAvx512<true>(row, p, out) : addAvx512<false>(row, p, out);
+    }
+#endif
+    binaryRowTail(
+        row, j, [&p](int32_t a, int32_t b) { return addElement(a, b, p); }, out);
+}
+
+void mulRow(const BinaryRow& row, const isa::VecParams& p, uint8_t* out) {
+    uint32_t j = 0;
+#ifdef NPU_SIM_X86
+    if (dispatch().avx512 && simdMultipliers({p.outMult})) {
+        j = row.signedIn ? mulAvx512<true>(row, p, out) : mulAvx512<false>(row, p, out);
+    }
+#endif
+    binaryRowTail(
+        row, j, [&p](int32_t a, int32_t b) { return mulElement(a, b, p); }, out);
 }
 
 void gemmPacked(const int16_t* a, uint32_t rows, const PackedB& b, int32_t* acc, uint64_t accStride,

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "hwsim/isa/commands.h"
+#include "hwsim/isa/fixed_point.h"
+
 namespace npu::sim::kernels {
 
 // B (K x N, N contiguous) packed in blocks of kBlockCols columns: for each block, for each pair
@@ -42,12 +45,68 @@ void widen(const uint8_t* src, uint32_t n, bool isSigned, int32_t zp, int16_t* d
 // sum[i] += a[i] * b[i] in wrapping 32-bit arithmetic, for i < n (depthwise taps).
 void macRow(uint32_t* sum, const int16_t* a, const int16_t* b, uint32_t n);
 
+// Bias element j of a REQUANT: little-endian int32 bytes.
+inline int32_t biasAt(const uint8_t* bias, uint64_t j) {
+    const uint8_t* b = bias + j * 4;
+    return static_cast<int32_t>(b[0] | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) |
+                                (uint32_t{b[3]} << 24));
+}
+
+// sum[i] += sum over t < taps of a[t][i] * b[t][i], wrapping, for i < n: one depthwise output
+// pixel's taps at once (each sum is loaded and stored once, not once per tap).
+void macTaps(uint32_t* sum, const int16_t* const* a, const int16_t* const* b, uint32_t taps, uint32_t n);
+
 struct RequantParams {
     int32_t multiplier = 0, shift = 0, offset = 0, clampMin = 0, clampMax = 0;
 };
 // out[j] = clamp(MBQM(acc[j] + bias[j], multiplier, shift) + offset) for j < n: REQUANT's row,
 // exactly isa::multiplyByQuantizedMultiplier. `bias` is little-endian int32 bytes, or null.
 void requantRow(const int32_t* acc, const uint8_t* bias, uint32_t n, const RequantParams& p, uint8_t* out);
+
+// ---- ADD and VEC_OP's MUL (hwsim/isa/commands.h): the element definitions and row kernels ----
+// The definitions below are the architecture; the row kernels compute them many lanes at a time
+// and must give the same bits (tests/unit/hwsim/host_kernels_test.cpp).
+
+// v clamped to the command's output range (VEC_PARAMS' clampMin / clampMax).
+inline int32_t clampOutput(int64_t v, const isa::VecParams& p) {
+    return static_cast<int32_t>(v < p.clampMin ? p.clampMin : (v > p.clampMax ? p.clampMax : v));
+}
+
+// ADD's first step on one input value: its offset added, shifted left (wrapping), rescaled.
+inline int32_t addRescale(int32_t v, int32_t offset, int32_t multiplier, int32_t shift, int32_t leftShift) {
+    const int32_t shifted = isa::wrapToInt32(int64_t{v + offset} * (int64_t{1} << leftShift));
+    return isa::multiplyByQuantizedMultiplier(shifted, multiplier, shift);
+}
+
+// ADD on one pair of 8-bit input values (as int32): TFLite's two-input rescale.
+inline int32_t addElement(int32_t a, int32_t b, const isa::VecParams& p) {
+    const int32_t scaled1 = addRescale(a, p.in1Offset, p.in1Mult, p.in1Shift, p.leftShift);
+    const int32_t scaled2 = addRescale(b, p.in2Offset, p.in2Mult, p.in2Shift, p.leftShift);
+    const int32_t sum = isa::wrapToInt32(int64_t{scaled1} + scaled2);
+    return clampOutput(int64_t{isa::multiplyByQuantizedMultiplier(sum, p.outMult, p.outShift)} + p.outOffset,
+                       p);
+}
+
+// VEC_OP MUL on one pair of 8-bit input values (as int32).
+inline int32_t mulElement(int32_t a, int32_t b, const isa::VecParams& p) {
+    const int32_t product = isa::wrapToInt32(int64_t{a + p.in1Offset} * (b + p.in2Offset));
+    return clampOutput(
+        int64_t{isa::multiplyByQuantizedMultiplier(product, p.outMult, p.outShift)} + p.outOffset, p);
+}
+
+// One row of a two-input element-wise command: n elements of each input, each either contiguous
+// (column stride 1) or one value for the whole row (column stride 0).
+struct BinaryRow {
+    const uint8_t* a = nullptr;
+    const uint8_t* b = nullptr;
+    bool aBroadcast = false, bBroadcast = false;
+    uint32_t n = 0;
+    bool signedIn = false;  // int8 inputs, else uint8
+};
+// out[j] = addElement / mulElement of the row's j-th inputs, j < n. `out` may be one of the
+// inputs itself (element j is read before it is written) but must not overlap them otherwise.
+void addRow(const BinaryRow& row, const isa::VecParams& p, uint8_t* out);
+void mulRow(const BinaryRow& row, const isa::VecParams& p, uint8_t* out);
 
 // Which implementation gemmPacked runs on this host: "avx512vnni", "avx512bw", "avx2" or
 // "portable".

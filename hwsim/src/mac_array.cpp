@@ -116,16 +116,6 @@ UnitResult MacArray::gemm(const isa::Command& c) {
 
 // A CONV or DWCONV command's fields, decoded and checked once for both: sizes, strides, zero
 // points, row stride, and the scratchpad and accumulator ranges.
-struct ConvCommand {
-    uint32_t ih = 0, iw = 0, channels = 0, rowStride = 0, kh = 0, kw = 0, sy = 0, sx = 0, dy = 0, dx = 0;
-    int64_t padTop = 0, padLeft = 0;
-    uint32_t oh = 0, ow = 0, cout = 0;
-    int32_t zpIn = 0, zpW = 0;
-    bool signedIn = false, signedW = false, accumulate = false;
-    const uint8_t* ifm = nullptr;
-    const uint8_t* weights = nullptr;
-    int32_t* acc = nullptr;
-};
 
 // DWCONV: cout must equal the channels, the weights are [kh][kw][C] and each output reduces kh*kw
 // taps; CONV: cout > 0, weights [kh][kw][C][cout], kh*kw*C taps per output.
@@ -198,6 +188,9 @@ UnitResult MacArray::conv(const isa::Command& c) {
     // im2col in chunks of output pixels and of the reduction (bounded host memory), then the
     // packed GEMM: the weights [kh][kw][C][cout] are already the K x N matrix, K = (ky, kx, ci).
     const uint32_t pixels = oh * ow;
+    // A 1x1 convolution at stride 1 without padding over contiguous rows of the same width.
+    const bool pointwise = kh == 1 && kw == 1 && sy == 1 && sx == 1 && padTop == 0 && padLeft == 0 &&
+                           ow == iw && oh <= ih && (ih == 1 || rowStride == uint64_t{iw} * ic);
     const uint32_t kTotal = static_cast<uint32_t>(taps);
     const uint32_t kChunk = reductionChunk(cout);
     for (uint32_t k0 = 0; k0 < kTotal; k0 += kChunk) {
@@ -209,23 +202,30 @@ UnitResult MacArray::conv(const isa::Command& c) {
         const uint32_t tapFirst = k0 / ic, tapLast = (k0 + kc - 1) / ic;
         for (uint32_t p0 = 0; p0 < pixels; p0 += rowsPerChunk) {
             const uint32_t rows = std::min(rowsPerChunk, pixels - p0);
-            for (uint32_t i = 0; i < rows; ++i) {
-                const uint32_t oy = (p0 + i) / ow, ox = (p0 + i) % ow;
-                int16_t* dst = packedA_.data() + i * rowLen;
-                std::fill(dst, dst + rowLen, int16_t{0});  // padded taps: (zpIn - zpIn) == 0
-                for (uint32_t t = tapFirst; t <= tapLast; ++t) {
-                    const uint32_t ky = t / kw, kx = t % kw;
-                    const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
-                    const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
-                    if (y < 0 || y >= ih || x < 0 || x >= iw) continue;
-                    // The part of this tap's channels inside [k0, k0 + kc).
-                    const uint64_t tapStart = uint64_t{t} * ic;
-                    const uint32_t c0 = static_cast<uint32_t>(std::max<uint64_t>(k0, tapStart) - tapStart);
-                    const uint32_t c1 =
-                        static_cast<uint32_t>(std::min<uint64_t>(k0 + kc, tapStart + ic) - tapStart);
-                    kernels::widen(
-                        ifm + static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ic + c0,
-                        c1 - c0, signedIn, zpIn, dst + (tapStart + c0 - k0));
+            if (pointwise && kc == ic) {
+                // Output pixel p reads input pixel p, whose channels are the whole reduction.
+                kernels::packARows(ifm + uint64_t{p0} * ic, rows, ic, ic, signedIn, zpIn, packedB_.kPairs,
+                                   packedA_.data());
+            } else {
+                for (uint32_t i = 0; i < rows; ++i) {
+                    const uint32_t oy = (p0 + i) / ow, ox = (p0 + i) % ow;
+                    int16_t* dst = packedA_.data() + i * rowLen;
+                    std::fill(dst, dst + rowLen, int16_t{0});  // padded taps: (zpIn - zpIn) == 0
+                    for (uint32_t t = tapFirst; t <= tapLast; ++t) {
+                        const uint32_t ky = t / kw, kx = t % kw;
+                        const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
+                        const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
+                        if (y < 0 || y >= ih || x < 0 || x >= iw) continue;
+                        // The part of this tap's channels inside [k0, k0 + kc).
+                        const uint64_t tapStart = uint64_t{t} * ic;
+                        const uint32_t c0 =
+                            static_cast<uint32_t>(std::max<uint64_t>(k0, tapStart) - tapStart);
+                        const uint32_t c1 =
+                            static_cast<uint32_t>(std::min<uint64_t>(k0 + kc, tapStart + ic) - tapStart);
+                        kernels::widen(
+                            ifm + static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ic + c0,
+                            c1 - c0, signedIn, zpIn, dst + (tapStart + c0 - k0));
+                    }
                 }
             }
             kernels::gemmPacked(packedA_.data(), rows, packedB_, acc + uint64_t{p0} * cout, cout,
@@ -283,29 +283,7 @@ UnitResult MacArray::dwconv(const isa::Command& c) {
             } else {
                 std::fill(sum, sum + ch, 0u);
             }
-            for (uint32_t ky = 0; ky < kh; ++ky) {
-                const int64_t y = int64_t{oy} * sy + int64_t{ky} * dy - padTop;
-                if (y < 0 || y >= ih) continue;
-                for (uint32_t kx = 0; kx < kw; ++kx) {
-                    const int64_t x = int64_t{ox} * sx + int64_t{kx} * dx - padLeft;
-                    if (x < 0 || x >= iw) continue;
-                    const uint64_t pixel = static_cast<uint64_t>(y) * iw + static_cast<uint64_t>(x);
-                    const uint64_t tap = uint64_t{ky} * kw + kx;
-                    const int16_t* in = dwInput_.data() + pixel * ch;
-                    const int16_t* w = dwWeights_.data() + tap * ch;
-                    if (!wholeTile) {
-                        kernels::widen(
-                            ifm + static_cast<uint64_t>(y) * rowStride + static_cast<uint64_t>(x) * ch, ch,
-                            signedIn, zpIn, dwTap_.data());
-                        in = dwTap_.data();
-                    }
-                    if (!wholeWeights) {
-                        kernels::widen(weights + tap * ch, ch, signedW, zpW, dwTap_.data() + ch);
-                        w = dwTap_.data() + ch;
-                    }
-                    kernels::macRow(sum, in, w, ch);
-                }
-            }
+            dwPixel(v, oy, ox, wholeTile, wholeWeights, sum);
             std::memcpy(out, sum, ch * sizeof(uint32_t));
         }
     }
@@ -314,6 +292,42 @@ UnitResult MacArray::dwconv(const isa::Command& c) {
     r.macs = macs;
     r.cycles = foldCycles(uint64_t{oh} * ow, uint64_t{kh} * kw, ch);
     return r;
+}
+
+// One depthwise output pixel's valid taps added to sum (channels innermost). With the tile and the
+// weights widened beforehand all taps go to the kernel at once; else each tap is widened here.
+void MacArray::dwPixel(const ConvCommand& v, uint32_t oy, uint32_t ox, bool wholeTile, bool wholeWeights,
+                       uint32_t* sum) {
+    const uint32_t ch = v.channels;
+    const bool widened = wholeTile && wholeWeights;
+    tapIn_.clear();
+    tapW_.clear();
+    for (uint32_t ky = 0; ky < v.kh; ++ky) {
+        const int64_t y = int64_t{oy} * v.sy + int64_t{ky} * v.dy - v.padTop;
+        if (y < 0 || y >= v.ih) continue;
+        for (uint32_t kx = 0; kx < v.kw; ++kx) {
+            const int64_t x = int64_t{ox} * v.sx + int64_t{kx} * v.dx - v.padLeft;
+            if (x < 0 || x >= v.iw) continue;
+            const uint64_t pixel = static_cast<uint64_t>(y) * v.iw + static_cast<uint64_t>(x);
+            const uint64_t tap = uint64_t{ky} * v.kw + kx;
+            if (widened) {
+                tapIn_.push_back(dwInput_.data() + pixel * ch);
+                tapW_.push_back(dwWeights_.data() + tap * ch);
+                continue;
+            }
+            const int16_t* in = wholeTile ? dwInput_.data() + pixel * ch : dwTap_.data();
+            const int16_t* w = wholeWeights ? dwWeights_.data() + tap * ch : dwTap_.data() + ch;
+            if (!wholeTile) {
+                kernels::widen(v.ifm + static_cast<uint64_t>(y) * v.rowStride + static_cast<uint64_t>(x) * ch,
+                               ch, v.signedIn, v.zpIn, dwTap_.data());
+            }
+            if (!wholeWeights) kernels::widen(v.weights + tap * ch, ch, v.signedW, v.zpW, dwTap_.data() + ch);
+            kernels::macRow(sum, in, w, ch);
+        }
+    }
+    if (!tapIn_.empty()) {
+        kernels::macTaps(sum, tapIn_.data(), tapW_.data(), static_cast<uint32_t>(tapIn_.size()), ch);
+    }
 }
 
 }  // namespace npu::sim

@@ -48,6 +48,18 @@ private:
     DeviceState& s_;
 };
 
+// A checked CONV / DWCONV (mac_array.cpp decodes it).
+struct ConvCommand {
+    uint32_t ih = 0, iw = 0, channels = 0, rowStride = 0, kh = 0, kw = 0, sy = 0, sx = 0, dy = 0, dx = 0;
+    int64_t padTop = 0, padLeft = 0;
+    uint32_t oh = 0, ow = 0, cout = 0;
+    int32_t zpIn = 0, zpW = 0;
+    bool signedIn = false, signedW = false, accumulate = false;
+    const uint8_t* ifm = nullptr;
+    const uint8_t* weights = nullptr;
+    int32_t* acc = nullptr;
+};
+
 class MacArray {
 public:
     explicit MacArray(DeviceState& s) : s_(s) {}
@@ -57,12 +69,35 @@ public:
 
 private:
     uint64_t foldCycles(uint64_t m, uint64_t k, uint64_t n) const;
+    void dwPixel(const ConvCommand& v, uint32_t oy, uint32_t ox, bool wholeTile, bool wholeWeights,
+                 uint32_t* sum);
     DeviceState& s_;
     // Host scratch reused across commands (no allocation in the steady state).
     kernels::PackedB packedB_;
     std::vector<int16_t> packedA_;
     std::vector<int16_t> dwWeights_, dwInput_, dwTap_;
-    std::vector<uint32_t> row_;  // one output pixel's accumulators (wrapping int32 arithmetic)
+    std::vector<uint32_t> row_;                 // one output pixel's accumulators (wrapping int32 arithmetic)
+    std::vector<const int16_t*> tapIn_, tapW_;  // one output pixel's valid taps
+};
+
+// A two-input element-wise command's boxes (ADD, VEC_OP): rows x cols elements, each input at a
+// row and a column stride (0 broadcasts), the output rows contiguous.
+struct ElementBox {
+    uint32_t addr = 0, rowStride = 0, colStride = 0;
+};
+struct BinaryCommand {
+    uint32_t rows = 0, cols = 0;
+    ElementBox a, b;
+    uint32_t outAddr = 0, outRowStride = 0;
+    bool signedIn = false;
+};
+
+// A checked REQUANT's operands.
+struct RequantBox {
+    const int32_t* acc = nullptr;
+    const uint8_t* bias = nullptr;  // null without a bias
+    uint8_t* out = nullptr;
+    uint32_t rows = 0, cols = 0, accStride = 0, outStride = 0;
 };
 
 class VectorUnit {
@@ -82,8 +117,17 @@ public:
 private:
     uint64_t cost(uint64_t elements) const;
     bool clampFits(bool signedOut) const;
+    isa::ErrorCode checkBinary(const BinaryCommand& cmd, bool hasB, bool signedOut) const;
+    void vecOpRows(isa::VecFunction f, const BinaryCommand& cmd, uint32_t lutAddr, uint8_t* dst) const;
+    kernels::RequantParams requantParams() const;
+    void requantRows(const RequantBox& box) const;
+    void requantGathered(const RequantBox& box);
     DeviceState& s_;
     isa::VecParams params_;
+    // Host scratch reused across commands (no allocation in the steady state).
+    std::vector<uint8_t> result_;
+    std::vector<int32_t> gatheredAcc_;
+    std::vector<uint8_t> gatheredOut_;
 };
 
 }  // namespace npu::sim

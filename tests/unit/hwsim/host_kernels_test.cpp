@@ -71,7 +71,9 @@ void randomGemms(std::mt19937& rng) {
     }
 }
 
-void randomConvs(std::mt19937& rng, bool depthwise) {
+// pointwise: 1x1 kernels at stride 1 without padding, output as wide as the input (CONV packs
+// such rows straight from the input when they are contiguous).
+void randomConvs(std::mt19937& rng, bool depthwise, bool pointwise = false) {
     Sim s;
     uint8_t* sp = s.dev.scratchpad();
     for (int iter = 0; iter < 30; ++iter) {
@@ -91,6 +93,13 @@ void randomConvs(std::mt19937& rng, bool depthwise) {
         d.ofmH = 1 + rng() % 8;
         d.ofmW = 1 + rng() % 8;
         d.cout = depthwise ? d.ifmC : 1 + rng() % 40;
+        if (pointwise) {
+            d.kernelH = d.kernelW = d.strideY = d.strideX = 1;
+            d.padTop = d.padLeft = 0;
+            d.ofmW = d.ifmW;
+            d.ofmH = 1 + rng() % d.ifmH;
+            if (iter % 4 != 0) d.ifmRowStride = d.ifmW * d.ifmC;
+        }
         d.ifmAddr = rng() % 32;
         d.wAddr = 100000 + rng() % 32;
         d.accAddr = rng() % 32;
@@ -136,6 +145,16 @@ void randomConvs(std::mt19937& rng, bool depthwise) {
     }
 }
 
+// REQUANT's output byte for one accumulator and its little-endian bias bytes (or none).
+uint8_t requantExpected(int32_t x, const uint8_t* b, const isa::VecParams& p) {
+    if (b != nullptr) {
+        x = int32_t(uint32_t(x) +
+                    (b[0] | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) | (uint32_t(b[3]) << 24)));
+    }
+    const int64_t v = int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset;
+    return uint8_t(std::clamp<int64_t>(v, p.clampMin, p.clampMax));
+}
+
 void randomRequants(std::mt19937& rng) {
     Sim s;
     uint8_t* sp = s.dev.scratchpad();
@@ -169,22 +188,203 @@ void randomRequants(std::mt19937& rng) {
         REQUIRE(s.run({isa::makeVecParams(p), isa::makeRequant(r, flags)}) == isa::kIrqDone);
         for (uint32_t row = 0; row < r.rows; ++row) {
             for (uint32_t c = 0; c < r.cols; ++c) {
-                int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
-                if (hasBias) {
-                    const uint8_t* b = sp + r.biasAddr + 4 * c;
-                    x = int32_t(uint32_t(x) + (b[0] | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) |
-                                               (uint32_t(b[3]) << 24)));
-                }
-                int64_t v =
-                    int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset;
-                v = std::clamp<int64_t>(v, p.clampMin, p.clampMax);
-                REQUIRE(sp[r.outAddr + row * r.outRowStride + c] == uint8_t(v));
+                const int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
+                REQUIRE(sp[r.outAddr + row * r.outRowStride + c] ==
+                        requantExpected(x, hasBias ? sp + r.biasAddr + 4 * c : nullptr, p));
             }
         }
     }
 }
 
+// REQUANT boxes narrower than 16 columns (a per-channel requantization is one column per
+// command) are gathered into contiguous runs: many rows, few columns, strided.
+void randomNarrowRequants(std::mt19937& rng) {
+    Sim s;
+    uint8_t* sp = s.dev.scratchpad();
+    int32_t* accMem = s.dev.accumulator();
+    for (int iter = 0; iter < 40; ++iter) {
+        isa::VecParams p;
+        p.outMult = iter % 7 == 0 ? INT32_MIN : int32_t(rng());
+        p.outShift = int32_t(rng() % 62) - 31;
+        p.outOffset = int32_t(rng() % 512) - 256;
+        p.clampMin = int32_t(rng() % 100);
+        p.clampMax = 255 - int32_t(rng() % 100);
+        isa::RequantDesc r;
+        r.rows = 2 + rng() % 700;
+        r.cols = iter % 3 == 0 ? 1 : 1 + rng() % 15;  // one column: the per-channel case
+        r.accAddr = rng() % 16;
+        r.accRowStride = r.cols + rng() % 20;
+        r.biasAddr = 60000 + rng() % 16;
+        r.outAddr = rng() % 16;
+        r.outRowStride = r.cols + rng() % 20;
+        const bool hasBias = rng() % 2;
+        for (uint32_t i = 0; i < r.accAddr + r.rows * r.accRowStride; ++i) accMem[i] = int32_t(rng());
+        for (uint32_t i = 0; i < 64; ++i) sp[60000 + i] = uint8_t(rng());
+        const std::vector<uint8_t> before(sp, sp + 30000);
+        INFO("narrow requant rows " << r.rows << " cols " << r.cols << " mult " << p.outMult);
+        REQUIRE(s.run({isa::makeVecParams(p), isa::makeRequant(r, hasBias ? isa::vec::kFlagHasBias : 0)}) ==
+                isa::kIrqDone);
+        for (uint32_t i = 0; i < 30000; ++i) {
+            const uint32_t rel = i - r.outAddr, row = rel / r.outRowStride, c = rel % r.outRowStride;
+            if (i < r.outAddr || row >= r.rows || c >= r.cols) {
+                REQUIRE(sp[i] == before[i]);  // outside the box: untouched
+                continue;
+            }
+            const int32_t x = accMem[r.accAddr + row * r.accRowStride + c];
+            REQUIRE(sp[i] == requantExpected(x, hasBias ? sp + r.biasAddr + 4 * c : nullptr, p));
+        }
+    }
+}
+
+// Random VEC_PARAMS over the whole range the vector unit accepts, edge multipliers and offsets
+// included (an offset of 2^16 added to a rescaled value near INT32_MAX leaves int32).
+isa::VecParams edgeParams(std::mt19937& rng, bool signedOut) {
+    const int32_t edgeMults[] = {INT32_MIN, INT32_MAX, 0, -1, 1 << 30, -(1 << 30), 1518500250};
+    auto mult = [&] { return rng() % 3 == 0 ? edgeMults[rng() % 7] : int32_t(rng()); };
+    auto shift = [&] { return int32_t(rng() % 62) - 31; };
+    auto offset = [&] { return rng() % 4 == 0 ? (rng() % 2 ? 65536 : -65536) : int32_t(rng() % 512) - 256; };
+    isa::VecParams p;
+    p.in1Mult = mult();
+    p.in2Mult = mult();
+    p.outMult = mult();
+    p.in1Shift = shift();
+    p.in2Shift = shift();
+    p.outShift = shift();
+    p.in1Offset = offset();
+    p.in2Offset = offset();
+    p.outOffset = offset();
+    p.leftShift = int32_t(rng() % 31);
+    const int32_t lo = signedOut ? -128 : 0;
+    p.clampMin = lo + int32_t(rng() % 100);
+    p.clampMax = std::max(p.clampMin, lo + 255 - int32_t(rng() % 100));
+    return p;
+}
+
+// The ISA's ADD and VEC_OP MUL on one element (hwsim/isa/commands.h), written out here.
+int64_t addExpected(int32_t a, int32_t b, const isa::VecParams& p) {
+    const int32_t x1 = isa::wrapToInt32(int64_t(a + p.in1Offset) << p.leftShift);
+    const int32_t x2 = isa::wrapToInt32(int64_t(b + p.in2Offset) << p.leftShift);
+    const int32_t sum =
+        isa::wrapToInt32(int64_t(isa::multiplyByQuantizedMultiplier(x1, p.in1Mult, p.in1Shift)) +
+                         isa::multiplyByQuantizedMultiplier(x2, p.in2Mult, p.in2Shift));
+    return std::clamp<int64_t>(
+        int64_t(isa::multiplyByQuantizedMultiplier(sum, p.outMult, p.outShift)) + p.outOffset, p.clampMin,
+        p.clampMax);
+}
+int64_t mulExpected(int32_t a, int32_t b, const isa::VecParams& p) {
+    const int32_t x = isa::wrapToInt32(int64_t(a + p.in1Offset) * (b + p.in2Offset));
+    return std::clamp<int64_t>(
+        int64_t(isa::multiplyByQuantizedMultiplier(x, p.outMult, p.outShift)) + p.outOffset, p.clampMin,
+        p.clampMax);
+}
+
+// ADD and VEC_OP MUL over random shapes: contiguous, broadcast (column stride 0) and strided
+// (column stride 2) inputs, row strides of 0 (row broadcast) and more, every edge parameter.
+void randomBinaryOps(std::mt19937& rng, bool mul) {
+    Sim s;
+    uint8_t* sp = s.dev.scratchpad();
+    for (int iter = 0; iter < 80; ++iter) {
+        const bool signedIn = rng() % 2, signedOut = rng() % 2;
+        const isa::VecParams p = edgeParams(rng, signedOut);
+        const uint32_t rows = 1 + rng() % 4, cols = 1 + rng() % 100;
+        const uint32_t aCol = rng() % 3, bCol = rng() % 3;
+        const uint32_t aRow = rng() % 4 == 0 ? 0 : cols * 2 + rng() % 4;
+        const uint32_t bRow = rng() % 4 == 0 ? 0 : cols * 2 + rng() % 4;
+        const uint32_t aAddr = rng() % 16, bAddr = 4096 + rng() % 16, outAddr = 8192 + rng() % 16;
+        const uint32_t outRow = cols + rng() % 4;
+        for (uint32_t i = 0; i < 8192; ++i) sp[i] = uint8_t(rng());
+        const uint32_t flags =
+            (signedIn ? isa::vec::kFlagSignedIn : 0) | (signedOut ? isa::vec::kFlagSignedOut : 0);
+        isa::Command c;
+        if (mul) {
+            isa::VecOpDesc d;
+            d.function = isa::VecFunction::kMul;
+            d.rows = rows;
+            d.cols = cols;
+            d.aAddr = aAddr;
+            d.aRowStride = aRow;
+            d.aColStride = aCol;
+            d.bAddr = bAddr;
+            d.bRowStride = bRow;
+            d.bColStride = bCol;
+            d.outAddr = outAddr;
+            d.outRowStride = outRow;
+            c = isa::makeVecOp(d, flags);
+        } else {
+            c = isa::makeAdd({rows, cols, aAddr, aRow, aCol, bAddr, bRow, bCol, outAddr, outRow}, flags);
+        }
+        INFO((mul ? "mul" : "add") << " iter " << iter << " rows " << rows << " cols " << cols << " strides "
+                                   << aCol << "/" << bCol << " mults " << p.in1Mult << " " << p.in2Mult << " "
+                                   << p.outMult);
+        REQUIRE(s.run({isa::makeVecParams(p), c}) == isa::kIrqDone);
+        for (uint32_t r = 0; r < rows; ++r) {
+            for (uint32_t col = 0; col < cols; ++col) {
+                const int32_t a = value(sp[aAddr + r * aRow + col * aCol], signedIn);
+                const int32_t b = value(sp[bAddr + r * bRow + col * bCol], signedIn);
+                const int64_t e = mul ? mulExpected(a, b, p) : addExpected(a, b, p);
+                REQUIRE(sp[outAddr + r * outRow + col] == uint8_t(e));
+            }
+        }
+    }
+}
+
+// ADD writes element by element in order: in place (the output is input A) and shifted by one
+// (each output is the next element's input) both give the in-order loop's result.
+void aliasedAdds(std::mt19937& rng) {
+    Sim s;
+    uint8_t* sp = s.dev.scratchpad();
+    for (uint32_t shift : {0u, 1u}) {
+        isa::VecParams p = edgeParams(rng, false);
+        p.in1Mult = p.in2Mult = p.outMult = 1 << 30;
+        for (uint32_t i = 0; i < 512; ++i) sp[i] = uint8_t(rng());
+        std::vector<uint8_t> expected(sp, sp + 512);
+        const uint32_t cols = 100;
+        for (uint32_t col = 0; col < cols; ++col) {
+            expected[100 + shift + col] = uint8_t(addExpected(expected[100 + col], expected[300], p));
+        }
+        REQUIRE(s.run({isa::makeVecParams(p),
+                       isa::makeAdd({1, cols, 100, 0, 1, 300, 0, 0, 100 + shift, cols})}) == isa::kIrqDone);
+        INFO("output shifted by " << shift);
+        REQUIRE(std::vector<uint8_t>(sp, sp + 512) == expected);
+    }
+}
+
 }  // namespace
+
+TEST_CASE("ADD, VEC_OP MUL and narrow REQUANT are exact on every host kernel") {
+    const auto kernels = hostKernels();
+    for (const auto& k : kernels) {
+        REQUIRE(sim::selectHostKernel(k));
+        INFO("kernel " << k);
+        std::mt19937 rng(7);
+        randomBinaryOps(rng, false);
+        randomBinaryOps(rng, true);
+        aliasedAdds(rng);
+        randomNarrowRequants(rng);
+    }
+    REQUIRE(sim::selectHostKernel(kernels.back()));
+}
+
+TEST_CASE("REQUANT's offset does not wrap in the SIMD lanes") {
+    // A rescaled value next to INT32_MAX plus a positive offset clamps high (the definition adds
+    // in 64 bits); an int32 lane addition would wrap it negative and clamp low.
+    const auto kernels = hostKernels();
+    for (const auto& k : kernels) {
+        REQUIRE(sim::selectHostKernel(k));
+        INFO("kernel " << k);
+        Sim s;
+        isa::VecParams p;
+        p.outMult = INT32_MAX;
+        p.outShift = 0;
+        p.outOffset = 100;
+        p.clampMin = 0;
+        p.clampMax = 255;
+        std::fill(s.dev.accumulator(), s.dev.accumulator() + 32, INT32_MAX);
+        REQUIRE(s.run({isa::makeVecParams(p), isa::makeRequant({0, 32, 1, 32, 0, 0, 32})}) == isa::kIrqDone);
+        for (uint32_t i = 0; i < 32; ++i) REQUIRE(s.dev.scratchpad()[i] == 255);
+    }
+    REQUIRE(sim::selectHostKernel(kernels.back()));
+}
 
 TEST_CASE("GEMM, CONV, DWCONV and REQUANT are exact on every host kernel") {
     const auto kernels = hostKernels();
@@ -195,6 +395,7 @@ TEST_CASE("GEMM, CONV, DWCONV and REQUANT are exact on every host kernel") {
         std::mt19937 rng(42);
         randomGemms(rng);
         randomConvs(rng, false);
+        randomConvs(rng, false, true);
         randomConvs(rng, true);
         randomRequants(rng);
     }
