@@ -1018,8 +1018,8 @@ void ModelCompiler::emitBinaryTile(BlobWriter& w, const OpPlan& plan, const Bina
 // The tiles of a pooling (PoolPlan): image, output rows, channels, and the input rows each
 // needs clipped to the image; and its scratchpad: two input and two output buffers, then one
 // constant byte.
-struct PoolTile {
-    uint32_t b, r0, rows, c0, ct, first, end, padTop;
+struct PoolTile : ImageTile {
+    uint32_t first, end, padTop;
 };
 struct PoolTiling {
     const PoolPlan& p;
@@ -1038,13 +1038,8 @@ struct PoolTiling {
     uint32_t outBuf(uint32_t t) const { return static_cast<uint32_t>(2 * inCap + (t % 2) * outCap); }
     uint32_t constant() const { return static_cast<uint32_t>(2 * (inCap + outCap)); }
     PoolTile tile(uint32_t t) const {
-        const uint32_t m = p.rowTile;
         PoolTile x;
-        x.c0 = (t % chanTiles) * p.channelTile;
-        x.ct = std::min(p.channelTile, p.channels - x.c0);
-        x.r0 = (t / chanTiles % rowTiles) * m;
-        x.b = t / chanTiles / rowTiles;
-        x.rows = std::min(m, p.outH - x.r0);
+        static_cast<ImageTile&>(x) = imageTile(t, p.rowTile, p.outH, p.channelTile, p.channels);
         const int64_t y0 = int64_t{x.r0} * p.strideY - p.padTop;
         const int64_t y1 = int64_t{x.r0 + x.rows - 1} * p.strideY - p.padTop + p.kh;
         x.first = static_cast<uint32_t>(std::min<int64_t>(p.inH, std::max<int64_t>(0, y0)));
@@ -1320,14 +1315,6 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpFullyConnected:
                 emitFc(w, plan);
                 break;
-            case hal::kOpAdd:
-            case hal::kOpSub:
-            case hal::kOpMul:
-            case hal::kOpMaximum:
-            case hal::kOpMinimum:
-            case hal::kOpPrelu:
-                if (fusedInto_[o] == kNoFusion) emitAdd(w, plan);  // else its convolution did it
-                break;
             case hal::kOpTranspose:
             case hal::kOpSpaceToDepth:
             case hal::kOpDepthToSpace:
@@ -1357,8 +1344,11 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
                 emitSoftmax(w, plan);
                 break;
             default:
-                if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))
+                if (hal::isBinaryOp(plan.type)) {
+                    if (fusedInto_[o] == kNoFusion) emitAdd(w, plan);  // else its convolution did it
+                } else if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type)) {
                     emitCopy(w, plan);
+                }
                 break;
         }
         if (opTable != nullptr) {

@@ -398,20 +398,15 @@ FwStatus convWindow(const Checker& c, const ConvSignature& sig, int32_t dilW, in
 
 // The output's shape against the window, and the NPU's 16-bit tile fields.
 FwStatus convOutput(const Checker& c, ConvPlan& p) {
-    const OperandDesc& output = c.out(0);
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1, effW = uint64_t{p.kw - 1} * p.dilX + 1;
     const uint64_t spanH = uint64_t{p.inH} + p.padTop + p.padBottom,
                    spanW = uint64_t{p.inW} + p.padLeft + p.padRight;
     if (spanH < effH || spanW < effW) return c.fail("the (dilated) filter is larger than the padded input");
     const uint64_t outH = (spanH - effH) / p.strideY + 1, outW = (spanW - effW) / p.strideX + 1;
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : static_cast<uint32_t>(outH),
-                                p.nchw ? static_cast<uint32_t>(outH) : static_cast<uint32_t>(outW),
-                                p.nchw ? static_cast<uint32_t>(outW) : p.cout};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
-                          k, output.dims[k], expect[k]);
-    }
+    if (FwStatus st =
+            c.outputImage(p.nchw, p.batch, static_cast<uint32_t>(outH), static_cast<uint32_t>(outW), p.cout);
+        !st.ok())
+        return st;
     p.outH = static_cast<uint32_t>(outH);
     p.outW = static_cast<uint32_t>(outW);
     // NPU limits: 16-bit tile fields. (Output rows whose window lies wholly in the padding are
@@ -512,15 +507,7 @@ FwStatus transposeAsConv(const Checker& c, const TransposeGeometry& g, ConvPlan&
     p.padTop = p.kh - 1 - g.pads[2];
     p.outH = static_cast<uint32_t>(g.outH);
     p.outW = static_cast<uint32_t>(g.outW);
-    const OperandDesc& output = c.out(0);
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : p.outH, p.nchw ? p.outH : p.outW,
-                                p.nchw ? p.outW : p.cout};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
-                          output.dims[k], expect[k]);
-    }
-    return FwStatus::okStatus();
+    return c.outputImage(p.nchw, p.batch, p.outH, p.outW, p.cout);
 }
 
 // TRANSPOSE_CONV_2D (explicit: input, filter, bias, 4 paddings, 2 strides, activation, layout;
@@ -873,13 +860,7 @@ FwStatus planPool(const Checker& c, OpPlan* plan) {
     if (spanH < p.kh || spanW < p.kw) return c.fail("the filter is larger than the padded input");
     p.outH = static_cast<uint32_t>((spanH - p.kh) / p.strideY + 1);
     p.outW = static_cast<uint32_t>((spanW - p.kw) / p.strideX + 1);
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.channels : p.outH, p.nchw ? p.outH : p.outW,
-                                p.nchw ? p.outW : p.channels};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
-                          k, output.dims[k], expect[k]);
-    }
+    if (!(st = c.outputImage(p.nchw, p.batch, p.outH, p.outW, p.channels)).ok()) return st;
     if (!(st = poolWindows(c, p, plan->vec.clampMin, padRight, padBottom)).ok()) return st;
     return poolTiling(c, p);
 }
@@ -1350,13 +1331,6 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
             return planTransposeConv(c, plan);
         case hal::kOpFullyConnected:
             return planFc(c, plan);
-        case hal::kOpAdd:
-        case hal::kOpSub:
-        case hal::kOpMul:
-        case hal::kOpMaximum:
-        case hal::kOpMinimum:
-        case hal::kOpPrelu:
-            return planBinary(c, plan);
         case hal::kOpTranspose:
             return planTranspose(c, plan);
         case hal::kOpSpaceToDepth:
@@ -1386,6 +1360,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpSoftmax:
             return planSoftmax(c, plan);
         default:
+            if (hal::isBinaryOp(c.op.type)) return planBinary(c, plan);
             if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,
                                   "operation %" PRIu32 ": operation type %" PRIu32
