@@ -49,6 +49,9 @@ private:
     std::mt19937 rng_;
 };
 
+// A model under construction (hal::SubgraphBuilder) and its test case: each model input gets
+// random bytes, each marked output the size of its tensor; the generator functions below add
+// operations to it.
 class RandomModel {
 public:
     // Choices from a std::mt19937 seeded with `seed`.
