@@ -63,6 +63,16 @@ INCLUDES = [
 
 SOURCE_SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".c", ".inc"}
 
+# Folders that run on the device with no operating system: they may include no OS header
+# (system calls, files, threads, streams). The firmware core gets its memory and its hardware
+# from the platform interface instead.
+FREESTANDING = {"firmware/core"}
+OS_HEADER = re.compile(
+    r"#\s*include\s*<((sys|linux|asm|arpa|netinet)/[\w./]+|"
+    r"(unistd|fcntl|poll|signal|dlfcn|pthread|errno|termios|syslog|windows|libusb-1\.0/libusb)\.h|"
+    r"thread|mutex|shared_mutex|condition_variable|future|filesystem|fstream|iostream|csignal)>"
+)
+
 
 def owner(rel: pathlib.PurePosixPath) -> str | None:
     s = str(rel)
@@ -100,6 +110,8 @@ def main() -> int:
                         errors.append(f"{rel}:{n}: {folder}/ may not use {dep} ({target}/); allowed: {sorted(ALLOWED[folder]) or 'nothing in the project'}")
         elif path.suffix in SOURCE_SUFFIXES:
             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if folder in FREESTANDING and OS_HEADER.search(line):
+                    errors.append(f"{rel}:{n}: {folder}/ is freestanding and may not include an OS header: {line.strip()}")
                 for rx, target in INCLUDES:
                     if rx.search(line):
                         if not allowed(folder, target):

@@ -5,7 +5,11 @@ A brace counter, not a parser: it strips comments, strings and character literal
 braces of namespaces, classes and functions, and takes a `{` that follows a `)` (possibly with
 const / noexcept / override / a trailing return type / a constructor's initializer list) outside
 any function as the start of a function body. Good enough for this tree's formatting.
-Usage: scripts/long_functions.py [--limit N] [PATH...]   (default: the product folders)
+
+A function that is long for a reason (a data table, say) is exempted by a comment in the lines
+just above it that gives the reason: `// long-function: a data table, one row per operation`.
+A marker without a reason does not count. `--all` lists the exempted ones too, with the reason.
+Usage: scripts/long_functions.py [--limit N] [--all] [PATH...]   (default: the product folders)
 """
 import argparse
 import pathlib
@@ -15,6 +19,20 @@ import sys
 PRODUCT = ["base", "hal", "protocol", "cache", "firmware", "hwsim", "reference", "shim", "framework", "tools"]
 SUFFIXES = {".cpp", ".cc", ".h", ".hpp"}
 CONTROL = re.compile(r"\b(if|for|while|switch|catch|return)\s*\($")
+MARKER = re.compile(r"//\s*long-function:\s*(\S.*)$")
+MARKER_REACH = 6  # how many lines above a function's first line the marker may stand
+
+
+def exemption(lines: list[str], first: int) -> str | None:
+    """The reason given by a `// long-function: REASON` comment just above line `first` (1-based)."""
+    for raw in reversed(lines[max(0, first - 1 - MARKER_REACH) : first - 1]):
+        m = MARKER.search(raw)
+        if m:
+            return m.group(1).strip()
+        stripped = raw.strip()
+        if stripped and not stripped.startswith("//") and not stripped.startswith("template"):
+            return None  # the comment must belong to this function, not to the one before
+    return None
 
 
 def strip(text: str) -> str:
@@ -88,6 +106,7 @@ def functions(path: pathlib.Path):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=80)
+    ap.add_argument("--all", action="store_true", help="also list the functions exempted by a marker")
     ap.add_argument("paths", nargs="*")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
@@ -96,9 +115,14 @@ def main() -> int:
     for base in paths:
         files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.suffix in SUFFIXES)
         for f in files:
+            lines = f.read_text(errors="replace").splitlines()
             for name, first, length in functions(f):
-                if length > args.limit:
-                    rows.append((length, f"{f.relative_to(root) if f.is_absolute() else f}:{first}", name))
+                if length <= args.limit:
+                    continue
+                reason = exemption(lines, first)
+                if reason is None or args.all:
+                    where = f"{f.relative_to(root) if f.is_absolute() else f}:{first}"
+                    rows.append((length, where, name + (f"  (exempt: {reason})" if reason else "")))
     for length, where, name in sorted(rows, reverse=True):
         print(f"{length:5d}  {where}  {name}")
     return 0

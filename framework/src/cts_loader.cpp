@@ -52,6 +52,12 @@ private:
     Result<hal::Subgraph> parseSubgraph(const json& sg, const std::string& context, bool isMain);
     Result<hal::Operand> parseOperand(const json& op, const std::string& context, bool isMain, uint32_t index,
                                       const hal::Subgraph& sg);
+    Result<void> parseOperandType(const json& op, const std::string& ctx, hal::Operand& operand) const;
+    Result<void> parseChannelQuant(const json& op, const std::string& ctx, hal::Operand& operand) const;
+    Result<void> checkDataSize(const std::string& ctx, const hal::Operand& operand,
+                               const std::vector<uint8_t>& data) const;
+    Result<void> placeOperandData(const std::string& ctx, const std::vector<uint8_t>& data,
+                                  hal::Operand& operand);
 
     const json& root_;
     std::string where_;
@@ -131,6 +137,29 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
                                               uint32_t index, const hal::Subgraph&) {
     if (!op.is_object()) return invalidArgument(where_ + ": " + ctx + ": expected an object");
     hal::Operand operand;
+    NPU_TRY(parseOperandType(op, ctx, operand));
+    NPU_TRY(parseChannelQuant(op, ctx, operand));
+    const bool ignored = NPU_TRY(getBool(op, ctx, "is_ignored"));
+    const std::string b64 = NPU_TRY(getString(op, ctx, "data"));
+    auto data = decodeBase64(b64);
+    if (!data) return error(ctx, "data", "invalid base64: " + data.error());
+    NPU_TRY(checkDataSize(ctx, operand, *data));
+    NPU_TRY(placeOperandData(ctx, *data, operand));
+    if (isMain) {
+        if (mainData_.size() <= index) {
+            mainData_.resize(index + 1);
+            mainIgnored_.resize(index + 1);
+        }
+        mainData_[index] = std::move(*data);
+        mainIgnored_[index] = ignored;
+    }
+    return operand;
+}
+
+// The operand's type, dims, scale, zero point and lifetime (MODEL_INPUT / MODEL_OUTPUT are the
+// older names of SUBGRAPH_INPUT / SUBGRAPH_OUTPUT).
+Result<void> LineParser::parseOperandType(const json& op, const std::string& ctx,
+                                          hal::Operand& operand) const {
     const std::string typeName = NPU_TRY(getString(op, ctx, "type"));
     auto type = hal::operandTypeFromString(typeName);
     if (!type) return error(ctx, "type", "unknown operand type \"" + typeName + "\"");
@@ -145,62 +174,69 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
     if (lifetimeName == "MODEL_OUTPUT") lifetime = hal::OperandLifeTime::SUBGRAPH_OUTPUT;
     if (!lifetime) return error(ctx, "lifetime", "unknown lifetime \"" + lifetimeName + "\"");
     operand.lifetime = *lifetime;
+    return {};
+}
 
+// "channel_quant": null, or {channel_dim, scales} (TENSOR_QUANT8_SYMM_PER_CHANNEL).
+Result<void> LineParser::parseChannelQuant(const json& op, const std::string& ctx,
+                                           hal::Operand& operand) const {
     const json* cq = NPU_TRY(member(op, ctx, "channel_quant"));
-    if (!cq->is_null()) {
-        if (!cq->is_object()) return error(ctx, "channel_quant", "expected null or an object");
-        hal::SymmPerChannelQuantParams params;
-        const std::string cqCtx = ctx + ": channel_quant";
-        params.channelDim = static_cast<uint32_t>(NPU_TRY(getInt(*cq, cqCtx, "channel_dim", 0, 1 << 20)));
-        const json* scales = NPU_TRY(member(*cq, cqCtx, "scales"));
-        if (!scales->is_array()) return error(cqCtx, "scales", "expected an array of numbers");
-        for (const auto& s : *scales) {
-            if (!s.is_number()) return error(cqCtx, "scales", "expected an array of numbers");
-            params.scales.push_back(static_cast<float>(s.get<double>()));
-        }
-        operand.channelQuant = std::move(params);
+    if (cq->is_null()) return {};
+    if (!cq->is_object()) return error(ctx, "channel_quant", "expected null or an object");
+    hal::SymmPerChannelQuantParams params;
+    const std::string cqCtx = ctx + ": channel_quant";
+    params.channelDim = static_cast<uint32_t>(NPU_TRY(getInt(*cq, cqCtx, "channel_dim", 0, 1 << 20)));
+    const json* scales = NPU_TRY(member(*cq, cqCtx, "scales"));
+    if (!scales->is_array()) return error(cqCtx, "scales", "expected an array of numbers");
+    for (const auto& s : *scales) {
+        if (!s.is_number()) return error(cqCtx, "scales", "expected an array of numbers");
+        params.scales.push_back(static_cast<float>(s.get<double>()));
     }
+    operand.channelQuant = std::move(params);
+    return {};
+}
 
-    const bool ignored = NPU_TRY(getBool(op, ctx, "is_ignored"));
-    const std::string b64 = NPU_TRY(getString(op, ctx, "data"));
-    auto data = decodeBase64(b64);
-    if (!data) return error(ctx, "data", "invalid base64: " + data.error());
-
-    // Element count agrees with dims whenever the shape is fully known and data is present.
+// Element count agrees with dims whenever the shape is fully known and data is present.
+Result<void> LineParser::checkDataSize(const std::string& ctx, const hal::Operand& operand,
+                                       const std::vector<uint8_t>& data) const {
     const size_t elemSize = hal::elementSize(operand.type);
-    if (!data->empty() && elemSize > 0) {
-        bool known = true;
-        uint64_t count = 1;
-        for (uint32_t d : operand.dimensions) {
-            if (d == 0) known = false;
-            count *= d;
-            if (count > (uint64_t{1} << 40)) known = false;
-        }
-        if (operand.dimensions.empty() && !hal::isScalarType(operand.type)) known = false;
-        if (known && count * elemSize != data->size()) {
-            return error(ctx, "data",
-                         std::to_string(data->size()) + " bytes, but dims and type need " +
-                             std::to_string(count * elemSize));
-        }
-        if (!known && data->size() % elemSize != 0) {
-            return error(ctx, "data",
-                         std::to_string(data->size()) + " bytes is not a multiple of the element size " +
-                             std::to_string(elemSize));
-        }
+    if (data.empty() || elemSize == 0) return {};
+    bool known = true;
+    uint64_t count = 1;
+    for (uint32_t d : operand.dimensions) {
+        if (d == 0) known = false;
+        count *= d;
+        if (count > (uint64_t{1} << 40)) known = false;
     }
+    if (operand.dimensions.empty() && !hal::isScalarType(operand.type)) known = false;
+    if (known && count * elemSize != data.size()) {
+        return error(ctx, "data",
+                     std::to_string(data.size()) + " bytes, but dims and type need " +
+                         std::to_string(count * elemSize));
+    }
+    if (!known && data.size() % elemSize != 0) {
+        return error(ctx, "data",
+                     std::to_string(data.size()) + " bytes is not a multiple of the element size " +
+                         std::to_string(elemSize));
+    }
+    return {};
+}
 
+// Constants go to the model's pools; a SUBGRAPH operand's data is the referenced subgraph's index.
+Result<void> LineParser::placeOperandData(const std::string& ctx, const std::vector<uint8_t>& data,
+                                          hal::Operand& operand) {
     switch (operand.lifetime) {
         case hal::OperandLifeTime::CONSTANT_COPY:
-            appendAligned(tc_.model.operandValues, *data, operand.location);
+            appendAligned(tc_.model.operandValues, data, operand.location);
             break;
         case hal::OperandLifeTime::CONSTANT_REFERENCE:
-            appendAligned(referencePool_, *data, operand.location);
+            appendAligned(referencePool_, data, operand.location);
             operand.location.poolIndex = 0;
             break;
         case hal::OperandLifeTime::SUBGRAPH: {
-            if (data->size() != 4) return error(ctx, "data", "a SUBGRAPH operand needs a 4-byte index");
+            if (data.size() != 4) return error(ctx, "data", "a SUBGRAPH operand needs a 4-byte index");
             uint32_t sub;
-            std::memcpy(&sub, data->data(), 4);
+            std::memcpy(&sub, data.data(), 4);
             const size_t nRef = root_.contains("referenced") && root_["referenced"].is_array()
                                     ? root_["referenced"].size()
                                     : 0;
@@ -215,15 +251,7 @@ Result<hal::Operand> LineParser::parseOperand(const json& op, const std::string&
         default:
             break;
     }
-    if (isMain) {
-        if (mainData_.size() <= index) {
-            mainData_.resize(index + 1);
-            mainIgnored_.resize(index + 1);
-        }
-        mainData_[index] = std::move(*data);
-        mainIgnored_[index] = ignored;
-    }
-    return operand;
+    return {};
 }
 
 Result<hal::Subgraph> LineParser::parseSubgraph(const json& sg, const std::string& ctx, bool isMain) {

@@ -143,6 +143,7 @@ private:
     std::vector<SignatureRow> rows_;
 };
 
+// long-function: a data table, one row per operation type; splitting it would scatter the table.
 std::vector<SignatureRow> buildTable() {
     TableBuilder t;
     const auto I = kInt;

@@ -1,14 +1,15 @@
 #pragma once
 // Models built from fuzz bytes, for the targets that drive the whole driver (tests/fuzz/README.md):
-// every byte of the input is one bounded choice (an operation kind, a dimension, a stride, a
-// scale), so a mutated byte changes one property of a model that stays mostly valid, and the
-// fuzzer explores the space the NPU claims (quant8 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
-// pooling, activations, element-wise, CONCATENATION, RESHAPE/SQUEEZE, PAD/PAD_V2). Edit records
-// at the end then break the model on purpose (a type, a dimension, an index, a lifetime), which
-// reaches validation in the shim, the firmware and the reference.
+// the tests' random model generator (tests/support/random_model.h) with its choices read off the
+// input, one byte each (FuzzChoices), so a mutated byte changes one property of a model that
+// stays mostly valid, and the fuzzer explores the space the NPU claims (quant8 CONV_2D,
+// GROUPED_CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, pooling, activations, element-wise,
+// CONCATENATION, RESHAPE/SQUEEZE, PAD/PAD_V2). Edit records at the end then break the model on
+// purpose (a type, a dimension, an index, a lifetime), which reaches validation in the shim, the
+// firmware and the reference.
 //
-//   input := flags u8 | n h w c | input scale | input zero point | data seed u32
-//            | operation count | operations (a kind byte, then its parameter bytes)
+//   input := flags u8 | data seed u32 | the generator's choices (the input's shape, scale and
+//            zero point, the operation count, each operation's kind and parameters)
 //            | edits (flags >> 6 of them: kind u8, index u8, value u32)
 //
 // flags bit 0: int8 (else uint8); bit 1: NCHW (else NHWC). Past the end of the input every choice

@@ -218,6 +218,54 @@ Json nullable(const std::optional<double>& v) {
     return v ? Json(*v) : Json(nullptr);
 }
 
+// The reference's timed runs: their host times (ms) and the last run's outputs.
+struct ReferenceFigures {
+    std::vector<double> ms;
+    std::vector<framework::OnnxTensor> outputs;
+};
+
+Result<ReferenceFigures> benchReference(hal::IDevice& device, const framework::OnnxImportedModel& m,
+                                        const std::vector<framework::OnnxTensor>& inputs, uint32_t runs) {
+    ReferenceFigures f;
+    for (uint32_t r = 0; r < runs; ++r) {
+        const auto t1 = Clock::now();
+        auto run = NPU_TRY(framework::runOnnxModel(device, m, inputs));
+        f.ms.push_back(msSince(t1));
+        progress("reference", r + 1, runs);
+        f.outputs = std::move(run.outputs);
+    }
+    return f;
+}
+
+// --compare-onnxruntime: ONNX Runtime's time and its agreement with the reference and the NPU,
+// into `j`; false when an output differs beyond the tolerance.
+bool compareOnnxRuntime(const std::string& model, const std::vector<framework::OnnxTensor>& inputs,
+                        uint32_t runs, const ReferenceFigures& ref, const NpuFigures& npu, Json& j) {
+    const auto ort = runOnnxRuntime(model, inputs, runs);
+    j["onnxruntime_ms"] = nullable(ort.ms);
+    if (!ort.ms) {
+        j["onnxruntime_reason"] = ort.reason;
+        return true;
+    }
+    const auto refDiff = compareFloat(ref.outputs, ort.outputs);
+    const auto npuDiff = compareFloat(npu.outputs, ort.outputs);
+    j["onnxruntime_version"] = ort.version;
+    j["max_abs_diff_reference_vs_onnxruntime"] = refDiff.maxAbs;
+    j["max_abs_diff_npu_vs_onnxruntime"] = npuDiff.maxAbs;
+    j["match_onnxruntime"] = refDiff.within && npuDiff.within;
+    return refDiff.within && npuDiff.within;
+}
+
+void printFigures(const Json& j, bool json) {
+    if (json) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
+    for (const auto& [key, value] : j.items()) {
+        if (key != "tolerance") std::printf("%-40s %s\n", key.c_str(), value.dump().c_str());
+    }
+}
+
 }  // namespace
 
 BenchOnnxCli::BenchOnnxCli(CLI::App& bench) {
@@ -270,17 +318,9 @@ int benchOnnx(const BenchOnnxOptions& o) {
 
     std::vector<framework::OnnxTensor> inputs;
     for (size_t i = 0; i < model->inputNames.size(); ++i) inputs.push_back(syntheticInput(*model, i));
-    std::vector<double> refMs;
-    std::vector<framework::OnnxTensor> refOutputs;
-    for (uint32_t r = 0; r < runs_; ++r) {
-        const auto t1 = Clock::now();
-        auto run = framework::runOnnxModel(*ref->device, *model, inputs);
-        if (!run)
-            return std::fprintf(stderr, "npu bench onnx: reference: %s\n", run.error().message.c_str()), 1;
-        refMs.push_back(msSince(t1));
-        progress("reference", r + 1, runs_);
-        refOutputs = std::move(run->outputs);
-    }
+    auto refRun = benchReference(*ref->device, *model, inputs, runs_);
+    if (!refRun)
+        return std::fprintf(stderr, "npu bench onnx: reference: %s\n", refRun.error().message.c_str()), 1;
     auto buffers = framework::onnxInputBuffers(*model, inputs);
     if (!buffers) return std::fprintf(stderr, "npu bench onnx: %s\n", buffers.error().message.c_str()), 2;
     auto npuRun = benchNpu(*model, *plan, devices, *buffers, runs_, *prepared);
@@ -288,9 +328,9 @@ int benchOnnx(const BenchOnnxOptions& o) {
 
     Json j = {{"model", model_},
               {"runs", runs_},
-              {"reference_ms", median(refMs)},
+              {"reference_ms", median(refRun->ms)},
               {"sim_host_ms", median(npuRun->hostMs)},
-              {"reference_ms_percentiles", percentiles(refMs)},
+              {"reference_ms_percentiles", percentiles(refRun->ms)},
               {"sim_host_ms_percentiles", percentiles(npuRun->hostMs)},
               {"sim_device_ms", npuRun->deviceTimed ? Json(npuRun->deviceMs) : Json(nullptr)},
               {"import_compile_ms", importCompileMs},
@@ -298,31 +338,10 @@ int benchOnnx(const BenchOnnxOptions& o) {
               {"ops_total", model->model.main.operations.size()},
               {"partitions", plan->partitions.size()},
               {"onnxruntime_ms", nullptr},
-              {"max_abs_diff_npu_vs_reference", compareFloat(npuRun->outputs, refOutputs).maxAbs},
+              {"max_abs_diff_npu_vs_reference", compareFloat(npuRun->outputs, refRun->outputs).maxAbs},
               {"tolerance", {{"rtol", kRtol}, {"atol", kAtol}}}};
-    bool ok = true;
-    if (o.compareOnnxRuntime) {
-        const auto ort = runOnnxRuntime(model_, inputs, runs_);
-        j["onnxruntime_ms"] = nullable(ort.ms);
-        if (!ort.ms) {
-            j["onnxruntime_reason"] = ort.reason;
-        } else {
-            const auto refDiff = compareFloat(refOutputs, ort.outputs);
-            const auto npuDiff = compareFloat(npuRun->outputs, ort.outputs);
-            j["onnxruntime_version"] = ort.version;
-            j["max_abs_diff_reference_vs_onnxruntime"] = refDiff.maxAbs;
-            j["max_abs_diff_npu_vs_onnxruntime"] = npuDiff.maxAbs;
-            j["match_onnxruntime"] = refDiff.within && npuDiff.within;
-            ok = refDiff.within && npuDiff.within;
-        }
-    }
-    if (o.json) {
-        std::printf("%s\n", j.dump(2).c_str());
-    } else {
-        for (const auto& [key, value] : j.items()) {
-            if (key != "tolerance") std::printf("%-40s %s\n", key.c_str(), value.dump().c_str());
-        }
-    }
+    const bool ok = !o.compareOnnxRuntime || compareOnnxRuntime(model_, inputs, runs_, *refRun, *npuRun, j);
+    printFigures(j, o.json);
     if (!ok) std::fprintf(stderr, "npu bench onnx: outputs differ from ONNX Runtime beyond the tolerance\n");
     return ok ? 0 : 1;
 }

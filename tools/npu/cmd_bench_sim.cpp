@@ -239,66 +239,45 @@ void printText(const nlohmann::ordered_json& j, const wl::Workload& w, const Sim
                j["rss_limit_mib"].get<uint32_t>());
 }
 
-}  // namespace
-
-int BenchSimCli::run() const {
-    sim::HwConfig hw;
-    if (!hwConfig_.empty()) {
-        auto loaded = sim::loadHwConfig(hwConfig_);
-        if (!loaded) {
-            fmt::print(stderr, "npu bench sim: {}\n", loaded.error());
-            return 2;
-        }
-        hw = *loaded;
-    }
-    if (!hostKernel_.empty() && !sim::selectHostKernel(hostKernel_)) {
-        fmt::print(stderr, "npu bench sim: --host-kernel {}: this host cannot run it\n", hostKernel_);
-        return 2;
-    }
-    std::vector<uint8_t> dram(uint64_t{deviceMemoryMiB_} << 20, 0);
-    auto built = wl::buildWorkload(wl::mobilenetV2Layers(inputSize_), hw, 1, dram);
-    if (!built) {
-        fmt::print(stderr, "npu bench sim: {}\n", built.error());
-        return 2;
-    }
-    const wl::Workload& w = *built;
-    auto device = sim::Device::create(hw, dram.data(), dram.size());
-    if (!device) {
-        fmt::print(stderr, "npu bench sim: {}\n", device.error());
-        return 2;
-    }
-    auto sim = timeSimulator(**device, w, repeat_);
-    if (!sim) {
-        fmt::print(stderr, "npu bench sim: {}\n", sim.error());
-        return 1;
-    }
-    std::vector<std::vector<int8_t>> cpuOut;
-    std::vector<double> cpuRuns;
-    for (uint32_t i = 0; i < repeat_; ++i) {
+// The XNNPACK baseline `repeat` times: the median host time in ms; its outputs in `out`.
+sim::Result<double> timeXnnpack(const wl::Workload& w, const std::vector<uint8_t>& dram, uint32_t repeat,
+                                std::vector<std::vector<int8_t>>& out) {
+    std::vector<double> runs;
+    for (uint32_t i = 0; i < repeat; ++i) {
         double ms = 0;
-        if (auto cpu = runXnnpackBaseline(w, dram, cpuOut, &ms); !cpu) {
-            fmt::print(stderr, "npu bench sim: {}\n", cpu.error());
-            return 1;
-        }
-        cpuRuns.push_back(ms);
+        if (auto cpu = runXnnpackBaseline(w, dram, out, &ms); !cpu) return std::unexpected(cpu.error());
+        runs.push_back(ms);
     }
-    const double cpuMs = median(cpuRuns);
-    const Agreement a = compareWithBaselines(w, dram, cpuOut, checkReference_);
+    return median(runs);
+}
 
+// One `npu bench sim` run's figures.
+struct SimBench {
+    const wl::Workload& w;
+    const SimFigures& sim;
+    double cpuMs;
+    const Agreement& a;
+    const sim::HwConfig& hw;
+    uint32_t inputSize, repeat, deviceMemoryMiB;
+};
+
+nlohmann::ordered_json figuresJson(const SimBench& b) {
+    const SimFigures& sim = b.sim;
+    const Agreement& a = b.a;
     nlohmann::ordered_json j;
-    j["workload"] = fmt::format("mobilenet_v2 convolutions, int8, {}x{}x3", inputSize_, inputSize_);
-    j["layers"] = w.layers.size();
-    j["macs"] = w.totalMacs;
-    j["commands"] = w.commandCount;
-    j["runs"] = repeat_;
-    j["sim_host_ms"] = sim->hostMs;
-    j["cpu_host_ms"] = cpuMs;
-    j["ratio"] = cpuMs > 0 ? sim->hostMs / cpuMs : 0.0;
-    j["simulated_macs_per_host_second"] = static_cast<double>(sim->ran.macs) / (sim->hostMs / 1000.0);
-    j["host_time_share"] = {{"arithmetic", sim->arithmeticShare}, {"timing", 1.0 - sim->arithmeticShare}};
-    j["simulated_cycles"] = sim->ran.cycles;
-    j["simulated_ms"] = static_cast<double>(sim->ran.cycles) / (hw.clockMhz * 1000.0);
-    j["pmu_macs"] = sim->ran.macs;
+    j["workload"] = fmt::format("mobilenet_v2 convolutions, int8, {}x{}x3", b.inputSize, b.inputSize);
+    j["layers"] = b.w.layers.size();
+    j["macs"] = b.w.totalMacs;
+    j["commands"] = b.w.commandCount;
+    j["runs"] = b.repeat;
+    j["sim_host_ms"] = sim.hostMs;
+    j["cpu_host_ms"] = b.cpuMs;
+    j["ratio"] = b.cpuMs > 0 ? sim.hostMs / b.cpuMs : 0.0;
+    j["simulated_macs_per_host_second"] = static_cast<double>(sim.ran.macs) / (sim.hostMs / 1000.0);
+    j["host_time_share"] = {{"arithmetic", sim.arithmeticShare}, {"timing", 1.0 - sim.arithmeticShare}};
+    j["simulated_cycles"] = sim.ran.cycles;
+    j["simulated_ms"] = static_cast<double>(sim.ran.cycles) / (b.hw.clockMhz * 1000.0);
+    j["pmu_macs"] = sim.ran.macs;
     j["gemm_kernel"] = sim::hostKernelName();
     j["cpu_baseline"] =
         "XNNPACK qs8 convolution2d_nhwc, 1 thread (setup + run; weight packing at create excluded)";
@@ -309,12 +288,59 @@ int BenchSimCli::run() const {
     if (a.referenceMismatches >= 0) j["reference_mismatches"] = a.referenceMismatches;
     j["outputs_agree"] = a.agree();
     j["peak_rss_mib"] = peakRssMiB();
-    j["device_memory_mib"] = deviceMemoryMiB_;
-    j["rss_limit_mib"] = deviceMemoryMiB_ + 64;
+    j["device_memory_mib"] = b.deviceMemoryMiB;
+    j["rss_limit_mib"] = b.deviceMemoryMiB + 64;
+    return j;
+}
+
+// The simulated NPU's configuration (--hw-config, else the default) and the GEMM kernel
+// (--host-kernel); an error message when either is refused.
+sim::Result<sim::HwConfig> configure(const std::string& hwConfig, const std::string& hostKernel) {
+    sim::HwConfig hw;
+    if (!hwConfig.empty()) {
+        auto loaded = sim::loadHwConfig(hwConfig);
+        if (!loaded) return std::unexpected(loaded.error());
+        hw = *loaded;
+    }
+    if (!hostKernel.empty() && !sim::selectHostKernel(hostKernel))
+        return std::unexpected("--host-kernel " + hostKernel + ": this host cannot run it");
+    return hw;
+}
+
+}  // namespace
+
+int BenchSimCli::run() const {
+    auto hw = configure(hwConfig_, hostKernel_);
+    if (!hw) {
+        fmt::print(stderr, "npu bench sim: {}\n", hw.error());
+        return 2;
+    }
+    std::vector<uint8_t> dram(uint64_t{deviceMemoryMiB_} << 20, 0);
+    auto built = wl::buildWorkload(wl::mobilenetV2Layers(inputSize_), *hw, 1, dram);
+    if (!built) {
+        fmt::print(stderr, "npu bench sim: {}\n", built.error());
+        return 2;
+    }
+    const wl::Workload& w = *built;
+    auto device = sim::Device::create(*hw, dram.data(), dram.size());
+    if (!device) {
+        fmt::print(stderr, "npu bench sim: {}\n", device.error());
+        return 2;
+    }
+    auto sim = timeSimulator(**device, w, repeat_);
+    std::vector<std::vector<int8_t>> cpuOut;
+    auto cpuMs = sim ? timeXnnpack(w, dram, repeat_, cpuOut) : sim::Result<double>(0.0);
+    if (!sim || !cpuMs) {
+        fmt::print(stderr, "npu bench sim: {}\n", !sim ? sim.error() : cpuMs.error());
+        return 1;
+    }
+    const Agreement a = compareWithBaselines(w, dram, cpuOut, checkReference_);
+    const nlohmann::ordered_json j =
+        figuresJson({w, *sim, *cpuMs, a, *hw, inputSize_, repeat_, deviceMemoryMiB_});
     if (json_) {
         fmt::print("{}\n", j.dump(2));
     } else {
-        printText(j, w, *sim, a, hw);
+        printText(j, w, *sim, a, *hw);
     }
     if (!a.agree()) {
         fmt::print(stderr, "npu bench sim: simulator and baseline outputs disagree\n");

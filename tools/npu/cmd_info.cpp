@@ -11,6 +11,87 @@
 
 namespace npu::tools {
 
+namespace {
+
+// What `npu info` shows: the device and the answers of its queries.
+struct InfoFacts {
+    const DeviceChoice& choice;
+    hal::IDevice& device;
+    const shim::NpuInfo& info;
+    const hal::Capabilities& caps;
+    const hal::NumberOfCacheFiles& cacheFiles;
+    const char* dataflow;
+};
+
+nlohmann::json infoJson(const InfoFacts& f, const nlohmann::json& usbDevices) {
+    nlohmann::json j;
+    j["driver"] = {
+        {"version", f.device.getVersionString()}, {"type", "ACCELERATOR"}, {"transport", f.choice.transport}};
+    if (f.choice.transport == "usb") j["usb_devices"] = usbDevices;
+    j["firmware"] = {{"version", f.info.firmwareVersion},
+                     {"protocol", fmt::format("{}.{}", f.info.protocolMajor, f.info.protocolMinor)}};
+    j["hardware"] = {{"id", f.info.hwId},
+                     {"version", f.info.hwVersion},
+                     {"clock_hz", f.info.clockHz},
+                     {"array_rows", f.info.arrayRows},
+                     {"array_cols", f.info.arrayCols},
+                     {"dataflow", f.dataflow},
+                     {"scratchpad_bytes", f.info.scratchpadBytes},
+                     {"accumulator_bytes", f.info.accumulatorBytes},
+                     {"vector_lanes", f.info.vectorLanes},
+                     {"dram_bytes_per_cycle", f.info.dramBytesPerCycle},
+                     {"dram_latency_cycles", f.info.dramLatencyCycles},
+                     {"device_memory_bytes", f.info.deviceMemoryBytes},
+                     {"host_window_bytes", f.info.hostWindowBytes}};
+    nlohmann::json perf = nlohmann::json::array();
+    for (const auto& p : f.caps.operandPerformance) {
+        perf.push_back({{"type", hal::toString(p.type)},
+                        {"exec_time", p.info.execTime},
+                        {"power_usage", p.info.powerUsage}});
+    }
+    j["capabilities"] = {
+        {"operand_performance", perf},
+        {"relaxed_scalar", {{"exec_time", f.caps.relaxedFloat32toFloat16PerformanceScalar.execTime}}},
+        {"relaxed_tensor", {{"exec_time", f.caps.relaxedFloat32toFloat16PerformanceTensor.execTime}}},
+        {"if_exec_time", f.caps.ifPerformance.execTime},
+        {"while_exec_time", f.caps.whilePerformance.execTime},
+        {"model_cache_files", f.cacheFiles.numModelCache},
+        {"data_cache_files", f.cacheFiles.numDataCache}};
+    if (auto counters = shim::queryNpuCounters(f.device)) j["reliability"] = reliabilityJson(*counters);
+    return j;
+}
+
+void printInfo(const InfoFacts& f) {
+    fmt::print("driver     {} (ACCELERATOR), transport {}\n", f.device.getVersionString(),
+               f.choice.transport);
+    fmt::print("firmware   {} (protocol {}.{})\n", f.info.firmwareVersion, f.info.protocolMajor,
+               f.info.protocolMinor);
+    fmt::print("hardware   id 0x{:08x} version 0x{:08x}\n", f.info.hwId, f.info.hwVersion);
+    fmt::print("  clock              {:.0f} MHz\n", static_cast<double>(f.info.clockHz) / 1e6);
+    fmt::print("  MAC array          {} x {} int8, {}\n", f.info.arrayRows, f.info.arrayCols, f.dataflow);
+    fmt::print("  scratchpad         {} KiB, accumulators {} KiB\n", f.info.scratchpadBytes / 1024,
+               f.info.accumulatorBytes / 1024);
+    fmt::print("  vector unit        {} lanes\n", f.info.vectorLanes);
+    fmt::print("  DRAM               {} B/cycle, {} cycles latency, {} MiB ({} MiB host window)\n",
+               f.info.dramBytesPerCycle, f.info.dramLatencyCycles, f.info.deviceMemoryBytes >> 20,
+               f.info.hostWindowBytes >> 20);
+    fmt::print("capabilities (exec time relative to the CPU reference; lower is faster)\n");
+    auto perf = [](float v) {
+        return v >= std::numeric_limits<float>::max() ? std::string("unsupported") : fmt::format("{:.2f}", v);
+    };
+    for (const auto& p : f.caps.operandPerformance) {
+        fmt::print("  {:<32} {:>11}\n", hal::toString(p.type), perf(p.info.execTime));
+    }
+    fmt::print("  {:<32} {:>11}\n", "relaxed float32 (tensor)",
+               perf(f.caps.relaxedFloat32toFloat16PerformanceTensor.execTime));
+    fmt::print("  {:<32} {:>11}\n", "IF / WHILE", perf(f.caps.ifPerformance.execTime));
+    fmt::print("  compilation cache  {} model file(s), {} data file(s)\n", f.cacheFiles.numModelCache,
+               f.cacheFiles.numDataCache);
+    if (auto counters = shim::queryNpuCounters(f.device)) printReliability(*counters);
+}
+
+}  // namespace
+
 int cmdInfo(const DeviceChoice& choice, bool json) {
     // USB: first every NPU device on the bus, its descriptors and firmware (cmd_info_usb.cpp).
     const nlohmann::json usbDevices =
@@ -36,70 +117,13 @@ int cmdInfo(const DeviceChoice& choice, bool json) {
         return 1;
     }
     static const char* kDataflow[] = {"output-stationary", "weight-stationary", "input-stationary"};
-    const char* dataflow = info->dataflow < 3 ? kDataflow[info->dataflow] : "unknown";
+    const InfoFacts facts{choice, device,      *info,
+                          *caps,  *cacheFiles, info->dataflow < 3 ? kDataflow[info->dataflow] : "unknown"};
     if (json) {
-        nlohmann::json j;
-        j["driver"] = {
-            {"version", device.getVersionString()}, {"type", "ACCELERATOR"}, {"transport", choice.transport}};
-        if (choice.transport == "usb") j["usb_devices"] = usbDevices;
-        j["firmware"] = {{"version", info->firmwareVersion},
-                         {"protocol", fmt::format("{}.{}", info->protocolMajor, info->protocolMinor)}};
-        j["hardware"] = {{"id", info->hwId},
-                         {"version", info->hwVersion},
-                         {"clock_hz", info->clockHz},
-                         {"array_rows", info->arrayRows},
-                         {"array_cols", info->arrayCols},
-                         {"dataflow", dataflow},
-                         {"scratchpad_bytes", info->scratchpadBytes},
-                         {"accumulator_bytes", info->accumulatorBytes},
-                         {"vector_lanes", info->vectorLanes},
-                         {"dram_bytes_per_cycle", info->dramBytesPerCycle},
-                         {"dram_latency_cycles", info->dramLatencyCycles},
-                         {"device_memory_bytes", info->deviceMemoryBytes},
-                         {"host_window_bytes", info->hostWindowBytes}};
-        nlohmann::json perf = nlohmann::json::array();
-        for (const auto& p : caps->operandPerformance) {
-            perf.push_back({{"type", hal::toString(p.type)},
-                            {"exec_time", p.info.execTime},
-                            {"power_usage", p.info.powerUsage}});
-        }
-        j["capabilities"] = {
-            {"operand_performance", perf},
-            {"relaxed_scalar", {{"exec_time", caps->relaxedFloat32toFloat16PerformanceScalar.execTime}}},
-            {"relaxed_tensor", {{"exec_time", caps->relaxedFloat32toFloat16PerformanceTensor.execTime}}},
-            {"if_exec_time", caps->ifPerformance.execTime},
-            {"while_exec_time", caps->whilePerformance.execTime},
-            {"model_cache_files", cacheFiles->numModelCache},
-            {"data_cache_files", cacheFiles->numDataCache}};
-        if (auto counters = shim::queryNpuCounters(device)) j["reliability"] = reliabilityJson(*counters);
-        fmt::print("{}\n", j.dump(2));
-        return 0;
+        fmt::print("{}\n", infoJson(facts, usbDevices).dump(2));
+    } else {
+        printInfo(facts);
     }
-    fmt::print("driver     {} (ACCELERATOR), transport {}\n", device.getVersionString(), choice.transport);
-    fmt::print("firmware   {} (protocol {}.{})\n", info->firmwareVersion, info->protocolMajor,
-               info->protocolMinor);
-    fmt::print("hardware   id 0x{:08x} version 0x{:08x}\n", info->hwId, info->hwVersion);
-    fmt::print("  clock              {:.0f} MHz\n", static_cast<double>(info->clockHz) / 1e6);
-    fmt::print("  MAC array          {} x {} int8, {}\n", info->arrayRows, info->arrayCols, dataflow);
-    fmt::print("  scratchpad         {} KiB, accumulators {} KiB\n", info->scratchpadBytes / 1024,
-               info->accumulatorBytes / 1024);
-    fmt::print("  vector unit        {} lanes\n", info->vectorLanes);
-    fmt::print("  DRAM               {} B/cycle, {} cycles latency, {} MiB ({} MiB host window)\n",
-               info->dramBytesPerCycle, info->dramLatencyCycles, info->deviceMemoryBytes >> 20,
-               info->hostWindowBytes >> 20);
-    fmt::print("capabilities (exec time relative to the CPU reference; lower is faster)\n");
-    auto perf = [](float v) {
-        return v >= std::numeric_limits<float>::max() ? std::string("unsupported") : fmt::format("{:.2f}", v);
-    };
-    for (const auto& p : caps->operandPerformance) {
-        fmt::print("  {:<32} {:>11}\n", hal::toString(p.type), perf(p.info.execTime));
-    }
-    fmt::print("  {:<32} {:>11}\n", "relaxed float32 (tensor)",
-               perf(caps->relaxedFloat32toFloat16PerformanceTensor.execTime));
-    fmt::print("  {:<32} {:>11}\n", "IF / WHILE", perf(caps->ifPerformance.execTime));
-    fmt::print("  compilation cache  {} model file(s), {} data file(s)\n", cacheFiles->numModelCache,
-               cacheFiles->numDataCache);
-    if (auto counters = shim::queryNpuCounters(device)) printReliability(*counters);
     return 0;
 }
 

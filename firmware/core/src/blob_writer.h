@@ -3,6 +3,7 @@
 // their own files: the blob writer (commands, relocations, data) and the double-buffered
 // pipelines. Internal to firmware/core.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "blob_format.h"
@@ -97,6 +98,25 @@ void emitCopyPipeline(BlobWriter& w, uint32_t tiles, Load load, Store store) {
         store(t);
         if (t + 2 < tiles) w.emit(isa::makePush(Queue::kStore, Queue::kLoad));
     }
+}
+
+// Tile t of a pooling or resizing, tiled by rowTile output rows (of outH) and channelTile
+// channels (of `channels`), channel tile fastest: image b, output rows [r0, r0 + rows),
+// channels [c0, c0 + ct).
+struct ImageTile {
+    uint32_t b, r0, rows, c0, ct;
+};
+inline ImageTile imageTile(uint32_t t, uint32_t rowTile, uint32_t outH, uint32_t channelTile,
+                           uint32_t channels) {
+    const uint32_t rowTiles = (outH + rowTile - 1) / rowTile;
+    const uint32_t chanTiles = (channels + channelTile - 1) / channelTile;
+    ImageTile x;
+    x.c0 = (t % chanTiles) * channelTile;
+    x.ct = std::min(channelTile, channels - x.c0);
+    x.r0 = (t / chanTiles % rowTiles) * rowTile;
+    x.b = t / chanTiles / rowTiles;
+    x.rows = std::min(rowTile, outH - x.r0);
+    return x;
 }
 
 // The DMA box of rows [y, y + rows) of image b (h x wd pixels, `channels` deep, NHWC or NCHW),

@@ -17,6 +17,80 @@ namespace {
 
 constexpr uint32_t kLutBytes = 256;
 
+// emitMacOp's layout: channel tiles of coutTile output channels; the scratchpad holds the
+// weight buffer(s), two input tiles and two output tiles; the accumulators are split in two.
+// Pair i (channel tile major, rowTiles pairs per channel tile) is one load / compute / store.
+struct MacPair {
+    uint32_t rowTile, c0, ct, wAddr;  // its row tile, channels [c0, c0 + ct), weight buffer
+};
+struct MacLayout {
+    uint32_t k, cout, channelBase, rowTiles, coutTile, channelTiles;
+    bool depthwise;  // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps)
+    // TRANSPOSE_CONV_2D runs the kernel flipped in both spatial dimensions: tap t of kh*kw reads
+    // tap kh*kw - 1 - t (k = taps x cin).
+    bool flip;
+    uint32_t cin;
+    bool doubleWeights;
+    // One row tile (the whole output) and an input shared by every channel tile (not depthwise):
+    // the input is loaded once, into buffer 0, and stays there for every channel tile.
+    bool residentIn;
+    uint64_t weightCap;
+    uint32_t inBuf[2], outBuf[2], accHalf;
+
+    MacLayout(const CompileTarget& t, const OpPlan& plan, uint32_t k_, uint32_t cout_, uint32_t channelBase_,
+              uint32_t rowTiles_, uint64_t inCap, uint64_t outCap)
+        : k(k_), cout(cout_), channelBase(channelBase_), rowTiles(rowTiles_) {
+        coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
+        channelTiles = (cout + coutTile - 1) / coutTile;
+        depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
+        flip = hal::isConvOp(plan.type) && plan.conv.transposed;
+        cin = flip ? plan.conv.cin : 1;
+        doubleWeights = doubleBufferedWeights(t, coutTile, k, cout);
+        residentIn = rowTiles == 1 && !depthwise;
+        weightCap = weightTileBytes(coutTile, k);
+        const uint64_t weightsEnd = weightBufferBytes(t, coutTile, k, cout);
+        inBuf[0] = static_cast<uint32_t>(weightsEnd);
+        inBuf[1] = static_cast<uint32_t>(weightsEnd + inCap);
+        outBuf[0] = static_cast<uint32_t>(weightsEnd + 2 * inCap);
+        outBuf[1] = static_cast<uint32_t>(weightsEnd + 2 * inCap + outCap);
+        accHalf = t.accumulatorBytes / 4 / 2;
+    }
+    // The filter tap a weight row kk reads (flipped for TRANSPOSE_CONV_2D).
+    uint32_t source(uint32_t kk) const { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; }
+    MacPair pair(uint32_t i) const {
+        const uint32_t j = i / rowTiles;
+        MacPair x;
+        x.rowTile = i % rowTiles;
+        x.c0 = j * coutTile;
+        x.ct = std::min(coutTile, cout - x.c0);
+        x.wAddr = doubleWeights ? static_cast<uint32_t>((j % 2) * weightCap) : 0;
+        return x;
+    }
+};
+
+struct BinaryTile;
+struct PoolTiling;
+
+// planMemory's working state. Per operand: the last operation that reads it, whether it has a
+// value yet, and whose bytes it uses (an alias's root); and the temporaries whose bytes are live.
+struct MemoryPlanState {
+    uint32_t* lastUse = nullptr;
+    bool* defined = nullptr;
+    uint32_t* aliasRoot = nullptr;
+    uint32_t* live = nullptr;
+    uint32_t liveCount = 0;
+    // Frees the bytes of every live tensor whose last reader is operation o or earlier.
+    void retire(uint32_t o) {
+        for (uint32_t l = 0; l < liveCount;) {
+            if (lastUse[live[l]] <= o) {
+                live[l] = live[--liveCount];
+            } else {
+                ++l;
+            }
+        }
+    }
+};
+
 class ModelCompiler {
 public:
     ModelCompiler(const CompileTarget& t, const ModelDesc& m, const MacTiling* tilings)
@@ -33,6 +107,10 @@ private:
     Layout layoutOf(const BlobWriter& counter) const;
     FwStatus checkModel();
     FwStatus planMemory(Arena& scratch);
+    FwStatus startMemoryPlan(Arena& scratch, MemoryPlanState* st);
+    FwStatus checkInputsWritten(const MemoryPlanState& st, uint32_t o) const;
+    FwStatus placeOutput(MemoryPlanState& st, uint32_t o);
+    uint64_t firstFit(const MemoryPlanState& st, uint64_t bytes) const;
     FwStatus planFusion(Arena& scratch);
     bool fusableAdd(uint32_t convOp, uint32_t addOp, const uint32_t* producer) const;
     bool aliasesInput(uint32_t opIndex) const;
@@ -42,10 +120,19 @@ private:
     void emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uint32_t cout, uint32_t channelBase,
                    const OperandDesc& filter, const OperandDesc& bias, uint32_t rowTiles, uint64_t inCap,
                    uint64_t outCap, LoadIn loadIn, Compute compute, StoreOut storeOut, Fused fused);
+    void emitMacWeights(BlobWriter& w, const MacLayout& L, const uint8_t* weights, const uint8_t* biases,
+                        const MacPair& x);
+    void emitMacRequant(BlobWriter& w, const OpPlan& plan, const MacLayout& L, const MacPair& x, uint32_t acc,
+                        uint32_t rows, uint32_t outAddr);
     void emitConv(BlobWriter& w, const OpPlan& plan, uint32_t fusedAdd);
+    void emitFusedAddTile(BlobWriter& w, const OpPlan& conv, uint32_t fusedAdd, uint32_t aAddr,
+                          uint32_t bAddr, uint32_t outAddr, uint32_t rows, uint32_t ct);
     void emitFc(BlobWriter& w, const OpPlan& plan);
     void emitAdd(BlobWriter& w, const OpPlan& plan);
+    void emitBinaryTile(BlobWriter& w, const OpPlan& plan, const BinaryTile& x, const isa::AddDesc& d,
+                        uint32_t tableA, uint32_t tableB);
     void emitPool(BlobWriter& w, const OpPlan& plan);
+    void emitPoolTile(BlobWriter& w, const OpPlan& plan, const PoolTiling& tiling, uint32_t t);
     void emitCopy(BlobWriter& w, const OpPlan& plan);
     void emitPad(BlobWriter& w, const OpPlan& plan);
     void emitSoftmax(BlobWriter& w, const OpPlan& plan);
@@ -117,108 +204,123 @@ FwStatus ModelCompiler::checkModel() {
 // Inputs and outputs live in the host window (relocated at execute); temporaries get offsets in
 // the activation area, reused once their last reader has run (first fit over live tensors).
 FwStatus ModelCompiler::planMemory(Arena& scratch) {
+    MemoryPlanState st;
+    if (FwStatus status = startMemoryPlan(scratch, &st); !status.ok()) return status;
     const ModelDesc& m = model_;
-    refs_ = scratch.allocateArray<TensorRef>(m.operandCount);
-    constOffset_ = scratch.allocateArray<uint64_t>(m.operandCount);
-    uint32_t* lastUse = scratch.allocateArray<uint32_t>(m.operandCount);
-    bool* defined = scratch.allocateArray<bool>(m.operandCount);
-    uint32_t* live = scratch.allocateArray<uint32_t>(m.operandCount);
-    uint32_t* aliasRoot = scratch.allocateArray<uint32_t>(m.operandCount);  // whose bytes an operand uses
-    if (refs_ == nullptr || constOffset_ == nullptr || lastUse == nullptr || defined == nullptr ||
-        live == nullptr || aliasRoot == nullptr) {
-        return FwStatus::make(Code::kResourceExhaustedTransient,
-                              "compiler scratch exhausted (%" PRIu32 " operands)", m.operandCount);
-    }
-    for (uint32_t i = 0; i < m.operandCount; ++i) aliasRoot[i] = i;
-    for (uint32_t i = 0; i < m.inputCount; ++i) {
-        refs_[m.inputIndexes[i]] = {kRegionIo, 0, false, i};
-        defined[m.inputIndexes[i]] = true;
-    }
-    for (uint32_t i = 0; i < m.outputCount; ++i) refs_[m.outputIndexes[i]] = {kRegionIo, 0, true, i};
     for (uint32_t o = 0; o < m.operationCount; ++o) {
-        const OperationDesc& op = m.operations[o];
-        for (uint32_t i = 0; i < op.inputCount; ++i) lastUse[op.inputs[i]] = o;
-        lastUse[op.outputs[0]] = std::max(lastUse[op.outputs[0]], o);
-    }
-    uint32_t liveCount = 0;
-    for (uint32_t o = 0; o < m.operationCount; ++o) {
-        const OperationDesc& op = m.operations[o];
-        for (uint32_t i = 0; i < op.inputCount; ++i) {
-            const OperandDesc& d = m.operands[op.inputs[i]];
-            const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
-                                    d.lifetime == hal::kSubgraphInput;
-            const bool data = hal::isQuant8Data(d.type) || d.type == hal::kTensorFloat32 ||
-                              d.type == hal::kTensorQuant8Symm;
-            if (tensorData && data && !defined[op.inputs[i]]) {
-                return FwStatus::make(Code::kInvalidArgument,
-                                      "operation %" PRIu32 " reads operand %" PRIu32
-                                      " before any operation writes it",
-                                      o, op.inputs[i]);
-            }
-        }
-        if (fusedInto_[o] != kNoFusion) {  // written (and placed) with its convolution
-            for (uint32_t l = 0; l < liveCount;) {
-                if (lastUse[live[l]] <= o) {
-                    live[l] = live[--liveCount];
-                } else {
-                    ++l;
-                }
-            }
-            continue;
-        }
-        // A convolution with a fused ADD writes the ADD's output, not its own (which only the
-        // ADD reads): that output is placed now, clear of every tensor live while the
-        // convolution reads its input.
-        uint32_t out = op.outputs[0];
-        if (fusedAdd_[o] != kNoFusion) {
-            defined[out] = true;
-            out = m.operations[fusedAdd_[o]].outputs[0];
-        }
-        if (defined[out])
-            return FwStatus::make(
-                Code::kInvalidArgument,
-                "operation %" PRIu32 " writes operand %" PRIu32 ", which already has a value", o, out);
-        defined[out] = true;
-        if (aliasesInput(o)) {  // RESHAPE / SQUEEZE of a temporary or input: the same bytes
-            const uint32_t root = aliasRoot[op.inputs[0]];
-            refs_[out] = refs_[op.inputs[0]];
-            aliasRoot[out] = root;
-            lastUse[root] = std::max(lastUse[root], lastUse[out]);  // keep the bytes while either is read
-            plans_[o].copy.alias = true;
-        } else if (m.operands[out].lifetime == hal::kTemporary) {
-            const uint64_t bytes = align(tensorBytes(m.operands[out]), 64);
-            uint64_t offset = 0;
-            bool moved = true;
-            while (moved) {  // lowest offset that overlaps no live tensor
-                moved = false;
-                for (uint32_t l = 0; l < liveCount; ++l) {
-                    const TensorRef& r = refs_[live[l]];
-                    const uint64_t end = r.offset + align(tensorBytes(m.operands[live[l]]), 64);
-                    if (offset < end && r.offset < offset + bytes) {
-                        offset = end;
-                        moved = true;
-                    }
-                }
-            }
-            refs_[out] = {kRegionActivation, offset, false, 0};
-            activationBytes_ = std::max(activationBytes_, offset + bytes);
-            live[liveCount++] = out;
-        }
-        for (uint32_t l = 0; l < liveCount;) {
-            if (lastUse[live[l]] <= o) {
-                live[l] = live[--liveCount];
-            } else {
-                ++l;
-            }
-        }
+        FwStatus status = checkInputsWritten(st, o);
+        if (status.ok() && fusedInto_[o] == kNoFusion)
+            status = placeOutput(st, o);  // else with its convolution
+        if (!status.ok()) return status;
+        st.retire(o);
     }
     for (uint32_t i = 0; i < m.outputCount; ++i) {
-        if (!defined[m.outputIndexes[i]])
+        if (!st.defined[m.outputIndexes[i]])
             return FwStatus::make(Code::kInvalidArgument,
                                   "model output %" PRIu32 " (operand %" PRIu32 ") is written by no operation",
                                   i, m.outputIndexes[i]);
     }
     return FwStatus::okStatus();
+}
+
+// planMemory's scratch, the IO operands' places, and each operand's last reader.
+FwStatus ModelCompiler::startMemoryPlan(Arena& scratch, MemoryPlanState* st) {
+    const ModelDesc& m = model_;
+    refs_ = scratch.allocateArray<TensorRef>(m.operandCount);
+    constOffset_ = scratch.allocateArray<uint64_t>(m.operandCount);
+    st->lastUse = scratch.allocateArray<uint32_t>(m.operandCount);
+    st->defined = scratch.allocateArray<bool>(m.operandCount);
+    st->live = scratch.allocateArray<uint32_t>(m.operandCount);
+    st->aliasRoot = scratch.allocateArray<uint32_t>(m.operandCount);
+    if (refs_ == nullptr || constOffset_ == nullptr || st->lastUse == nullptr || st->defined == nullptr ||
+        st->live == nullptr || st->aliasRoot == nullptr) {
+        return FwStatus::make(Code::kResourceExhaustedTransient,
+                              "compiler scratch exhausted (%" PRIu32 " operands)", m.operandCount);
+    }
+    for (uint32_t i = 0; i < m.operandCount; ++i) st->aliasRoot[i] = i;
+    for (uint32_t i = 0; i < m.inputCount; ++i) {
+        refs_[m.inputIndexes[i]] = {kRegionIo, 0, false, i};
+        st->defined[m.inputIndexes[i]] = true;
+    }
+    for (uint32_t i = 0; i < m.outputCount; ++i) refs_[m.outputIndexes[i]] = {kRegionIo, 0, true, i};
+    for (uint32_t o = 0; o < m.operationCount; ++o) {
+        const OperationDesc& op = m.operations[o];
+        for (uint32_t i = 0; i < op.inputCount; ++i) st->lastUse[op.inputs[i]] = o;
+        st->lastUse[op.outputs[0]] = std::max(st->lastUse[op.outputs[0]], o);
+    }
+    return FwStatus::okStatus();
+}
+
+// Operation o reads no tensor that no earlier operation (or the model's input) wrote.
+FwStatus ModelCompiler::checkInputsWritten(const MemoryPlanState& st, uint32_t o) const {
+    const OperationDesc& op = model_.operations[o];
+    for (uint32_t i = 0; i < op.inputCount; ++i) {
+        const OperandDesc& d = model_.operands[op.inputs[i]];
+        const bool tensorData = d.lifetime == hal::kTemporary || d.lifetime == hal::kSubgraphOutput ||
+                                d.lifetime == hal::kSubgraphInput;
+        const bool data =
+            hal::isQuant8Data(d.type) || d.type == hal::kTensorFloat32 || d.type == hal::kTensorQuant8Symm;
+        if (tensorData && data && !st.defined[op.inputs[i]]) {
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "operation %" PRIu32 " reads operand %" PRIu32
+                                  " before any operation writes it",
+                                  o, op.inputs[i]);
+        }
+    }
+    return FwStatus::okStatus();
+}
+
+// Places operation o's output: the bytes of its input (an alias), or the lowest offset of the
+// activation area that overlaps no live tensor (a temporary); IO stays in the host window.
+FwStatus ModelCompiler::placeOutput(MemoryPlanState& st, uint32_t o) {
+    const ModelDesc& m = model_;
+    const OperationDesc& op = m.operations[o];
+    // A convolution with a fused ADD writes the ADD's output, not its own (which only the
+    // ADD reads): that output is placed now, clear of every tensor live while the
+    // convolution reads its input.
+    uint32_t out = op.outputs[0];
+    if (fusedAdd_[o] != kNoFusion) {
+        st.defined[out] = true;
+        out = m.operations[fusedAdd_[o]].outputs[0];
+    }
+    if (st.defined[out])
+        return FwStatus::make(Code::kInvalidArgument,
+                              "operation %" PRIu32 " writes operand %" PRIu32 ", which already has a value",
+                              o, out);
+    st.defined[out] = true;
+    if (aliasesInput(o)) {  // RESHAPE / SQUEEZE of a temporary or input: the same bytes
+        const uint32_t root = st.aliasRoot[op.inputs[0]];
+        refs_[out] = refs_[op.inputs[0]];
+        st.aliasRoot[out] = root;
+        st.lastUse[root] =
+            std::max(st.lastUse[root], st.lastUse[out]);  // keep the bytes while either is read
+        plans_[o].copy.alias = true;
+    } else if (m.operands[out].lifetime == hal::kTemporary) {
+        const uint64_t bytes = align(tensorBytes(m.operands[out]), 64);
+        const uint64_t offset = firstFit(st, bytes);
+        refs_[out] = {kRegionActivation, offset, false, 0};
+        activationBytes_ = std::max(activationBytes_, offset + bytes);
+        st.live[st.liveCount++] = out;
+    }
+    return FwStatus::okStatus();
+}
+
+// The lowest activation offset where `bytes` overlap no live tensor.
+uint64_t ModelCompiler::firstFit(const MemoryPlanState& st, uint64_t bytes) const {
+    uint64_t offset = 0;
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (uint32_t l = 0; l < st.liveCount; ++l) {
+            const TensorRef& r = refs_[st.live[l]];
+            const uint64_t end = r.offset + align(tensorBytes(model_.operands[st.live[l]]), 64);
+            if (offset < end && r.offset < offset + bytes) {
+                offset = end;
+                moved = true;
+            }
+        }
+    }
+    return offset;
 }
 
 // What a fused operation adds to emitMacOp's pipeline: load(i, rowTile, c0, ct) in pair i's
@@ -357,115 +459,96 @@ void ModelCompiler::emitMacOp(BlobWriter& w, const OpPlan& plan, uint32_t k, uin
                               uint32_t channelBase, const OperandDesc& filter, const OperandDesc& bias,
                               uint32_t rowTiles, uint64_t inCap, uint64_t outCap, LoadIn loadIn,
                               Compute compute, StoreOut storeOut, Fused fused) {
-    const uint32_t coutTile = hal::isConvOp(plan.type) ? plan.conv.tiling.coutTile : plan.fc.tiling.coutTile;
-    const uint32_t channelTiles = (cout + coutTile - 1) / coutTile;
-    // DEPTHWISE_CONV_2D's filter [1][kh][kw][cout] is already K-major (k = kh*kw taps).
-    const bool depthwise = hal::isConvOp(plan.type) && plan.conv.depthwise;
-    // TRANSPOSE_CONV_2D runs the kernel flipped in both spatial dimensions: tap t of kh*kw reads
-    // tap kh*kw - 1 - t (k = taps x cin).
-    const bool flip = hal::isConvOp(plan.type) && plan.conv.transposed;
-    const uint32_t cin = flip ? plan.conv.cin : 1;
-    auto source = [&](uint32_t kk) { return flip ? (k / cin - 1 - kk / cin) * cin + kk % cin : kk; };
-    const bool doubleWeights = doubleBufferedWeights(target_, coutTile, k, cout);
-    // One row tile (the whole output) and an input shared by every channel tile (not depthwise):
-    // the input is loaded once, into buffer 0, and stays there for every channel tile.
-    const bool residentIn = rowTiles == 1 && !depthwise;
-    const uint64_t weightCap = weightTileBytes(coutTile, k),
-                   weightsEnd = weightBufferBytes(target_, coutTile, k, cout);
-    const uint32_t inBuf[2] = {static_cast<uint32_t>(weightsEnd), static_cast<uint32_t>(weightsEnd + inCap)};
-    const uint32_t outBuf[2] = {static_cast<uint32_t>(weightsEnd + 2 * inCap),
-                                static_cast<uint32_t>(weightsEnd + 2 * inCap + outCap)};
-    const uint32_t accHalf = target_.accumulatorBytes / 4 / 2;
+    const MacLayout L(target_, plan, k, cout, channelBase, rowTiles, inCap, outCap);
     const uint8_t* weights = constantData(target_, filter);
     const uint8_t* biases = constantData(target_, bias);
-    // Pair i (channel tile major): its channels [c0, c0 + ct) and weight buffer wAddr.
-    auto channels = [&](uint32_t i, uint32_t* c0, uint32_t* ct, uint32_t* wAddr) {
-        const uint32_t j = i / rowTiles;
-        *c0 = j * coutTile;
-        *ct = std::min(coutTile, cout - *c0);
-        *wAddr = doubleWeights ? static_cast<uint32_t>((j % 2) * weightCap) : 0;
-    };
-    // Weights re-laid out K-major with the tile's output channels contiguous (the array's column
-    // order), followed by the tile's int32 biases, loaded to `wAddr`.
-    auto loadWeights = [&](uint32_t c0, uint32_t ct, uint32_t wAddr) {
-        const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
-        const uint64_t dataOffset = w.reserveData(tileBytes);
-        if (uint8_t* dst = w.data(dataOffset)) {
-            for (uint32_t kk = 0; kk < k; ++kk) {
-                for (uint32_t co = 0; co < ct; ++co) {
-                    dst[uint64_t{kk} * ct + co] =
-                        depthwise ? weights[uint64_t{kk} * cout + c0 + co]
-                                  : weights[uint64_t{channelBase + c0 + co} * k + source(kk)];
-                }
-            }
-            std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (channelBase + c0), 4ull * ct);
-        }
-        isa::DmaBox box;
-        box.dramOffset = dataOffset;
-        box.sramAddr = wAddr;
-        box.innerBytes = static_cast<uint32_t>(tileBytes);
-        w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
-    };
     w.emit(isa::makeVecParams(plan.vec));
-    const uint32_t perPipeline = doubleWeights ? channelTiles : 1;
-    for (uint32_t firstTile = 0; firstTile < channelTiles; firstTile += perPipeline) {
+    const uint32_t perPipeline = L.doubleWeights ? L.channelTiles : 1;
+    for (uint32_t firstTile = 0; firstTile < L.channelTiles; firstTile += perPipeline) {
         if (firstTile > 0 || channelBase > 0)
             w.emit(isa::makeFence());  // a weight buffer in use is about to be overwritten
         const uint32_t base = firstTile * rowTiles;
         emitPipeline(
             w, perPipeline * rowTiles,
             [&](uint32_t t) {
-                uint32_t c0, ct, wAddr;
-                channels(base + t, &c0, &ct, &wAddr);
-                if ((base + t) % rowTiles == 0) loadWeights(c0, ct, wAddr);
-                if (!residentIn || base + t == 0)
-                    loadIn((base + t) % rowTiles, inBuf[(base + t) % 2], c0, ct);
-                fused.load(base + t, (base + t) % rowTiles, c0, ct);
+                const MacPair x = L.pair(base + t);
+                if (x.rowTile == 0) emitMacWeights(w, L, weights, biases, x);
+                if (!L.residentIn || base + t == 0) loadIn(x.rowTile, L.inBuf[(base + t) % 2], x.c0, x.ct);
+                fused.load(base + t, x.rowTile, x.c0, x.ct);
             },
             [&](uint32_t t) {
                 const uint32_t i = base + t;
-                uint32_t c0, ct, wAddr;
-                channels(i, &c0, &ct, &wAddr);
-                const uint32_t acc = (i % 2) * accHalf;
-                const uint32_t rows = compute(i % rowTiles, inBuf[residentIn ? 0 : i % 2], wAddr, acc, ct);
-                isa::RequantDesc r;
-                r.accAddr = acc;
-                r.accRowStride = ct;
-                r.rows = rows;
-                r.cols = ct;
-                r.biasAddr = wAddr + k * ct;
-                r.outAddr = outBuf[i % 2];
-                r.outRowStride = ct;
-                const uint32_t flags =
-                    isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
-                if (plan.channelScales == nullptr) {
-                    w.emit(isa::makeRequant(r, flags));
-                    fused.afterRequant(i, outBuf[i % 2], rows, ct);
-                    return;
-                }
-                // Per-channel: the vector unit holds one multiplier, so each output channel is
-                // one column requantized under its own VEC_PARAMS.
-                for (uint32_t co = 0; co < ct; ++co) {
-                    isa::VecParams v = plan.vec;
-                    QuantizedMultiplier qm;
-                    channelMultiplier(plan, channelBase + c0 + co, &qm);  // checked by the planner
-                    v.outMult = qm.multiplier;
-                    v.outShift = qm.shift;
-                    w.emit(isa::makeVecParams(v));
-                    isa::RequantDesc rc = r;
-                    rc.accAddr = acc + co;
-                    rc.cols = 1;
-                    rc.biasAddr = r.biasAddr + 4 * co;
-                    rc.outAddr = outBuf[i % 2] + co;
-                    w.emit(isa::makeRequant(rc, flags));
-                }
-                fused.afterRequant(i, outBuf[i % 2], rows, ct);
+                const MacPair x = L.pair(i);
+                const uint32_t acc = (i % 2) * L.accHalf;
+                const uint32_t rows =
+                    compute(x.rowTile, L.inBuf[L.residentIn ? 0 : i % 2], x.wAddr, acc, x.ct);
+                emitMacRequant(w, plan, L, x, acc, rows, L.outBuf[i % 2]);
+                fused.afterRequant(i, L.outBuf[i % 2], rows, x.ct);
             },
             [&](uint32_t t) {
-                uint32_t c0, ct, wAddr;
-                channels(base + t, &c0, &ct, &wAddr);
-                storeOut((base + t) % rowTiles, outBuf[(base + t) % 2], c0, ct);
+                const MacPair x = L.pair(base + t);
+                storeOut(x.rowTile, L.outBuf[(base + t) % 2], x.c0, x.ct);
             });
+    }
+}
+
+// Weights re-laid out K-major with the tile's output channels contiguous (the array's column
+// order), followed by the tile's int32 biases, loaded to the pair's weight buffer.
+void ModelCompiler::emitMacWeights(BlobWriter& w, const MacLayout& L, const uint8_t* weights,
+                                   const uint8_t* biases, const MacPair& x) {
+    const uint32_t k = L.k, c0 = x.c0, ct = x.ct;
+    const uint64_t tileBytes = uint64_t{k} * ct + 4ull * ct;
+    const uint64_t dataOffset = w.reserveData(tileBytes);
+    if (uint8_t* dst = w.data(dataOffset)) {
+        for (uint32_t kk = 0; kk < k; ++kk) {
+            for (uint32_t co = 0; co < ct; ++co) {
+                dst[uint64_t{kk} * ct + co] =
+                    L.depthwise ? weights[uint64_t{kk} * L.cout + c0 + co]
+                                : weights[uint64_t{L.channelBase + c0 + co} * k + L.source(kk)];
+            }
+        }
+        std::memcpy(dst + uint64_t{k} * ct, biases + 4ull * (L.channelBase + c0), 4ull * ct);
+    }
+    isa::DmaBox box;
+    box.dramOffset = dataOffset;
+    box.sramAddr = x.wAddr;
+    box.innerBytes = static_cast<uint32_t>(tileBytes);
+    w.dma(Opcode::kDmaLoad, {kRegionData, 0, false, 0}, box);
+}
+
+// The REQUANT of a pair's accumulators (`rows` rows at `acc`) to `outAddr`, with the bias after
+// the pair's weights.
+void ModelCompiler::emitMacRequant(BlobWriter& w, const OpPlan& plan, const MacLayout& L, const MacPair& x,
+                                   uint32_t acc, uint32_t rows, uint32_t outAddr) {
+    const uint32_t ct = x.ct;
+    isa::RequantDesc r;
+    r.accAddr = acc;
+    r.accRowStride = ct;
+    r.rows = rows;
+    r.cols = ct;
+    r.biasAddr = x.wAddr + L.k * ct;
+    r.outAddr = outAddr;
+    r.outRowStride = ct;
+    const uint32_t flags = isa::vec::kFlagHasBias | (plan.signedOut ? isa::vec::kFlagSignedOut : 0u);
+    if (plan.channelScales == nullptr) {
+        w.emit(isa::makeRequant(r, flags));
+        return;
+    }
+    // Per-channel: the vector unit holds one multiplier, so each output channel is one column
+    // requantized under its own VEC_PARAMS.
+    for (uint32_t co = 0; co < ct; ++co) {
+        isa::VecParams v = plan.vec;
+        QuantizedMultiplier qm;
+        channelMultiplier(plan, L.channelBase + x.c0 + co, &qm);  // checked by the planner
+        v.outMult = qm.multiplier;
+        v.outShift = qm.shift;
+        w.emit(isa::makeVecParams(v));
+        isa::RequantDesc rc = r;
+        rc.accAddr = acc + co;
+        rc.cols = 1;
+        rc.biasAddr = r.biasAddr + 4 * co;
+        rc.outAddr = outAddr + co;
+        w.emit(isa::makeRequant(rc, flags));
     }
 }
 
@@ -583,11 +666,119 @@ void emitUpsampledLoad(BlobWriter& w, const TensorRef& in, const ConvPlan& p, ui
     }
 }
 
+// A CONV_2D's tiles: rowTile output rows of one image; tile t's window is the input rows it
+// needs, clipped to the image (padding rows are never loaded). A tile whose windows all lie in
+// the padding (end == first) gets one row of zero points instead: every tap then adds nothing,
+// so its outputs are bias-only through the same REQUANT.
+struct ConvWindow {
+    uint32_t b, r0, mt, first, end, padTop;  // image, output rows [r0, r0 + mt), input rows
+};
+struct ConvTiling {
+    const ConvPlan& p;
+    uint32_t m, tilesPerImage;
+    uint64_t effH;
+    explicit ConvTiling(const ConvPlan& plan)
+        : p(plan),
+          m(plan.tiling.rowTile),
+          tilesPerImage((plan.outH + plan.tiling.rowTile - 1) / plan.tiling.rowTile),
+          effH(uint64_t{plan.kh - 1} * plan.dilY + 1) {}
+    ConvWindow window(uint32_t t) const {
+        ConvWindow x;
+        x.b = t / tilesPerImage;
+        x.r0 = (t % tilesPerImage) * m;
+        x.mt = std::min(m, p.outH - x.r0);
+        const int64_t y0 = int64_t{x.r0} * p.strideY - p.padTop;
+        const int64_t y1 = int64_t{x.r0 + x.mt - 1} * p.strideY - p.padTop + static_cast<int64_t>(effH);
+        x.first = static_cast<uint32_t>(std::clamp<int64_t>(y0, 0, p.inH));
+        x.end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
+        x.padTop = x.end > x.first ? static_cast<uint32_t>(x.first - y0) : 0;
+        return x;
+    }
+    // The output box of tile t (channels c0..c0+ct of group g) in DRAM, at scratchpad `sram`:
+    // where the tile is stored, and where a fused ADD's other input is read.
+    isa::DmaBox outputBox(uint32_t t, uint32_t g, uint32_t sram, uint32_t c0, uint32_t ct) const {
+        const ConvWindow x = window(t);
+        const uint32_t coutG = p.coutGroup();
+        isa::DmaBox box;
+        box.sramAddr = sram;
+        box.rows = x.mt * p.outW;
+        if (!p.nchw) {
+            box.dramOffset = (uint64_t{x.b} * p.outH + x.r0) * p.outW * p.cout + g * coutG + c0;
+            box.innerBytes = ct;
+            box.dramRowStride = p.cout;
+            box.sramRowStride = ct;
+        } else {
+            box.dramOffset =
+                (uint64_t{x.b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{x.r0} * p.outW;
+            box.innerBytes = 1;
+            box.dramRowStride = 1;
+            box.sramRowStride = ct;
+            box.planes = ct;
+            box.dramPlaneStride = p.outH * p.outW;
+            box.sramPlaneStride = 1;
+        }
+        return box;
+    }
+};
+
+// The input tile of conv tile t (group g, channels [c0, c0 + ct) when depthwise) to `sram`.
+void emitConvInput(BlobWriter& w, const OpPlan& plan, const ConvTiling& tiling, const TensorRef& in,
+                   uint32_t t, uint32_t g, uint32_t sram, uint32_t c0, uint32_t ct) {
+    const ConvPlan& p = plan.conv;
+    const ConvWindow x = tiling.window(t);
+    if (x.end == x.first) {  // all padding: one row of zero points (see ConvTiling)
+        isa::DmaBox fill;
+        fill.sramAddr = sram;
+        fill.innerBytes = p.inW * (p.depthwise ? ct : p.cinGroup());
+        w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
+                            static_cast<uint32_t>(plan.zpIn) & 0xFF));
+        return;
+    }
+    if (p.depthwise) {
+        emitDepthwiseLoad(w, in, p, x.b, x.first, x.end, c0, ct, sram);
+        return;
+    }
+    if (p.transposed) {
+        emitUpsampledLoad(w, in, p, x.b, x.first, x.end, plan.zpIn, sram);
+        return;
+    }
+    w.dma(Opcode::kDmaLoad, in, convInputBox(p, x.b, x.first, x.end, g, sram));
+}
+
+// Conv tile t's CONV (or DW_CONV) from the input at `sram` and the weights at `wAddr` into the
+// accumulators at `acc`; returns the accumulator rows it wrote.
+uint32_t emitConvTile(BlobWriter& w, const OpPlan& plan, const ConvTiling& tiling, uint32_t t, uint32_t sram,
+                      uint32_t wAddr, uint32_t acc, uint32_t ct) {
+    const ConvPlan& p = plan.conv;
+    const ConvWindow x = tiling.window(t);
+    isa::ConvDesc d;
+    d.ifmAddr = sram;
+    d.ifmH = std::max<uint32_t>(x.end - x.first, 1);
+    d.ifmW = p.inW;
+    d.ifmC = p.depthwise ? ct : p.cinGroup();
+    d.ifmRowStride = p.inW * d.ifmC;
+    d.wAddr = wAddr;
+    d.kernelH = p.kh;
+    d.kernelW = p.kw;
+    d.strideY = p.strideY;
+    d.strideX = p.strideX;
+    d.dilY = p.dilY;
+    d.dilX = p.dilX;
+    d.padTop = x.padTop;
+    d.padLeft = p.padLeft;
+    d.ofmH = x.mt;
+    d.ofmW = p.outW;
+    d.cout = ct;
+    d.accAddr = acc;
+    d.zpIn = plan.zpIn;
+    d.zpW = plan.zpWeights;
+    w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
+    return x.mt * p.outW;
+}
+
 void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan, uint32_t fusedAdd) {
     const ConvPlan& p = plan.conv;
-    const uint32_t m = p.tiling.rowTile;
-    const uint32_t tilesPerImage = (p.outH + m - 1) / m;
-    const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1;
+    const ConvTiling tiling(p);
     const ConvBuffers buffers = convBuffers(target_, p);
     const uint64_t inCap = buffers.inCap, outCap = buffers.outCap;
     const bool fused = fusedAdd != kNoFusion;
@@ -598,127 +789,51 @@ void ModelCompiler::emitConv(BlobWriter& w, const OpPlan& plan, uint32_t fusedAd
     const bool convIsA = fused && add->a == p.output;
     const TensorRef other = fused ? ref(w, convIsA ? add->b : add->a) : TensorRef{};
     const uint64_t otherBuf = buffers.weights + 2 * inCap + 2 * outCap;
-    const uint32_t k = static_cast<uint32_t>(p.taps());
-    const uint32_t cinG = p.cinGroup(), coutG = p.coutGroup();
-    uint32_t g = 0;  // the group being emitted (GROUPED_CONV_2D; else 0)
-    // The input rows a tile needs, clipped to the image (padding rows are never loaded). A tile
-    // whose windows all lie in the padding (end == first) gets one row of zero points instead:
-    // every tap then adds nothing, so its outputs are bias-only through the same REQUANT.
-    auto window = [&](uint32_t t, uint32_t* b, uint32_t* r0, uint32_t* mt, uint32_t* first, uint32_t* end,
-                      uint32_t* padTop) {
-        *b = t / tilesPerImage;
-        *r0 = (t % tilesPerImage) * m;
-        *mt = std::min(m, p.outH - *r0);
-        const int64_t y0 = int64_t{*r0} * p.strideY - p.padTop;
-        const int64_t y1 = int64_t{*r0 + *mt - 1} * p.strideY - p.padTop + static_cast<int64_t>(effH);
-        *first = static_cast<uint32_t>(std::clamp<int64_t>(y0, 0, p.inH));
-        *end = static_cast<uint32_t>(std::clamp<int64_t>(y1, 0, p.inH));
-        *padTop = *end > *first ? static_cast<uint32_t>(*first - y0) : 0;
-    };
-    // The output box of tile t (rows r0.. of image b, channels c0..c0+ct of group g) in DRAM,
-    // at scratchpad `sram`: where the tile is stored, and where a fused ADD's other input is read.
-    auto outputBox = [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-        uint32_t b, r0, mt, first, end, padTop;
-        window(t, &b, &r0, &mt, &first, &end, &padTop);
-        isa::DmaBox box;
-        box.sramAddr = sram;
-        if (!p.nchw) {
-            box.dramOffset = (uint64_t{b} * p.outH + r0) * p.outW * p.cout + g * coutG + c0;
-            box.innerBytes = ct;
-            box.rows = mt * p.outW;
-            box.dramRowStride = p.cout;
-            box.sramRowStride = ct;
-        } else {
-            box.dramOffset =
-                (uint64_t{b} * p.cout + g * coutG + c0) * p.outH * p.outW + uint64_t{r0} * p.outW;
-            box.innerBytes = 1;
-            box.rows = mt * p.outW;
-            box.dramRowStride = 1;
-            box.sramRowStride = ct;
-            box.planes = ct;
-            box.dramPlaneStride = p.outH * p.outW;
-            box.sramPlaneStride = 1;
-        }
-        return box;
-    };
-    for (; g < p.groups; ++g)
+    const uint32_t k = static_cast<uint32_t>(p.taps()), coutG = p.coutGroup();
+    for (uint32_t g = 0; g < p.groups; ++g)  // g: the group being emitted (GROUPED_CONV_2D; else 0)
         emitMacOp(
             w, plan, k, coutG, g * coutG, model_.operands[p.filter], model_.operands[p.bias],
-            p.batch * tilesPerImage, inCap, outCap,
+            p.batch * tiling.tilesPerImage, inCap, outCap,
             [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-                uint32_t b, r0, mt, first, end, padTop;
-                window(t, &b, &r0, &mt, &first, &end, &padTop);
-                if (end == first) {  // all padding: one row of zero points (see window)
-                    isa::DmaBox fill;
-                    fill.sramAddr = sram;
-                    fill.innerBytes = p.inW * (p.depthwise ? ct : cinG);
-                    w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill,
-                                        static_cast<uint32_t>(plan.zpIn) & 0xFF));
-                    return;
-                }
-                if (p.depthwise) {
-                    emitDepthwiseLoad(w, in, p, b, first, end, c0, ct, sram);
-                    return;
-                }
-                if (p.transposed) {
-                    emitUpsampledLoad(w, in, p, b, first, end, plan.zpIn, sram);
-                    return;
-                }
-                w.dma(Opcode::kDmaLoad, in, convInputBox(p, b, first, end, g, sram));
+                emitConvInput(w, plan, tiling, in, t, g, sram, c0, ct);
             },
             [&](uint32_t t, uint32_t sram, uint32_t wAddr, uint32_t acc, uint32_t ct) {
-                uint32_t b, r0, mt, first, end, padTop;
-                window(t, &b, &r0, &mt, &first, &end, &padTop);
-                isa::ConvDesc d;
-                d.ifmAddr = sram;
-                d.ifmH = std::max<uint32_t>(end - first, 1);
-                d.ifmW = p.inW;
-                d.ifmC = p.depthwise ? ct : cinG;
-                d.ifmRowStride = p.inW * d.ifmC;
-                d.wAddr = wAddr;
-                d.kernelH = p.kh;
-                d.kernelW = p.kw;
-                d.strideY = p.strideY;
-                d.strideX = p.strideX;
-                d.dilY = p.dilY;
-                d.dilX = p.dilX;
-                d.padTop = padTop;
-                d.padLeft = p.padLeft;
-                d.ofmH = mt;
-                d.ofmW = p.outW;
-                d.cout = ct;
-                d.accAddr = acc;
-                d.zpIn = plan.zpIn;
-                d.zpW = plan.zpWeights;
-                w.emit(p.depthwise ? isa::makeDwConv(d, macFlags(plan)) : isa::makeConv(d, macFlags(plan)));
-                return mt * p.outW;
+                return emitConvTile(w, plan, tiling, t, sram, wAddr, acc, ct);
             },
             [&](uint32_t t, uint32_t sram, uint32_t c0, uint32_t ct) {
-                w.dma(Opcode::kDmaStore, out, outputBox(t, sram, c0, ct));
+                w.dma(Opcode::kDmaStore, out, tiling.outputBox(t, g, sram, c0, ct));
             },
             makeFusedHooks(
                 [&](uint32_t i, uint32_t t, uint32_t c0, uint32_t ct) {
                     if (fused)
-                        w.dma(Opcode::kDmaLoad, other, outputBox(t, otherBuf + (i % 2) * outCap, c0, ct));
+                        w.dma(Opcode::kDmaLoad, other,
+                              tiling.outputBox(t, g, static_cast<uint32_t>(otherBuf + (i % 2) * outCap), c0,
+                                               ct));
                 },
                 [&](uint32_t i, uint32_t outAddr, uint32_t rows, uint32_t ct) {
                     if (!fused) return;
-                    // The ADD in place on the REQUANT's output tile, under the ADD's parameters.
                     const uint32_t otherAddr = static_cast<uint32_t>(otherBuf + (i % 2) * outCap);
-                    isa::AddDesc d;
-                    d.rows = rows;
-                    d.cols = ct;
-                    d.aAddr = convIsA ? outAddr : otherAddr;
-                    d.bAddr = convIsA ? otherAddr : outAddr;
-                    d.aRowStride = d.bRowStride = d.outRowStride = ct;
-                    d.aColStride = d.bColStride = 1;
-                    d.outAddr = outAddr;
-                    w.emit(isa::makeVecParams(plans_[fusedAdd].vec));
-                    w.emit(isa::makeAdd(d, plans_[fusedAdd].signedIn
-                                               ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut
-                                               : 0u));
-                    w.emit(isa::makeVecParams(plan.vec));
+                    emitFusedAddTile(w, plan, fusedAdd, convIsA ? outAddr : otherAddr,
+                                     convIsA ? otherAddr : outAddr, outAddr, rows, ct);
                 }));
+}
+
+// A fused ADD (planFusion) in place on a convolution's REQUANT output tile, under the ADD's
+// parameters; then the convolution's parameters again.
+void ModelCompiler::emitFusedAddTile(BlobWriter& w, const OpPlan& conv, uint32_t fusedAdd, uint32_t aAddr,
+                                     uint32_t bAddr, uint32_t outAddr, uint32_t rows, uint32_t ct) {
+    isa::AddDesc d;
+    d.rows = rows;
+    d.cols = ct;
+    d.aAddr = aAddr;
+    d.bAddr = bAddr;
+    d.aRowStride = d.bRowStride = d.outRowStride = ct;
+    d.aColStride = d.bColStride = 1;
+    d.outAddr = outAddr;
+    w.emit(isa::makeVecParams(plans_[fusedAdd].vec));
+    w.emit(
+        isa::makeAdd(d, plans_[fusedAdd].signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u));
+    w.emit(isa::makeVecParams(conv.vec));
 }
 
 void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
@@ -767,22 +882,21 @@ void ModelCompiler::emitFc(BlobWriter& w, const OpPlan& plan) {
                        [](uint32_t, uint32_t, uint32_t, uint32_t) {}));
 }
 
-void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
-    const AddPlan& p = plan.add;
-    const uint32_t buffer = binaryBufferBytes(target_);
-    const uint32_t tableA = 6 * buffer, tableB = tableA + kLutBytes;
-    const TensorRef a = ref(w, p.a), b = ref(w, p.b), out = ref(w, p.output);
-    const OperandDesc& outDesc = model_.operands[p.output];
-    if (p.requantA) emitTable(w, ByteMap::kRequant, model_.operands[p.a], outDesc, tableA);
-    if (p.requantB) emitTable(w, ByteMap::kRequant, model_.operands[p.b], outDesc, tableB);
-    const uint32_t rowTiles = (p.dims[2] + p.rowTile - 1) / p.rowTile;
-    const uint32_t colTiles = (p.dims[3] + p.colTile - 1) / p.colTile;
-    const uint32_t tiles = p.dims[0] * p.dims[1] * rowTiles * colTiles;
-    struct Tile {
-        uint32_t i0, i1, r0, c0, rows, cols;
-    };
-    auto tileOf = [&](uint32_t t) {
-        Tile x;
+// The tiles of a binary elementwise operation (AddPlan): rows x columns of the inner two
+// dimensions, for each index of the outer two.
+struct BinaryTile {
+    uint32_t i0, i1, r0, c0, rows, cols;
+};
+struct BinaryTiling {
+    const AddPlan& p;
+    uint32_t rowTiles, colTiles;
+    explicit BinaryTiling(const AddPlan& plan)
+        : p(plan),
+          rowTiles((plan.dims[2] + plan.rowTile - 1) / plan.rowTile),
+          colTiles((plan.dims[3] + plan.colTile - 1) / plan.colTile) {}
+    uint32_t count() const { return p.dims[0] * p.dims[1] * rowTiles * colTiles; }
+    BinaryTile tile(uint32_t t) const {
+        BinaryTile x;
         x.c0 = (t % colTiles) * p.colTile;
         x.r0 = (t / colTiles % rowTiles) * p.rowTile;
         x.i1 = t / colTiles / rowTiles % p.dims[1];
@@ -790,9 +904,9 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
         x.rows = std::min(p.rowTile, p.dims[2] - x.r0);
         x.cols = std::min(p.colTile, p.dims[3] - x.c0);
         return x;
-    };
-    // An input's box: broadcast axes collapse to one element in the scratchpad.
-    auto inputBox = [&](const Tile& x, const uint32_t* s, uint32_t sram) {
+    }
+    // An input's box (strides s): broadcast axes collapse to one element in the scratchpad.
+    static isa::DmaBox inputBox(const BinaryTile& x, const uint32_t* s, uint32_t sram) {
         isa::DmaBox box;
         box.dramOffset =
             uint64_t{x.i0} * s[0] + uint64_t{x.i1} * s[1] + uint64_t{x.r0} * s[2] + uint64_t{x.c0} * s[3];
@@ -802,163 +916,204 @@ void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
         box.dramRowStride = s[2];
         box.sramRowStride = box.innerBytes;
         return box;
-    };
+    }
+    isa::DmaBox outputBox(const BinaryTile& x, uint32_t sram) const {
+        isa::DmaBox box;
+        box.dramOffset = ((uint64_t{x.i0} * p.dims[1] + x.i1) * p.dims[2] + x.r0) * p.dims[3] + x.c0;
+        box.sramAddr = sram;
+        box.innerBytes = x.cols;
+        box.rows = x.rows;
+        box.dramRowStride = p.dims[3];
+        box.sramRowStride = x.cols;
+        return box;
+    }
+    // Tile x's operation on the scratchpad: a at aAddr, b at bAddr, the result at outAddr.
+    isa::AddDesc addDesc(const BinaryTile& x, uint32_t aAddr, uint32_t bAddr, uint32_t outAddr) const {
+        isa::AddDesc d;
+        d.rows = x.rows;
+        d.cols = x.cols;
+        d.aAddr = aAddr;
+        d.aColStride = p.strideA[3] != 0 ? 1 : 0;
+        d.aRowStride = p.strideA[2] != 0 ? (p.strideA[3] != 0 ? x.cols : 1) : 0;
+        d.bAddr = bAddr;
+        d.bColStride = p.strideB[3] != 0 ? 1 : 0;
+        d.bRowStride = p.strideB[2] != 0 ? (p.strideB[3] != 0 ? x.cols : 1) : 0;
+        d.outAddr = outAddr;
+        d.outRowStride = x.cols;
+        return d;
+    }
+};
+
+// ADD / SUB, MUL, MAXIMUM, MINIMUM and PRELU in tiles: load a and b, compute, store. Scratchpad:
+// two tiles each of a, b and the output, then the requantization tables of a and b.
+void ModelCompiler::emitAdd(BlobWriter& w, const OpPlan& plan) {
+    const AddPlan& p = plan.add;
+    const uint32_t buffer = binaryBufferBytes(target_);
+    const uint32_t tableA = 6 * buffer, tableB = tableA + kLutBytes;
+    const TensorRef a = ref(w, p.a), b = ref(w, p.b), out = ref(w, p.output);
+    const OperandDesc& outDesc = model_.operands[p.output];
+    if (p.requantA) emitTable(w, ByteMap::kRequant, model_.operands[p.a], outDesc, tableA);
+    if (p.requantB) emitTable(w, ByteMap::kRequant, model_.operands[p.b], outDesc, tableB);
+    const BinaryTiling tiling(p);
     w.emit(isa::makeVecParams(plan.vec));
     emitPipeline(
-        w, tiles,
+        w, tiling.count(),
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            w.dma(Opcode::kDmaLoad, a, inputBox(x, p.strideA, (t % 2) * buffer));
-            w.dma(Opcode::kDmaLoad, b, inputBox(x, p.strideB, (2 + t % 2) * buffer));
+            const BinaryTile x = tiling.tile(t);
+            w.dma(Opcode::kDmaLoad, a, BinaryTiling::inputBox(x, p.strideA, (t % 2) * buffer));
+            w.dma(Opcode::kDmaLoad, b, BinaryTiling::inputBox(x, p.strideB, (2 + t % 2) * buffer));
         },
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            isa::AddDesc d;
-            d.rows = x.rows;
-            d.cols = x.cols;
-            d.aAddr = (t % 2) * buffer;
-            d.aColStride = p.strideA[3] != 0 ? 1 : 0;
-            d.aRowStride = p.strideA[2] != 0 ? (p.strideA[3] != 0 ? x.cols : 1) : 0;
-            d.bAddr = (2 + t % 2) * buffer;
-            d.bColStride = p.strideB[3] != 0 ? 1 : 0;
-            d.bRowStride = p.strideB[2] != 0 ? (p.strideB[3] != 0 ? x.cols : 1) : 0;
-            d.outAddr = (4 + t % 2) * buffer;
-            d.outRowStride = x.cols;
-            const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
-            if (plan.type == hal::kOpAdd || plan.type == hal::kOpSub) {
-                w.emit(isa::makeAdd(d, flags));
-                return;
-            }
-            // MAXIMUM / MINIMUM: inputs into the output's quantization first, in place.
-            auto mapInPlace = [&](const isa::DmaBox& box, uint32_t table) {
-                isa::VecOpDesc m;
-                m.function = isa::VecFunction::kLut;
-                m.rows = box.rows;
-                m.cols = box.innerBytes;
-                m.aAddr = m.outAddr = box.sramAddr;
-                m.aRowStride = m.outRowStride = box.innerBytes;
-                m.lutAddr = table;
-                w.emit(isa::makeVecOp(m, flags));
-            };
-            if (p.requantA) mapInPlace(inputBox(x, p.strideA, d.aAddr), tableA);
-            if (p.requantB) mapInPlace(inputBox(x, p.strideB, d.bAddr), tableB);
-            isa::VecOpDesc v;
-            v.function = plan.type == hal::kOpMul       ? isa::VecFunction::kMul
-                         : plan.type == hal::kOpMaximum ? isa::VecFunction::kMax
-                         : plan.type == hal::kOpPrelu   ? isa::VecFunction::kPrelu
-                                                        : isa::VecFunction::kMin;
-            v.rows = d.rows;
-            v.cols = d.cols;
-            v.aAddr = d.aAddr;
-            v.aRowStride = d.aRowStride;
-            v.aColStride = d.aColStride;
-            v.bAddr = d.bAddr;
-            v.bRowStride = d.bRowStride;
-            v.bColStride = d.bColStride;
-            v.outAddr = d.outAddr;
-            v.outRowStride = d.outRowStride;
-            w.emit(isa::makeVecOp(v, flags));
+            const BinaryTile x = tiling.tile(t);
+            const isa::AddDesc d =
+                tiling.addDesc(x, (t % 2) * buffer, (2 + t % 2) * buffer, (4 + t % 2) * buffer);
+            emitBinaryTile(w, plan, x, d, tableA, tableB);
         },
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            isa::DmaBox box;
-            box.dramOffset = ((uint64_t{x.i0} * p.dims[1] + x.i1) * p.dims[2] + x.r0) * p.dims[3] + x.c0;
-            box.sramAddr = (4 + t % 2) * buffer;
-            box.innerBytes = x.cols;
-            box.rows = x.rows;
-            box.dramRowStride = p.dims[3];
-            box.sramRowStride = x.cols;
-            w.dma(Opcode::kDmaStore, out, box);
+            w.dma(Opcode::kDmaStore, out, tiling.outputBox(tiling.tile(t), (4 + t % 2) * buffer));
         });
 }
 
-void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
-    const PoolPlan& p = plan.pool;
-    const uint32_t m = p.rowTile, rowTiles = (p.outH + m - 1) / m;
-    const uint32_t chanTiles = (p.channels + p.channelTile - 1) / p.channelTile;
-    const uint64_t inCap =
-        align(std::min<uint64_t>(uint64_t{m - 1} * p.strideY + p.kh, p.inH) * p.inW * p.channelTile, 64);
-    const uint64_t outCap = align(uint64_t{m} * p.outW * p.channelTile, 64);
-    const uint32_t inBuf[2] = {0, static_cast<uint32_t>(inCap)};
-    const uint32_t outBuf[2] = {static_cast<uint32_t>(2 * inCap), static_cast<uint32_t>(2 * inCap + outCap)};
-    const uint32_t constant = static_cast<uint32_t>(2 * (inCap + outCap));  // clamp(0), see below
-    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
-    struct Tile {
-        uint32_t b, r0, rows, c0, ct, first, end, padTop;
+// One tile's computation (emitAdd): ADD / SUB in one command; MUL, MAXIMUM, MINIMUM and PRELU as
+// a VEC_OP, MAXIMUM / MINIMUM after mapping their inputs into the output's quantization.
+void ModelCompiler::emitBinaryTile(BlobWriter& w, const OpPlan& plan, const BinaryTile& x,
+                                   const isa::AddDesc& d, uint32_t tableA, uint32_t tableB) {
+    const AddPlan& p = plan.add;
+    const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
+    if (plan.type == hal::kOpAdd || plan.type == hal::kOpSub) {
+        w.emit(isa::makeAdd(d, flags));
+        return;
+    }
+    // MAXIMUM / MINIMUM: inputs into the output's quantization first, in place.
+    auto mapInPlace = [&](const isa::DmaBox& box, uint32_t table) {
+        isa::VecOpDesc m;
+        m.function = isa::VecFunction::kLut;
+        m.rows = box.rows;
+        m.cols = box.innerBytes;
+        m.aAddr = m.outAddr = box.sramAddr;
+        m.aRowStride = m.outRowStride = box.innerBytes;
+        m.lutAddr = table;
+        w.emit(isa::makeVecOp(m, flags));
     };
-    // Tile t: image, output rows, channels, and the input rows it needs clipped to the image.
-    auto tileOf = [&](uint32_t t) {
-        Tile x;
-        x.c0 = (t % chanTiles) * p.channelTile;
-        x.ct = std::min(p.channelTile, p.channels - x.c0);
-        x.r0 = (t / chanTiles % rowTiles) * m;
-        x.b = t / chanTiles / rowTiles;
-        x.rows = std::min(m, p.outH - x.r0);
+    if (p.requantA) mapInPlace(BinaryTiling::inputBox(x, p.strideA, d.aAddr), tableA);
+    if (p.requantB) mapInPlace(BinaryTiling::inputBox(x, p.strideB, d.bAddr), tableB);
+    isa::VecOpDesc v;
+    v.function = plan.type == hal::kOpMul       ? isa::VecFunction::kMul
+                 : plan.type == hal::kOpMaximum ? isa::VecFunction::kMax
+                 : plan.type == hal::kOpPrelu   ? isa::VecFunction::kPrelu
+                                                : isa::VecFunction::kMin;
+    v.rows = d.rows;
+    v.cols = d.cols;
+    v.aAddr = d.aAddr;
+    v.aRowStride = d.aRowStride;
+    v.aColStride = d.aColStride;
+    v.bAddr = d.bAddr;
+    v.bRowStride = d.bRowStride;
+    v.bColStride = d.bColStride;
+    v.outAddr = d.outAddr;
+    v.outRowStride = d.outRowStride;
+    w.emit(isa::makeVecOp(v, flags));
+}
+
+// The tiles of a pooling (PoolPlan): image, output rows, channels, and the input rows each
+// needs clipped to the image; and its scratchpad: two input and two output buffers, then one
+// constant byte.
+struct PoolTile : ImageTile {
+    uint32_t first, end, padTop;
+};
+struct PoolTiling {
+    const PoolPlan& p;
+    uint32_t rowTiles, chanTiles;
+    uint64_t inCap, outCap;
+    explicit PoolTiling(const PoolPlan& plan)
+        : p(plan),
+          rowTiles((plan.outH + plan.rowTile - 1) / plan.rowTile),
+          chanTiles((plan.channels + plan.channelTile - 1) / plan.channelTile),
+          inCap(align(std::min<uint64_t>(uint64_t{plan.rowTile - 1} * plan.strideY + plan.kh, plan.inH) *
+                          plan.inW * plan.channelTile,
+                      64)),
+          outCap(align(uint64_t{plan.rowTile} * plan.outW * plan.channelTile, 64)) {}
+    uint32_t count() const { return p.batch * rowTiles * chanTiles; }
+    uint32_t inBuf(uint32_t t) const { return static_cast<uint32_t>((t % 2) * inCap); }
+    uint32_t outBuf(uint32_t t) const { return static_cast<uint32_t>(2 * inCap + (t % 2) * outCap); }
+    uint32_t constant() const { return static_cast<uint32_t>(2 * (inCap + outCap)); }
+    PoolTile tile(uint32_t t) const {
+        PoolTile x;
+        static_cast<ImageTile&>(x) = imageTile(t, p.rowTile, p.outH, p.channelTile, p.channels);
         const int64_t y0 = int64_t{x.r0} * p.strideY - p.padTop;
         const int64_t y1 = int64_t{x.r0 + x.rows - 1} * p.strideY - p.padTop + p.kh;
         x.first = static_cast<uint32_t>(std::min<int64_t>(p.inH, std::max<int64_t>(0, y0)));
         x.end = static_cast<uint32_t>(std::max<int64_t>(0, std::min<int64_t>(p.inH, y1)));
         x.padTop = x.end > x.first ? static_cast<uint32_t>(x.first - y0) : 0;
         return x;
-    };
-    auto box = [&](uint32_t b, uint32_t c0, uint32_t ct, uint32_t y, uint32_t rows, uint32_t h, uint32_t wd,
-                   uint32_t sram) {
-        return imageTileBox(p.nchw, p.channels, b, c0, ct, y, rows, h, wd, sram);
-    };
+    }
+};
+
+// AVERAGE_POOL_2D / MAX_POOL_2D in tiles of output rows and channels: load, POOL, store.
+void ModelCompiler::emitPool(BlobWriter& w, const OpPlan& plan) {
+    const PoolPlan& p = plan.pool;
+    const PoolTiling tiling(p);
+    const TensorRef in = ref(w, p.input), out = ref(w, p.output);
     // A tile whose windows all lie in the padding has no input row to load: its outputs are the
     // empty-window value clamp(0) (the planner admits only cases where that is the reference's),
     // broadcast from one byte filled once.
     const int32_t emptyValue = std::min(std::max<int32_t>(0, plan.vec.clampMin), plan.vec.clampMax);
     isa::DmaBox fill;
-    fill.sramAddr = constant;
+    fill.sramAddr = tiling.constant();
     fill.innerBytes = 1;
     w.emit(isa::makeDma(Opcode::kDmaLoad, fill, isa::dma::kFlagFill, static_cast<uint32_t>(emptyValue)));
     w.emit(isa::makeVecParams(plan.vec));
-    const uint32_t flags = plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u;
     emitPipeline(
-        w, p.batch * rowTiles * chanTiles,
+        w, tiling.count(),
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
+            const PoolTile x = tiling.tile(t);
             if (x.end <= x.first) return;
             w.dma(Opcode::kDmaLoad, in,
-                  box(x.b, x.c0, x.ct, x.first, x.end - x.first, p.inH, p.inW, inBuf[t % 2]));
+                  imageTileBox(p.nchw, p.channels, x.b, x.c0, x.ct, x.first, x.end - x.first, p.inH, p.inW,
+                               tiling.inBuf(t)));
         },
+        [&](uint32_t t) { emitPoolTile(w, plan, tiling, t); },
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            if (x.end <= x.first) {
-                isa::VecOpDesc v;
-                v.function = isa::VecFunction::kClamp;
-                v.rows = x.rows;
-                v.cols = p.outW * x.ct;
-                v.aAddr = constant;
-                v.aRowStride = v.aColStride = 0;
-                v.outAddr = outBuf[t % 2];
-                v.outRowStride = v.cols;
-                w.emit(isa::makeVecOp(v, flags));
-                return;
-            }
-            isa::PoolDesc d;
-            d.mode = p.average ? isa::pool::kModeAverage : isa::pool::kModeMax;
-            d.ifmAddr = inBuf[t % 2];
-            d.ifmH = x.end - x.first;
-            d.ifmW = p.inW;
-            d.ifmC = x.ct;
-            d.ifmRowStride = p.inW * x.ct;
-            d.kernelH = p.kh;
-            d.kernelW = p.kw;
-            d.strideY = p.strideY;
-            d.strideX = p.strideX;
-            d.padTop = x.padTop;
-            d.padLeft = p.padLeft;
-            d.ofmH = x.rows;
-            d.ofmW = p.outW;
-            d.outAddr = outBuf[t % 2];
-            w.emit(isa::makePool(d, plan.signedIn ? isa::pool::kFlagSigned : 0u));
-        },
-        [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            w.dma(Opcode::kDmaStore, out, box(x.b, x.c0, x.ct, x.r0, x.rows, p.outH, p.outW, outBuf[t % 2]));
+            const PoolTile x = tiling.tile(t);
+            w.dma(Opcode::kDmaStore, out,
+                  imageTileBox(p.nchw, p.channels, x.b, x.c0, x.ct, x.r0, x.rows, p.outH, p.outW,
+                               tiling.outBuf(t)));
         });
+}
+
+// Pool tile t's computation: POOL, or for a tile all in the padding, the constant broadcast.
+void ModelCompiler::emitPoolTile(BlobWriter& w, const OpPlan& plan, const PoolTiling& tiling, uint32_t t) {
+    const PoolPlan& p = plan.pool;
+    const PoolTile x = tiling.tile(t);
+    if (x.end <= x.first) {
+        isa::VecOpDesc v;
+        v.function = isa::VecFunction::kClamp;
+        v.rows = x.rows;
+        v.cols = p.outW * x.ct;
+        v.aAddr = tiling.constant();
+        v.aRowStride = v.aColStride = 0;
+        v.outAddr = tiling.outBuf(t);
+        v.outRowStride = v.cols;
+        w.emit(isa::makeVecOp(v, plan.signedIn ? isa::vec::kFlagSignedIn | isa::vec::kFlagSignedOut : 0u));
+        return;
+    }
+    isa::PoolDesc d;
+    d.mode = p.average ? isa::pool::kModeAverage : isa::pool::kModeMax;
+    d.ifmAddr = tiling.inBuf(t);
+    d.ifmH = x.end - x.first;
+    d.ifmW = p.inW;
+    d.ifmC = x.ct;
+    d.ifmRowStride = p.inW * x.ct;
+    d.kernelH = p.kh;
+    d.kernelW = p.kw;
+    d.strideY = p.strideY;
+    d.strideX = p.strideX;
+    d.padTop = x.padTop;
+    d.padLeft = p.padLeft;
+    d.ofmH = x.rows;
+    d.ofmW = p.outW;
+    d.outAddr = tiling.outBuf(t);
+    w.emit(isa::makePool(d, plan.signedIn ? isa::pool::kFlagSigned : 0u));
 }
 
 // A part of a CopyPlan in tiles of at most `buffer` bytes: whole rows where they fit, else
@@ -1160,14 +1315,6 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
             case hal::kOpFullyConnected:
                 emitFc(w, plan);
                 break;
-            case hal::kOpAdd:
-            case hal::kOpSub:
-            case hal::kOpMul:
-            case hal::kOpMaximum:
-            case hal::kOpMinimum:
-            case hal::kOpPrelu:
-                if (fusedInto_[o] == kNoFusion) emitAdd(w, plan);  // else its convolution did it
-                break;
             case hal::kOpTranspose:
             case hal::kOpSpaceToDepth:
             case hal::kOpDepthToSpace:
@@ -1197,8 +1344,11 @@ void ModelCompiler::emitAll(BlobWriter& w, uint8_t* opTable) {
                 emitSoftmax(w, plan);
                 break;
             default:
-                if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type))
+                if (hal::isBinaryOp(plan.type)) {
+                    if (fusedInto_[o] == kNoFusion) emitAdd(w, plan);  // else its convolution did it
+                } else if ((hal::isCopyOp(plan.type) && !plan.copy.alias) || hal::isLutOp(plan.type)) {
                     emitCopy(w, plan);
+                }
                 break;
         }
         if (opTable != nullptr) {

@@ -138,9 +138,10 @@ FwStatus planMean(const Checker& c, OpPlan* plan) {
     return meanTiling(c, p);
 }
 
-void emitMean(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, const TensorRef& in,
-              const TensorRef& out) {
-    const MeanPlan& p = plan.mean;
+namespace {
+
+// The command's fixed fields: scales, zero points and the reduced axes' walk.
+isa::MeanDesc meanDesc(const MeanPlan& p) {
     isa::MeanDesc d;
     std::memcpy(&d.scaleInBits, &p.scaleIn, 4);
     std::memcpy(&d.scaleOutBits, &p.scaleOut, 4);
@@ -150,82 +151,111 @@ void emitMean(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, co
     d.stride1 = p.stride1;
     d.count2 = p.count2;
     d.stride2 = p.stride2;
-    const uint32_t flags = plan.signedIn ? isa::mean::kFlagSigned : 0u;
-    if (!p.tiled) {  // the whole input, one command
-        isa::DmaBox load;
-        load.innerBytes = static_cast<uint32_t>(p.inputBytes);
-        w.dma(Opcode::kDmaLoad, in, load);
-        d.outer = p.outer;
-        d.outerStride = p.outerStride;
-        d.inner = p.inner;
-        d.innerStride = p.innerStride;
-        d.outAddr = static_cast<uint32_t>(align(p.inputBytes, 64));
-        w.emit(isa::makePush(Queue::kLoad, Queue::kCompute));
-        w.emit(isa::makePop(Queue::kLoad, Queue::kCompute));
-        w.emit(isa::makeMean(d, flags));
-        w.emit(isa::makePush(Queue::kCompute, Queue::kStore));
-        w.emit(isa::makePop(Queue::kCompute, Queue::kStore));
-        isa::DmaBox store;
-        store.sramAddr = d.outAddr;
-        store.innerBytes = p.outer * p.inner;
-        w.dma(Opcode::kDmaStore, out, store);
-        return;
-    }
-    const uint32_t half = target.scratchpadBytes / 2 / 64 * 64;
-    const uint32_t inCap = static_cast<uint32_t>(align(uint64_t{p.outerTile} * p.innerTile * p.count1, 64));
-    const uint32_t inBuf[2] = {0, half}, outBuf[2] = {inCap, half + inCap};
-    const uint32_t innerTiles = (p.inner + p.innerTile - 1) / p.innerTile;
-    const uint32_t outerTiles = (p.outer + p.outerTile - 1) / p.outerTile;
-    struct Tile {
-        uint32_t o0, ot, i0, it;
-    };
-    auto tileOf = [&](uint32_t t) {
-        Tile x;
+    return d;
+}
+
+// The whole input in the scratchpad: load, one MEAN, store.
+void emitWholeMean(BlobWriter& w, const MeanPlan& p, isa::MeanDesc d, uint32_t flags, const TensorRef& in,
+                   const TensorRef& out) {
+    isa::DmaBox load;
+    load.innerBytes = static_cast<uint32_t>(p.inputBytes);
+    w.dma(Opcode::kDmaLoad, in, load);
+    d.outer = p.outer;
+    d.outerStride = p.outerStride;
+    d.inner = p.inner;
+    d.innerStride = p.innerStride;
+    d.outAddr = static_cast<uint32_t>(align(p.inputBytes, 64));
+    w.emit(isa::makePush(Queue::kLoad, Queue::kCompute));
+    w.emit(isa::makePop(Queue::kLoad, Queue::kCompute));
+    w.emit(isa::makeMean(d, flags));
+    w.emit(isa::makePush(Queue::kCompute, Queue::kStore));
+    w.emit(isa::makePop(Queue::kCompute, Queue::kStore));
+    isa::DmaBox store;
+    store.sramAddr = d.outAddr;
+    store.innerBytes = p.outer * p.inner;
+    w.dma(Opcode::kDmaStore, out, store);
+}
+
+// A tiled MEAN's tiles (outerTile x innerTile outputs, inner tile major) and its scratchpad:
+// each half holds an input tile, then its output tile.
+struct MeanTile {
+    uint32_t o0, ot, i0, it;
+};
+struct MeanTiling {
+    const MeanPlan& p;
+    uint32_t half, inCap, innerTiles, outerTiles;
+    MeanTiling(const CompileTarget& target, const MeanPlan& plan)
+        : p(plan),
+          half(target.scratchpadBytes / 2 / 64 * 64),
+          inCap(static_cast<uint32_t>(align(uint64_t{plan.outerTile} * plan.innerTile * plan.count1, 64))),
+          innerTiles((plan.inner + plan.innerTile - 1) / plan.innerTile),
+          outerTiles((plan.outer + plan.outerTile - 1) / plan.outerTile) {}
+    uint32_t inBuf(uint32_t t) const { return t % 2 == 0 ? 0 : half; }
+    uint32_t outBuf(uint32_t t) const { return inBuf(t) + inCap; }
+    MeanTile tile(uint32_t t) const {
+        MeanTile x;
         x.i0 = (t % innerTiles) * p.innerTile;
         x.it = std::min(p.innerTile, p.inner - x.i0);
         x.o0 = (t / innerTiles) * p.outerTile;
         x.ot = std::min(p.outerTile, p.outer - x.o0);
         return x;
-    };
+    }
+    // Tile t's input, [ot][count1][it] from the input's strides.
+    isa::DmaBox inputBox(uint32_t t) const {
+        const MeanTile x = tile(t);
+        isa::DmaBox b;
+        b.dramOffset = uint64_t{x.o0} * p.outerStride + x.i0;
+        b.sramAddr = inBuf(t);
+        b.innerBytes = p.inner > 1 ? x.it : p.count1;
+        b.rows = p.inner > 1 ? p.count1 : x.ot;
+        b.dramRowStride = p.inner > 1 ? p.stride1 : p.outerStride;
+        b.sramRowStride = b.innerBytes;
+        b.planes = p.inner > 1 ? x.ot : 1;
+        b.dramPlaneStride = p.outerStride;
+        b.sramPlaneStride = p.count1 * x.it;
+        return b;
+    }
+    isa::DmaBox outputBox(uint32_t t) const {
+        const MeanTile x = tile(t);
+        isa::DmaBox b;
+        b.dramOffset = uint64_t{x.o0} * p.inner + x.i0;
+        b.sramAddr = outBuf(t);
+        b.innerBytes = x.it;
+        b.rows = x.ot;
+        b.dramRowStride = p.inner;
+        b.sramRowStride = x.it;
+        return b;
+    }
+};
+
+}  // namespace
+
+void emitMean(BlobWriter& w, const CompileTarget& target, const OpPlan& plan, const TensorRef& in,
+              const TensorRef& out) {
+    const MeanPlan& p = plan.mean;
+    const isa::MeanDesc d = meanDesc(p);
+    const uint32_t flags = plan.signedIn ? isa::mean::kFlagSigned : 0u;
+    if (!p.tiled) {
+        emitWholeMean(w, p, d, flags, in, out);
+        return;
+    }
+    const MeanTiling tiling(target, p);
     emitPipeline(
-        w, outerTiles * innerTiles,
-        [&](uint32_t t) {  // [ot][count1][it] from the input's strides
-            const Tile x = tileOf(t);
-            isa::DmaBox b;
-            b.dramOffset = uint64_t{x.o0} * p.outerStride + x.i0;
-            b.sramAddr = inBuf[t % 2];
-            b.innerBytes = p.inner > 1 ? x.it : p.count1;
-            b.rows = p.inner > 1 ? p.count1 : x.ot;
-            b.dramRowStride = p.inner > 1 ? p.stride1 : p.outerStride;
-            b.sramRowStride = b.innerBytes;
-            b.planes = p.inner > 1 ? x.ot : 1;
-            b.dramPlaneStride = p.outerStride;
-            b.sramPlaneStride = p.count1 * x.it;
-            w.dma(Opcode::kDmaLoad, in, b);
-        },
+        w, tiling.outerTiles * tiling.innerTiles,
+        [&](uint32_t t) { w.dma(Opcode::kDmaLoad, in, tiling.inputBox(t)); },
         [&](uint32_t t) {
-            const Tile x = tileOf(t);
+            const MeanTile x = tiling.tile(t);
             isa::MeanDesc m = d;
-            m.ifmAddr = inBuf[t % 2];
+            m.ifmAddr = tiling.inBuf(t);
             m.outer = x.ot;
             m.outerStride = p.count1 * x.it;
             m.inner = x.it;
             m.innerStride = 1;
             m.stride1 = p.inner > 1 ? x.it : 1;
-            m.outAddr = outBuf[t % 2];
+            m.outAddr = tiling.outBuf(t);
             w.emit(isa::makeMean(m, flags));
         },
-        [&](uint32_t t) {
-            const Tile x = tileOf(t);
-            isa::DmaBox b;
-            b.dramOffset = uint64_t{x.o0} * p.inner + x.i0;
-            b.sramAddr = outBuf[t % 2];
-            b.innerBytes = x.it;
-            b.rows = x.ot;
-            b.dramRowStride = p.inner;
-            b.sramRowStride = x.it;
-            w.dma(Opcode::kDmaStore, out, b);
-        });
+        [&](uint32_t t) { w.dma(Opcode::kDmaStore, out, tiling.outputBox(t)); });
 }
 
 }  // namespace npu::fw

@@ -35,6 +35,17 @@ struct Checker {
     }
     const OperandDesc& in(uint32_t i) const { return model.operands[op.inputs[i]]; }
     const OperandDesc& out(uint32_t i) const { return model.operands[op.outputs[i]]; }
+    // Output 0 is the image the operation produces: [batch, h, w, channels], or with `nchw`
+    // [batch, channels, h, w].
+    FwStatus outputImage(bool nchw, uint32_t batch, uint32_t h, uint32_t w, uint32_t channels) const {
+        const uint32_t expect[4] = {batch, nchw ? channels : h, nchw ? h : w, nchw ? w : channels};
+        for (uint32_t k = 0; k < 4; ++k) {
+            if (out(0).dims[k] != expect[k])
+                return fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
+                            out(0).dims[k], expect[k]);
+        }
+        return FwStatus::okStatus();
+    }
 
     FwStatus operandIndexes() const {
         for (uint32_t i = 0; i < op.inputCount; ++i) {

@@ -398,20 +398,15 @@ FwStatus convWindow(const Checker& c, const ConvSignature& sig, int32_t dilW, in
 
 // The output's shape against the window, and the NPU's 16-bit tile fields.
 FwStatus convOutput(const Checker& c, ConvPlan& p) {
-    const OperandDesc& output = c.out(0);
     const uint64_t effH = uint64_t{p.kh - 1} * p.dilY + 1, effW = uint64_t{p.kw - 1} * p.dilX + 1;
     const uint64_t spanH = uint64_t{p.inH} + p.padTop + p.padBottom,
                    spanW = uint64_t{p.inW} + p.padLeft + p.padRight;
     if (spanH < effH || spanW < effW) return c.fail("the (dilated) filter is larger than the padded input");
     const uint64_t outH = (spanH - effH) / p.strideY + 1, outW = (spanW - effW) / p.strideX + 1;
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : static_cast<uint32_t>(outH),
-                                p.nchw ? static_cast<uint32_t>(outH) : static_cast<uint32_t>(outW),
-                                p.nchw ? static_cast<uint32_t>(outW) : p.cout};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
-                          k, output.dims[k], expect[k]);
-    }
+    if (FwStatus st =
+            c.outputImage(p.nchw, p.batch, static_cast<uint32_t>(outH), static_cast<uint32_t>(outW), p.cout);
+        !st.ok())
+        return st;
     p.outH = static_cast<uint32_t>(outH);
     p.outW = static_cast<uint32_t>(outW);
     // NPU limits: 16-bit tile fields. (Output rows whose window lies wholly in the padding are
@@ -442,6 +437,79 @@ FwStatus planConv(const Checker& c, OpPlan* plan) {
 
 void samePadding(uint32_t in, uint32_t stride, uint32_t filter, uint32_t* head, uint32_t* tail);
 
+// TRANSPOSE_CONV_2D's output size and paddings (left, right, top, bottom).
+struct TransposeGeometry {
+    int32_t strideW = 0, strideH = 0;
+    int64_t outH = 0, outW = 0;
+    uint32_t pads[4] = {};
+};
+
+// Implicit padding: the output shape (input 3) and scheme (input 4); SAME pads as the reference,
+// as a forward convolution whose input is the output.
+FwStatus transposeImplicitOutput(const Checker& c, const ConvPlan& p, TransposeGeometry* g) {
+    int32_t scheme = 0;
+    FwStatus st;
+    if (!(st = c.constantTensor(3, "output shape", hal::kTensorInt32, 1)).ok() ||
+        !(st = c.scalar(4, hal::kInt32, &scheme)).ok())
+        return st;
+    if (c.in(3).dims[0] != 4)
+        return c.fail("output shape has %" PRIu32 " elements, expected 4", c.in(3).dims[0]);
+    if (scheme != 1 && scheme != 2)
+        return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
+    const uint8_t* shape = constantData(c.target, c.in(3));
+    g->outH = readI32(shape, p.nchw ? 2 : 1);
+    g->outW = readI32(shape, p.nchw ? 3 : 2);
+    if (g->outH < 1 || g->outW < 1 || g->outH > kMax16 || g->outW > kMax16)
+        return c.fail("output shape %lld x %lld outside 1..65535", static_cast<long long>(g->outH),
+                      static_cast<long long>(g->outW));
+    if (scheme == 1) {
+        samePadding(static_cast<uint32_t>(g->outW), static_cast<uint32_t>(g->strideW), p.kw, &g->pads[0],
+                    &g->pads[1]);
+        samePadding(static_cast<uint32_t>(g->outH), static_cast<uint32_t>(g->strideH), p.kh, &g->pads[2],
+                    &g->pads[3]);
+    }
+    return FwStatus::okStatus();
+}
+
+// Explicit padding: inputs 3..6 (left, right, top, bottom); the output size follows.
+FwStatus transposeExplicitOutput(const Checker& c, const ConvPlan& p, TransposeGeometry* g) {
+    for (uint32_t i = 0; i < 4; ++i) {
+        int32_t v = 0;
+        if (FwStatus st = c.scalar(3 + i, hal::kInt32, &v); !st.ok()) return st;
+        if (v < 0) return c.fail("negative explicit padding");
+        g->pads[i] = static_cast<uint32_t>(v);
+    }
+    g->outH = (int64_t{p.realInH} - 1) * g->strideH + p.kh - g->pads[2] - g->pads[3];
+    g->outW = (int64_t{p.realInW} - 1) * g->strideW + p.kw - g->pads[0] - g->pads[1];
+    if (g->outH < 1 || g->outW < 1)
+        return c.fail("output spatial size %lld x %lld is not positive", static_cast<long long>(g->outH),
+                      static_cast<long long>(g->outW));
+    return FwStatus::okStatus();
+}
+
+// The equivalent CONV_2D's input (the real input upsampled by the strides), padding and output,
+// checked against the model's output shape.
+FwStatus transposeAsConv(const Checker& c, const TransposeGeometry& g, ConvPlan& p) {
+    if (g.pads[0] >= p.kw || g.pads[2] >= p.kh)
+        return c.fail("left/top padding %" PRIu32 "/%" PRIu32 " not below the filter %" PRIu32 "x%" PRIu32
+                      " (the equivalent convolution would crop its input; not supported)",
+                      g.pads[0], g.pads[2], p.kw, p.kh);
+    const uint64_t upH = (uint64_t{p.realInH} - 1) * g.strideH + 1,
+                   upW = (uint64_t{p.realInW} - 1) * g.strideW + 1;
+    if (upH > kMax16 || upW > kMax16 || p.kh > kMax16 || p.kw > kMax16)
+        return c.fail("the upsampled input %llu x %llu exceeds the NPU's 16-bit tile fields",
+                      static_cast<unsigned long long>(upH), static_cast<unsigned long long>(upW));
+    p.inH = static_cast<uint32_t>(upH);
+    p.inW = static_cast<uint32_t>(upW);
+    p.upStrideX = static_cast<uint32_t>(g.strideW);
+    p.upStrideY = static_cast<uint32_t>(g.strideH);
+    p.padLeft = p.kw - 1 - g.pads[0];
+    p.padTop = p.kh - 1 - g.pads[2];
+    p.outH = static_cast<uint32_t>(g.outH);
+    p.outW = static_cast<uint32_t>(g.outW);
+    return c.outputImage(p.nchw, p.batch, p.outH, p.outW, p.cout);
+}
+
 // TRANSPOSE_CONV_2D (explicit: input, filter, bias, 4 paddings, 2 strides, activation, layout;
 // implicit: input, filter, bias, output shape, scheme, 2 strides, activation, layout) as the
 // equivalent CONV_2D over the input upsampled by the strides (ConvPlan::transposed).
@@ -455,15 +523,15 @@ FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
     FwStatus st = convOperands(c, plan, 0);
     if (!st.ok()) return st;
     const OperandDesc& filter = c.in(1);
-    const OperandDesc& output = c.out(0);
     const uint32_t s0 = implicit ? 5 : 7;  // the strides
-    int32_t v[4] = {}, strideW = 0, strideH = 0, layout = 0;
-    if (!(st = c.scalar(s0, hal::kInt32, &strideW)).ok() ||
-        !(st = c.scalar(s0 + 1, hal::kInt32, &strideH)).ok() ||
-        !(st = c.activation(s0 + 2, output, &plan->vec)).ok() ||
+    TransposeGeometry g;
+    int32_t layout = 0;
+    if (!(st = c.scalar(s0, hal::kInt32, &g.strideW)).ok() ||
+        !(st = c.scalar(s0 + 1, hal::kInt32, &g.strideH)).ok() ||
+        !(st = c.activation(s0 + 2, c.out(0), &plan->vec)).ok() ||
         !(st = c.scalar(s0 + 3, hal::kBool, &layout)).ok())
         return st;
-    if (strideW < 1 || strideH < 1) return c.fail("strides must be >= 1");
+    if (g.strideW < 1 || g.strideH < 1) return c.fail("strides must be >= 1");
     p.nchw = layout != 0;
     p.transposed = true;
     convShapes(c, p, &p.realInH, &p.realInW);
@@ -473,66 +541,9 @@ FwStatus planTransposeConv(const Checker& c, OpPlan* plan) {
     if (c.in(2).dims[0] != p.cout)
         return c.fail("bias has %" PRIu32 " elements for %" PRIu32 " output channels", c.in(2).dims[0],
                       p.cout);
-    int64_t outH = 0, outW = 0;
-    uint32_t pads[4] = {};  // left, right, top, bottom
-    if (implicit) {
-        int32_t scheme = 0;
-        if (!(st = c.constantTensor(3, "output shape", hal::kTensorInt32, 1)).ok() ||
-            !(st = c.scalar(4, hal::kInt32, &scheme)).ok())
-            return st;
-        if (c.in(3).dims[0] != 4)
-            return c.fail("output shape has %" PRIu32 " elements, expected 4", c.in(3).dims[0]);
-        if (scheme != 1 && scheme != 2)
-            return c.fail("implicit padding scheme %" PRId32 "; expected 1 (SAME) or 2 (VALID)", scheme);
-        const uint8_t* shape = constantData(c.target, c.in(3));
-        outH = readI32(shape, p.nchw ? 2 : 1);
-        outW = readI32(shape, p.nchw ? 3 : 2);
-        if (outH < 1 || outW < 1 || outH > kMax16 || outW > kMax16)
-            return c.fail("output shape %lld x %lld outside 1..65535", static_cast<long long>(outH),
-                          static_cast<long long>(outW));
-        // As the reference: the padding of a forward convolution whose input is the output.
-        if (scheme == 1) {
-            samePadding(static_cast<uint32_t>(outW), static_cast<uint32_t>(strideW), p.kw, &pads[0],
-                        &pads[1]);
-            samePadding(static_cast<uint32_t>(outH), static_cast<uint32_t>(strideH), p.kh, &pads[2],
-                        &pads[3]);
-        }
-    } else {
-        for (uint32_t i = 0; i < 4; ++i) {
-            if (!(st = c.scalar(3 + i, hal::kInt32, &v[i])).ok()) return st;
-            if (v[i] < 0) return c.fail("negative explicit padding");
-            pads[i] = static_cast<uint32_t>(v[i]);
-        }
-        outH = (int64_t{p.realInH} - 1) * strideH + p.kh - pads[2] - pads[3];
-        outW = (int64_t{p.realInW} - 1) * strideW + p.kw - pads[0] - pads[1];
-        if (outH < 1 || outW < 1)
-            return c.fail("output spatial size %lld x %lld is not positive", static_cast<long long>(outH),
-                          static_cast<long long>(outW));
-    }
-    if (pads[0] >= p.kw || pads[2] >= p.kh)
-        return c.fail("left/top padding %" PRIu32 "/%" PRIu32 " not below the filter %" PRIu32 "x%" PRIu32
-                      " (the equivalent convolution would crop its input; not supported)",
-                      pads[0], pads[2], p.kw, p.kh);
-    const uint64_t upH = (uint64_t{p.realInH} - 1) * strideH + 1,
-                   upW = (uint64_t{p.realInW} - 1) * strideW + 1;
-    if (upH > kMax16 || upW > kMax16 || p.kh > kMax16 || p.kw > kMax16)
-        return c.fail("the upsampled input %llu x %llu exceeds the NPU's 16-bit tile fields",
-                      static_cast<unsigned long long>(upH), static_cast<unsigned long long>(upW));
-    p.inH = static_cast<uint32_t>(upH);
-    p.inW = static_cast<uint32_t>(upW);
-    p.upStrideX = static_cast<uint32_t>(strideW);
-    p.upStrideY = static_cast<uint32_t>(strideH);
-    p.padLeft = p.kw - 1 - pads[0];
-    p.padTop = p.kh - 1 - pads[2];
-    p.outH = static_cast<uint32_t>(outH);
-    p.outW = static_cast<uint32_t>(outW);
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.cout : p.outH, p.nchw ? p.outH : p.outW,
-                                p.nchw ? p.outW : p.cout};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
-                          output.dims[k], expect[k]);
-    }
+    st = implicit ? transposeImplicitOutput(c, p, &g) : transposeExplicitOutput(c, p, &g);
+    if (st.ok()) st = transposeAsConv(c, g, p);
+    if (!st.ok()) return st;
     return convTilingAndRequant(c, plan);
 }
 
@@ -584,6 +595,66 @@ FwStatus planFc(const Checker& c, OpPlan* plan) {
 FwStatus binaryParams(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
                       OpPlan* plan);
 
+// NNAPI broadcasting: align trailing dimensions; each pair equal or one of them 1. Gives the
+// output's dimensions and each input's, right-aligned in four.
+FwStatus broadcastDims(const Checker& c, const OperandDesc& a, const OperandDesc& b, const OperandDesc& out,
+                       uint32_t dims[4], uint32_t da[4], uint32_t db[4]) {
+    const uint32_t rank = std::max(a.rank, b.rank);
+    if (out.rank != rank)
+        return c.fail("output rank %" PRIu32 ", broadcast rank %" PRIu32 "", out.rank, rank);
+    for (uint32_t i = 0; i < 4; ++i) dims[i] = da[i] = db[i] = 1;
+    for (uint32_t i = 0; i < rank; ++i) {
+        const uint32_t slot = 4 - rank + i;
+        da[slot] = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
+        db[slot] = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
+        if (da[slot] != db[slot] && da[slot] != 1 && db[slot] != 1)
+            return c.fail("input dimensions %" PRIu32 " and %" PRIu32 " do not broadcast (axis %" PRIu32 ")",
+                          da[slot], db[slot], i);
+        dims[slot] = std::max(da[slot], db[slot]);
+        if (out.dims[i] != dims[slot])
+            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", broadcast gives %" PRIu32 "", i,
+                          out.dims[i], dims[slot]);
+    }
+    return FwStatus::okStatus();
+}
+
+// The AddPlan's walk: row-major element strides, 0 where an input is broadcast, with each
+// dimension collapsed into the next inner one where both inputs walk them as one.
+void binaryWalk(const uint32_t dims[4], const uint32_t da[4], const uint32_t db[4], AddPlan& p) {
+    uint32_t sa[4], sb[4];
+    uint64_t ea = 1, eb = 1;
+    for (int i = 3; i >= 0; --i) {
+        sa[i] = da[i] == 1 ? 0 : static_cast<uint32_t>(ea);
+        sb[i] = db[i] == 1 ? 0 : static_cast<uint32_t>(eb);
+        ea *= da[i];
+        eb *= db[i];
+    }
+    uint32_t n = 0, cd[4], ca[4], cb[4];
+    for (uint32_t i = 0; i < 4; ++i) {
+        if (dims[i] == 1) continue;
+        if (n > 0 &&
+            ((sa[i] == 0 && ca[n - 1] == 0) ||
+             (sa[i] != 0 && uint64_t{ca[n - 1]} == uint64_t{sa[i]} * dims[i])) &&
+            ((sb[i] == 0 && cb[n - 1] == 0) ||
+             (sb[i] != 0 && uint64_t{cb[n - 1]} == uint64_t{sb[i]} * dims[i]))) {
+            cd[n - 1] *= dims[i];
+            ca[n - 1] = sa[i];
+            cb[n - 1] = sb[i];
+            continue;
+        }
+        cd[n] = dims[i];
+        ca[n] = sa[i];
+        cb[n] = sb[i];
+        ++n;
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+        const uint32_t src = i + n < 4 ? UINT32_MAX : i + n - 4;
+        p.dims[i] = src == UINT32_MAX ? 1 : cd[src];
+        p.strideA[i] = src == UINT32_MAX ? 0 : ca[src];
+        p.strideB[i] = src == UINT32_MAX ? 0 : cb[src];
+    }
+}
+
 // ADD, SUB, MUL (fused activation) and MAXIMUM, MINIMUM (none), with NNAPI broadcasting.
 FwStatus planBinary(const Checker& c, OpPlan* plan) {
     const OperationDesc& op = c.op;
@@ -609,58 +680,9 @@ FwStatus planBinary(const Checker& c, OpPlan* plan) {
     p.a = op.inputs[0];
     p.b = op.inputs[1];
     p.output = op.outputs[0];
-
-    // NNAPI broadcasting: align trailing dimensions; each pair equal or one of them 1.
-    const uint32_t rank = std::max(a.rank, b.rank);
-    if (out.rank != rank)
-        return c.fail("output rank %" PRIu32 ", broadcast rank %" PRIu32 "", out.rank, rank);
-    uint32_t dims[4] = {1, 1, 1, 1}, da[4] = {1, 1, 1, 1}, db[4] = {1, 1, 1, 1};
-    for (uint32_t i = 0; i < rank; ++i) {
-        const uint32_t slot = 4 - rank + i;
-        da[slot] = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
-        db[slot] = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
-        if (da[slot] != db[slot] && da[slot] != 1 && db[slot] != 1)
-            return c.fail("input dimensions %" PRIu32 " and %" PRIu32 " do not broadcast (axis %" PRIu32 ")",
-                          da[slot], db[slot], i);
-        dims[slot] = std::max(da[slot], db[slot]);
-        if (out.dims[i] != dims[slot])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", broadcast gives %" PRIu32 "", i,
-                          out.dims[i], dims[slot]);
-    }
-    // Row-major element strides, 0 where an input is broadcast.
-    uint32_t sa[4], sb[4];
-    uint64_t ea = 1, eb = 1;
-    for (int i = 3; i >= 0; --i) {
-        sa[i] = da[i] == 1 ? 0 : static_cast<uint32_t>(ea);
-        sb[i] = db[i] == 1 ? 0 : static_cast<uint32_t>(eb);
-        ea *= da[i];
-        eb *= db[i];
-    }
-    // Collapse a dimension into the next inner one where both inputs walk them as one.
-    uint32_t n = 0, cd[4], ca[4], cb[4];
-    for (uint32_t i = 0; i < 4; ++i) {
-        if (dims[i] == 1) continue;
-        if (n > 0 &&
-            ((sa[i] == 0 && ca[n - 1] == 0) ||
-             (sa[i] != 0 && uint64_t{ca[n - 1]} == uint64_t{sa[i]} * dims[i])) &&
-            ((sb[i] == 0 && cb[n - 1] == 0) ||
-             (sb[i] != 0 && uint64_t{cb[n - 1]} == uint64_t{sb[i]} * dims[i]))) {
-            cd[n - 1] *= dims[i];
-            ca[n - 1] = sa[i];
-            cb[n - 1] = sb[i];
-            continue;
-        }
-        cd[n] = dims[i];
-        ca[n] = sa[i];
-        cb[n] = sb[i];
-        ++n;
-    }
-    for (uint32_t i = 0; i < 4; ++i) {
-        const uint32_t src = i + n < 4 ? UINT32_MAX : i + n - 4;
-        p.dims[i] = src == UINT32_MAX ? 1 : cd[src];
-        p.strideA[i] = src == UINT32_MAX ? 0 : ca[src];
-        p.strideB[i] = src == UINT32_MAX ? 0 : cb[src];
-    }
+    uint32_t dims[4], da[4], db[4];
+    if (!(st = broadcastDims(c, a, b, out, dims, da, db)).ok()) return st;
+    binaryWalk(dims, da, db, p);
     const uint64_t buffer = binaryBufferBytes(c.target);
     p.colTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[3], buffer));
     p.rowTile = static_cast<uint32_t>(std::min<uint64_t>(p.dims[2], buffer / p.colTile));
@@ -838,13 +860,7 @@ FwStatus planPool(const Checker& c, OpPlan* plan) {
     if (spanH < p.kh || spanW < p.kw) return c.fail("the filter is larger than the padded input");
     p.outH = static_cast<uint32_t>((spanH - p.kh) / p.strideY + 1);
     p.outW = static_cast<uint32_t>((spanW - p.kw) / p.strideX + 1);
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.channels : p.outH, p.nchw ? p.outH : p.outW,
-                                p.nchw ? p.outW : p.channels};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32 "",
-                          k, output.dims[k], expect[k]);
-    }
+    if (!(st = c.outputImage(p.nchw, p.batch, p.outH, p.outW, p.channels)).ok()) return st;
     if (!(st = poolWindows(c, p, plan->vec.clampMin, padRight, padBottom)).ok()) return st;
     return poolTiling(c, p);
 }
@@ -1315,13 +1331,6 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
             return planTransposeConv(c, plan);
         case hal::kOpFullyConnected:
             return planFc(c, plan);
-        case hal::kOpAdd:
-        case hal::kOpSub:
-        case hal::kOpMul:
-        case hal::kOpMaximum:
-        case hal::kOpMinimum:
-        case hal::kOpPrelu:
-            return planBinary(c, plan);
         case hal::kOpTranspose:
             return planTranspose(c, plan);
         case hal::kOpSpaceToDepth:
@@ -1351,6 +1360,7 @@ FwStatus planOperation(const CompileTarget& target, const ModelDesc& model, uint
         case hal::kOpSoftmax:
             return planSoftmax(c, plan);
         default:
+            if (hal::isBinaryOp(c.op.type)) return planBinary(c, plan);
             if (hal::isLutOp(c.op.type)) return planLut(c, plan);
             return FwStatus::make(Code::kInvalidArgument,
                                   "operation %" PRIu32 ": operation type %" PRIu32

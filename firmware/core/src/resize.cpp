@@ -90,13 +90,7 @@ FwStatus planResize(const Checker& c, OpPlan* plan) {
     p.inW = input.dims[p.nchw ? 3 : 2];
     p.channels = input.dims[p.nchw ? 1 : 3];
     if (!(st = outputSize(c, p.inW, p.inH, &p.outW, &p.outH)).ok()) return st;
-    const uint32_t expect[4] = {p.batch, p.nchw ? p.channels : p.outH, p.nchw ? p.outH : p.outW,
-                                p.nchw ? p.outW : p.channels};
-    for (uint32_t k = 0; k < 4; ++k) {
-        if (output.dims[k] != expect[k])
-            return c.fail("output dimension %" PRIu32 " is %" PRIu32 ", the operation produces %" PRIu32, k,
-                          output.dims[k], expect[k]);
-    }
+    if (!(st = c.outputImage(p.nchw, p.batch, p.outH, p.outW, p.channels)).ok()) return st;
     if (p.inH > kMax16 || p.inW > kMax16 || p.outH > kMax16 || p.outW > kMax16)
         return c.fail("a dimension exceeds the RESIZE command's 16-bit fields (%" PRIu32 ")", kMax16);
     auto fits = [&](uint32_t rows, uint32_t channels) { return resizeTileFits(c.target, p, rows, channels); };
@@ -116,16 +110,12 @@ void emitResize(BlobWriter& w, const CompileTarget& /*target*/, const OpPlan& pl
     const uint32_t outCap = static_cast<uint32_t>(align(uint64_t{m} * p.outW * p.channelTile, 64));
     const uint32_t inBuf[2] = {0, inCap}, outBuf[2] = {2 * inCap, 2 * inCap + outCap};
     const float scaleH = isa::resizeScale(p.inH, p.outH, p.alignCorners);
-    struct Tile {
-        uint32_t b, r0, rows, c0, ct, first, end;
+    struct Tile : ImageTile {
+        uint32_t first, end;
     };
     auto tileOf = [&](uint32_t t) {
         Tile x;
-        x.c0 = (t % chanTiles) * p.channelTile;
-        x.ct = std::min(p.channelTile, p.channels - x.c0);
-        x.r0 = (t / chanTiles % rowTiles) * m;
-        x.b = t / chanTiles / rowTiles;
-        x.rows = std::min(m, p.outH - x.r0);
+        static_cast<ImageTile&>(x) = imageTile(t, m, p.outH, p.channelTile, p.channels);
         // Source coordinates are monotone in the output row: the first and last rows bound them.
         auto rowsOf = [&](uint32_t y, uint32_t* lo, uint32_t* hi) {
             if (p.bilinear) {

@@ -8,7 +8,7 @@
 namespace npu::fw::host {
 
 SimPlatform::SimPlatform(const sim::HwConfig& config, uint8_t* dram, uint64_t dramSize)
-    : dram_(dram), dramSize_(dramSize), device_(config, dram, dramSize) {}
+    : MappedDramPlatform(dram, dramSize), device_(config, dram, dramSize) {}
 
 uint32_t SimPlatform::readReg(uint32_t offset) {
     return device_.readReg(offset);

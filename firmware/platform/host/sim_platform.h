@@ -12,7 +12,7 @@
 
 namespace npu::fw::host {
 
-class SimPlatform : public Platform {
+class SimPlatform : public MappedDramPlatform {
 public:
     // `dram` (device DRAM, e.g. a memfd mapping) must outlive the platform.
     SimPlatform(const sim::HwConfig& config, uint8_t* dram, uint64_t dramSize);
@@ -20,8 +20,6 @@ public:
     uint32_t readReg(uint32_t offset) override;
     void writeReg(uint32_t offset, uint32_t value) override;
     bool waitForIrq(uint32_t timeoutUs) override;
-    uint8_t* dram() override { return dram_; }
-    uint64_t dramSize() const override { return dramSize_; }
     uint64_t nowUs() override;
 
     sim::Device& device() { return device_; }
@@ -31,8 +29,6 @@ public:
 
 private:
     bool faultsArmed_ = false;
-    uint8_t* dram_;
-    uint64_t dramSize_;
     sim::Device device_;
 };
 

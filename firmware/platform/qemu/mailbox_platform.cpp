@@ -12,7 +12,10 @@ void dataBarrier() {
 
 MailboxPlatform::MailboxPlatform(CmsdkUart& doorbell, isa::RegMailbox* mailbox, uint8_t* dram,
                                  uint64_t dramSize, uint32_t ackTimeoutUs)
-    : doorbell_(doorbell), mailbox_(mailbox), dram_(dram), dramSize_(dramSize), ackTimeoutUs_(ackTimeoutUs) {
+    : MappedDramPlatform(dram, dramSize),
+      doorbell_(doorbell),
+      mailbox_(mailbox),
+      ackTimeoutUs_(ackTimeoutUs) {
     mailbox_->sequence = 0;
     mailbox_->ackSequence = 0;
     mailbox_->op = static_cast<uint32_t>(isa::MailboxOp::kNone);

@@ -11,7 +11,7 @@
 
 namespace npu::fw::qemu {
 
-class MailboxPlatform final : public Platform {
+class MailboxPlatform final : public MappedDramPlatform {
 public:
     // `ackTimeoutUs`: how long one access waits for the bridge before it counts as failed.
     MailboxPlatform(CmsdkUart& doorbell, isa::RegMailbox* mailbox, uint8_t* dram, uint64_t dramSize,
@@ -24,8 +24,6 @@ public:
     // One poll of the NPU's interrupt line, as on the host platform: the simulated NPU runs a
     // doorbell to completion before the write is acknowledged.
     bool waitForIrq(uint32_t timeoutUs) override;
-    uint8_t* dram() override { return dram_; }
-    uint64_t dramSize() const override { return dramSize_; }
     uint64_t nowUs() override;
 
     uint64_t roundTrips() const { return roundTrips_; }
@@ -37,8 +35,6 @@ private:
 
     CmsdkUart& doorbell_;
     volatile isa::RegMailbox* mailbox_;
-    uint8_t* dram_;
-    uint64_t dramSize_;
     uint32_t ackTimeoutUs_;
     uint32_t sequence_ = 0;
     uint64_t roundTrips_ = 0;

@@ -2,6 +2,17 @@
 
 namespace npu::ref::ops {
 
+bool supportsDataTypes(const hal::Subgraph& sg, const hal::Operation& op) {
+    return typeIn(operandType(sg, op, 0),
+                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
+                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+}
+
+Status executeCopy(OperationContext& ctx) {
+    std::memcpy(ctx.output(0).buffer.data(), ctx.input(0).data(), ctx.output(0).byteSize());
+    return {};
+}
+
 Result<int32_t> activationOf(OperationContext& ctx, size_t i) {
     const int32_t act = NPU_TRY(scalarInput<int32_t>(ctx, i, OperandType::INT32));
     if (act < 0 || act > 3)

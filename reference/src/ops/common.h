@@ -18,6 +18,13 @@ inline bool typeIn(OperandType t, std::initializer_list<OperandType> set) {
     return false;
 }
 
+// Input 0 is a FLOAT32, FLOAT16, INT32 or QUANT8_ASYMM(_SIGNED) tensor: the types of the
+// operations that move or compare elements without arithmetic on their values.
+bool supportsDataTypes(const hal::Subgraph& sg, const hal::Operation& op);
+
+// Output 0 = input 0, byte for byte (RESHAPE, SQUEEZE, EXPAND_DIMS: only the shape changes).
+Status executeCopy(OperationContext& ctx);
+
 // The fused activation code of input i (NONE, RELU, RELU1, RELU6).
 Result<int32_t> activationOf(OperationContext& ctx, size_t i);
 

@@ -152,9 +152,7 @@ Status executeArith(OperationContext& ctx) {
 
 // MAXIMUM / MINIMUM: no activation; quantized inputs may have different scales.
 bool supportsMinMax(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0),
-                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
+    return supportsDataTypes(sg, op);
 }
 
 Status prepareMinMax(OperationContext& ctx) {

@@ -12,12 +12,6 @@ namespace {
 
 using hal::OperationType;
 
-bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0),
-                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
-}
-
 Status expectOutputLikeInput(OperationContext& ctx, size_t output) {
     if (ctx.outputType(output) != ctx.inputType(0)) {
         return ctx.error("output " + std::to_string(output) + " type " +
@@ -251,9 +245,9 @@ Status executeRank(OperationContext& ctx) {
 
 std::vector<OperationRegistration> gatherSplitTileOperations() {
     return {
-        {OperationType::GATHER, supportsData, prepareGather, executeGather},
-        {OperationType::SPLIT, supportsData, prepareSplit, executeSplit},
-        {OperationType::TILE, supportsData, prepareTile, executeTile},
+        {OperationType::GATHER, supportsDataTypes, prepareGather, executeGather},
+        {OperationType::SPLIT, supportsDataTypes, prepareSplit, executeSplit},
+        {OperationType::TILE, supportsDataTypes, prepareTile, executeTile},
         {OperationType::FILL, supportsFill, prepareFill, executeFill},
         {OperationType::RANK, supportsRank, prepareRank, executeRank},
     };

@@ -6,12 +6,6 @@ namespace {
 
 using hal::OperationType;
 
-bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0),
-                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
-}
-
 Status prepareReshape(OperationContext& ctx) {
     NPU_TRY(ctx.expectInputCount(2, 2));
     NPU_TRY(ctx.expectOutputCount(1));
@@ -46,11 +40,6 @@ Status prepareReshape(OperationContext& ctx) {
                          " elements, the input " + std::to_string(total));
     }
     return ctx.setOutputShape(0, std::move(dims));
-}
-
-Status executeCopy(OperationContext& ctx) {
-    std::memcpy(ctx.output(0).buffer.data(), ctx.input(0).data(), ctx.output(0).byteSize());
-    return {};
 }
 
 Result<uint32_t> concatAxis(OperationContext& ctx) {
@@ -123,8 +112,8 @@ Status executeConcat(OperationContext& ctx) {
 
 std::vector<OperationRegistration> shapeOperations() {
     return {
-        {OperationType::RESHAPE, supportsData, prepareReshape, executeCopy},
-        {OperationType::CONCATENATION, supportsData, prepareConcat, executeConcat},
+        {OperationType::RESHAPE, supportsDataTypes, prepareReshape, executeCopy},
+        {OperationType::CONCATENATION, supportsDataTypes, prepareConcat, executeConcat},
     };
 }
 

@@ -6,11 +6,6 @@ namespace {
 
 using hal::OperationType;
 
-bool supportsData(const hal::Subgraph& sg, const hal::Operation& op) {
-    return typeIn(operandType(sg, op, 0),
-                  {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_INT32,
-                   OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED});
-}
 bool supportsPad(const hal::Subgraph& sg, const hal::Operation& op) {
     return typeIn(operandType(sg, op, 0),
                   {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_FLOAT16, OperandType::TENSOR_QUANT8_ASYMM,
@@ -301,22 +296,17 @@ Status prepareExpandDims(OperationContext& ctx) {
     return ctx.setOutputShape(0, std::move(dims));
 }
 
-Status executeCopy(OperationContext& ctx) {
-    std::memcpy(ctx.output(0).buffer.data(), ctx.input(0).data(), ctx.output(0).byteSize());
-    return {};
-}
-
 }  // namespace
 
 std::vector<OperationRegistration> slicingOperations() {
     return {
         {OperationType::PAD, supportsPad, preparePad, executePad},
         {OperationType::PAD_V2, supportsPad, preparePad, executePad},
-        {OperationType::SLICE, supportsData, prepareSlice, executeSlice},
-        {OperationType::STRIDED_SLICE, supportsData, prepareStridedSlice, executeStridedSlice},
-        {OperationType::TRANSPOSE, supportsData, prepareTranspose, executeTranspose},
-        {OperationType::SQUEEZE, supportsData, prepareSqueeze, executeCopy},
-        {OperationType::EXPAND_DIMS, supportsData, prepareExpandDims, executeCopy},
+        {OperationType::SLICE, supportsDataTypes, prepareSlice, executeSlice},
+        {OperationType::STRIDED_SLICE, supportsDataTypes, prepareStridedSlice, executeStridedSlice},
+        {OperationType::TRANSPOSE, supportsDataTypes, prepareTranspose, executeTranspose},
+        {OperationType::SQUEEZE, supportsDataTypes, prepareSqueeze, executeCopy},
+        {OperationType::EXPAND_DIMS, supportsDataTypes, prepareExpandDims, executeCopy},
     };
 }
 

@@ -98,3 +98,12 @@ TEST_CASE("saturatingRoundingDoublingHighMul, roundingDivideByPot, saturatingRou
     CHECK(saturatingRoundingMultiplyByPot(7, -1) == 4);
     static_assert(multiplyByQuantizedMultiplier(8, kHalfQ31, 0) == 4, "usable in constant expressions");
 }
+
+TEST_CASE("quantizeBound: zeroPoint + round(real / scale), saturated where a tiny scale overflows int32") {
+    CHECK(quantizeBound(1.0f, 0.5f, 3) == 5);
+    CHECK(quantizeBound(-1.0f, 0.25f, 10) == 6);
+    CHECK(quantizeBound(6.0f, 1.0f / 32, -128) == 64);
+    CHECK(quantizeBound(1.0f, 4.58e-10f, 141) == INT32_MAX);       // 2.18e9 steps: beyond int32
+    CHECK(quantizeBound(-1.0f, 4.58e-10f, 141) < -2'000'000'000);  // far below any 8-bit type
+    CHECK(quantizeBound(1.0f, 1e-9f, 2000000000) == INT32_MAX);    // in range, but not with the zero point
+}

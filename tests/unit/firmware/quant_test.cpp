@@ -73,3 +73,18 @@ TEST_CASE("device MultiplyByQuantizedMultiplier is bit-exact with the reference"
         REQUIRE(npu::isa::multiplyByQuantizedMultiplier(x, m, s) == refMbqm(x, m, s));
     }
 }
+
+TEST_CASE("activation ranges under a scale so small that the bounds overflow int32 are the whole type",
+          "[firmware][quant]") {
+    // RELU1 and RELU6 with 1 / scale > 2^31: the bounds lie far outside the type, so nothing is
+    // clamped (the reference's answer); an int32 overflow used to make the range empty.
+    int32_t lo = 0, hi = 0;
+    for (int32_t act : {2, 3}) {
+        REQUIRE(activationRange8(act, 4.58e-10f, 141, false, &lo, &hi));
+        CHECK(lo == (act == 2 ? 0 : 141));
+        CHECK(hi == 255);
+        REQUIRE(activationRange8(act, 4.58e-10f, 13, true, &lo, &hi));
+        CHECK(lo == (act == 2 ? -128 : 13));
+        CHECK(hi == 127);
+    }
+}

@@ -90,4 +90,18 @@ constexpr int32_t multiplyByQuantizedMultiplier(int32_t x, QuantizedMultiplier q
     return multiplyByQuantizedMultiplier(x, q.multiplier, q.shift);
 }
 
+// zeroPoint + round(real / scale), saturated to int32: TFLite's quantize of an activation bound
+// (CalculateActivationRangeQuantized), whose float-to-int32 conversion is undefined when a tiny
+// scale puts the bound out of range (RELU1 / RELU6 under a scale below 1 / 2^31), which made the
+// firmware and the reference clamp differently.
+inline int32_t quantizeBound(float real, float scale, int32_t zeroPoint) {
+    const float steps = std::round(real / scale);
+    if (std::isnan(steps)) return zeroPoint;
+    const int64_t limit = int64_t{1} << 31;
+    const int64_t v =
+        steps >= 2147483648.0f ? limit : (steps < -2147483648.0f ? -limit - 1 : static_cast<int64_t>(steps));
+    const int64_t q = v + zeroPoint;
+    return q > INT32_MAX ? INT32_MAX : (q < INT32_MIN ? INT32_MIN : static_cast<int32_t>(q));
+}
+
 }  // namespace npu::base

@@ -23,4 +23,20 @@ public:
     virtual uint64_t nowUs() = 0;
 };
 
+// A platform whose device DRAM is one range the control core addresses directly (the host's
+// mapping, the emulated SoC's DDR): dram() and dramSize() for the platforms that have one.
+class MappedDramPlatform : public Platform {
+public:
+    uint8_t* dram() override { return dram_; }
+    uint64_t dramSize() const override { return dramSize_; }
+
+protected:
+    // `dram` must outlive the platform.
+    MappedDramPlatform(uint8_t* dram, uint64_t dramSize) : dram_(dram), dramSize_(dramSize) {}
+
+private:
+    uint8_t* dram_;
+    uint64_t dramSize_;
+};
+
 }  // namespace npu::fw
