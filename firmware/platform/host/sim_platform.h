@@ -5,6 +5,7 @@
 // or will not come; it polls at most once per microsecond of the timeout.
 
 #include <cstdint>
+#include <functional>
 
 #include "npu/fw/platform.h"
 #include "npu/hwsim/config.h"
@@ -23,6 +24,9 @@ public:
     uint8_t* dram() override { return dram_; }
     uint64_t dramSize() const override { return dramSize_; }
     uint64_t nowUs() override;
+    bool stopRequested() override { return stopCheck_ ? stopCheck_() : false; }
+    // What stopRequested asks (the firmware host: was the running item cancelled?).
+    void setStopCheck(std::function<bool()> check) { stopCheck_ = std::move(check); }
 
     sim::Device& device() { return device_; }
     // Arms `faults` once: the next NPU soft reset (the firmware's recovery from the fault they
@@ -31,6 +35,7 @@ public:
 
 private:
     bool faultsArmed_ = false;
+    std::function<bool()> stopCheck_;
     uint8_t* dram_;
     uint64_t dramSize_;
     sim::Device device_;
