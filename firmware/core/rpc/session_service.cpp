@@ -255,7 +255,11 @@ FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, IoArg* input
     if (FwStatus st = checkArguments(outputs, outputCount, true); !st.ok()) return st;
     loopTimeoutNs_ = effectiveLoopTimeoutNs(r.loop_timeout_ns);
     shared_.setSession(session_);  // the runtime checks buffer owners too
-    return shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
+    FwStatus st = shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
+    if (pools_ != nullptr) {
+        if (FwStatus fault = pools_->takeFault(); !fault.ok()) return fault;
+    }
+    return st;
 }
 
 FwStatus SessionService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {

@@ -16,6 +16,7 @@
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 #include "raw_client.h"
+#include "sigbus_guard.h"
 
 using namespace npu;
 using namespace npu::hal::test;
@@ -239,4 +240,52 @@ TEST_CASE("zero copy: a constant in a model pool of 64 KiB or more is read in pl
     CHECK(firmwareCounter(*l.device, "runtime.copied_bytes") == before);
     CHECK(std::vector<uint8_t>(r.pool->data() + kN, r.pool->data() + 2 * kN) == std::vector<uint8_t>(kN, 7));
     CHECK(firmwareCounter(*l.device, "session.pools") == 2);
+}
+
+TEST_CASE("zero copy: an unsealed file truncated while mapped fails its client only", "[shim][zero-copy]") {
+    auto fw = fw::host::FirmwareHost::create();
+    REQUIRE(fw.has_value());
+    RawClient a((*fw)->connectLoopback());
+    uint32_t handle = 0;
+    REQUIRE(a.prepare(addModel({1, kN}), hal::Priority::MEDIUM, &handle) == 0);
+    char path[] = "/tmp/npu-zero-copy-trunc-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    unlink(path);
+    REQUIRE(ftruncate(fd, 3 * kN) == 0);
+    const proto::MapPoolReply pool = a.mapPool(fd, 0, 3 * kN);
+    REQUIRE(pool.status().code() == 0);
+    CHECK_FALSE(pool.sealed());  // a regular file: checked before each use
+    CHECK(a.execute(RawClient::addRequest(handle, pool.addr(), kN)).status().code() == 0);
+    REQUIRE(ftruncate(fd, kN) == 0);
+    auto shrunk = a.execute(RawClient::addRequest(handle, pool.addr(), kN));
+    CHECK(shrunk.status().code() == kInvalidArgument);
+    CHECK_THAT(shrunk.status().message(), Catch::Contains("shrank"));
+    close(fd);
+    auto block = stageAdd(a, kN, 1, 2);  // the session goes on
+    CHECK(a.execute(RawClient::addRequest(handle, block.addr(), kN)).status().code() == 0);
+}
+
+TEST_CASE("SIGBUS guard: a truncated mapping in a guarded range reads zeros and is marked hit",
+          "[shim][zero-copy]") {
+    char path[] = "/tmp/npu-sigbus-guard-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    unlink(path);
+    const size_t bytes = 4 * 4096;
+    REQUIRE(ftruncate(fd, bytes) == 0);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(p != MAP_FAILED);
+    auto* data = static_cast<volatile uint8_t*>(p);
+    data[3 * 4096] = 7;
+    const uint32_t guard = fw::host::guardRange(static_cast<uint8_t*>(p), bytes);
+    REQUIRE(guard != fw::host::kNoGuard);
+    CHECK_FALSE(fw::host::rangeHit(guard));
+    REQUIRE(ftruncate(fd, 4096) == 0);  // the last three pages are gone: an access is a SIGBUS
+    CHECK(data[3 * 4096] == 0);         // caught: zero pages over the range
+    data[2 * 4096] = 1;                 // and writable
+    CHECK(fw::host::rangeHit(guard));
+    fw::host::unguardRange(guard);
+    munmap(p, bytes);
+    close(fd);
 }

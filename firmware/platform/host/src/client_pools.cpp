@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "sigbus_guard.h"
+
 namespace npu::fw::host {
 
 namespace {
@@ -151,6 +153,12 @@ FwStatus ClientPools::mapPool(const npu_proto_MapPoolRequest& r, npu_proto_MapPo
                               "MapPool: mapping [%" PRIu64 ", +%" PRIu64 ") of the fd failed: %s", r.offset,
                               r.length, std::strerror(e));
     }
+    if (!pool.sealed && (pool.guard = guardRange(dram_ + mapAddr, mapBytes)) == kNoGuard) {
+        clear(mapAddr, mapBytes);
+        return FwStatus::make(Code::kResourceExhaustedTransient,
+                              "MapPool: no SIGBUS guard left for an unsealed pool (too many mapped in this "
+                              "process)");
+    }
     pool.id = nextId_++;
     pool.mapAddr = mapAddr;
     pool.mapBytes = mapBytes;
@@ -169,7 +177,7 @@ FwStatus ClientPools::mapPool(const npu_proto_MapPoolRequest& r, npu_proto_MapPo
 FwStatus ClientPools::unmapPool(uint32_t poolId) {
     for (auto it = pools_.begin(); it != pools_.end(); ++it) {
         if (it->id != poolId) continue;
-        clear(it->mapAddr, it->mapBytes);
+        release(*it);
         pools_.erase(it);
         return FwStatus::okStatus();
     }
@@ -177,9 +185,27 @@ FwStatus ClientPools::unmapPool(uint32_t poolId) {
     return FwStatus::make(Code::kInvalidArgument, "UnmapPool: unknown pool id %" PRIu32, poolId);
 }
 
+void ClientPools::release(Pool& pool) {
+    unguardRange(pool.guard);
+    clear(pool.mapAddr, pool.mapBytes);
+}
+
 void ClientPools::unmapAll() {
-    for (const Pool& p : pools_) clear(p.mapAddr, p.mapBytes);
+    for (Pool& p : pools_) release(p);
     pools_.clear();
+}
+
+FwStatus ClientPools::takeFault() {
+    for (Pool& p : pools_) {
+        if (p.faultReported || !rangeHit(p.guard)) continue;
+        p.faultReported = true;
+        return FwStatus::make(Code::kInvalidArgument,
+                              "pool %" PRIu32
+                              ": its file was truncated while the NPU used it; what was read "
+                              "there is zeros, the results are void",
+                              p.id);
+    }
+    return FwStatus::okStatus();
 }
 
 uint64_t ClientPools::poolBytes() const {
@@ -202,6 +228,10 @@ FwStatus ClientPools::checkPoolRange(uint64_t addr, uint64_t length, bool write,
         if (write && !p.writable) {
             return FwStatus::make(Code::kInvalidArgument,
                                   "pool %" PRIu32 " was passed read-only and cannot take an output", p.id);
+        }
+        if (rangeHit(p.guard)) {
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "pool %" PRIu32 ": its file was truncated while mapped; unmap it", p.id);
         }
         if (!p.sealed) {
             struct stat st {};

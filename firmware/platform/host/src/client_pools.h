@@ -37,6 +37,7 @@ public:
     void unmapAll() override;
     uint32_t poolCount() const override { return static_cast<uint32_t>(pools_.size()); }
     uint64_t poolBytes() const override;
+    FwStatus takeFault() override;
 
 private:
     struct Pool {
@@ -49,7 +50,10 @@ private:
         base::UniqueFd fd;
         bool writable = false;
         bool sealed = false;
+        uint32_t guard = UINT32_MAX;  // SIGBUS guard of an unsealed pool (sigbus_guard.h)
+        bool faultReported = false;
     };
+    void release(Pool& pool);
     // A free page-aligned span of `bytes` in the range (first fit); false when none.
     bool findSpace(uint64_t bytes, uint64_t* addr) const;
     // Backs [addr, +bytes) with anonymous zero pages again.

@@ -145,6 +145,9 @@ public:
     virtual void unmapAll() = 0;  // the session ends (a Reset keeps pools, like the window)
     virtual uint32_t poolCount() const = 0;
     virtual uint64_t poolBytes() const = 0;
+    // After a use: INVALID_ARGUMENT (once per pool) when a pool's file was truncated under the
+    // mapping during it (the platform caught the fault; the pool now reads zeros).
+    virtual FwStatus takeFault() { return FwStatus::okStatus(); }
 
 protected:
     ~PoolMapper() = default;
