@@ -245,18 +245,20 @@ private:
             out->set_has_no_value(true);
             return {};
         }
-        const std::string where =
-            std::string(isInput ? "execute: input " : "execute: output ") + std::to_string(index);
+        // Built only for an error (or a buffer token): not on every execution's way.
+        auto where = [&] {
+            return std::string(isInput ? "execute: input " : "execute: output ") + std::to_string(index);
+        };
         // PreparedModelBase resolved driver-managed buffers to their firmware buffers: the
         // firmware reads and writes them in place.
         const auto& pool = request.pools[arg.location.poolIndex];
         if (const auto* id = std::get_if<uint32_t>(&pool)) {
-            out->set_buffer_token(NPU_TRY(firmwareBuffers_->token(*id, a.epoch, where)));
+            out->set_buffer_token(NPU_TRY(firmwareBuffers_->token(*id, a.epoch, where())));
             return {};
         }
         const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
         auto mapped = connection_->pools().address(a, memory, !isInput);
-        if (!mapped) return fail(mapped.error().status, where + ": " + mapped.error().message);
+        if (!mapped) return fail(mapped.error().status, where() + ": " + mapped.error().message);
         out->set_length(arg.location.length);
         if (*mapped) {
             out->set_addr(**mapped + arg.location.offset);
@@ -264,7 +266,7 @@ private:
         }
         HostWindow& window = connection_->window();
         auto addr = window.allocate(arg.location.length);
-        if (!addr) return fail(addr.error().status, where + ": " + addr.error().message);
+        if (!addr) return fail(addr.error().status, where() + ": " + addr.error().message);
         blocks.emplace_back(&window, *addr, arg.location.length);
         if (isInput && arg.location.length > 0) {
             std::memcpy(blocks.back().data(), memory->data() + arg.location.offset, arg.location.length);

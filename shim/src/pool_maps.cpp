@@ -67,10 +67,6 @@ Result<PoolMaps::Entry> PoolMaps::map(Attempt& attempt, const std::shared_ptr<ha
 
 Result<std::optional<uint64_t>> PoolMaps::address(Attempt& attempt,
                                                   const std::shared_ptr<hal::Memory>& memory, bool write) {
-    if (memory->fd() >= 0 && fcntl(memory->fd(), F_GETFD) < 0) {
-        return invalidArgument("pool of " + std::to_string(memory->size()) + " bytes: its fd " +
-                               std::to_string(memory->fd()) + " is closed");
-    }
     if (!connection_.windowShared() || !connection_.hello().window_fd_is_window() || memory->fd() < 0 ||
         memory->size() < kZeroCopyMinBytes) {
         return std::nullopt;
@@ -82,6 +78,11 @@ Result<std::optional<uint64_t>> PoolMaps::address(Attempt& attempt,
     const bool known = it != entries_.end() && !it->second.memory.owner_before(memory) &&
                        !memory.owner_before(it->second.memory);
     if (!known) {
+        // Checked here only (a syscall): a pool mapped already is held by the firmware's own fd.
+        if (fcntl(memory->fd(), F_GETFD) < 0) {
+            return invalidArgument("pool of " + std::to_string(memory->size()) + " bytes: its fd " +
+                                   std::to_string(memory->fd()) + " is closed");
+        }
         sweep(attempt);
         entries_[memory.get()] = NPU_TRY(map(attempt, memory));
         it = entries_.find(memory.get());

@@ -31,8 +31,8 @@ public:
 
     // The device address of `memory`'s byte 0 when the firmware maps it (mapping it on first
     // use), nullopt when the pool is to be staged through the window. `write`: the pool holds an
-    // output. INVALID_ARGUMENT when the pool's fd is closed. Pools stay mapped across a Reset of
-    // the firmware (like the window); a restarted firmware knows none (forget()).
+    // output. INVALID_ARGUMENT when the fd of a pool to be mapped is closed. Pools stay mapped across a Reset
+    // of the firmware (like the window); a restarted firmware knows none (forget()).
 
     Result<std::optional<uint64_t>> address(Attempt& attempt, const std::shared_ptr<hal::Memory>& memory,
                                             bool write);
