@@ -235,28 +235,38 @@ Result<ExecutionResult> PreparedModelBase::executeSynchronously(
 // Requests naming driver-managed buffers: each buffer is checked against its roles, locked,
 // and passed to the device as the shared memory that holds it. An output buffer whose shape
 // turns out larger than known grows, and the execution runs once more.
-Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
-    const Request& request, MeasureTiming measure, const Deadline& deadline,
-    std::optional<std::chrono::nanoseconds> loopTimeout) {
-    NPU_TRY(validateForLaunch(request, "execution"));
-    std::vector<std::shared_ptr<ManagedBuffer>> poolBuffer(request.pools.size());
+namespace {
+
+// Per request pool: the driver-managed buffer its token names (null for shared memory).
+using PoolBuffers = std::vector<std::shared_ptr<ManagedBuffer>>;
+
+Result<PoolBuffers> findPoolBuffers(const Request& request, const BufferRegistry& registry) {
+    PoolBuffers poolBuffer(request.pools.size());
     for (size_t p = 0; p < request.pools.size(); ++p) {
         const uint32_t* token = std::get_if<uint32_t>(&request.pools[p]);
         if (token == nullptr) continue;
-        poolBuffer[p] = buffers_->find(*token);
+        poolBuffer[p] = registry.find(*token);
         if (!poolBuffer[p]) {
             return invalidArgument("execution: request pool " + std::to_string(p) + ": buffer token " +
                                    std::to_string(*token) +
                                    " is unknown to this device (never allocated here, or released)");
         }
     }
+    return poolBuffer;
+}
+
+// Checks every use of a buffer against its roles for prepared model `modelId`, then locks each
+// buffer once: shared when only read, alone when written; one buffer as input and output of one
+// execution is INVALID_ARGUMENT.
+Status lockPoolBuffers(const Request& request, const PoolBuffers& poolBuffer, uint64_t modelId,
+                       BufferLocks& locks) {
     std::map<ManagedBuffer*, int> use;  // per buffer (several pools may name one): 1 read, 2 written
     for (const bool isInput : {true, false}) {
         const auto& args = isInput ? request.inputs : request.outputs;
         for (uint32_t k = 0; k < args.size(); ++k) {
             const uint32_t p = args[k].location.poolIndex;
             if (args[k].hasNoValue || !poolBuffer[p]) continue;
-            if (!poolBuffer[p]->hasRole({id_, isInput, k})) {
+            if (!poolBuffer[p]->hasRole({modelId, isInput, k})) {
                 return invalidArgument("execution: request " + std::string(isInput ? "input " : "output ") +
                                        std::to_string(k) + " uses buffer token " +
                                        std::to_string(poolBuffer[p]->token()) +
@@ -265,7 +275,6 @@ Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
             use[poolBuffer[p].get()] |= isInput ? 1 : 2;
         }
     }
-    BufferLocks locks;
     for (const auto& buffer : poolBuffer) {
         if (!buffer || use.count(buffer.get()) == 0) continue;
         const int how = use[buffer.get()];
@@ -276,42 +285,63 @@ Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
         use.erase(buffer.get());  // locked once, however many pools name it
         NPU_TRY(locks.lock(buffer, how == 2));
     }
+    return {};
+}
 
+// Points `arg` (of `resolved`) at its buffer's storage: the pool the device sees and the
+// buffer's dimensions. Shared-memory arguments are left as they are.
+Status bindPoolBuffer(const PoolBuffers& poolBuffer, RequestArgument& arg, bool isInput, Request& resolved) {
+    const uint32_t p = arg.location.poolIndex;
+    if (arg.hasNoValue || !poolBuffer[p]) return {};
+    std::vector<uint32_t> dims;
+    auto pool = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
+                                : poolBuffer[p]->output(arg.dimensions, dims));
+    const auto bytes = tensorByteSize(poolBuffer[p]->operandType(), dims);
+    arg.location = {p, 0, 0, 0};  // a device token's location
+    if (const auto* memory = std::get_if<std::shared_ptr<Memory>>(&pool)) {
+        arg.location.length = static_cast<uint32_t>(isInput ? bytes.value_or(0) : (*memory)->size());
+    }
+    resolved.pools[p] = std::move(pool);
+    arg.dimensions = bytes ? dims : std::vector<uint32_t>{};
+    return {};
+}
+
+// After OUTPUT_INSUFFICIENT_SIZE: grows the output buffers whose needed shape is now known and
+// rebinds them; false when nothing could grow (the error stays the caller's).
+Result<bool> growOutputBuffers(const Request& request, const PoolBuffers& poolBuffer,
+                               const std::vector<Error::Shape>& shapes, Request& resolved) {
+    bool grown = false;
+    for (size_t k = 0; k < resolved.outputs.size() && k < shapes.size(); ++k) {
+        if (shapes[k].isSufficient) continue;
+        const uint32_t p = request.outputs[k].location.poolIndex;
+        if (!poolBuffer[p]) return false;
+        const auto needed = tensorByteSize(poolBuffer[p]->operandType(), shapes[k].dimensions);
+        if (!needed) return false;
+        NPU_TRY(poolBuffer[p]->reserve(*needed));
+        resolved.outputs[k] = request.outputs[k];
+        NPU_TRY(bindPoolBuffer(poolBuffer, resolved.outputs[k], false, resolved));
+        grown = true;
+    }
+    return grown;
+}
+
+}  // namespace
+
+Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
+    const Request& request, MeasureTiming measure, const Deadline& deadline,
+    std::optional<std::chrono::nanoseconds> loopTimeout) {
+    NPU_TRY(validateForLaunch(request, "execution"));
+    const PoolBuffers poolBuffer = NPU_TRY(findPoolBuffers(request, *buffers_));
+    BufferLocks locks;
+    NPU_TRY(lockPoolBuffers(request, poolBuffer, id_, locks));
     Request resolved = request;
-    auto bind = [&](RequestArgument& arg, bool isInput) -> Status {
-        const uint32_t p = arg.location.poolIndex;
-        if (arg.hasNoValue || !poolBuffer[p]) return {};
-        std::vector<uint32_t> dims;
-        auto pool = NPU_TRY(isInput ? poolBuffer[p]->input(arg.dimensions, dims)
-                                    : poolBuffer[p]->output(arg.dimensions, dims));
-        const auto bytes = tensorByteSize(poolBuffer[p]->operandType(), dims);
-        arg.location = {p, 0, 0, 0};  // a device token's location
-        if (const auto* memory = std::get_if<std::shared_ptr<Memory>>(&pool)) {
-            arg.location.length = static_cast<uint32_t>(isInput ? bytes.value_or(0) : (*memory)->size());
-        }
-        resolved.pools[p] = std::move(pool);
-        arg.dimensions = bytes ? dims : std::vector<uint32_t>{};
-        return {};
-    };
-    for (auto& arg : resolved.inputs) NPU_TRY(bind(arg, true));
-    for (auto& arg : resolved.outputs) NPU_TRY(bind(arg, false));
+    for (auto& arg : resolved.inputs) NPU_TRY(bindPoolBuffer(poolBuffer, arg, true, resolved));
+    for (auto& arg : resolved.outputs) NPU_TRY(bindPoolBuffer(poolBuffer, arg, false, resolved));
 
     auto result = executeShared(resolved, measure, deadline, loopTimeout);
     if (!result && result.error().status == ErrorStatus::OUTPUT_INSUFFICIENT_SIZE) {
-        // Grow the buffers whose needed shape is now known; anything else stays the caller's error.
         const auto shapes = result.error().outputShapes;
-        bool grown = false;
-        for (size_t k = 0; k < resolved.outputs.size() && k < shapes.size(); ++k) {
-            if (shapes[k].isSufficient) continue;
-            const uint32_t p = request.outputs[k].location.poolIndex;
-            if (!poolBuffer[p]) return result;
-            const auto needed = tensorByteSize(poolBuffer[p]->operandType(), shapes[k].dimensions);
-            if (!needed) return result;
-            NPU_TRY(poolBuffer[p]->reserve(*needed));
-            resolved.outputs[k] = request.outputs[k];
-            NPU_TRY(bind(resolved.outputs[k], false));
-            grown = true;
-        }
+        const bool grown = NPU_TRY(growOutputBuffers(request, poolBuffer, shapes, resolved));
         if (grown) result = executeShared(resolved, measure, deadline, loopTimeout);
     }
     if (!result) return result;

@@ -118,10 +118,10 @@ Status Connection::callFailed(Attempt& attempt, const proto::Error& e, std::chro
 }
 
 Status Connection::call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
-                        google::protobuf::Message& reply, std::chrono::milliseconds timeout,
-                        const char* what) {
+                        google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what,
+                        std::span<const int> fds) {
     NPU_TRY(acquireCalls(1, timeout, what));
-    auto result = rpc()->call(method, request, reply, timeout);
+    auto result = rpc()->call(method, request, reply, timeout, fds);
     releaseCalls(1);
     if (!result) return callFailed(attempt, result.error(), timeout, what);
     heard();
@@ -303,6 +303,7 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
     c->restart_ = std::move(restart);
     c->rpc_ = std::move(*rpc);
     c->windowShared_ = shared;
+    c->pools_ = std::make_unique<PoolMaps>(*c);
     NPU_TRY(c->handshake(*c->rpc_, &c->window_, peer));
     if (options.recovery.watchdogPeriod.count() > 0)
         c->watchdog_ = std::thread([c = c.get()] { c->watchdog(); });

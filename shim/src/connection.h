@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "npu/hal/result.h"
 #include "npu/protocol/rpc_client.h"
 #include "npu/shim/npu_device.h"
+#include "pool_maps.h"
 
 namespace npu::shim {
 
@@ -57,8 +59,10 @@ public:
 
     // One RPC on the current firmware; maps transport and remote failures to HAL errors and
     // records a lost firmware in `attempt`. `what` names the call in error messages.
+    // `fds` travel with the request (MapPool's pool).
     Status call(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
-                google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
+                google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what,
+                std::span<const int> fds = {});
     // call() for a request whose window blocks the firmware uses (an execution): when it times
     // out, Cancel is sent for it. The firmware answers a Cancel only once the target is no
     // longer queued or running, so a CancelReply (found or not) means the blocks are free again;
@@ -94,6 +98,8 @@ public:
     void countDataFault() { dataFaults_++; }
 
     HostWindow& window() { return *window_; }
+    // Client pools the firmware maps by fd (zero copy, pool_maps.h).
+    PoolMaps& pools() { return *pools_; }
     // Transports without shared memory (USB, docs/usb.md): the host window is local memory and
     // these move [addr, addr + bytes) to / from the device's copy in chunked WINDOW_WRITE /
     // WINDOW_READ calls. No-ops where the window is shared.
@@ -160,6 +166,7 @@ private:
     mutable std::mutex rpcMutex_;
     std::shared_ptr<proto::RpcClient> rpc_;
     std::unique_ptr<HostWindow> window_;
+    std::unique_ptr<PoolMaps> pools_;
     proto::HelloReply hello_;
     bool windowShared_ = true;
 

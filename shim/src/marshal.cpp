@@ -24,8 +24,19 @@ uint64_t alignUp(uint64_t v, uint64_t a) {
     return (v + a - 1) / a * a;
 }
 
-void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* staging, uint64_t stagingAddr,
-                     uint64_t* cursor, proto::Subgraph* out) {
+// The device address of a CONSTANT_REFERENCE the firmware reads in its mapped pool; nullopt when
+// the constant is staged.
+std::optional<uint64_t> inPlace(const hal::Operand& operand, const PoolAddresses& pools) {
+    const auto& loc = operand.location;
+    if (operand.lifetime != hal::OperandLifeTime::CONSTANT_REFERENCE || loc.poolIndex >= pools.size() ||
+        !pools[loc.poolIndex] || loc.offset % 16 != 0) {
+        return std::nullopt;
+    }
+    return *pools[loc.poolIndex] + loc.offset;
+}
+
+void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, const PoolAddresses& pools,
+                     uint8_t* staging, uint64_t stagingAddr, uint64_t* cursor, proto::Subgraph* out) {
     for (const hal::Operand& operand : sg.operands) {
         proto::Operand* o = out->add_operands();
         o->set_type(static_cast<uint32_t>(operand.type));
@@ -39,6 +50,9 @@ void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* 
         }
         if (operand.lifetime == hal::OperandLifeTime::SUBGRAPH) {
             o->set_subgraph(operand.location.offset);  // HAL: the referenced subgraph's index
+        } else if (auto addr = inPlace(operand, pools); addr && operand.location.length > 0) {
+            o->set_data_addr(*addr);
+            o->set_data_length(operand.location.length);
         } else if (isConstant(operand.lifetime) && operand.location.length > 0) {
             const uint32_t len = operand.location.length;
             std::memcpy(staging + *cursor, constantBytes(model, operand), len);
@@ -57,10 +71,10 @@ void marshalSubgraph(const hal::Model& model, const hal::Subgraph& sg, uint8_t* 
     for (uint32_t i : sg.outputIndexes) out->add_output_indexes(i);
 }
 
-uint64_t constantBytesNeeded(const hal::Subgraph& sg) {
+uint64_t constantBytesNeeded(const hal::Subgraph& sg, const PoolAddresses& pools) {
     uint64_t total = 0;
     for (const hal::Operand& operand : sg.operands) {
-        if (isConstant(operand.lifetime) && operand.lifetime != hal::OperandLifeTime::SUBGRAPH) {
+        if (isConstant(operand.lifetime) && !inPlace(operand, pools)) {
             total = alignUp(total + operand.location.length, 16);
         }
     }
@@ -73,9 +87,10 @@ hal::PerformanceInfo perf(const proto::PerformanceInfo& p) {
 
 }  // namespace
 
-Result<WindowBlock> marshalModel(const hal::Model& model, HostWindow& window, proto::Model* out) {
-    uint64_t needed = constantBytesNeeded(model.main);
-    for (const auto& sg : model.referenced) needed += constantBytesNeeded(sg);
+Result<WindowBlock> marshalModel(const hal::Model& model, HostWindow& window, proto::Model* out,
+                                 const PoolAddresses& pools) {
+    uint64_t needed = constantBytesNeeded(model.main, pools);
+    for (const auto& sg : model.referenced) needed += constantBytesNeeded(sg, pools);
     WindowBlock block;
     uint8_t* staging = nullptr;
     uint64_t stagingAddr = 0;
@@ -87,9 +102,9 @@ Result<WindowBlock> marshalModel(const hal::Model& model, HostWindow& window, pr
         stagingAddr = *addr;
     }
     uint64_t cursor = 0;
-    marshalSubgraph(model, model.main, staging, stagingAddr, &cursor, out->mutable_main());
+    marshalSubgraph(model, model.main, pools, staging, stagingAddr, &cursor, out->mutable_main());
     for (const auto& sg : model.referenced) {
-        marshalSubgraph(model, sg, staging, stagingAddr, &cursor, out->add_referenced());
+        marshalSubgraph(model, sg, pools, staging, stagingAddr, &cursor, out->add_referenced());
     }
     out->set_relax_float32_to_float16(model.relaxComputationFloat32toFloat16);
     return block;

@@ -60,7 +60,8 @@ Result<proto::PrepareModelReply> compileOnFirmware(Connection& c, Attempt& a, co
                                                    hal::Priority priority, const hal::Deadline& deadline,
                                                    std::vector<WindowBlock>& keep) {
     proto::PrepareModelRequest request;
-    keep.push_back(NPU_TRY(marshalModel(model, c.window(), request.mutable_model())));
+    const PoolAddresses pools = NPU_TRY(c.pools().modelPools(a, model));
+    keep.push_back(NPU_TRY(marshalModel(model, c.window(), request.mutable_model(), pools)));
     NPU_TRY(c.pushWindow(a, keep.back().addr(), keep.back().bytes(), "prepareModel: send constants"));
     request.set_preference(static_cast<uint32_t>(preference));
     request.set_priority(static_cast<uint32_t>(priority));
@@ -197,64 +198,85 @@ private:
                                              hal::MeasureTiming measure, const hal::Deadline& deadline,
                                              std::optional<std::chrono::nanoseconds> loopTimeout,
                                              std::vector<WindowBlock>& blocks) {
-        HostWindow& window = connection_->window();
         proto::ExecuteRequest wire;
         wire.set_model_handle(NPU_TRY(connection_->modelHandle(a, id_)));
         wire.set_measure_timing(measure == hal::MeasureTiming::YES);
         wire.set_deadline_ns(budgetNs(deadline));
         wire.set_loop_timeout_ns(
             static_cast<uint64_t>((loopTimeout ? *loopTimeout : kDefaultLoopTimeout).count()));
-
-        blocks.reserve(request.inputs.size() + request.outputs.size());
-        auto stage = [&](const hal::RequestArgument& arg, proto::Argument* out, bool isInput,
-                         size_t index) -> Status {
-            for (uint32_t d : arg.dimensions) out->add_dimensions(d);
-            if (arg.hasNoValue) {
-                out->set_has_no_value(true);
-                return {};
-            }
-            // PreparedModelBase resolved driver-managed buffers to their firmware buffers: the
-            // firmware reads and writes them in place.
-            const auto& pool = request.pools[arg.location.poolIndex];
-            if (const auto* id = std::get_if<uint32_t>(&pool)) {
-                const std::string where =
-                    std::string(isInput ? "execute: input " : "execute: output ") + std::to_string(index);
-                out->set_buffer_token(NPU_TRY(firmwareBuffers_->token(*id, a.epoch, where)));
-                return {};
-            }
-            const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
-            auto addr = window.allocate(arg.location.length);
-            if (!addr) {
-                return fail(addr.error().status, std::string(isInput ? "input " : "output ") +
-                                                     std::to_string(index) + ": " + addr.error().message);
-            }
-            blocks.emplace_back(&window, *addr, arg.location.length);
-            if (isInput && arg.location.length > 0) {
-                std::memcpy(blocks.back().data(), memory->data() + arg.location.offset, arg.location.length);
-            }
-            out->set_addr(*addr);
-            out->set_length(arg.location.length);
-            return {};
-        };
-        for (size_t i = 0; i < request.inputs.size(); ++i)
-            NPU_TRY(stage(request.inputs[i], wire.add_inputs(), true, i));
-        const size_t firstOutputBlock = blocks.size();
-        std::vector<int> outputBlock(request.outputs.size(), -1);
-        for (size_t i = 0; i < request.outputs.size(); ++i) {
-            const size_t before = blocks.size();
-            NPU_TRY(stage(request.outputs[i], wire.add_outputs(), false, i));
-            if (blocks.size() > before) outputBlock[i] = static_cast<int>(blocks.size() - 1);
-        }
-
-        for (size_t b = 0; b < firstOutputBlock; ++b) {
-            NPU_TRY(connection_->pushWindow(a, blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
-        }
+        const std::vector<int> outputBlock = NPU_TRY(stageRequest(a, request, wire, blocks));
         proto::ExecuteReply reply;
         NPU_TRY(connection_->callCancellable(a, proto::METHOD_EXECUTE, wire, reply,
                                              waitFor(connection_->options().executeTimeout, deadline),
                                              "execute", blocks));
         NPU_TRY(checkDeviceFault(a, reply));
+        NPU_TRY(checkExecuteStatus(reply));
+        NPU_TRY(fetchOutputs(a, request, outputBlock, blocks));
+        return resultFromReply(reply, measure);
+    }
 
+    // Fills the arguments of `wire` and stages the pools that are copied: inputs are written into
+    // their window blocks (and pushed, where the window is not shared). Returns, per output, the
+    // index of its window block in `blocks` (-1: nothing to fetch, the NPU wrote it in place).
+    Result<std::vector<int>> stageRequest(Attempt& a, const hal::Request& request,
+                                          proto::ExecuteRequest& wire, std::vector<WindowBlock>& blocks) {
+        blocks.reserve(request.inputs.size() + request.outputs.size());
+        for (size_t i = 0; i < request.inputs.size(); ++i)
+            NPU_TRY(stageArgument(a, request, request.inputs[i], wire.add_inputs(), true, i, blocks));
+        const size_t inputBlocks = blocks.size();
+        std::vector<int> outputBlock(request.outputs.size(), -1);
+        for (size_t i = 0; i < request.outputs.size(); ++i) {
+            const size_t before = blocks.size();
+            NPU_TRY(stageArgument(a, request, request.outputs[i], wire.add_outputs(), false, i, blocks));
+            if (blocks.size() > before) outputBlock[i] = static_cast<int>(blocks.size() - 1);
+        }
+        for (size_t b = 0; b < inputBlocks; ++b) {
+            NPU_TRY(connection_->pushWindow(a, blocks[b].addr(), blocks[b].bytes(), "execute: send inputs"));
+        }
+        return outputBlock;
+    }
+
+    // One argument: a driver-managed buffer (its firmware token), a pool the firmware mapped
+    // (its device address: zero copy) or a window block (a copy).
+    Status stageArgument(Attempt& a, const hal::Request& request, const hal::RequestArgument& arg,
+                         proto::Argument* out, bool isInput, size_t index, std::vector<WindowBlock>& blocks) {
+        for (uint32_t d : arg.dimensions) out->add_dimensions(d);
+        if (arg.hasNoValue) {
+            out->set_has_no_value(true);
+            return {};
+        }
+        // Built only for an error (or a buffer token): not on every execution's way.
+        auto where = [&] {
+            return std::string(isInput ? "execute: input " : "execute: output ") + std::to_string(index);
+        };
+        // PreparedModelBase resolved driver-managed buffers to their firmware buffers: the
+        // firmware reads and writes them in place.
+        const auto& pool = request.pools[arg.location.poolIndex];
+        if (const auto* id = std::get_if<uint32_t>(&pool)) {
+            out->set_buffer_token(NPU_TRY(firmwareBuffers_->token(*id, a.epoch, where())));
+            return {};
+        }
+        const auto& memory = std::get<std::shared_ptr<hal::Memory>>(pool);
+        auto mapped = connection_->pools().address(a, memory, !isInput);
+        if (!mapped) return fail(mapped.error().status, where() + ": " + mapped.error().message);
+        out->set_length(arg.location.length);
+        if (*mapped) {
+            out->set_addr(**mapped + arg.location.offset);
+            return {};
+        }
+        HostWindow& window = connection_->window();
+        auto addr = window.allocate(arg.location.length);
+        if (!addr) return fail(addr.error().status, where() + ": " + addr.error().message);
+        blocks.emplace_back(&window, *addr, arg.location.length);
+        if (isInput && arg.location.length > 0) {
+            std::memcpy(blocks.back().data(), memory->data() + arg.location.offset, arg.location.length);
+        }
+        out->set_addr(*addr);
+        return {};
+    }
+
+    // OUTPUT_INSUFFICIENT_SIZE carries every output's needed shape; any other failure its status.
+    static Status checkExecuteStatus(const proto::ExecuteReply& reply) {
         if (reply.status().code() == static_cast<uint32_t>(hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE)) {
             Error e{hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE, "execute: " + reply.status().message(), {}};
             for (const auto& s : reply.output_shapes()) {
@@ -262,8 +284,12 @@ private:
             }
             return std::unexpected(std::move(e));
         }
-        NPU_TRY(checkStatus(reply.status(), "execute"));
+        return checkStatus(reply.status(), "execute");
+    }
 
+    // Copies the outputs staged in the window back into their pools.
+    Status fetchOutputs(Attempt& a, const hal::Request& request, const std::vector<int>& outputBlock,
+                        std::vector<WindowBlock>& blocks) {
         for (size_t i = 0; i < request.outputs.size(); ++i) {
             if (outputBlock[i] < 0) continue;
             const auto& arg = request.outputs[i];
@@ -273,7 +299,11 @@ private:
             std::memcpy(memory->data() + arg.location.offset, blocks[outputBlock[i]].data(),
                         arg.location.length);
         }
+        return {};
+    }
 
+    static hal::ExecutionResult resultFromReply(const proto::ExecuteReply& reply,
+                                                hal::MeasureTiming measure) {
         hal::ExecutionResult result;
         for (const auto& s : reply.output_shapes()) {
             result.outputShapes.push_back(
@@ -339,7 +369,9 @@ public:
         NPU_TRY(connection_->runRecovering("getSupportedOperations", keep, [&](Attempt& a) -> Status {
             keep.clear();
             proto::GetSupportedOperationsRequest request;
-            keep.push_back(NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model())));
+            const PoolAddresses pools = NPU_TRY(connection_->pools().modelPools(a, model));
+            keep.push_back(
+                NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model(), pools)));
             NPU_TRY(connection_->pushWindow(a, keep.back().addr(), keep.back().bytes(),
                                             "getSupportedOperations: send constants"));
             return connection_->call(a, proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,

@@ -175,6 +175,7 @@ Status Connection::restartFirmware() {
             std::lock_guard lock(rpcMutex_);
             rpc_ = std::move(*fresh);
         }
+        pools_->forget();  // the new session has mapped none of them
         restarts_++;
         return {};
     }

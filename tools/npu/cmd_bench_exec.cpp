@@ -138,7 +138,8 @@ int cmdBenchExec(bool json, int iterations, const std::string& hwConfigPath) {
     auto ratio = [&](double v) { return bare > 0 && v > 0 ? v / bare : 0.0; };
     const char* copiedNote =
         "firmware counter runtime.copied_bytes over one execution of a 1 MiB input and a 1 MiB output "
-        "(over unix): request pools are staged through the host window; 0 needs pools passed by fd";
+        "(over unix): pools of 64 KiB or more are passed by fd and mapped by the firmware (zero copy); "
+        "smaller ones are staged through the host window";
     if (json) {
         auto orNull = [](double f) { return f < 0 ? nlohmann::json(nullptr) : nlohmann::json(f); };
         auto bytesOrNull = [](double f) {

@@ -6,6 +6,7 @@
 
 #include "cmd_info_usb.h"
 #include "commands.h"
+#include "npu/hal/dma_heap.h"
 #include "npu/shim/npu_device.h"
 #include "stress_engine.h"
 
@@ -58,6 +59,9 @@ nlohmann::json infoJson(const InfoFacts& f, const nlohmann::json& usbDevices) {
         {"model_cache_files", f.cacheFiles.numModelCache},
         {"data_cache_files", f.cacheFiles.numDataCache}};
     if (auto counters = shim::queryNpuCounters(f.device)) j["reliability"] = reliabilityJson(*counters);
+    const hal::DmaHeapStatus heap = hal::dmaHeapStatus();
+    j["memory"] = {
+        {"zero_copy_min_bytes", 64 * 1024}, {"dma_heap", heap.available}, {"dma_heap_note", heap.reason}};
     return j;
 }
 
@@ -75,6 +79,11 @@ void printInfo(const InfoFacts& f) {
     fmt::print("  DRAM               {} B/cycle, {} cycles latency, {} MiB ({} MiB host window)\n",
                f.info.dramBytesPerCycle, f.info.dramLatencyCycles, f.info.deviceMemoryBytes >> 20,
                f.info.hostWindowBytes >> 20);
+    const hal::DmaHeapStatus heap = hal::dmaHeapStatus();
+    fmt::print(
+        "memory     memfd and mappable-file pools of 64 KiB or more mapped by the firmware (zero copy)\n");
+    fmt::print("  dma-buf            {}\n",
+               heap.available ? "available: " + heap.reason : "unavailable: " + heap.reason);
     fmt::print("capabilities (exec time relative to the CPU reference; lower is faster)\n");
     auto perf = [](float v) {
         return v >= std::numeric_limits<float>::max() ? std::string("unsupported") : fmt::format("{:.2f}", v);

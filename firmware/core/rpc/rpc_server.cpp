@@ -397,6 +397,9 @@ const RpcServer::Method RpcServer::kMethods[] = {
      &RpcServer::onInjectFaults},
     {npu_proto_Method_METHOD_FETCH_BLOB, "FetchBlob", NPU_RPC_REQUEST(FetchBlobRequest, ""),
      &RpcServer::onFetchBlob},
+    {npu_proto_Method_METHOD_MAP_POOL, "MapPool", NPU_RPC_REQUEST(MapPoolRequest, ""), &RpcServer::onMapPool},
+    {npu_proto_Method_METHOD_UNMAP_POOL, "UnmapPool", NPU_RPC_REQUEST(UnmapPoolRequest, ""),
+     &RpcServer::onUnmapPool},
 };
 
 #undef NPU_RPC_REQUEST
@@ -677,6 +680,31 @@ void RpcServer::onGetCounters(const Call& call) {
     service_->counters(rep);
     if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
     sendReply(call.id, call.method, npu_proto_CountersReply_fields, rep);
+}
+
+namespace {
+FwStatus noPools(const char* what) {
+    return FwStatus::make(Code::kGeneralFailure,
+                          "%s: this firmware platform maps no client memory (pools are staged in the host "
+                          "window instead)",
+                          what);
+}
+}  // namespace
+
+void RpcServer::onMapPool(const Call& call) {
+    npu_proto_MapPoolReply rep = npu_proto_MapPoolReply_init_zero;
+    rep.has_status = true;
+    const auto& req = *static_cast<const npu_proto_MapPoolRequest*>(call.request);
+    setStatus(&rep.status, config_.pools != nullptr ? config_.pools->mapPool(req, &rep) : noPools("MapPool"));
+    sendReply(call.id, call.method, npu_proto_MapPoolReply_fields, &rep);
+}
+
+void RpcServer::onUnmapPool(const Call& call) {
+    npu_proto_UnmapPoolReply rep = npu_proto_UnmapPoolReply_init_zero;
+    rep.has_status = true;
+    const uint32_t id = static_cast<const npu_proto_UnmapPoolRequest*>(call.request)->pool_id;
+    setStatus(&rep.status, config_.pools != nullptr ? config_.pools->unmapPool(id) : noPools("UnmapPool"));
+    sendReply(call.id, call.method, npu_proto_UnmapPoolReply_fields, &rep);
 }
 
 // ---- outgoing frames --------------------------------------------------------------------------

@@ -22,7 +22,17 @@ bool RpcServer::runSlot(uint32_t slot) {
     dispatch(entry, pool_ + entry.offset);
     arena_.release(requestMark_);
     retire(slot);
+    answerDeferredCancels();
     return true;
+}
+
+void RpcServer::answerDeferredCancels() {
+    npu_proto_CancelReply reply = npu_proto_CancelReply_init_zero;
+    reply.found = true;
+    for (uint32_t i = 0; i < deferredCancelCount_; ++i) {
+        sendReply(deferredCancels_[i], npu_proto_Method_METHOD_CANCEL, npu_proto_CancelReply_fields, &reply);
+    }
+    deferredCancelCount_ = 0;
 }
 
 bool RpcServer::failSlot(uint32_t slot, Code code, const char* message) {
@@ -33,7 +43,8 @@ bool RpcServer::failSlot(uint32_t slot, Code code, const char* message) {
 }
 
 // Cancel through the gate: a request still queued is answered GENERAL_FAILURE ("cancelled") and
-// the Cancel call gets found = true; a running one gets found = true and answers for itself.
+// the Cancel call gets found = true; a running one is flagged (the executor stops at its next
+// command boundary and answers for itself) and the Cancel gets found = true once it has stopped.
 void RpcServer::gateCancel(uint64_t cancelCallId, uint64_t targetCallId) {
     uint32_t slot = 0;
     npu_proto_CancelReply reply = npu_proto_CancelReply_init_zero;
@@ -54,7 +65,11 @@ void RpcServer::gateCancel(uint64_t cancelCallId, uint64_t targetCallId) {
         case RequestGate::Cancelled::kRunning:
             reply.found = true;
             stats_.cancelled++;
-            break;
+            if (deferredCancelCount_ < kMaxDeferredCancels) {
+                deferredCancels_[deferredCancelCount_++] = cancelCallId;
+                return;
+            }
+            break;  // more Cancels of one request than that: answered at once
     }
     sendReply(cancelCallId, npu_proto_Method_METHOD_CANCEL, npu_proto_CancelReply_fields, &reply);
 }

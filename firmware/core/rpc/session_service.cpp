@@ -160,15 +160,28 @@ FwStatus SessionService::checkBuffer(uint32_t token, const char* what) const {
 }
 
 FwStatus SessionService::checkRange(uint64_t addr, uint64_t length, const char* what, const char* role,
-                                    uint32_t index) const {
+                                    uint32_t index, bool write, bool* inPool) const {
+    if (inPool != nullptr) *inPool = false;
     if (registry_.inWindow(session_, addr, length)) return FwStatus::okStatus();
+    if (pools_ != nullptr) {
+        bool pooled = false;
+        FwStatus st = pools_->checkPoolRange(addr, length, write, &pooled);
+        if (!st.ok()) {
+            return FwStatus::make(st.code, "%s: %s %" PRIu32 ": %s", what, role, index, st.message);
+        }
+        if (pooled) {
+            if (inPool != nullptr) *inPool = true;
+            return FwStatus::okStatus();
+        }
+    }
     const SessionWindow w = registry_.window(session_);
     return FwStatus::make(Code::kInvalidArgument,
                           "%s: %s %" PRIu32
                           " at [0x%llx, +%llu) is outside this client's window [0x%llx, "
-                          "+%llu)",
+                          "+%llu) and its %" PRIu32 " pools",
                           what, role, index, (unsigned long long)addr, (unsigned long long)length,
-                          (unsigned long long)w.addr, (unsigned long long)w.bytes);
+                          (unsigned long long)w.addr, (unsigned long long)w.bytes,
+                          pools_ != nullptr ? pools_->poolCount() : 0u);
 }
 
 FwStatus SessionService::checkBlobs(uint64_t modelAddr, uint64_t modelBytes, uint64_t dataAddr,
@@ -187,20 +200,15 @@ FwStatus SessionService::checkConstants(const ModelDesc& model) const {
     return FwStatus::okStatus();
 }
 
-FwStatus SessionService::checkArguments(const npu_proto_ExecuteRequest& r) const {
-    const struct {
-        const npu_proto_Argument* args;
-        uint32_t count;
-        const char* role;
-    } lists[] = {{r.inputs, r.inputs_count, "input"}, {r.outputs, r.outputs_count, "output"}};
-    for (const auto& list : lists) {
-        for (uint32_t i = 0; i < list.count; ++i) {
-            const npu_proto_Argument& a = list.args[i];
-            if (a.has_no_value) continue;
-            FwStatus st = a.buffer_token != 0 ? checkBuffer(a.buffer_token, "execute")
-                                              : checkRange(a.addr, a.length, "execute", list.role, i);
-            if (!st.ok()) return st;
-        }
+FwStatus SessionService::checkArguments(IoArg* args, uint32_t count, bool output) const {
+    const char* role = output ? "output" : "input";
+    for (uint32_t i = 0; i < count; ++i) {
+        IoArg& a = args[i];
+        if (a.hasNoValue) continue;
+        FwStatus st = a.bufferToken != 0
+                          ? checkBuffer(a.bufferToken, "execute")
+                          : checkRange(a.addr, a.length, "execute", role, i, output, &a.poolMapped);
+        if (!st.ok()) return st;
     }
     return FwStatus::okStatus();
 }
@@ -258,10 +266,15 @@ FwStatus SessionService::releaseModel(uint32_t handle) {
 FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, IoArg* inputs, uint32_t inputCount,
                                  IoArg* outputs, uint32_t outputCount, ExecResult* result) {
     if (FwStatus st = checkModel(r.model_handle, "execute"); !st.ok()) return st;
-    if (FwStatus st = checkArguments(r); !st.ok()) return st;
+    if (FwStatus st = checkArguments(inputs, inputCount, false); !st.ok()) return st;
+    if (FwStatus st = checkArguments(outputs, outputCount, true); !st.ok()) return st;
     loopTimeoutNs_ = effectiveLoopTimeoutNs(r.loop_timeout_ns);
     shared_.setSession(session_);  // the runtime checks buffer owners too
-    return shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
+    FwStatus st = shared_.execute(r, inputs, inputCount, outputs, outputCount, result);
+    if (pools_ != nullptr) {
+        if (FwStatus fault = pools_->takeFault(); !fault.ok()) return fault;
+    }
+    return st;
 }
 
 FwStatus SessionService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {
@@ -285,7 +298,8 @@ FwStatus SessionService::releaseBuffer(uint32_t token) {
 
 FwStatus SessionService::bufferCopy(const npu_proto_BufferCopyRequest& r) {
     if (FwStatus st = checkBuffer(r.buffer_token, "bufferCopy"); !st.ok()) return st;
-    if (FwStatus st = checkRange(r.addr, r.length, "bufferCopy", "memory", 0); !st.ok()) return st;
+    if (FwStatus st = checkRange(r.addr, r.length, "bufferCopy", "memory", 0, !r.to_device); !st.ok())
+        return st;
     shared_.setSession(session_);
     return shared_.bufferCopy(r);
 }
@@ -337,7 +351,9 @@ void SessionService::counters(npu_proto_CountersReply* reply) {
                 {"session.models", registry_.owned(Kind::kModel, session_)},
                 {"session.buffers", registry_.owned(Kind::kBuffer, session_)},
                 {"session.window_bytes", registry_.window(session_).bytes},
-                {"session.loop_timeout_ns", loopTimeoutNs_}};
+                {"session.loop_timeout_ns", loopTimeoutNs_},
+                {"session.pools", pools_ != nullptr ? pools_->poolCount() : 0u},
+                {"session.pool_bytes", pools_ != nullptr ? pools_->poolBytes() : 0u}};
     for (const auto& c : mine) appendCounter(reply, c.name, c.value);
 }
 

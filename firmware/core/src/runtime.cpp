@@ -435,11 +435,11 @@ FwStatus Runtime::execute(uint32_t handle, const IoArg* inputs, uint32_t inputCo
     FwStatus status = executeBlob(ctx, *b, inputs, inputCount, outputs, outputCount, result);
     result->clockHz = hardwareInfo().clockHz;
     // The host copied the inputs staged in the window in, and copies the outputs out once they
-    // are computed; a driver-managed buffer moves nothing.
+    // are computed; a driver-managed buffer or a pool mapped by fd moves nothing.
     auto staged = [](const IoArg* args, uint32_t count) {
         uint64_t n = 0;
         for (uint32_t i = 0; args != nullptr && i < count; ++i) {
-            if (!args[i].hasNoValue && !args[i].deviceBuffer) n += args[i].length;
+            if (!args[i].hasNoValue && !args[i].deviceBuffer && !args[i].poolMapped) n += args[i].length;
         }
         return n;
     };

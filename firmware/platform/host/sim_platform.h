@@ -5,6 +5,7 @@
 // or will not come; it polls at most once per microsecond of the timeout.
 
 #include <cstdint>
+#include <functional>
 
 #include "npu/fw/platform.h"
 #include "npu/hwsim/config.h"
@@ -21,6 +22,9 @@ public:
     void writeReg(uint32_t offset, uint32_t value) override;
     bool waitForIrq(uint32_t timeoutUs) override;
     uint64_t nowUs() override;
+    bool stopRequested() override { return stopCheck_ ? stopCheck_() : false; }
+    // What stopRequested asks (the firmware host: was the running item cancelled?).
+    void setStopCheck(std::function<bool()> check) { stopCheck_ = std::move(check); }
 
     sim::Device& device() { return device_; }
     // Arms `faults` once: the next NPU soft reset (the firmware's recovery from the fault they
@@ -29,6 +33,7 @@ public:
 
 private:
     bool faultsArmed_ = false;
+    std::function<bool()> stopCheck_;
     sim::Device device_;
 };
 

@@ -78,6 +78,10 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(WindowReadRequest),
     NANOPB(WindowReadReply),
     NANOPB(DeviceEvent),
+    NANOPB(MapPoolRequest),
+    NANOPB(MapPoolReply),
+    NANOPB(UnmapPoolRequest),
+    NANOPB(UnmapPoolReply),
 };
 #undef NANOPB
 

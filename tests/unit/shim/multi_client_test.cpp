@@ -16,121 +16,17 @@
 #include <thread>
 
 #include "../hal/execution_suite.h"
-#include "host_window.h"
-#include "marshal.h"
 #include "npu/fw/platform/host/firmware_host.h"
-#include "npu/protocol/rpc_client.h"
 #include "npu/shim/npu_device.h"
+#include "raw_client.h"
 
 extern char** environ;
 
 using namespace npu;
 using namespace npu::hal::test;
+using namespace npu::shim::test;
 
 namespace {
-
-constexpr auto kCallTimeout = std::chrono::seconds(20);
-constexpr uint32_t kInvalidArgument = 4;
-constexpr uint32_t kGeneralFailure = 2;
-constexpr uint32_t kMissedDeadlineTransient = 5;
-
-// A client that speaks the protocol directly: its handshake, its window, its calls.
-struct RawClient {
-    std::unique_ptr<proto::RpcClient> rpc;
-    std::unique_ptr<shim::HostWindow> window;
-    proto::HelloReply hello;
-
-    // `wantWindow`: HelloRequest.window_addr (0: wherever the firmware places it).
-    explicit RawClient(std::unique_ptr<proto::Transport> transport, uint64_t wantWindow = 0) {
-        auto r = proto::RpcClient::create(std::move(transport));
-        REQUIRE(r.has_value());
-        rpc = std::move(*r);
-        proto::HelloRequest request;
-        request.set_major(1);
-        request.set_host_version("multi-client test");
-        request.set_window_addr(wantWindow);
-        std::vector<proto::UniqueFd> fds;
-        REQUIRE(rpc->call(proto::METHOD_HELLO, request, hello, kCallTimeout, {}, &fds).has_value());
-        REQUIRE(hello.status().code() == 0);
-        REQUIRE(hello.window_fd_is_window());
-        REQUIRE(fds.size() == 1);
-        auto w = shim::HostWindow::map(fds.front().get(), hello.host_window_addr(), hello.host_window_bytes(),
-                                       true);
-        REQUIRE(w.has_value());
-        window = std::move(*w);
-    }
-
-    // Prepares `model` (constants staged in this client's window, or at `constantsAt` instead);
-    // the reply's status code, the handle in *handle.
-    uint32_t prepare(const hal::Model& model, hal::Priority priority, uint32_t* handle,
-                     std::optional<uint64_t> constantsAt = std::nullopt) {
-        proto::PrepareModelRequest request;
-        auto constants = shim::marshalModel(model, *window, request.mutable_model());
-        REQUIRE(constants.has_value());
-        if (constantsAt) {
-            for (auto& o : *request.mutable_model()->mutable_main()->mutable_operands()) {
-                if (o.data_length() > 0) o.set_data_addr(*constantsAt);
-            }
-        }
-        request.set_priority(static_cast<uint32_t>(priority));
-        request.set_no_autotune(true);
-        proto::PrepareModelReply reply;
-        REQUIRE(rpc->call(proto::METHOD_PREPARE_MODEL, request, reply, kCallTimeout).has_value());
-        *handle = reply.model_handle();
-        return reply.status().code();
-    }
-
-    // An ADD execution of `handle` whose tensors lie at `at` (a, b, out: n bytes each).
-    static proto::ExecuteRequest addRequest(uint32_t handle, uint64_t at, uint32_t n) {
-        proto::ExecuteRequest r;
-        r.set_model_handle(handle);
-        for (int i = 0; i < 2; ++i) {
-            auto* a = r.add_inputs();
-            a->set_addr(at + i * n);
-            a->set_length(n);
-        }
-        auto* o = r.add_outputs();
-        o->set_addr(at + 2 * n);
-        o->set_length(n);
-        return r;
-    }
-
-    proto::ExecuteReply execute(const proto::ExecuteRequest& request) {
-        proto::ExecuteReply reply;
-        auto r = rpc->call(proto::METHOD_EXECUTE, request, reply, kCallTimeout);
-        if (!r) reply.mutable_status()->set_code(r.error().remoteCode);
-        if (!r) reply.mutable_status()->set_message(r.error().message);
-        return reply;
-    }
-
-    proto::Status release(proto::Method method, uint32_t handle) {
-        proto::ReleaseModelRequest request;
-        request.set_model_handle(handle);
-        proto::ReleaseModelReply reply;
-        REQUIRE(rpc->call(method, request, reply, kCallTimeout).has_value());
-        return reply.status();
-    }
-
-    std::map<std::string, uint64_t> counters() {
-        proto::GetCountersRequest request;
-        proto::CountersReply reply;
-        REQUIRE(rpc->call(proto::METHOD_GET_COUNTERS, request, reply, kCallTimeout).has_value());
-        std::map<std::string, uint64_t> m;
-        for (const auto& c : reply.counters()) m[c.name()] = c.value();
-        return m;
-    }
-};
-
-// n bytes of a, b and room for a + b in the client's window.
-shim::WindowBlock stageAdd(RawClient& c, uint32_t n, uint8_t a, uint8_t b) {
-    auto addr = c.window->allocate(3 * n);
-    REQUIRE(addr.has_value());
-    shim::WindowBlock block(c.window.get(), *addr, 3 * n);
-    std::memset(block.data(), a, n);
-    std::memset(block.data() + n, b, n);
-    std::memset(block.data() + 2 * n, 0, n);
-    return block;
-}
 
 // Waits (bounded) until the firmware counter `name`, as `client` sees it, satisfies `ok`.
 template <typename Pred>
@@ -263,6 +159,83 @@ TEST_CASE("sessions of one firmware: cancel of queued work, deadlines missed in 
     proto::CancelReply reply;
     REQUIRE(f.first->rpc->call(proto::METHOD_CANCEL, cancel, reply, kCallTimeout).has_value());
     CHECK_FALSE(reply.found());
+}
+
+namespace {
+
+// A long model: `ops` ADDs in a chain (t1 = a + a, t2 = t1 + a, ...) over n bytes.
+hal::Model chainModel(uint32_t ops, uint32_t n) {
+    hal::Model m = addModel({1, n});  // operands: a, b, activation, out
+    m.main.operations.clear();
+    m.main.operands[1].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
+    m.main.operands[3].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
+    const hal::Operand tensor = m.main.operands[0];
+    uint32_t previous = 0;
+    for (uint32_t k = 0; k < ops; ++k) {
+        uint32_t result = 0;
+        if (k == 0) {
+            result = 1;
+        } else if (k == 1) {
+            result = 3;
+        } else {
+            result = static_cast<uint32_t>(m.main.operands.size());
+            hal::Operand t = tensor;
+            t.lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
+            m.main.operands.push_back(t);
+        }
+        m.main.operations.push_back({hal::OperationType::ADD, {previous, 0, 2}, {result}});
+        previous = result;
+    }
+    m.main.operands[previous].lifetime = hal::OperandLifeTime::SUBGRAPH_OUTPUT;
+    m.main.inputIndexes = {0};
+    m.main.outputIndexes = {previous};
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("sessions of one firmware: a running execution is cancelled at an operation boundary",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f;
+    constexpr uint32_t kOps = 64, kN = 64 * 1024;
+    uint32_t handle = 0;
+    REQUIRE(f.first->prepare(chainModel(kOps, kN), hal::Priority::MEDIUM, &handle) == 0);
+    auto addr = f.first->window->allocate(2 * kN);
+    REQUIRE(addr.has_value());
+    shim::WindowBlock block(f.first->window.get(), *addr, 2 * kN);
+    proto::ExecuteRequest request;
+    request.set_model_handle(handle);
+    request.add_inputs()->set_addr(block.addr());
+    request.mutable_inputs(0)->set_length(kN);
+    request.add_outputs()->set_addr(block.addr() + kN);
+    request.mutable_outputs(0)->set_length(kN);
+
+    // Whether the Cancel meets the execution queued or running depends on timing: wait longer
+    // each time until it met it running (the outcome is checked, never the time).
+    std::string stopped;
+    for (int wait = 10; wait <= 640 && stopped.empty(); wait *= 2) {
+        proto::ExecuteReply reply;
+        auto call = f.first->rpc->start(proto::METHOD_EXECUTE, request, reply);
+        REQUIRE(call.has_value());
+        std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+        proto::CancelRequest cancel;
+        cancel.set_target_call_id(call->callId());
+        proto::CancelReply cancelled;
+        REQUIRE(f.first->rpc->call(proto::METHOD_CANCEL, cancel, cancelled, kCallTimeout).has_value());
+        auto done = f.first->rpc->finish(*call, kCallTimeout);
+        const std::string message = done ? reply.status().message() : done.error().message;
+        if (!cancelled.found()) continue;  // it had finished already
+        CHECK_THAT(message, Catch::Contains("cancelled"));
+        if (message.find("stopped before operation") != std::string::npos) stopped = message;
+    }
+    INFO(stopped);
+    REQUIRE_FALSE(stopped.empty());
+    CHECK_THAT(stopped, Catch::Contains("of 64 ran"));
+    CHECK(f.first->counters().at("sched.cancelled_running") >= 1);
+    // The NPU goes on: the same execution runs to its end.
+    std::memset(block.data(), 1, kN);
+    CHECK(f.first->execute(request).status().code() == 0);
+    CHECK(block.data()[kN] == 65);  // a + a + ... : 64 additions of 1 to 1
 }
 
 TEST_CASE("sessions of one firmware: another session's handles, tokens and memory are out of reach",

@@ -8,29 +8,15 @@
 
 #include "../hal/execution_suite.h"
 #include "../hal/model_builder.h"
+#include "loopback_device.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 
 using namespace npu;
 using namespace npu::hal::test;
+using namespace npu::shim::test;
 
 namespace {
-
-struct Loopback {
-    std::unique_ptr<fw::host::FirmwareHost> firmware;
-    std::shared_ptr<hal::IDevice> device;
-};
-
-Loopback openLoopback() {
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    Loopback l;
-    l.firmware = std::move(loop->firmware);
-    auto device = shim::createNpuDevice(std::move(loop->hostEnd));
-    REQUIRE(device.has_value());
-    l.device = *device;
-    return l;
-}
 
 // Two clients of one npu-fwd the first one starts (and stops when it goes).
 struct UnixClients {
@@ -96,18 +82,6 @@ TEST_CASE("npu unix: MemoryDomain, a client cannot use another client's buffers"
     checkAllocateValidation(*c->first, *c->second);
     checkExecutionWithDeviceMemory(*c->first, *c->second);
 }
-
-namespace {
-
-uint64_t firmwareCounter(hal::IDevice& device, const std::string& name) {
-    auto counters = shim::queryFirmwareCounters(device);
-    REQUIRE(counters.has_value());
-    INFO(name);
-    REQUIRE(counters->count(name) == 1);
-    return counters->at(name);
-}
-
-}  // namespace
 
 TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on release",
           "[shim][memory-domain]") {

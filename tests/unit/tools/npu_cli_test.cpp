@@ -145,6 +145,16 @@ TEST_CASE("npu info --json names the hardware configuration", "[cli]") {
     CHECK_THAT(r.output, Catch::Contains("clock_hz"));
 }
 
+TEST_CASE("npu info reports whether dma-bufs (a dma-heap) are available, as they are", "[cli][memory]") {
+    auto r = npu("info");
+    INFO(r.output);
+    CHECK(r.exitCode == 0);
+    const bool heap = ::access("/dev/dma_heap/system", F_OK) == 0;
+    CHECK_THAT(r.output,
+               Catch::Contains(heap ? "dma-buf            available" : "dma-buf            unavailable"));
+    CHECK_THAT(r.output, Catch::Contains("zero copy"));
+}
+
 TEST_CASE("npu run --cache-dir keeps the compilation; npu cache lists, verifies and clears it",
           "[cli][caching]") {
     TempDir tmp;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 
+#include "client_pools.h"
 #include "npu/fw/arena.h"
 #include "npu/fw/rpc_server.h"
 #include "npu/fw/runtime.h"
@@ -55,14 +56,21 @@ proto::Result<int> sealedMemfd(const char* name, uint64_t bytes) {
 }
 }  // namespace
 
+struct Session;
+// The session whose reader this thread is (FirmwareHost::serve), if any.
+thread_local Session* tlsReader = nullptr;
+
 // One client: its server, its window, its transport (served by FirmwareHost::serve).
 struct Session final : public FrameSink, public WindowPlacer {
     std::function<bool(uint64_t)> place;  // FirmwareHost::Impl::moveSession for this session
     uint32_t id = 0;
     uint32_t slot = 0;  // which session window
     proto::Transport* transport = nullptr;
-    bool shared = true;  // the transport shares memory: the window is a memfd of its own
-    int windowFd = -1;   // shared sessions only
+    bool shared = true;                  // the transport shares memory: the window is a memfd of its own
+    int windowFd = -1;                   // shared sessions only
+    std::unique_ptr<ClientPools> pools;  // shared sessions only: client memory passed by fd
+    std::vector<uint8_t> readBuffer = std::vector<uint8_t>(64 * 1024);  // its reader's
+    std::vector<proto::UniqueFd> readFds;                               // pool fds ride with bytes
     std::unique_ptr<uint8_t[]> memory;
     std::unique_ptr<Arena> arena;
     std::unique_ptr<SessionService> service;
@@ -90,6 +98,7 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     uint32_t slots = 0;  // session windows
     int dramFd = -1;
     uint8_t* dram = nullptr;
+    uint64_t addressBytes = 0;  // dramBytes + the session pool ranges after it
     std::unique_ptr<SimPlatform> platform;
     std::unique_ptr<uint8_t[]> runtimeMemory;
     std::unique_ptr<Arena> runtimeArena;
@@ -112,6 +121,11 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     std::atomic<uint64_t> crashEpoch{0};  // bumped by an injected crash: every session drops
     uint64_t crashAtUs = 0;               // an injected crash is due then (0: none)
     std::thread executor;
+    // While an item runs: the lock its thread holds (stopRequested lets waiting readers in),
+    // and whether it has let them in now (they then only queue, and nobody closes a session).
+    std::unique_lock<std::mutex>* runningLock = nullptr;
+    bool midItem = false;
+    std::condition_variable midItemDone;
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
         sim::FaultConfig f;
@@ -142,12 +156,15 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
         shared.reset();
         runtime.reset();
         platform.reset();
-        if (dram != nullptr) munmap(dram, config.dramBytes);
+        if (dram != nullptr) munmap(dram, addressBytes);
         if (dramFd >= 0) close(dramFd);
     }
 
     uint64_t windowAddr(uint32_t slot) const {
         return config.firmwareDramBytes + uint64_t{slot} * config.sessionWindowBytes;
+    }
+    uint64_t poolRangeAddr(uint32_t slot) const {
+        return config.dramBytes + uint64_t{slot} * config.sessionPoolBytes;
     }
     proto::Result<std::unique_ptr<Session>> openSession(proto::Transport& transport);
     bool mapWindow(const Session& s, uint64_t addr);
@@ -158,6 +175,12 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     void drain(std::unique_lock<std::mutex>& lock);
     bool runOne(std::unique_lock<std::mutex>& lock);
     void crash();
+    // Between two NPU operations of the running item: reads what its session sent meanwhile (a
+    // Cancel) and says whether it was cancelled.
+    bool stopRequested();
+    // `bytes` its reader read into s.readBuffer (and the fds that came with them) to the
+    // session's server. Under the lock.
+    void feed(Session& s, size_t bytes);
 };
 
 // A new session: a free window slot, the window's memfd mapped over the slot in the firmware's
@@ -201,6 +224,11 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     if (config.faultInjection) sc.faultInjector = this;
     sc.log = this;  // NPU_VLOG=firmware
     s->service = std::make_unique<SessionService>(*runtime, *shared, *registry, *scheduler, s->id);
+    if (s->shared && config.sessionPoolBytes > 0) {
+        s->pools = std::make_unique<ClientPools>(dram, poolRangeAddr(slot), config.sessionPoolBytes);
+        s->service->setPools(s->pools.get());
+        sc.pools = s->pools.get();
+    }
     s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);
     sc.gate = s->gate.get();
     sc.windowPlacer = s.get();
@@ -251,11 +279,13 @@ bool FirmwareHost::Impl::moveSession(Session& s, uint64_t addr) {
     const uint64_t bytes = config.sessionWindowBytes;
     if (addr < base || (addr - base) % bytes != 0 || (addr - base) / bytes >= slots) return false;
     const auto slot = static_cast<uint32_t>((addr - base) / bytes);
-    if (slotUsed[slot] || !registry->moveWindow(s.id, {addr, bytes}).ok()) return false;
+    if (slotUsed[slot] || (s.pools && s.pools->poolCount() != 0)) return false;
+    if (!registry->moveWindow(s.id, {addr, bytes}).ok()) return false;
     if (s.windowFd >= 0 && !mapWindow(s, addr)) {
         (void)registry->moveWindow(s.id, {windowAddr(s.slot), bytes});
         return false;
     }
+    if (s.pools) (void)s.pools->moveRange(poolRangeAddr(slot));  // none mapped: it moves
     releaseSlotMemory(s);
     slotUsed[s.slot] = false;
     slotUsed[slot] = true;
@@ -270,6 +300,7 @@ void FirmwareHost::Impl::closeSession(Session& s) {
     WorkItem dropped[1];
     (void)scheduler->dropSession(s.id, dropped, 0);
     if (s.service) s.service->releaseAll();
+    if (s.pools) s.pools->unmapAll();
     registry->close(s.id);
     if (sessions.erase(s.id) > 0) slotUsed[s.slot] = false;
     releaseSlotMemory(s);
@@ -288,8 +319,35 @@ void FirmwareHost::Impl::crash() {
     crashEpoch.fetch_add(1);
 }
 
+void FirmwareHost::Impl::feed(Session& s, size_t bytes) {
+    if (!s.readFds.empty()) s.pools->received(s.readFds);
+    s.server->onBytes(s.readBuffer.data(), bytes);
+}
+
+bool FirmwareHost::Impl::stopRequested() {
+    if (!scheduler || !scheduler->running()) return false;  // (the runtime measures itself at init)
+    const uint32_t owner = scheduler->runningItem().session;
+    if (tlsReader != nullptr && tlsReader->id == owner) {
+        // This thread is the owner's reader: nobody else reads its transport. Take what came.
+        Session& s = *tlsReader;
+        auto n =
+            s.transport->read(s.readBuffer, s.pools ? &s.readFds : nullptr, std::chrono::milliseconds(0));
+        if (n && *n > 0) feed(s, *n);
+    } else if (runningLock != nullptr && wantLock.load() > 0) {
+        // The owner's reader (or another) waits with bytes: let it queue them (or cancel).
+        midItem = true;
+        runningLock->unlock();
+        while (wantLock.load() > 0 && !stop.load()) std::this_thread::yield();
+        runningLock->lock();
+        midItem = false;
+        midItemDone.notify_all();
+    }
+    return scheduler->runningCancelled();
+}
+
 // Runs (or answers) the next scheduled item; false when there is none.
-bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
+bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>& lock) {
+    if (midItem) return false;  // another thread's item runs; it let this reader in to queue only
     if (crashAtUs != 0 && platform->nowUs() >= crashAtUs) {
         crash();
         return false;
@@ -310,7 +368,9 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>&) {
         }
         return true;
     }
+    runningLock = &lock;
     if (s != nullptr) s->server->runSlot(item.slot);
+    runningLock = nullptr;
     scheduler->finish();
     return true;
 }
@@ -378,11 +438,19 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     auto fd = sealedMemfd("npu-device-dram", config.dramBytes);
     if (!fd) return std::unexpected(fd.error());
     impl->dramFd = *fd;
-    void* p = mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, impl->dramFd, 0);
-    if (p == MAP_FAILED) return std::unexpected(ioError("mmap(device DRAM)"));
+    // One reservation for the whole device address space: DRAM (the memfd) and after it each
+    // session's pool range (anonymous zero pages until a pool is mapped there).
+    impl->addressBytes = config.dramBytes + uint64_t{impl->slots} * config.sessionPoolBytes;
+    void* p = mmap(nullptr, impl->addressBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return std::unexpected(ioError("reserving the device address space"));
     impl->dram = static_cast<uint8_t*>(p);
+    if (mmap(p, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, impl->dramFd, 0) ==
+        MAP_FAILED)
+        return std::unexpected(ioError("mmap(device DRAM)"));
 
-    impl->platform = std::make_unique<SimPlatform>(config.hw, impl->dram, config.dramBytes);
+    impl->platform = std::make_unique<SimPlatform>(config.hw, impl->dram, impl->addressBytes);
+    impl->platform->setStopCheck([raw = impl.get()] { return raw->stopRequested(); });
     impl->runtimeMemory.reset(new uint8_t[config.arenaBytes]);
     impl->runtimeArena = std::make_unique<Arena>(impl->runtimeMemory.get(), config.arenaBytes);
     RuntimeConfig rc;
@@ -421,24 +489,27 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
         session = std::move(*s);
         epoch = d.crashEpoch.load();
     }
-    std::vector<uint8_t> buffer(64 * 1024);
+    tlsReader = session.get();
     auto stopping = [&] {
         return d.stop.load() || (externalStop != nullptr && externalStop->load()) ||
                d.crashEpoch.load() != epoch;
     };
     while (!stopping()) {
-        auto n = transport.read(buffer, nullptr, kPollInterval);
+        auto n =
+            transport.read(session->readBuffer, session->pools ? &session->readFds : nullptr, kPollInterval);
         if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
         if (!n || *n == 0) continue;
         d.wantLock.fetch_add(1);
         std::unique_lock lock(d.mutex);
         d.wantLock.fetch_sub(1);
-        session->server->onBytes(buffer.data(), *n);
+        d.feed(*session, *n);
         // The fast path of a lone client: one item runs on this thread (no hand-off); the rest
         // is the executor's, while this thread goes back to queueing what its peer sends.
         if (d.runOne(lock) && d.scheduler->queued() > 0) d.workReady.notify_one();
     }
-    std::lock_guard lock(d.mutex);
+    std::unique_lock lock(d.mutex);
+    d.midItemDone.wait(lock, [&] { return !d.midItem; });  // never under a running item
+    tlsReader = nullptr;
     d.closeSession(*session);
 }
 

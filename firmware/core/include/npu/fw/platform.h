@@ -21,6 +21,10 @@ public:
     virtual uint64_t dramSize() const = 0;
     // A monotonic microsecond clock.
     virtual uint64_t nowUs() = 0;
+    // Asked by the executor between two NPU operations: true when the work running now was
+    // cancelled (Cancel of a running execution), so that it stops at that command boundary.
+    // A platform may serve its transports here (a Cancel arriving while the NPU runs).
+    virtual bool stopRequested() { return false; }
 };
 
 // A platform whose device DRAM is one range the control core addresses directly (the host's

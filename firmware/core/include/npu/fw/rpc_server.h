@@ -127,6 +127,32 @@ protected:
     ~FaultInjector() = default;
 };
 
+// Client memory passed by fd (pools, METHOD_MAP_POOL): the platform maps it into the session's
+// range of device addresses, so the NPU reads and writes it in place (no copy). A platform
+// without fds (QEMU, USB) leaves RpcServerConfig::pools null and MapPool is refused; the host
+// then stages the pool's bytes in its window. docs/execution.md ("Memory model").
+class PoolMapper {
+public:
+    // Maps the fd that came with the request (in arrival order); fills pool_id, addr, writable,
+    // sealed. INVALID_ARGUMENT for no fd, an fd that is not a memfd or regular file, a range
+    // beyond the file, an fd opened write-only.
+    virtual FwStatus mapPool(const npu_proto_MapPoolRequest& request, npu_proto_MapPoolReply* reply) = 0;
+    virtual FwStatus unmapPool(uint32_t poolId) = 0;
+    // Where [addr, addr + length) lies. Outside every pool range of the session: OK with
+    // *inPool false. Inside one of its pools and usable (writable when `write`; the file still
+    // as long as mapped): OK with *inPool true. Anything else is INVALID_ARGUMENT naming the pool.
+    virtual FwStatus checkPoolRange(uint64_t addr, uint64_t length, bool write, bool* inPool) = 0;
+    virtual void unmapAll() = 0;  // the session ends (a Reset keeps pools, like the window)
+    virtual uint32_t poolCount() const = 0;
+    virtual uint64_t poolBytes() const = 0;
+    // After a use: INVALID_ARGUMENT (once per pool) when a pool's file was truncated under the
+    // mapping during it (the platform caught the fault; the pool now reads zeros).
+    virtual FwStatus takeFault() { return FwStatus::okStatus(); }
+
+protected:
+    ~PoolMapper() = default;
+};
+
 // Where the firmware's log lines go: the host platform's stderr under NPU_VLOG=firmware, a
 // SoC's UART. enabled() is asked first, so a silent firmware formats nothing.
 class LogSink {
@@ -190,6 +216,7 @@ struct RpcServerConfig {
     CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
     LogSink* log = nullptr;                     // a line per request and per error when set
+    PoolMapper* pools = nullptr;                // MapPool / UnmapPool are refused when null
 };
 
 struct RpcServerStats {
@@ -302,6 +329,8 @@ private:
     void onReset(const Call& call);
     void onInjectFaults(const Call& call);
     void onGetCounters(const Call& call);
+    void onMapPool(const Call& call);
+    void onUnmapPool(const Call& call);
 
     // Encodes `reply` (nanopb `fields`) and sends it as the response to callId.
     void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);
@@ -339,6 +368,13 @@ private:
     uint32_t poolTail_ = 0;  // one past the newest
 
     size_t requestMark_ = 0;  // arena mark after the constructor's buffers
+
+    // Cancels of the running request (gate): answered once it has stopped, so that a CancelReply
+    // always means the target no longer runs (runSlot sends them).
+    static constexpr uint32_t kMaxDeferredCancels = 4;
+    uint64_t deferredCancels_[kMaxDeferredCancels] = {};
+    uint32_t deferredCancelCount_ = 0;
+    void answerDeferredCancels();
 };
 
 }  // namespace npu::fw

@@ -86,6 +86,9 @@ struct IoArg {
     // argument may lie outside the host window.
     uint32_t bufferToken = 0;
     bool deviceBuffer = false;
+    // The argument lies in client memory the platform mapped (a pool passed by fd): the NPU
+    // reads or writes it in place, nothing was copied (not counted in copiedBytes).
+    bool poolMapped = false;
 };
 
 // ---- Memory domains: driver-managed buffers in firmware DRAM ---------------------------------
@@ -246,6 +249,7 @@ public:
     uint64_t dramBytesInUse() const;
     // Tensor bytes copied between client memory and device memory: execution arguments staged
     // in the host window (inputs when run, outputs when they succeed) and buffer copies.
+    // Arguments in pools mapped by fd (IoArg::poolMapped) and driver-managed buffers move nothing.
     uint64_t copiedBytes() const;
 
     // Blob store access beyond prepare/release (additions of the foundation issue):

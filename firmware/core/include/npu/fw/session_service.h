@@ -110,17 +110,23 @@ public:
     // What the session leaves when it goes: every model and buffer it still owns is released.
     // Returns how many were released.
     uint32_t releaseAll();
+    // The client memory the platform maps for this session (pools passed by fd); null: none.
+    // Execution arguments, constants and buffer copies may then lie in those pools too.
+    void setPools(PoolMapper* pools) { pools_ = pools; }
 
 private:
     FwStatus checkModel(uint32_t handle, const char* what) const;
     FwStatus checkBuffer(uint32_t token, const char* what) const;
-    FwStatus checkRange(uint64_t addr, uint64_t length, const char* what, const char* role,
-                        uint32_t index) const;
+    // [addr, +length) inside the session's window, or inside one of its pools (*inPool set;
+    // writable when `write`).
+    FwStatus checkRange(uint64_t addr, uint64_t length, const char* what, const char* role, uint32_t index,
+                        bool write = false, bool* inPool = nullptr) const;
     // The two parts of a blob (PrepareFromCache, FetchBlob) in the window.
     FwStatus checkBlobs(uint64_t modelAddr, uint64_t modelBytes, uint64_t dataAddr, uint64_t dataBytes,
                         const char* what) const;
     FwStatus checkConstants(const ModelDesc& model) const;
-    FwStatus checkArguments(const npu_proto_ExecuteRequest& request) const;
+    // Every argument's buffer or range; marks those in pools (IoArg::poolMapped).
+    FwStatus checkArguments(IoArg* args, uint32_t count, bool output) const;
     FwStatus own(const FwStatus& status, const BlobInfo& info, Priority priority, const char* what);
 
     Runtime& runtime_;
@@ -128,6 +134,7 @@ private:
     SessionRegistry& registry_;
     const Scheduler& scheduler_;
     uint32_t session_;
+    PoolMapper* pools_ = nullptr;
     // The WHILE loop timeout of the session's last execution, after the default and the clamp
     // (GetCounters "session.loop_timeout_ns"; no NPU execution runs WHILE yet).
     uint64_t loopTimeoutNs_ = kDefaultLoopTimeoutNs;

@@ -27,6 +27,10 @@ struct FirmwareHostConfig {
     uint64_t dramBytes = 640ull << 20;  // a sparse memfd: untouched pages cost nothing
     uint64_t firmwareDramBytes = 128ull << 20;
     uint64_t sessionWindowBytes = 128ull << 20;
+    // After dramBytes, each session has this much device address space for the pools its client
+    // passes by fd (MapPool; 0: none, pools are staged in the window). Only address space: the
+    // pages are the client's.
+    uint64_t sessionPoolBytes = 1ull << 30;
     uint64_t arenaBytes = 32ull << 20;  // the firmware's own memory (tables, compiler scratch)
     uint32_t queueDepth = 16;
     uint32_t maxPayloadBytes = 1u << 20;
