@@ -79,14 +79,16 @@ int main(int argc, char** argv) {
     run->add_option("--cache-state-dir", choice.cacheStateDir,
                     "the cache key's secret and token map (default: XDG state dir)");
     npu::tools::OnnxRunOptions onnxRun;
-    run->add_option("--input", onnxRun.inputs,
-                    "MODEL.onnx: an input tensor (.npy, .pb or .raw float32), in input order; repeatable")
+    run->add_option(
+           "--input", onnxRun.inputs,
+           "MODEL.onnx: an input tensor (.npy, .pb, .raw float32 or .png image), in input order; repeatable")
         ->check(CLI::ExistingFile);
     run->add_option("--input-shape", onnxRun.inputShapes,
                     "MODEL.onnx: NAME=1x3x48x192 for an input with dynamic dimensions; repeatable");
     run->add_flag("--explain", onnxRun.explain, "MODEL.onnx: print where each operation ran and why");
     run->add_option("--top-k", onnxRun.topK, "MODEL.onnx: classes shown for a [1, C] output")
         ->capture_default_str();
+    npu::tools::addImageOptions(*run, onnxRun);
 
     std::string listFile;
     std::vector<std::string> listFilters;
