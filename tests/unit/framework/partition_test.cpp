@@ -106,16 +106,38 @@ std::string quantizedModel() {
     return m.SerializeAsString();
 }
 
-framework::OnnxTensor input() {
+framework::OnnxTensor rampInput(const std::vector<int64_t>& dims) {
     framework::OnnxTensor t;
     t.name = "x";
-    t.dims = {1, 4, 6, 6};
-    std::vector<float> v(144);
+    t.dims = dims;
+    std::vector<float> v(t.elementCount());
     for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i * 7 % 23) - 11) * 0.1f;
     const auto* bytes = reinterpret_cast<const uint8_t*>(v.data());
     t.data.assign(bytes, bytes + v.size() * sizeof(float));
     return t;
 }
+
+framework::OnnxTensor input() {
+    return rampInput({1, 4, 6, 6});
+}
+
+// The NPU (loopback firmware + simulator) first, the reference as fallback.
+struct NpuAndReference {
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    std::shared_ptr<hal::IDevice> npu;
+    ref::ReferenceDevice reference;
+    std::vector<framework::PartitionDevice> devices;
+    NpuAndReference() {
+        auto loop = fw::host::startLoopbackFirmware();
+        REQUIRE(loop.has_value());
+        firmware = std::move(loop->firmware);
+        auto device = shim::createNpuDevice(std::move(loop->hostEnd), {});
+        REQUIRE(device.has_value());
+        npu = *device;
+        devices = {{"npu", npu.get()}, {"reference", &reference}};
+    }
+    ~NpuAndReference() { npu.reset(); }  // before the firmware stops
+};
 
 }  // namespace
 
@@ -188,14 +210,9 @@ TEST_CASE("an operation no device claims is an error naming it") {
 TEST_CASE("a quantized ONNX model split between the NPU and the reference matches the reference exactly") {
     auto m = framework::importOnnxModelBytes(quantizedModel(), {.keepNchw = true}, "qdq");
     REQUIRE(m.has_value());
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto firmware = std::move(loop->firmware);
-    auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), {});
-    REQUIRE(npuDevice.has_value());
-    ref::ReferenceDevice reference;
-    const std::vector<framework::PartitionDevice> devices = {{"npu", npuDevice->get()},
-                                                             {"reference", &reference}};
+    NpuAndReference both;
+    const auto& devices = both.devices;
+    auto& reference = both.reference;
     auto plan = framework::planPartitions(m->model, devices);
     REQUIRE(plan.has_value());
     // The NPU takes both quant8 convolutions (its coverage may grow; these it must keep).
@@ -208,7 +225,6 @@ TEST_CASE("a quantized ONNX model split between the NPU and the reference matche
     auto whole = framework::runOnnxModel(reference, *m, {input()});
     REQUIRE(whole.has_value());
     CHECK(run->outputs[0] == whole->outputs[0].data);
-    npuDevice->reset();
 }
 
 namespace {
@@ -245,17 +261,6 @@ struct QuantOpModel {
     }
 };
 
-framework::OnnxTensor rampInput(const std::vector<int64_t>& dims) {
-    framework::OnnxTensor t;
-    t.name = "x";
-    t.dims = dims;
-    std::vector<float> v(t.elementCount());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i * 7 % 23) - 11) * 0.1f;
-    const auto* bytes = reinterpret_cast<const uint8_t*>(v.data());
-    t.data.assign(bytes, bytes + v.size() * sizeof(float));
-    return t;
-}
-
 // The ONNX operator's own arithmetic: round(acc * scale) + zero point, saturated, dequantized.
 float requantized(double acc, double scale) {
     const double q = std::clamp(std::nearbyint(acc * 0.02 * scale / 0.05) + 100, 0.0, 255.0);
@@ -267,14 +272,9 @@ float requantized(double acc, double scale) {
 // quantization step of `expected`.
 void checkOnNpu(const framework::OnnxImportedModel& m, OperationType npuOp, const framework::OnnxTensor& x,
                 const std::vector<float>& expected) {
-    auto loop = fw::host::startLoopbackFirmware();
-    REQUIRE(loop.has_value());
-    auto firmware = std::move(loop->firmware);
-    auto npuDevice = shim::createNpuDevice(std::move(loop->hostEnd), {});
-    REQUIRE(npuDevice.has_value());
-    ref::ReferenceDevice reference;
-    const std::vector<framework::PartitionDevice> devices = {{"npu", npuDevice->get()},
-                                                             {"reference", &reference}};
+    NpuAndReference both;
+    const auto& devices = both.devices;
+    auto& reference = both.reference;
     auto plan = framework::planPartitions(m.model, devices);
     REQUIRE(plan.has_value());
     bool onNpu = false;
@@ -295,7 +295,6 @@ void checkOnNpu(const framework::OnnxImportedModel& m, OperationType npuOp, cons
         INFO("element " << i);
         CHECK(std::fabs(got[i] - expected[i]) <= 0.05f + 1e-6f);
     }
-    npuDevice->reset();
 }
 
 std::vector<uint8_t> quantizedInput(const framework::OnnxTensor& x) {
