@@ -18,6 +18,8 @@ packages=(
   nanopb libnanopb-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   # ONNX import (framework/, docs/onnx.md) and the ONNX backend node tests
   libonnx-dev libonnx-testdata
+  # PNG input of npu run MODEL.onnx (framework/src/image.cpp)
+  libpng-dev
   # optimized CPU baseline of npu bench sim (docs/simulator.md)
   libxnnpack-dev libpthreadpool-dev
   # gemmlowp's fixed point: the reference's integer SOFTMAX (reference/src/ops/softmax.cpp)

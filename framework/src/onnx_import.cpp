@@ -127,7 +127,8 @@ std::map<std::string, std::vector<int64_t>> ModelPrep::namedInputShapes(
     size_t next = 0;
     for (const auto& in : model_.graph().input()) {
         if (initialized.count(in.name()) != 0) continue;
-        if (next < options.orderedInputShapes.size() && shapes.count(in.name()) == 0)
+        if (next < options.orderedInputShapes.size() && !options.orderedInputShapes[next].empty() &&
+            shapes.count(in.name()) == 0)
             shapes[in.name()] = options.orderedInputShapes[next];
         ++next;
     }

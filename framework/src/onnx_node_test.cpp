@@ -19,14 +19,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The graph's runtime inputs; an error naming the first input or output the runner cannot feed
-// or compare (sequences, optionals, maps, element types without a host form).
-Result<std::vector<std::string>> graphInputNames(const std::string& modelPath) {
+Result<onnx::ModelProto> readModelProto(const std::string& modelPath) {
     std::ifstream in(modelPath, std::ios::binary);
     std::ostringstream buffer;
     buffer << in.rdbuf();
     onnx::ModelProto proto;
-    if (!proto.ParseFromString(buffer.str())) return invalidArgument(modelPath + ": not an onnx.ModelProto");
+    if (!in || !proto.ParseFromString(buffer.str()))
+        return invalidArgument(modelPath + ": not an onnx.ModelProto");
+    return proto;
+}
+
+// The graph's runtime inputs, and those of them some node reads as its first (data) input.
+struct GraphInputs {
+    std::vector<std::string> names;
+    std::set<std::string> dataInputs;
+};
+
+// An error names the first input or output the runner cannot feed or compare (sequences,
+// optionals, maps, element types without a host form).
+Result<GraphInputs> graphInputNames(const std::string& modelPath) {
+    const onnx::ModelProto proto = NPU_TRY(readModelProto(modelPath));
     std::set<std::string> initialized;
     for (const auto& init : proto.graph().initializer()) initialized.insert(init.name());
     auto check = [&](const onnx::ValueInfoProto& vi, const char* role) -> Status {
@@ -41,14 +53,17 @@ Result<std::vector<std::string>> graphInputNames(const std::string& modelPath) {
         }
         return {};
     };
-    std::vector<std::string> names;
+    GraphInputs inputs;
     for (const auto& vi : proto.graph().input()) {
         if (initialized.count(vi.name()) != 0) continue;
         NPU_TRY(check(vi, "graph input"));
-        names.push_back(vi.name());
+        inputs.names.push_back(vi.name());
     }
     for (const auto& vi : proto.graph().output()) NPU_TRY(check(vi, "graph output"));
-    return names;
+    for (const auto& node : proto.graph().node()) {
+        if (node.input_size() > 0) inputs.dataInputs.insert(node.input(0));
+    }
+    return inputs;
 }
 
 Result<std::vector<OnnxTensor>> loadSet(const fs::path& dir, const char* prefix) {
@@ -112,55 +127,110 @@ std::vector<std::string> listOnnxNodeTests(const std::string& root) {
 
 namespace {
 
-// One data set: import with its fixed inputs and shapes, run, compare. Empty on pass.
-std::optional<NodeTestOutcome> runDataSet(hal::IDevice& device, const std::string& name,
-                                          const std::string& modelPath, const std::vector<std::string>& names,
-                                          const fs::path& set) {
-    auto inputs = loadSet(set, "input_");
-    auto expected = loadSet(set, "output_");
-    if (!inputs) return verdictOf(name, inputs.error());
-    if (!expected) return verdictOf(name, expected.error());
-    if (inputs->size() != names.size()) {
-        return NodeTestOutcome{name, NodeTestVerdict::kError,
-                               std::to_string(inputs->size()) + " input files for " +
-                                   std::to_string(names.size()) + " graph inputs"};
-    }
-    OnnxImportOptions options;
+// One data set, imported with its inputs' shapes: the model, its run-time inputs and the
+// expected outputs.
+struct LoadedSet {
+    OnnxImportedModel model;
     std::vector<OnnxTensor> runtime;
+    std::vector<OnnxTensor> expected;
+};
+
+// `dataOnly`: only the graph inputs read as a node's first input stay run-time inputs.
+Result<LoadedSet> importDataSet(const std::string& modelPath, const GraphInputs& graph,
+                                std::vector<OnnxTensor> inputs, std::vector<OnnxTensor> expected,
+                                bool dataOnly) {
+    const auto& names = graph.names;
+    LoadedSet loaded;
+    loaded.expected = std::move(expected);
+    OnnxImportOptions options;
     for (size_t i = 0; i < names.size(); ++i) {
-        OnnxTensor& t = (*inputs)[i];
+        OnnxTensor& t = inputs[i];
         t.name = names[i];
         for (int64_t d : t.dims) {
-            if (d == 0)
-                return NodeTestOutcome{name, NodeTestVerdict::kUnsupported,
-                                       "input '" + names[i] + "' is an empty tensor"};
+            if (d == 0) return fail(kOnnxUnsupported, "input '" + names[i] + "' is an empty tensor");
         }
         // Rank-0 inputs (the HAL has no rank-0 tensors) and types the HAL does not carry (int64
         // shapes, axes, pads) are fixed at import, as constants.
-        if (halTypeOfOnnx(t.elementType) && !t.dims.empty()) {
+        if (halTypeOfOnnx(t.elementType) && !t.dims.empty() &&
+            (!dataOnly || graph.dataInputs.count(names[i]) != 0)) {
             options.inputShapes[names[i]] = t.dims;
-            runtime.push_back(t);
+            loaded.runtime.push_back(t);
         } else {
             options.fixedInputs[names[i]] = t;
         }
     }
-    auto model = importOnnxModel(modelPath, options);
-    if (!model) return verdictOf(name, model.error());
-    auto run = runOnnxModel(device, *model, runtime);
+    loaded.model = NPU_TRY(importOnnxModel(modelPath, options));
+    return loaded;
+}
+
+// Imports with every input the HAL carries at run time; if the importer refuses that, once more
+// with only the data inputs at run time (node tests give weights, scales and zero points as graph
+// inputs, which QLinearConv and the like need as constants). The first refusal is reported.
+Result<LoadedSet> loadDataSet(const std::string& modelPath, const GraphInputs& graph, const fs::path& set) {
+    auto inputs = NPU_TRY(loadSet(set, "input_"));
+    auto expected = NPU_TRY(loadSet(set, "output_"));
+    if (inputs.size() != graph.names.size()) {
+        return invalidArgument(set.filename().string() + ": " + std::to_string(inputs.size()) +
+                               " input files for " + std::to_string(graph.names.size()) + " graph inputs");
+    }
+    auto loaded = importDataSet(modelPath, graph, inputs, expected, false);
+    if (loaded || loaded.error().status != kOnnxUnsupported) return loaded;
+    auto retried = importDataSet(modelPath, graph, std::move(inputs), std::move(expected), true);
+    return retried ? std::move(retried) : loaded;
+}
+
+// One data set: import, run, compare. Empty on pass.
+std::optional<NodeTestOutcome> runDataSet(hal::IDevice& device, const std::string& name,
+                                          const std::string& modelPath, const GraphInputs& graph,
+                                          const fs::path& set) {
+    auto loaded = loadDataSet(modelPath, graph, set);
+    if (!loaded) return verdictOf(name, loaded.error());
+    const auto& expected = loaded->expected;
+    auto run = runOnnxModel(device, loaded->model, loaded->runtime);
     if (!run) return verdictOf(name, run.error());
-    if (run->outputs.size() != expected->size()) {
+    if (run->outputs.size() != expected.size()) {
         return NodeTestOutcome{
             name, NodeTestVerdict::kFail,
-            std::to_string(run->outputs.size()) + " outputs, expected " + std::to_string(expected->size())};
+            std::to_string(run->outputs.size()) + " outputs, expected " + std::to_string(expected.size())};
     }
-    for (size_t i = 0; i < expected->size(); ++i) {
-        const std::string diff = compareOnnxTensors((*expected)[i], run->outputs[i]);
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const std::string diff = compareOnnxTensors(expected[i], run->outputs[i]);
         if (!diff.empty()) {
             return NodeTestOutcome{name, NodeTestVerdict::kFail,
                                    set.filename().string() + " output " + std::to_string(i) + ": " + diff};
         }
     }
     return std::nullopt;
+}
+
+// A loaded data set as a CTS test case.
+Result<TestCase> toTestCase(LoadedSet loaded, const std::string& name) {
+    TestCase tc;
+    tc.name = name;
+    tc.source = "onnx";
+    tc.nanMatchesNan = true;
+    tc.inputs = NPU_TRY(onnxInputBuffers(loaded.model, loaded.runtime));
+    const auto& sg = loaded.model.model.main;
+    if (loaded.expected.size() != sg.outputIndexes.size()) {
+        return fail(kOnnxUnsupported, std::to_string(loaded.expected.size()) +
+                                          " expected outputs, the model has " +
+                                          std::to_string(sg.outputIndexes.size()));
+    }
+    for (size_t i = 0; i < loaded.expected.size(); ++i) {
+        const OnnxTensor& e = loaded.expected[i];
+        const auto& operand = sg.operands[sg.outputIndexes[i]];
+        const std::vector<int64_t> dims(operand.dimensions.begin(), operand.dimensions.end());
+        if (halTypeOfOnnx(e.elementType) != operand.type || e.dims != dims) {
+            return fail(kOnnxUnsupported, "expected output " + std::to_string(i) + " is " +
+                                              onnxTypeName(e.elementType) + ", the imported model's is " +
+                                              std::string(hal::toString(operand.type)) +
+                                              " (or its shape differs)");
+        }
+        tc.expectedOutputs.push_back(e.data);
+        tc.expectedOutputDims.push_back(operand.dimensions);
+    }
+    tc.model = std::move(loaded.model.model);
+    return tc;
 }
 
 }  // namespace
@@ -176,6 +246,34 @@ NodeTestOutcome runOnnxNodeTest(hal::IDevice& device, const std::string& dir) {
         if (auto outcome = runDataSet(device, name, modelPath, *names, set)) return *outcome;
     }
     return {name, NodeTestVerdict::kPass, {}};
+}
+
+Result<std::vector<TestCase>> loadOnnxTestCases(const std::string& dir) {
+    const std::string name = fs::path(dir).filename().string();
+    const std::string modelPath = (fs::path(dir) / "model.onnx").string();
+    const auto sets = dataSets(dir);
+    if (sets.empty()) return invalidArgument(dir + ": no test_data_set_* directory");
+    const auto names = NPU_TRY(graphInputNames(modelPath));
+    std::vector<TestCase> cases;
+    for (const auto& set : sets) {
+        auto loaded = NPU_TRY(loadDataSet(modelPath, names, set));
+        cases.push_back(NPU_TRY(toTestCase(std::move(loaded), name + "/" + set.filename().string())));
+    }
+    return cases;
+}
+
+Result<std::pair<std::string, std::string>> onnxTestRow(const std::string& dir) {
+    const onnx::ModelProto proto = NPU_TRY(readModelProto((fs::path(dir) / "model.onnx").string()));
+    std::vector<std::string> ops;
+    for (const auto& node : proto.graph().node()) {
+        if (std::find(ops.begin(), ops.end(), node.op_type()) == ops.end()) ops.push_back(node.op_type());
+    }
+    std::string operators;
+    for (const auto& op : ops) operators += (operators.empty() ? "" : "+") + op;
+    std::string type = "-";
+    if (proto.graph().input_size() > 0 && proto.graph().input(0).type().has_tensor_type())
+        type = onnxTypeName(proto.graph().input(0).type().tensor_type().elem_type());
+    return std::pair{operators.empty() ? std::string("(no node)") : operators, type};
 }
 
 }  // namespace npu::framework

@@ -1,6 +1,7 @@
 // ONNX -> HAL mappers of the quantized operators: QuantizeLinear -> QUANTIZE, DequantizeLinear
 // -> DEQUANTIZE (folded at import when its input is a constant, as in QDQ models' weights),
-// QLinearConv -> CONV_2D / DEPTHWISE_CONV_2D on quant8 tensors, QLinearMatMul -> FULLY_CONNECTED.
+// QLinearConv -> CONV_2D / DEPTHWISE_CONV_2D / GROUPED_CONV_2D on quant8 tensors, QLinearMatMul ->
+// FULLY_CONNECTED.
 // HAL quant8 operands carry their scale and zero point, so the importer checks that each
 // quantized input's parameters equal those the consuming node names.
 #include <cmath>
@@ -148,13 +149,15 @@ Status mapQLinearConv(NodeContext& ctx) {
     if (w->dims.size() != 4) return ctx.unsupported("only 2-D convolutions");
     const Window2d win = NPU_TRY(windowOf(ctx, in, {w->dims[2], w->dims[3]}));
     const int64_t group = ctx.attrInt("group", 1), outC = w->dims[0], inC = in[1];
+    if (group <= 0 || w->dims[1] * group != inC || outC % group != 0)
+        return ctx.unsupported("group " + std::to_string(group) + " does not divide the channels");
     const bool depthwise = group == inC && group > 1 && outC % inC == 0;
-    if (group != 1 && !depthwise)
-        return ctx.unsupported("grouped quantized convolution (group " + std::to_string(group) + ")");
-    if (w->dims[1] * group != inC) return ctx.unsupported("weights do not match the input channels");
+    const bool grouped = group > 1 && !depthwise;  // GROUPED_CONV_2D: one CONV_2D per channel slice
+    if (grouped && (win.dilH != 1 || win.dilW != 1))
+        return ctx.unsupported("grouped convolution with dilation (GROUPED_CONV_2D has none)");
     const uint32_t x = NPU_TRY(quantOperand(ctx, 0, xq));
     std::vector<int64_t> wDims = depthwise ? std::vector<int64_t>{1, w->dims[2], w->dims[3], outC}
-                                           : std::vector<int64_t>{outC, w->dims[2], w->dims[3], inC};
+                                           : std::vector<int64_t>{outC, w->dims[2], w->dims[3], w->dims[1]};
     const auto values = toOhwiValues(
         depthwise ? HostTensor{w->elementType, {1, outC, w->dims[2], w->dims[3]}, w->values} : *w);
     const uint32_t filter = NPU_TRY(quantWeights(ctx, wq, wDims, values, depthwise ? 3 : 0));
@@ -172,6 +175,11 @@ Status mapQLinearConv(NodeContext& ctx) {
                                   i32(win.padB),
                                   i32(win.strideW),
                                   i32(win.strideH)};
+    if (grouped) {
+        args.insert(args.end(), {i32(group), b.scalarInt(0), b.scalarBool(true)});
+        ctx.emit(OperationType::GROUPED_CONV_2D, args, {out});
+        return {};
+    }
     if (depthwise) args.push_back(i32(outC / inC));
     args.insert(args.end(), {b.scalarInt(0), b.scalarBool(true), i32(win.dilW), i32(win.dilH)});
     ctx.emit(depthwise ? OperationType::DEPTHWISE_CONV_2D : OperationType::CONV_2D, args, {out});
@@ -185,15 +193,23 @@ Status mapQLinearMatMul(NodeContext& ctx) {
     const QuantParams yq = NPU_TRY(quantParams(ctx, 6, 7, false));
     const HostTensor* bT = NPU_TRY(ctx.constant(3, "B"));
     if (a.size() != 2 || bT->dims.size() != 2) return ctx.unsupported("A and B must be 2-D");
+    if (bq.scales.size() != 1)
+        return ctx.unsupported("B quantized per column (FULLY_CONNECTED has no per-channel weights)");
+    if (yq.type != aq.type) return ctx.unsupported("Y's type differs from A's (FULLY_CONNECTED keeps it)");
+    // B in A's type (FULLY_CONNECTED's rule): uint8 <-> int8 by 128 on values and zero point alike,
+    // so every (b - zero point) and the result are unchanged.
+    const int32_t shift = bq.type == aq.type ? 0 : aq.type == OperandType::TENSOR_QUANT8_ASYMM ? 128 : -128;
     const int64_t k = bT->dims[0], n = bT->dims[1];
-    std::vector<double> weights(size_t(n * k));
-    for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < k; ++i) weights[size_t(j * k + i)] = bT->values[size_t(i * n + j)];
-    if (bq.type != OperandType::TENSOR_QUANT8_ASYMM || bq.scales.size() != 1) {
-        return ctx.unsupported("B must be uint8 per tensor (FULLY_CONNECTED has no per-channel weights)");
+    std::vector<uint8_t> weights(size_t(n * k));
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < k; ++i)
+            weights[size_t(j * k + i)] = uint8_t((int32_t(bT->values[size_t(i * n + j)]) + shift) & 0xff);
     }
     const uint32_t x = NPU_TRY(quantOperand(ctx, 0, aq));
-    const uint32_t w = NPU_TRY(quantWeights(ctx, bq, {n, k}, weights, 0));
+    auto& b = ctx.builder();
+    const uint32_t w = b.addConstant(aq.type, {uint32_t(n), uint32_t(k)}, weights.data(), weights.size());
+    b.model().main.operands[w].scale = bq.scales[0];
+    b.model().main.operands[w].zeroPoint = bq.zeroPoint + shift;
     const uint32_t bias = NPU_TRY(quantBias(ctx, 99, n, aq.scales[0] * bq.scales[0]));
     const uint32_t out = NPU_TRY(ctx.outputQuant(0, yq.type, yq.scales[0], yq.zeroPoint));
     ctx.emit(OperationType::FULLY_CONNECTED, {x, w, bias, ctx.builder().scalarInt(0)}, {out});

@@ -7,7 +7,9 @@
 // becomes OP(a_q, b_q, quantized constants) -> y_q. Float constant inputs are quantized here:
 // convolution filters per output channel (symmetric int8, TENSOR_QUANT8_SYMM_PER_CHANNEL) with
 // int32 biases; FULLY_CONNECTED weights per tensor in the activations' type (the HAL has no
-// per-channel FULLY_CONNECTED); other constants per tensor over their own range. A clamp
+// per-channel FULLY_CONNECTED): the model's own integers and scale when the float weights are a
+// dequantized per-tensor quant8 tensor (a QDQ Gemm / MatMul: exact), else over their own range;
+// other constants per tensor over their own range. A clamp
 // (RELU*, MAXIMUM / MINIMUM with a constant) whose output is quantized gives its input the same
 // parameters (saturating first, then clamping, gives the same values), so a Clip mapped to
 // MAXIMUM + MINIMUM fuses too. A DEQUANTIZE read only by QUANTIZEs of its own parameters is an
@@ -98,6 +100,7 @@ private:
     const float* floats(uint32_t o) const;
     uint32_t addConstant(Operand o, const void* data, size_t bytes);
     uint32_t quantizeConstant(uint32_t o, OperandType type);
+    std::optional<uint32_t> recoverConstant(uint32_t o, OperandType type);
     bool quantizeConvArgs(hal::Operation& op, std::vector<uint32_t>& inputs, float inScale);
     void redirect(uint32_t from, uint32_t to);
     void removeIdentityPairs();
@@ -216,6 +219,58 @@ uint32_t Fuser::quantizeConstant(uint32_t o, OperandType type) {
     return addConstant(q, bytes.data(), bytes.size());
 }
 
+// A float constant that is a dequantized per-tensor quant8 tensor (a QDQ model's weights: every
+// value an integer multiple of one scale, spanning at most 255 steps) back in `type` with that
+// scale, so FULLY_CONNECTED computes with the model's own integers; nullopt when it is not one.
+std::optional<uint32_t> Fuser::recoverConstant(uint32_t o, OperandType type) {
+    const Operand src = sg_.operands[o];
+    const size_t n = elementCount(src);
+    const float* v = floats(o);
+    // The step: the greatest common divisor of the values (Euclid's, to a tolerance far below it).
+    double maxAbs = 0, lowest = 0, highest = 0;
+    for (size_t k = 0; k < n; ++k) {
+        maxAbs = std::max(maxAbs, std::fabs(double(v[k])));
+        lowest = std::min(lowest, double(v[k]));
+        highest = std::max(highest, double(v[k]));
+    }
+    if (!(maxAbs > 0) || !std::isfinite(maxAbs)) return std::nullopt;
+    const double tol = maxAbs * 1e-5;
+    double step = 0;
+    for (size_t k = 0; k < n && (step == 0 || step * 256 >= maxAbs); ++k) {
+        double a = step, b = std::fabs(double(v[k]));
+        if (b <= tol) continue;
+        if (a == 0) std::swap(a, b);
+        while (b > tol) {
+            double r = std::fmod(a, b);
+            if (b - r <= tol) r = 0;
+            a = b;
+            b = r;
+        }
+        step = a;
+    }
+    if (!(step > 0) || step * 256 < maxAbs) return std::nullopt;
+    const long lo = std::lround(lowest / step), hi = std::lround(highest / step);
+    const bool isSigned = type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+    const long qmin = isSigned ? -128 : 0, qmax = isSigned ? 127 : 255;
+    if (hi - lo > qmax - qmin) return std::nullopt;
+    const long zp = std::clamp(-lo + qmin, qmin, qmax);
+    if (hi + zp > qmax) return std::nullopt;
+    std::vector<uint8_t> bytes(n);
+    for (size_t k = 0; k < n; ++k) {
+        const double r = v[k] / step;
+        const long i = std::lround(r);
+        if (std::fabs(r - double(i)) > 1e-3) return std::nullopt;
+        bytes[k] = uint8_t((i + zp) & 0xff);
+    }
+    // The scale as the largest value gives it (Euclid's step carries the tolerance's error).
+    const long top = std::lround(maxAbs / step);
+    Operand q = src;
+    q.type = type;
+    q.scale = float(maxAbs / double(top));
+    q.zeroPoint = int32_t(zp);
+    return addConstant(q, bytes.data(), bytes.size());
+}
+
 // Filter (input 1) and bias (input 2) of a convolution or FULLY_CONNECTED.
 bool Fuser::quantizeConvArgs(hal::Operation& op, std::vector<uint32_t>& inputs, float inScale) {
     const uint32_t wIndex = op.inputs[1], bIndex = op.inputs[2];
@@ -233,7 +288,9 @@ bool Fuser::quantizeConvArgs(hal::Operation& op, std::vector<uint32_t>& inputs, 
     std::vector<uint8_t> bytes(n);
     Operand q = w;
     if (fc) {
-        const uint32_t fcW = quantizeConstant(wIndex, sg_.operands[inputs[0]].type);
+        const OperandType type = sg_.operands[inputs[0]].type;
+        const auto exact = recoverConstant(wIndex, type);
+        const uint32_t fcW = exact ? *exact : quantizeConstant(wIndex, type);
         scales.assign(channels, sg_.operands[fcW].scale);
         inputs[1] = fcW;
     } else {

@@ -12,12 +12,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli_checks.h"
 #include "npu/framework/cts_loader.h"
+#include "npu/framework/onnx_import.h"
+#include "npu/framework/onnx_node_test.h"
 #include "runner.h"
 #include "worker_pool.h"
 
@@ -51,18 +54,23 @@ constexpr const char* verdictName(Verdict v) {
     return "?";
 }
 
+// A CTS vector (file:line), or an ONNX backend test (`file` its directory, `testCase` only
+// named: its data sets are imported in the worker; `row` its operators and input type).
 struct Vector {
     framework::TestCase testCase;
     std::string file;
     size_t line = 0;
+    bool onnx = false;
+    std::pair<std::string, std::string> row;
 };
 
 struct VectorResult {
     Verdict verdict = Verdict::kError;
     std::string message;
     std::optional<framework::Mismatch> mismatch;
-    bool deviceUnavailable = false;  // the worker could not open the device: the run stops
-    bool deviceLost = false;         // the device went away during this vector: the worker reopens it
+    bool deviceUnavailable = false;     // the worker could not open the device: the run stops
+    bool deviceLost = false;            // the device went away during this vector: the worker reopens it
+    size_t opsOnNpu = 0, opsTotal = 0;  // an ONNX test run partitioned: where its operations ran
 };
 
 struct Counts {
@@ -96,7 +104,9 @@ bool isInfiniteLoop(const framework::TestCase& tc) {
 // The row of the table: the operation under test is the main subgraph's last operation (the
 // generator's "all inputs as internal" variants put helper ADDs before it), the data type is
 // that operation's first input type, "relaxed" for a relaxed float32 model.
-std::pair<std::string, std::string> rowOf(const framework::TestCase& tc) {
+std::pair<std::string, std::string> rowOf(const Vector& v) {
+    if (v.onnx) return v.row;
+    const framework::TestCase& tc = v.testCase;
     const auto& sg = tc.model.main;
     if (sg.operations.empty()) return {"(no operation)", "-"};
     const auto& op = sg.operations.back();
@@ -111,9 +121,8 @@ std::string errorText(const Error& e) {
     return fmt::format("{}: {}", hal::toString(e.status), e.message);
 }
 
-// The CTS verdict of one vector on one device (docs/conformance.md, "npu conformance").
-VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
-    auto outcome = runTestCase(device, tc);
+// The CTS verdict of one vector's run (docs/conformance.md, "npu conformance").
+VectorResult judgeOutcome(const Result<RunOutcome>& outcome, const framework::TestCase& tc) {
     if (!outcome && outcome.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE) {
         // The device (a daemon killed, a connection lost) failed, not the vector: an error,
         // never "failed", and never "passed" for a vector that expects a failure.
@@ -142,6 +151,38 @@ VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
     return {Verdict::kPassed, "", std::nullopt};
 }
 
+VectorResult judge(hal::IDevice& device, const framework::TestCase& tc) {
+    return judgeOutcome(runTestCase(device, tc), tc);
+}
+
+// An ONNX backend test: every data set imported as a CTS test case and judged by the CTS rules,
+// on devices[0] alone, or split across devices (the NPU first, the reference as fallback).
+VectorResult judgeOnnx(const std::vector<framework::PartitionDevice>& devices, const std::string& dir) {
+    auto cases = framework::loadOnnxTestCases(dir);
+    if (!cases) {
+        const bool unsupported = cases.error().status == framework::kOnnxUnsupported;
+        return {unsupported ? Verdict::kUnsupported : Verdict::kError, cases.error().message, std::nullopt};
+    }
+    VectorResult result{Verdict::kPassed, "", std::nullopt};
+    for (const auto& tc : *cases) {
+        auto outcome =
+            devices.size() > 1 ? runPartitionedTestCase(devices, tc) : runTestCase(*devices[0].device, tc);
+        if (outcome && outcome->supported && devices.size() > 1) {
+            result.opsOnNpu = outcome->opsOnFirstDevice;
+            result.opsTotal = tc.model.main.operations.size();
+        }
+        VectorResult r = judgeOutcome(outcome, tc);
+        if (r.verdict == Verdict::kPassed) continue;
+        if (!r.message.empty() || r.verdict == Verdict::kUnsupported) {
+            r.message =
+                tc.name + ": " + (r.message.empty() ? "the device does not take every operation" : r.message);
+        }
+        if (r.mismatch) r.mismatch->message = r.message;
+        return r;
+    }
+    return result;
+}
+
 Json mismatchJson(const framework::Mismatch& m) {
     return {{"output", m.output},
             {"element", m.element},
@@ -154,7 +195,9 @@ std::string encode(const VectorResult& r) {
     Json j = {{"verdict", static_cast<int>(r.verdict)},
               {"message", r.message},
               {"unavailable", r.deviceUnavailable},
-              {"lost", r.deviceLost}};
+              {"lost", r.deviceLost},
+              {"ops_on_npu", r.opsOnNpu},
+              {"ops_total", r.opsTotal}};
     if (r.mismatch) j["mismatch"] = mismatchJson(*r.mismatch);
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -170,14 +213,21 @@ VectorResult decode(const std::string& payload) {
     if (j["message"].is_string()) r.message = j["message"].get<std::string>();
     r.deviceUnavailable = j.value("unavailable", false);
     r.deviceLost = j.value("lost", false);
+    r.opsOnNpu = j.value("ops_on_npu", size_t{0});
+    r.opsTotal = j.value("ops_total", size_t{0});
     if (j.contains("mismatch") && j["mismatch"].is_object()) {
         const Json& m = j["mismatch"];
         framework::Mismatch mm;
         mm.output = m.value("output", 0u);
         mm.element = m.value("element", size_t{0});
-        mm.expected = m.value("expected", 0.0);
-        mm.actual = m.value("actual", 0.0);
-        mm.tolerance = m.value("tolerance", 0.0);
+        // JSON has no NaN: a NaN value travels as null.
+        auto number = [&m](const char* key) {
+            return m.contains(key) && m[key].is_number() ? m[key].get<double>()
+                                                         : std::numeric_limits<double>::quiet_NaN();
+        };
+        mm.expected = number("expected");
+        mm.actual = number("actual");
+        mm.tolerance = number("tolerance");
         mm.message = r.message;
         r.mismatch = mm;
     }
@@ -202,12 +252,43 @@ bool selected(const std::string& name, const std::vector<std::string>& filters) 
                        [&](const std::string& f) { return ::fnmatch(f.c_str(), name.c_str(), 0) == 0; });
 }
 
+// The ONNX backend tests of a directory: DIR itself when it holds a model.onnx, else every
+// subdirectory that does (the layout of libonnx-testdata's node/), selected by name.
+Status addOnnxTests(const std::string& dir, const std::vector<std::string>& filters,
+                    std::vector<Vector>& vectors) {
+    std::error_code ec;
+    const bool single = std::filesystem::is_regular_file(std::filesystem::path(dir) / "model.onnx", ec);
+    const auto dirs = single ? std::vector<std::string>{dir} : framework::listOnnxNodeTests(dir);
+    if (dirs.empty()) {
+        return invalidArgument(dir +
+                               ": no ONNX test in it (a directory with model.onnx and test_data_set_*/"
+                               "input_N.pb, output_N.pb, or a directory of those)");
+    }
+    for (const auto& d : dirs) {
+        Vector v;
+        v.testCase.name = std::filesystem::path(d).filename().string();
+        if (!selected(v.testCase.name, filters)) continue;
+        v.file = d;
+        v.onnx = true;
+        auto row = framework::onnxTestRow(d);
+        v.row = row ? std::pair{"onnx " + row->first, row->second}
+                    : std::pair{std::string("onnx ?"), std::string("-")};
+        vectors.push_back(std::move(v));
+    }
+    return {};
+}
+
 // Loads every selected vector; an unreadable or malformed file is an error naming file and line.
+// A directory holds ONNX backend tests.
 Result<std::vector<Vector>> loadVectors(const std::vector<std::string>& files,
                                         const std::vector<std::string>& filters) {
     std::vector<Vector> vectors;
     for (const auto& file : files) {
         std::error_code ec;
+        if (std::filesystem::is_directory(file, ec)) {
+            NPU_TRY(addOnnxTests(file, filters, vectors));
+            continue;
+        }
         if (!std::filesystem::is_regular_file(file, ec)) return invalidArgument(file + ": no such file");
         auto reader = NPU_TRY(framework::CtsReader::open(file));
         while (true) {
@@ -262,14 +343,18 @@ private:
 };
 
 std::string failureLine(const Vector& v, const VectorResult& r) {
-    std::string where =
-        fmt::format("{} ({}:{})", v.testCase.name, std::filesystem::path(v.file).filename().string(), v.line);
+    std::string where = v.onnx ? fmt::format("{} ({})", v.testCase.name, v.file)
+                               : fmt::format("{} ({}:{})", v.testCase.name,
+                                             std::filesystem::path(v.file).filename().string(), v.line);
     if (r.mismatch) {
         const auto& m = *r.mismatch;
         return fmt::format("FAIL  {}: output {} element {}: expected {:g}, actual {:g}, tolerance {:g}",
                            where, m.output, m.element, m.expected, m.actual, m.tolerance);
     }
-    return fmt::format("{} {}: {}", r.verdict == Verdict::kError ? "ERROR" : "FAIL ", where, r.message);
+    const char* tag = r.verdict == Verdict::kError         ? "ERROR"
+                      : r.verdict == Verdict::kUnsupported ? "UNSUP"
+                                                           : "FAIL ";
+    return fmt::format("{} {}: {}", tag, where, r.message);
 }
 
 std::string deviceLabel(const DeviceChoice& c) {
@@ -278,16 +363,38 @@ std::string deviceLabel(const DeviceChoice& c) {
 
 // Runs in each worker process: opens the device once, reopens it after a loss (when allowed), and
 // judges one vector per task. The test hooks of the top of this file act here.
-WorkerSetup makeWorkerSetup(const std::vector<Vector>& vectors, const DeviceChoice& choice, bool mayReopen) {
-    return [&vectors, choice, mayReopen]() -> TaskFunction {
+// The devices an ONNX test runs on: the chosen one, then (fallback) the CPU reference, opened
+// once per worker.
+Result<std::vector<framework::PartitionDevice>> onnxDevices(const DeviceChoice& choice, hal::IDevice& device,
+                                                            bool fallback, std::optional<OpenedDevice>& ref) {
+    std::vector<framework::PartitionDevice> devices = {{choice.device, &device}};
+    if (!fallback || choice.device == "reference") return devices;
+    if (!ref) ref = NPU_TRY(openDevice({.device = "reference"}));
+    devices.push_back({"reference", ref->device.get()});
+    return devices;
+}
+
+VectorResult judgeVector(const Vector& v, const DeviceChoice& choice, hal::IDevice& device, bool fallback,
+                         std::optional<OpenedDevice>& ref) {
+    if (!v.onnx) return judge(device, v.testCase);
+    auto devices = onnxDevices(choice, device, fallback, ref);
+    if (!devices) return {Verdict::kError, "reference device: " + errorText(devices.error()), std::nullopt};
+    return judgeOnnx(*devices, v.file);
+}
+
+WorkerSetup makeWorkerSetup(const std::vector<Vector>& vectors, const DeviceChoice& choice, bool mayReopen,
+                            bool fallback) {
+    return [&vectors, choice, mayReopen, fallback]() -> TaskFunction {
         auto opened = std::make_shared<Result<OpenedDevice>>(openDevice(choice));
+        auto ref = std::make_shared<std::optional<OpenedDevice>>();
         auto lost = std::make_shared<std::string>();
         const char* crashOn = std::getenv(kCrashHookEnv);
         const char* hangOn = std::getenv(kHangHookEnv);
         const char* killOn = std::getenv(kKillHookEnv);
         const std::string crashName = crashOn ? crashOn : "", hangName = hangOn ? hangOn : "";
         const std::string killSpec = killOn ? killOn : "";
-        return [&vectors, opened, lost, choice, mayReopen, crashName, hangName, killSpec](size_t i) {
+        return [&vectors, opened, ref, lost, choice, mayReopen, fallback, crashName, hangName,
+                killSpec](size_t i) {
             const framework::TestCase& tc = vectors[i].testCase;
             if (!crashName.empty() && tc.name == crashName) ::raise(SIGSEGV);
             if (!hangName.empty() && tc.name == hangName) {
@@ -312,7 +419,7 @@ WorkerSetup makeWorkerSetup(const std::vector<Vector>& vectors, const DeviceChoi
                 return encode({Verdict::kError, "cannot open the device: " + errorText(opened->error()),
                                std::nullopt, true});
             }
-            VectorResult r = judge(*(*opened)->device, tc);
+            VectorResult r = judgeVector(vectors[i], choice, *(*opened)->device, fallback, *ref);
             if (r.deviceLost) *lost = r.message;
             return encode(r);
         };
@@ -328,6 +435,7 @@ struct RunTally {
     std::string unavailable;  // the device could not be opened: every vector would fail the same way
     std::string status;       // the worker pool itself failed
     size_t devicesLost = 0;
+    size_t opsOnNpu = 0, opsPartitioned = 0;  // ONNX tests run partitioned: operations on the NPU, of all
     double seconds = 0;
 };
 
@@ -346,7 +454,9 @@ RunTally runVectors(const std::vector<Vector>& vectors, const WorkerPoolOptions&
             return false;
         }
         if (r.deviceLost) ++t.devicesLost;
-        t.rows[rowOf(vectors[report.task].testCase)].add(r.verdict);
+        t.rows[rowOf(vectors[report.task])].add(r.verdict);
+        t.opsOnNpu += r.opsOnNpu;
+        t.opsPartitioned += r.opsTotal;
         t.total.add(r.verdict);
         t.results[report.task] = std::move(r);
         progress.update(t.total);
@@ -371,6 +481,10 @@ void printJson(const std::string& label, const std::vector<std::string>& files,
     j["devices_lost"] = t.devicesLost;
     j["seconds"] = t.seconds;
     j["jobs"] = workers;
+    if (t.opsPartitioned > 0) {
+        j["operations_on_npu"] = t.opsOnNpu;
+        j["operations_partitioned"] = t.opsPartitioned;
+    }
     Json ops = Json::array();
     for (const auto& [key, c] : t.rows) {
         ops.push_back({{"operation", key.first},
@@ -400,7 +514,7 @@ void printJson(const std::string& label, const std::vector<std::string>& files,
 // The table; rows whose every vector was unsupported are hidden unless `all` (they are most rows
 // on the NPU and say nothing a user acts on), and their number is said.
 void printTable(const std::string& label, const std::vector<Vector>& vectors, const RunTally& t, int workers,
-                bool all) {
+                bool all, bool verbose) {
     fmt::print("{:<34} {:<28} {:>7} {:>7} {:>12} {:>7}\n", "operation", "type", "passed", "failed",
                "unsupported", "errors");
     size_t hidden = 0;
@@ -417,8 +531,14 @@ void printTable(const std::string& label, const std::vector<Vector>& vectors, co
                t.total.passed, t.total.failed, t.total.unsupported, t.total.errors);
     for (size_t i = 0; i < vectors.size(); ++i) {
         const auto& r = t.results[i];
-        if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError)
+        const bool why = verbose && r.verdict == Verdict::kUnsupported && !r.message.empty();
+        if (r.verdict == Verdict::kFailed || r.verdict == Verdict::kError || why)
             fmt::print("{}\n", failureLine(vectors[i], r));
+    }
+    if (t.opsPartitioned > 0) {
+        fmt::print(
+            "ONNX tests run partitioned: {} of {} HAL operations on the NPU, the rest on the CPU reference\n",
+            t.opsOnNpu, t.opsPartitioned);
     }
     fmt::print("{}: {} passed, {} failed, {} unsupported, {} errors in {:.1f} s ({} workers)\n", label,
                t.total.passed, t.total.failed, t.total.unsupported, t.total.errors, t.seconds, workers);
@@ -431,7 +551,8 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         "conformance",
         "Run CTS vector files against a device; a table of passed/failed/unsupported/errors per operation");
     cmd_->add_option("files", files_,
-                     "FILE.jsonl or FILE.jsonl.gz ... (default: every vendored tests/cts file)");
+                     "FILE.jsonl or FILE.jsonl.gz, or DIR of ONNX backend tests (model.onnx + "
+                     "test_data_set_N/) ... (default: every vendored tests/cts file)");
     cmd_->add_option("--device", choice_.device, "npu or reference")
         ->check(CLI::IsMember({"npu", "reference"}))
         ->capture_default_str();
@@ -452,6 +573,11 @@ ConformanceCli::ConformanceCli(CLI::App& app) {
         ->allow_extra_args(false);  // one GLOB per --filter: the files that follow stay files
     cmd_->add_flag("--json", json_, "print JSON instead of tables");
     cmd_->add_flag("--all", all_, "also list the table rows whose every vector was unsupported");
+    cmd_->add_flag("-v,--verbose", verbose_,
+                   "also list the unsupported ONNX tests with the reason (the operator, type or attribute)");
+    cmd_->add_flag("--no-fallback", noFallback_,
+                   "ONNX tests on --device npu run on the NPU alone (unsupported when it lacks an operation) "
+                   "instead of partitioned with the CPU reference as fallback");
     cmd_->add_option("--jobs,-j", jobs_,
                      "worker processes (default: the CPUs this process may use; at most 8 over unix)")
         ->check(CLI::Range(1, 256));
@@ -526,7 +652,7 @@ int ConformanceCli::execute() const {
     // A worker whose device is lost reopens it before its next vector, which starts a new daemon
     // on unix; not with a shared daemon started here with a hardware config (a restart by a
     // worker would silently run the default configuration): then the run stops.
-    const WorkerSetup setup = makeWorkerSetup(vectors, choice, !sharedDaemon.has_value());
+    const WorkerSetup setup = makeWorkerSetup(vectors, choice, !sharedDaemon.has_value(), !noFallback_);
     RunTally tally = runVectors(vectors, options, setup, progress_);
     if (!tally.unavailable.empty()) {
         fmt::print(
@@ -552,7 +678,7 @@ int ConformanceCli::execute() const {
     if (json_) {
         printJson(label, files, vectors, tally, options.workers);
     } else {
-        printTable(label, vectors, tally, options.workers, all_);
+        printTable(label, vectors, tally, options.workers, all_, verbose_);
     }
     return tally.total.failed + tally.total.errors == 0 ? 0 : 1;
 }

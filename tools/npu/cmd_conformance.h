@@ -1,6 +1,6 @@
 #pragma once
-// npu conformance: runs CTS vector files against a device in worker processes and prints
-// passed / failed / unsupported / errors per operation and data type.
+// npu conformance: runs CTS vector files, and directories of ONNX backend tests, against a device
+// in worker processes and prints passed / failed / unsupported / errors per operation and data type.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -27,7 +27,9 @@ private:
     bool json_ = false;
     bool progress_ = false;
     bool all_ = false;
-    int jobs_ = 0;  // 0 = number of online CPUs
+    bool verbose_ = false;
+    bool noFallback_ = false;  // ONNX tests on --device npu: no CPU fallback (unsupported instead)
+    int jobs_ = 0;             // 0 = number of online CPUs
     double timeoutSeconds_ = 30.0;
 };
 

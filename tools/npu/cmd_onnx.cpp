@@ -170,96 +170,143 @@ int OnnxCli::run() const {
     return run_->parsed() ? runModel() : runConformance();
 }
 
-int OnnxCli::runModel() const {
+namespace {
+
+int failWith(const Error& e, int code) {
+    std::fprintf(stderr, "npu onnx run: %s\n", e.message.c_str());
+    return code;
+}
+
+// The import options of --input-shape and --fix, and the --input tensors (matched by order).
+struct RunInputs {
     framework::OnnxImportOptions options;
-    auto shapes = parseInputShapes(inputShapes_);
-    if (!shapes) return std::fprintf(stderr, "npu onnx run: %s\n", shapes.error().message.c_str()), 2;
-    options.inputShapes = std::move(*shapes);
-    for (const auto& text : fixed_) {
+    std::vector<framework::OnnxTensor> tensors;
+};
+
+Result<RunInputs> readRunInputs(const std::vector<std::string>& shapes, const std::vector<std::string>& fixed,
+                                const std::vector<std::string>& files) {
+    RunInputs in;
+    in.options.inputShapes = NPU_TRY(parseInputShapes(shapes));
+    for (const auto& text : fixed) {
         const size_t eq = text.find('=');
         if (eq == std::string::npos || eq == 0)
-            return std::fprintf(stderr, "npu onnx run: --fix '%s': expected NAME=FILE\n", text.c_str()), 2;
-        auto t = framework::loadOnnxTensorFile(text.substr(eq + 1));
-        if (!t) return std::fprintf(stderr, "npu onnx run: %s\n", t.error().message.c_str()), 2;
-        options.fixedInputs[text.substr(0, eq)] = std::move(*t);
+            return invalidArgument("--fix '" + text + "': expected NAME=FILE");
+        in.options.fixedInputs[text.substr(0, eq)] =
+            NPU_TRY(framework::loadOnnxTensorFile(text.substr(eq + 1)));
     }
-    std::vector<framework::OnnxTensor> inputs;
-    for (const auto& path : inputs_) {
-        auto t = framework::loadOnnxTensorFile(path);
-        if (!t) return std::fprintf(stderr, "npu onnx run: %s\n", t.error().message.c_str()), 2;
-        t->name.clear();  // matched by order
-        options.orderedInputShapes.push_back(t->dims);
-        inputs.push_back(std::move(*t));
+    for (const auto& path : files) {
+        auto t = NPU_TRY(framework::loadOnnxTensorFile(path));
+        t.name.clear();  // matched by order
+        in.options.orderedInputShapes.push_back(t.dims);
+        in.tensors.push_back(std::move(t));
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    auto model = framework::importOnnxModel(model_, options);
-    const double importMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!model) {
-        std::fprintf(stderr, "npu onnx run: %s\n", model.error().message.c_str());
-        return model.error().status == framework::kOnnxUnsupported ? 3 : 2;
-    }
-    for (size_t i = inputs.size(); i < model->inputNames.size(); ++i)
-        inputs.push_back(syntheticInput(*model, i));
-    auto opened = openDevice(choice_);
-    if (!opened) return std::fprintf(stderr, "npu onnx run: %s\n", opened.error().message.c_str()), 1;
-    std::optional<OpenedDevice> fallback;
-    std::vector<framework::PartitionDevice> devices = {{choice_.device, opened->device.get()}};
-    if (choice_.device != "reference") {
-        auto ref = openDevice({.device = "reference"});
-        if (!ref) return std::fprintf(stderr, "npu onnx run: %s\n", ref.error().message.c_str()), 1;
-        fallback = std::move(*ref);
-        devices.push_back({"reference", fallback->device.get()});
-    }
-    auto buffers = framework::onnxInputBuffers(*model, inputs);
-    if (!buffers) return std::fprintf(stderr, "npu onnx run: %s\n", buffers.error().message.c_str()), 2;
-    auto plan = framework::planPartitions(model->model, devices);
-    if (!plan) return std::fprintf(stderr, "npu onnx run: %s\n", plan.error().message.c_str()), 3;
-    const auto t1 = std::chrono::steady_clock::now();
-    auto run = framework::runPartitions(*plan, model->model, devices, *buffers);
-    const double runMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    if (!run) return std::fprintf(stderr, "npu onnx run: %s\n", run.error().message.c_str()), 1;
-    const auto outputs = framework::onnxOutputTensors(*model, std::move(run->outputs));
-    std::vector<size_t> opsPerDevice(devices.size(), 0);
-    for (size_t d : plan->deviceOfOperation) ++opsPerDevice[d];
-    if (explain_ && !json_) printExplain(*model, *plan, devices);
-    if (json_) {
-        Json j = {{"model", model_},
-                  {"device", choice_.device},
-                  {"opset", model->opset},
-                  {"onnx_nodes", model->onnxNodes},
-                  {"hal_operations", model->model.main.operations.size()},
-                  {"folded_constants", model->foldedConstants},
-                  {"folded_batchnorms", model->foldedBatchNorms},
-                  {"import_ms", importMs},
-                  {"run_ms", runMs},
-                  {"outputs", Json::array()}};
-        j["partitions"] = plan->partitions.size();
-        for (size_t d = 0; d < devices.size(); ++d) j["operations_on_" + devices[d].name] = opsPerDevice[d];
-        if (explain_) j["placement"] = explainJson(*model, *plan, devices);
-        for (const auto& o : outputs)
-            j["outputs"].push_back({{"name", o.name}, {"dims", o.dims}, {"values", valuesOf(o)}});
-        std::printf("%s\n", j.dump(2).c_str());
-        return 0;
-    }
+    return in;
+}
+
+// The chosen device first, the reference as fallback (unless it is the reference).
+struct RunDevices {
+    std::vector<OpenedDevice> opened;
+    std::vector<framework::PartitionDevice> list;
+};
+
+Result<RunDevices> openRunDevices(const DeviceChoice& choice) {
+    RunDevices d;
+    d.opened.push_back(NPU_TRY(openDevice(choice)));
+    if (choice.device != "reference") d.opened.push_back(NPU_TRY(openDevice({.device = "reference"})));
+    for (size_t k = 0; k < d.opened.size(); ++k)
+        d.list.push_back({k == 0 ? choice.device : "reference", d.opened[k].device.get()});
+    return d;
+}
+
+struct RunReport {
+    const std::string& path;
+    const DeviceChoice& choice;
+    const framework::OnnxImportedModel& model;
+    const framework::PartitionPlan& plan;
+    const std::vector<framework::PartitionDevice>& devices;
+    const std::vector<framework::OnnxTensor>& outputs;
+    double importMs, runMs;
+    bool explain;
+};
+
+std::vector<size_t> opsPerDevice(const RunReport& r) {
+    std::vector<size_t> ops(r.devices.size(), 0);
+    for (size_t d : r.plan.deviceOfOperation) ++ops[d];
+    return ops;
+}
+
+void printRunJson(const RunReport& r) {
+    const auto& m = r.model;
+    Json j = {{"model", r.path},
+              {"device", r.choice.device},
+              {"opset", m.opset},
+              {"onnx_nodes", m.onnxNodes},
+              {"hal_operations", m.model.main.operations.size()},
+              {"folded_constants", m.foldedConstants},
+              {"folded_batchnorms", m.foldedBatchNorms},
+              {"import_ms", r.importMs},
+              {"run_ms", r.runMs},
+              {"outputs", Json::array()}};
+    j["partitions"] = r.plan.partitions.size();
+    const auto ops = opsPerDevice(r);
+    for (size_t d = 0; d < r.devices.size(); ++d) j["operations_on_" + r.devices[d].name] = ops[d];
+    if (r.explain) j["placement"] = explainJson(m, r.plan, r.devices);
+    for (const auto& o : r.outputs)
+        j["outputs"].push_back({{"name", o.name}, {"dims", o.dims}, {"values", valuesOf(o)}});
+    std::printf("%s\n", j.dump(2).c_str());
+}
+
+void printRunText(const RunReport& r) {
+    const auto& m = r.model;
+    if (r.explain) printExplain(m, r.plan, r.devices);
     std::printf(
         "model %s: opset %lld, %zu ONNX nodes -> %zu HAL operations (%zu constants folded, %zu "
         "BatchNormalization folded)\n",
-        model_.c_str(), static_cast<long long>(model->opset), model->onnxNodes,
-        model->model.main.operations.size(), model->foldedConstants, model->foldedBatchNorms);
-    std::printf("device %s: import %.2f ms, run %.2f ms, %zu partition(s)", choice_.device.c_str(), importMs,
-                runMs, plan->partitions.size());
-    for (size_t d = 0; d < devices.size(); ++d)
-        std::printf(", %zu operations on %s", opsPerDevice[d], devices[d].name.c_str());
+        r.path.c_str(), static_cast<long long>(m.opset), m.onnxNodes, m.model.main.operations.size(),
+        m.foldedConstants, m.foldedBatchNorms);
+    std::printf("device %s: import %.2f ms, run %.2f ms, %zu partition(s)", r.choice.device.c_str(),
+                r.importMs, r.runMs, r.plan.partitions.size());
+    const auto ops = opsPerDevice(r);
+    for (size_t d = 0; d < r.devices.size(); ++d)
+        std::printf(", %zu operations on %s", ops[d], r.devices[d].name.c_str());
     std::printf("\n");
-    for (const auto& o : outputs) {
+    for (const auto& o : r.outputs) {
         const auto v = valuesOf(o);
         std::string text;
         for (size_t k = 0; k < v.size() && k < 16; ++k) text += fmt::format("{}{:g}", k ? ", " : "", v[k]);
         if (v.size() > 16) text += fmt::format(", ... ({} elements)", v.size());
         std::printf("output %s [%s]: [%s]\n", o.name.c_str(), dimsText(o.dims).c_str(), text.c_str());
     }
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int OnnxCli::runModel() const {
+    auto in = readRunInputs(inputShapes_, fixed_, inputs_);
+    if (!in) return failWith(in.error(), 2);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = framework::importOnnxModel(model_, in->options);
+    const double importMs = msSince(t0);
+    if (!model) return failWith(model.error(), model.error().status == framework::kOnnxUnsupported ? 3 : 2);
+    for (size_t i = in->tensors.size(); i < model->inputNames.size(); ++i)
+        in->tensors.push_back(syntheticInput(*model, i));
+    auto devices = openRunDevices(choice_);
+    if (!devices) return failWith(devices.error(), 1);
+    auto buffers = framework::onnxInputBuffers(*model, in->tensors);
+    if (!buffers) return failWith(buffers.error(), 2);
+    auto plan = framework::planPartitions(model->model, devices->list);
+    if (!plan) return failWith(plan.error(), 3);
+    const auto t1 = std::chrono::steady_clock::now();
+    auto run = framework::runPartitions(*plan, model->model, devices->list, *buffers);
+    const double runMs = msSince(t1);
+    if (!run) return failWith(run.error(), 1);
+    const auto outputs = framework::onnxOutputTensors(*model, std::move(run->outputs));
+    const RunReport report{model_, choice_, *model, *plan, devices->list, outputs, importMs, runMs, explain_};
+    json_ ? printRunJson(report) : printRunText(report);
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "cmd_onnx.h"
+#include "npu/framework/image.h"
 #include "npu/framework/onnx_run.h"
 #include "npu/hal/validation.h"
 
@@ -47,6 +48,33 @@ Result<framework::OnnxTensor> rawInput(const framework::OnnxImportedModel& m, si
     return t;
 }
 
+// A .png file as input i: decoded, resized and normalized for the input's shape (float only).
+Result<framework::OnnxTensor> pngInput(const framework::OnnxImportedModel& m, size_t i,
+                                       const std::string& path, const OnnxRunOptions& o) {
+    if (i >= m.inputNames.size())
+        return invalidArgument(fmt::format("{}: the model has {} input(s)", path, m.inputNames.size()));
+    const auto& operand = m.model.main.operands[m.model.main.inputIndexes[i]];
+    const std::vector<int64_t> dims(operand.dimensions.begin(), operand.dimensions.end());
+    if (operand.type != hal::OperandType::TENSOR_FLOAT32) {
+        return invalidArgument(fmt::format("{}: input '{}' is {}; an image feeds a float input", path,
+                                           m.inputNames[i], hal::toString(operand.type)));
+    }
+    framework::ImagePreprocess p;
+    p.resize = o.resize == "nearest" ? framework::ImagePreprocess::Resize::kNearest
+                                     : framework::ImagePreprocess::Resize::kBilinear;
+    p.bgr = o.bgr;
+    for (size_t c = 0; c < 3; ++c) {
+        if (!o.mean.empty()) p.mean[c] = o.mean[o.mean.size() == 1 ? 0 : c];
+        if (!o.std.empty()) p.std[c] = o.std[o.std.size() == 1 ? 0 : c];
+    }
+    const uint32_t channels =
+        NPU_TRY(framework::imageChannels(dims, path + " (input '" + m.inputNames[i] + "')"));
+    const framework::Image image = NPU_TRY(framework::loadPngFile(path, channels));
+    auto t = NPU_TRY(framework::imageTensor(image, dims, p, path));
+    t.name = m.inputNames[i];
+    return t;
+}
+
 struct Loaded {
     framework::OnnxImportedModel model;
     std::vector<framework::OnnxTensor> inputs;
@@ -58,10 +86,9 @@ Result<Loaded> load(const std::string& path, const OnnxRunOptions& o) {
     options.inputShapes = NPU_TRY(parseInputShapes(o.inputShapes));
     std::vector<std::optional<framework::OnnxTensor>> files;
     for (const auto& f : o.inputs) {
-        if (endsWith(f, ".png"))
-            return invalidArgument(f + ": PNG input is not supported; convert it to .npy (float32, NCHW)");
-        if (endsWith(f, ".raw")) {
+        if (endsWith(f, ".raw") || endsWith(f, ".png")) {  // shaped as the model says
             files.emplace_back();
+            options.orderedInputShapes.emplace_back();
             continue;
         }
         auto t = NPU_TRY(framework::loadOnnxTensorFile(f));
@@ -73,8 +100,14 @@ Result<Loaded> load(const std::string& path, const OnnxRunOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     l.model = NPU_TRY(framework::importOnnxModel(path, options));
     l.importMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    for (size_t i = 0; i < files.size(); ++i)
-        l.inputs.push_back(files[i] ? std::move(*files[i]) : NPU_TRY(rawInput(l.model, i, o.inputs[i])));
+    for (size_t i = 0; i < files.size(); ++i) {
+        if (files[i])
+            l.inputs.push_back(std::move(*files[i]));
+        else if (endsWith(o.inputs[i], ".png"))
+            l.inputs.push_back(NPU_TRY(pngInput(l.model, i, o.inputs[i], o)));
+        else
+            l.inputs.push_back(NPU_TRY(rawInput(l.model, i, o.inputs[i])));
+    }
     for (size_t i = l.inputs.size(); i < l.model.inputNames.size(); ++i)
         l.inputs.push_back(syntheticInput(l.model, i));
     return l;
@@ -237,6 +270,22 @@ void printText(const std::string& path, const DeviceChoice& choice, const Loaded
 }
 
 }  // namespace
+
+void addImageOptions(CLI::App& run, OnnxRunOptions& o) {
+    run.add_option("--resize", o.resize,
+                   "MODEL.onnx, PNG input: how the image is resized to the input's H x W")
+        ->check(CLI::IsMember({"bilinear", "nearest"}))
+        ->capture_default_str();
+    run.add_option("--mean", o.mean,
+                   "MODEL.onnx, PNG input: subtracted from pixel / 255, one value or one per channel (R,G,B)")
+        ->delimiter(',')
+        ->expected(1, 3);
+    run.add_option("--std", o.std,
+                   "MODEL.onnx, PNG input: then divided by this, one value or one per channel")
+        ->delimiter(',')
+        ->expected(1, 3);
+    run.add_flag("--bgr", o.bgr, "MODEL.onnx, PNG input: channels in B, G, R order (OpenCV-trained models)");
+}
 
 int cmdRunOnnx(const DeviceChoice& choice, const std::string& path, const OnnxRunOptions& o, bool json) {
     auto loaded = load(path, o);

@@ -109,14 +109,16 @@ void addRunOptions(CLI::App* run, SharedOptions& shared, RunCommandOptions& o) {
                     "keep compilations in DIR and reuse them (driver-managed cache)");
     run->add_option("--cache-state-dir", shared.choice.cacheStateDir,
                     "the cache key's secret and token map (default: XDG state dir)");
-    run->add_option("--input", o.onnx.inputs,
-                    "MODEL.onnx: an input tensor (.npy, .pb or .raw float32), in input order; repeatable")
+    run->add_option(
+           "--input", o.onnx.inputs,
+           "MODEL.onnx: an input tensor (.npy, .pb, .raw float32 or .png image), in input order; repeatable")
         ->check(CLI::ExistingFile);
     run->add_option("--input-shape", o.onnx.inputShapes,
                     "MODEL.onnx: NAME=1x3x48x192 for an input with dynamic dimensions; repeatable");
     run->add_flag("--explain", o.onnx.explain, "MODEL.onnx: print where each operation ran and why");
     run->add_option("--top-k", o.onnx.topK, "MODEL.onnx: classes shown for a [1, C] output")
         ->capture_default_str();
+    npu::tools::addImageOptions(*run, o.onnx);
 }
 
 int runCommand(const SharedOptions& shared, RunCommandOptions& o) {

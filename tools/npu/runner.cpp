@@ -27,6 +27,32 @@ Result<RunOutcome> runTestCase(hal::IDevice& device, const framework::TestCase& 
     return outcome;
 }
 
+Result<RunOutcome> runPartitionedTestCase(const std::vector<framework::PartitionDevice>& devices,
+                                          const framework::TestCase& testCase) {
+    RunOutcome outcome;
+    auto plan = framework::planPartitions(testCase.model, devices);
+    if (!plan) {
+        if (plan.error().status != hal::ErrorStatus::INVALID_ARGUMENT) return std::unexpected(plan.error());
+        outcome.supported = false;
+        return outcome;
+    }
+    for (size_t d : plan->deviceOfOperation) {
+        outcome.supportedOperations.push_back(true);
+        if (d == 0) ++outcome.opsOnFirstDevice;
+    }
+    if (plan->partitions.size() == 1) {
+        // One device takes it all: run the model as it is (runPartitions needs every shape known).
+        const size_t ops = outcome.opsOnFirstDevice;
+        outcome = NPU_TRY(runTestCase(*devices[plan->partitions[0].device].device, testCase));
+        outcome.opsOnFirstDevice = ops;
+        return outcome;
+    }
+    auto run = NPU_TRY(framework::runPartitions(*plan, testCase.model, devices, testCase.inputs));
+    outcome.outputs = std::move(run.outputs);
+    for (const auto& t : run.timings) outcome.prepareMs += t.prepareMs;
+    return outcome;
+}
+
 namespace {
 
 // One element of a tensor as a number: integers exactly, floating point as double.

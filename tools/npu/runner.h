@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "npu/framework/cts_loader.h"
+#include "npu/framework/partition.h"
 #include "npu/hal/device.h"
 
 namespace npu::tools {
@@ -18,9 +19,14 @@ struct RunOutcome {
     hal::ExecutionResult result;
     std::optional<bool> fromCache;  // NPU only: the prepared model came from a compilation cache
     double prepareMs = 0;           // host time of prepareModel (compile or cache load)
+    size_t opsOnFirstDevice = 0;    // runPartitionedTestCase: operations on devices[0]
 };
 
 Result<RunOutcome> runTestCase(hal::IDevice& device, const framework::TestCase& testCase);
+// The test case split across `devices` (framework/partition.h: each operation on the first device
+// that claims it). Not supported: no device claims some operation (or the model cannot be split).
+Result<RunOutcome> runPartitionedTestCase(const std::vector<framework::PartitionDevice>& devices,
+                                          const framework::TestCase& testCase);
 
 // Human-readable pieces shared by the commands.
 std::string formatTensor(hal::OperandType type, const std::vector<uint8_t>& bytes, size_t maxElements = 32);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -210,4 +211,88 @@ TEST_CASE("npu conformance warns about transport flags with the reference device
     std::remove(err.c_str());
     CHECK(r.exitCode == 0);
     CHECK_THAT(text, Catch::Contains("--transport does not apply to --device reference; ignored"));
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kNodeTests = "/usr/share/libonnx-testdata/data/node";
+
+// A directory of ONNX backend tests in their layout, made from libonnx-testdata's: relu (passes),
+// relu_wrong (relu's model, its input as the expected output: fails on the negative elements),
+// erf (no HAL counterpart: unsupported), broken (model.onnx is not a model: an error) and
+// qlinearconv (passes; on the NPU its convolution runs there).
+fs::path writeOnnxTests() {
+    const fs::path root = fs::temp_directory_path() / ("npu-conformance-onnx-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    auto copyTest = [&](const std::string& from, const std::string& to) {
+        fs::create_directories(root / to);
+        fs::copy(kNodeTests / from, root / to, fs::copy_options::recursive);
+    };
+    copyTest("test_relu", "relu");
+    copyTest("test_relu", "relu_wrong");
+    fs::copy_file(root / "relu_wrong/test_data_set_0/input_0.pb",
+                  root / "relu_wrong/test_data_set_0/output_0.pb", fs::copy_options::overwrite_existing);
+    copyTest("test_erf", "erf");
+    copyTest("test_relu", "broken");
+    std::ofstream(root / "broken/model.onnx") << "not a model";
+    copyTest("test_qlinearconv", "qlinearconv");
+    return root;
+}
+
+}  // namespace
+
+TEST_CASE("npu conformance DIR runs ONNX backend tests with the CTS counts and tolerances",
+          "[cli][conformance]") {
+    INFO("libonnx-testdata (scripts/setup.sh) provides " << kNodeTests);
+    REQUIRE(fs::is_directory(kNodeTests / "test_qlinearconv"));
+    const fs::path root = writeOnnxTests();
+    auto r = npu("conformance --device reference --json --jobs 2 " + root.string());
+    INFO(r.out);
+    CHECK(r.exitCode == 1);
+    Json j = Json::parse(r.out);
+    CHECK(j["vectors"] == 5);
+    CHECK(j["passed"] == 2);
+    CHECK(j["failed"] == 1);
+    CHECK(j["unsupported"] == 1);
+    CHECK(j["errors"] == 1);
+    REQUIRE(j["failures"].size() == 2);
+    CHECK(j["failures"][0]["name"] == "broken");
+    CHECK(j["failures"][0]["verdict"] == "error");
+    CHECK_THAT(j["failures"][0]["message"].get<std::string>(), Catch::Contains("model.onnx"));
+    CHECK(j["failures"][1]["name"] == "relu_wrong");
+    CHECK(j["failures"][1]["verdict"] == "failed");
+    CHECK(j["failures"][1]["mismatch"]["expected"].get<double>() < 0);  // relu gave 0 there
+    CHECK(j["failures"][1]["mismatch"]["actual"] == 0.0);
+    bool reluRow = false;
+    for (const auto& row : j["operations"])
+        reluRow = reluRow || (row["operation"] == "onnx Relu" && row["type"] == "FLOAT" &&
+                              row["passed"] == 1 && row["failed"] == 1);
+    CHECK(reluRow);
+
+    // On the NPU, partitioned: the quantized convolution runs there, the float tests on the reference.
+    auto npuRun =
+        npu("conformance --device npu --json --jobs 1 --filter qlinearconv --filter relu " + root.string());
+    INFO(npuRun.out);
+    CHECK(npuRun.exitCode == 0);
+    Json k = Json::parse(npuRun.out);
+    CHECK(k["passed"] == 2);
+    CHECK(k["operations_on_npu"].get<int>() >= 1);
+    CHECK(k["operations_partitioned"].get<int>() > k["operations_on_npu"].get<int>());
+    // --no-fallback: the float relu is unsupported on the NPU alone; -v says why.
+    auto alone =
+        npu("conformance --device npu --no-fallback -v --jobs 1 --filter qlinearconv --filter relu " +
+            root.string());
+    INFO(alone.out);
+    CHECK(alone.exitCode == 0);
+    CHECK_THAT(alone.out, Catch::Contains("1 passed, 0 failed, 1 unsupported"));
+    CHECK_THAT(alone.out, Catch::Contains("UNSUP relu"));
+
+    // One test directory, a directory without tests.
+    CHECK(npu("conformance --device reference " + (root / "relu").string()).exitCode == 0);
+    fs::create_directories(root / "empty");
+    const std::string err = (root / "err.txt").string();
+    CHECK(npu("conformance " + (root / "empty").string(), "", err).exitCode == 2);
+    CHECK_THAT(readFile(err), Catch::Contains("no ONNX test in it"));
+    fs::remove_all(root);
 }

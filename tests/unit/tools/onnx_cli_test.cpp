@@ -1,5 +1,7 @@
 // npu onnx run / npu onnx conformance, end to end through the command line.
+#include <png.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -8,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -33,7 +36,55 @@ Run npu(const std::string& args, bool withStderr = false, const std::string& env
 
 const std::string kNode = "/usr/share/libonnx-testdata/data/node/";
 
+// A w x h RGB PNG of one colour.
+void writePng(const std::string& path, uint32_t w, uint32_t h, std::array<uint8_t, 3> rgb) {
+    std::vector<uint8_t> pixels;
+    for (uint32_t k = 0; k < w * h; ++k) pixels.insert(pixels.end(), rgb.begin(), rgb.end());
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = w;
+    image.height = h;
+    image.format = PNG_FORMAT_RGB;
+    REQUIRE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr));
+}
+
 }  // namespace
+
+TEST_CASE("npu run MODEL.onnx --input image.png: resized and normalized; a damaged PNG exits 2", "[cli]") {
+    // AveragePool of a [1, 3, 32, 32] input: a one-colour image gives each channel's value back.
+    const std::string model = kNode + "test_averagepool_2d_default/model.onnx";
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("npu_onnx_cli_png_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string png = (dir / "img.png").string();
+    writePng(png, 50, 20, {51, 102, 153});  // 0.2, 0.4, 0.6 after / 255; resized to 32 x 32
+    Run r = npu("run " + model + " --device reference --json --input " + png);
+    REQUIRE(r.exitCode == 0);
+    auto values = nlohmann::json::parse(r.output)["outputs"][0]["values"];
+    REQUIRE(values.size() == 3 * 31 * 31);
+    CHECK(values[0].get<double>() == Approx(0.2));
+    CHECK(values[31 * 31].get<double>() == Approx(0.4));
+    CHECK(values[2 * 31 * 31 + 100].get<double>() == Approx(0.6));
+    // (v - mean) / std, BGR order, nearest resize.
+    r = npu("run " + model + " --device reference --json --input " + png +
+            " --mean 0.5 --std 0.5,0.5,0.25 --bgr --resize nearest");
+    REQUIRE(r.exitCode == 0);
+    values = nlohmann::json::parse(r.output)["outputs"][0]["values"];
+    CHECK(values[0].get<double>() == Approx((0.6 - 0.5) / 0.5));
+    CHECK(values[2 * 31 * 31].get<double>() == Approx((0.2 - 0.5) / 0.25));
+
+    // A truncated PNG and an input an image cannot feed: exit 2, naming the file and why.
+    std::ifstream in(png, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "cut.png", std::ios::binary) << bytes.substr(0, bytes.size() - 20);
+    r = npu("run " + model + " --device reference --input " + (dir / "cut.png").string(), true);
+    CHECK(r.exitCode == 2);
+    CHECK(r.output.find("cut.png: PNG data is damaged or truncated") != std::string::npos);
+    r = npu("run " + kNode + "test_relu/model.onnx --device reference --input " + png, true);
+    CHECK(r.exitCode == 2);
+    CHECK(r.output.find("an image feeds a [N, C, H, W]") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("npu onnx run prints a node test's outputs on the reference and on the NPU with fallback",
           "[cli]") {

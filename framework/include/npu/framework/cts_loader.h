@@ -25,6 +25,7 @@ struct TestCase {
     std::vector<std::vector<uint8_t>> expectedOutputs;  // one per main output
     std::vector<std::vector<uint32_t>> expectedOutputDims;
     std::vector<bool> outputIgnored;
+    bool nanMatchesNan = false;  // an expected NaN takes a NaN (ONNX backend tests: numpy's equal_nan)
 };
 
 // Streams a .jsonl or .jsonl.gz file line by line (zlib reads both).

@@ -45,7 +45,8 @@ struct OnnxImportOptions {
     // pads) can only be taken this way.
     std::map<std::string, OnnxTensor> fixedInputs;
     // Shapes of the run-time graph inputs in order (those neither initializers nor fixed), as the
-    // input files give them; an input named in inputShapes keeps that shape.
+    // input files give them; an input named in inputShapes keeps that shape. An empty entry gives
+    // none (a file whose shape the model decides: .raw bytes, a PNG image).
     std::vector<std::vector<int64_t>> orderedInputShapes;
     // A model with quant8 convolutions (what the NPU takes) is rewritten to NHWC, with TRANSPOSEs
     // only where NHWC meets NCHW (onnx_layout.cpp); true keeps ONNX's NCHW throughout.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "npu/framework/cts_loader.h"
 #include "npu/hal/device.h"
 
 namespace npu::framework {
@@ -27,5 +28,17 @@ std::vector<std::string> listOnnxNodeTests(const std::string& root);
 // does not carry, e.g. int64 shapes, are fixed at import), runs every data set on `device` and
 // compares with rtol 1e-3, atol 1e-7. Unsupported: the import or the device does not take it.
 NodeTestOutcome runOnnxNodeTest(hal::IDevice& device, const std::string& dir);
+
+// The data sets of the test in DIR as CTS test cases (named "DIR_NAME/test_data_set_N"), for
+// `npu conformance DIR`: each is DIR/model.onnx imported with that set's input shapes (as
+// above), its run-time inputs as HAL buffers and its expected outputs in the HAL output types,
+// so the CTS runner and tolerances apply. kOnnxUnsupported: the importer does not take the
+// model, or an expected output's type or shape is not the imported model's; INVALID_ARGUMENT:
+// the test directory is malformed (no data set, input files that do not match the graph).
+Result<std::vector<TestCase>> loadOnnxTestCases(const std::string& dir);
+
+// The row of the conformance table for the test in DIR: its operators in node order, distinct,
+// joined by '+' ("QLinearConv", "Conv+Relu"), and its first graph input's element type.
+Result<std::pair<std::string, std::string>> onnxTestRow(const std::string& dir);
 
 }  // namespace npu::framework
