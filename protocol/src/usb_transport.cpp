@@ -3,13 +3,15 @@
 // several threads do so; one handles, the others wait for their completion flag), so a reply
 // wakes its reader directly, with no thread hop. Every wait has its own deadline.
 //
-// Bulk OUT: write() copies the frame into a free transfer buffer, submits it and returns; up to
-// kOutDepth frames are on their way at once, so the next frame is prepared while the last one is
-// on the wire. A transfer that fails or times out later breaks the transport (part of a frame
-// may have gone), which the next read() or write() reports.
+// Bulk OUT: write() copies the frame into a free transfer buffer (writeRoom() lets RpcClient
+// serialise it there instead), submits it and returns; up to kOutDepth frames are on their way
+// at once, so the next frame is prepared while the last one is on the wire. A transfer that
+// fails or times out later breaks the transport (part of a frame may have gone), which the next
+// read() or write() reports.
 // Bulk IN: kInDepth reads are queued and read() hands out a completed read's bytes straight from
-// its buffer, resubmitting it when drained; a read is always pending (replies never wait for a
-// reader): if every buffer holds unread bytes, the oldest one's are moved aside first.
+// its buffer (peekRead() shows them where they lie: RpcClient decodes replies there), resubmitting
+// it when drained; a read is always pending (replies never wait for a reader): if every buffer
+// holds unread bytes, the oldest one's are moved aside first (not while the reader holds them).
 // Transfer buffers come from usbfs (libusb_dev_mem_alloc: the kernel moves data in place
 // instead of copying it) where the kernel gives them, else from the heap.
 #include "npu/protocol/usb_transport.h"
@@ -34,7 +36,9 @@ namespace {
 
 constexpr size_t kInTransferBytes = (1u << 20) + 4096;  // one whole frame of the largest payload
 constexpr size_t kEventTransferBytes = 4096;
-constexpr size_t kInDepth = 2;                          // bulk IN reads queued
+// Bulk IN reads queued: one may be held by the reader decoding a reply where it lies
+// (peekRead), one hold the next reply, and one is still pending for the reply after it.
+constexpr size_t kInDepth = 3;
 constexpr size_t kOutDepth = 3;                         // bulk OUT transfers in flight
 constexpr std::chrono::milliseconds kCancelWait{1000};  // a cancelled transfer must complete by then
 
@@ -104,7 +108,12 @@ private:
     Result<TransferSlot*> freeOutLocked(std::unique_lock<std::mutex>& lock, size_t bytes);
     Result<void> submitOutLocked(TransferSlot& slot, size_t length);
     std::array<TransferSlot*, kInDepth + kOutDepth + 1> allSlots() {
-        return {&in_[0], &in_[1], &out_[0], &out_[1], &out_[2], &event_};
+        std::array<TransferSlot*, kInDepth + kOutDepth + 1> all{};
+        size_t i = 0;
+        for (TransferSlot& s : in_) all[i++] = &s;
+        for (TransferSlot& s : out_) all[i++] = &s;
+        all[i] = &event_;
+        return all;
     }
     static void LIBUSB_CALL onIn(libusb_transfer* transfer);
     static void LIBUSB_CALL onEvent(libusb_transfer* transfer);
