@@ -130,26 +130,31 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
 // buffer (a frame is served where it lies). A framed session sizes the rest read by the frame's
 // header; the raw echo, whose data has no header, reads to the end of the transfer. A read's size
 // is what the kernel allocates (and zeroes) for it, so a small request costs a packet, not the
-// largest frame. The next read is queued into the other buffer behind a rest read, so the link
-// never waits for a reader. While large transfers stream in (window chunks), that next read is
-// one read of the last transfer's size (readAfter()) instead of a head: the next transfer then
-// flows in whole while this one is served, instead of stopping after its first packet until the
-// server comes back for the rest. A head that is
-// not a frame (garbage, a corrupt header) is handed on as it came and the transfer's other
-// packets follow in further reads; a rest read ends early at the transfer's end and always takes
-// whole packets, so no byte is lost whatever a header claims.
+// largest frame. The next read is queued into another buffer behind a rest read, so the link
+// never waits for a reader. While large transfers stream in (window chunks), the next two reads
+// are reads of the last transfer's size (readAfter()) instead of a head, queued before a transfer
+// is served: the next transfers then flow in whole while this one is served, instead of stopping
+// after the first packet until the server comes back for the rest. A head that is not a frame (garbage, a
+// corrupt header) is handed on as it came and the transfer's other packets follow in further reads; a rest
+// read ends early at the transfer's end and always takes whole packets, so no byte is lost whatever a header
+// claims.
 proto::Result<void> GadgetSession::queueHead() {
-    if (headPending_) return {};
-    for (size_t k = 0; k < readBuffers_.size(); ++k) {
-        if (readBusy_[k]) continue;
-        const size_t bytes = nextRead_ > 0 ? nextRead_ : ffs_.maxPacket();
+    // Up to two reads queued (two sized reads while streaming); a head read goes last, since its
+    // rest read must come right behind it.
+    constexpr size_t kReadsQueued = 2;
+    while (!headQueued_ && readsQueued_ < kReadsQueued) {
+        size_t k = 0;
+        while (k < readBusy_.size() && readBusy_[k]) ++k;
+        if (k == readBusy_.size()) return {};  // every buffer holds a read or a transfer being served
+        const bool head = nextRead_ == 0;
+        const size_t bytes = head ? ffs_.maxPacket() : nextRead_;
         if (auto r = ffs_.bulkOut().submit(readBuffers_[k].data(), bytes, false); !r) return r;
         readBusy_[k] = true;
         readAsked_[k] = bytes;
-        headPending_ = true;
-        return {};
+        ++readsQueued_;
+        headQueued_ = head;
     }
-    return {};  // both buffers hold transfers still being read; one is released before the next head
+    return {};
 }
 
 size_t GadgetSession::bufferOf(const uint8_t* p) const {
@@ -205,16 +210,18 @@ proto::Result<std::span<const uint8_t>> GadgetSession::nextTransfer(std::chrono:
             return proto::fail(Error::Kind::kIo, describe() + ": a read into an unknown buffer completed");
         uint8_t* base = readBuffers_[k].data();
         if (data != base) {  // a rest read: the transfer is whole
+            --readsQueued_;
             const size_t bytes = static_cast<size_t>(data - base) + *n;
             nextRead_ = readAfter(bytes);
             return std::span<const uint8_t>(base, bytes);
         }
-        headPending_ = false;
+        if (readAsked_[k] == ffs_.maxPacket()) headQueued_ = false;
         const bool head = readAsked_[k] == ffs_.maxPacket() && *n == ffs_.maxPacket();
         size_t frame = 0;
         const size_t rest = head ? restBytes(base, readBuffers_[k].size(), framed, &frame) : 0;
         if (rest == 0) {
             // The next transfer's read is queued before this one is served, so it flows in meanwhile.
+            --readsQueued_;
             nextRead_ = readAfter(*n);
             if (auto r = queueHead(); !r) return std::unexpected(r.error());
             return std::span<const uint8_t>(base, *n);

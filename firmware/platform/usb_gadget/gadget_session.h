@@ -53,12 +53,16 @@ private:
     std::mutex writeMutex_;
     bool shut_ = false;
     // Bulk OUT read buffers (two: while one frame is served, the next arrives).
-    std::array<std::vector<uint8_t>, 2> readBuffers_;
-    std::array<bool, 2> readBusy_{};     // the buffer holds a read or a transfer being read or served
-    std::array<size_t, 2> readAsked_{};  // the size the buffer's first read was queued with
-    bool headPending_ = false;           // a head read (or a whole-transfer read) is queued
-    size_t nextRead_ = 0;                // the next read's size, 0: a head read (readAfter())
-    std::vector<uint8_t> forward_;       // bytes for the firmware, from forwardPos_ on
+    // Three: while one transfer is served, two reads are queued, so the link does not wait for the
+    // server to wake between transfers.
+    static constexpr size_t kReadBuffers = 3;
+    std::array<std::vector<uint8_t>, kReadBuffers> readBuffers_;
+    std::array<bool, kReadBuffers> readBusy_{};  // the buffer holds a read or a transfer being read or served
+    std::array<size_t, kReadBuffers> readAsked_{};  // the size the buffer's first read was queued with
+    size_t readsQueued_ = 0;   // reads queued whose transfer has not landed whole (head and rest: one)
+    bool headQueued_ = false;  // one of them is a head read (nothing may queue behind it: its rest follows)
+    size_t nextRead_ = 0;      // the next read's size, 0: a head read (readAfter())
+    std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };
 
