@@ -101,6 +101,27 @@ void FrameDecoder::feed(const uint8_t* data, size_t length, FrameListener& liste
     }
 }
 
+size_t FrameDecoder::feedInPlace(const uint8_t* data, size_t length, FrameListener& listener) {
+    if (capacity_ == 0 || end_ != start_) return 0;  // bytes already buffered come first
+    size_t used = 0;
+    while (length - used >= kFrameHeaderSize) {
+        const uint8_t* p = data + used;
+        FrameEvent e;
+        if (!parseFrameHeader(p, &e.header) || e.header.version != kFrameVersion ||
+            e.header.length > maxPayload_ || length - used - kFrameHeaderSize < e.header.length ||
+            frameCrc(p, p + kFrameHeaderSize, e.header.length) != e.header.crc) {
+            break;
+        }
+        reportGarbage(listener);
+        e.kind = FrameEventKind::kFrame;
+        e.haveHeader = true;
+        e.payload = p + kFrameHeaderSize;
+        listener.onFrameEvent(e);
+        used += kFrameHeaderSize + e.header.length;
+    }
+    return used;
+}
+
 void FrameDecoder::process(FrameListener& listener) {
     for (;;) {
         // Find the magic. A frame never starts inside a magic ("NPU1" does not overlap itself),

@@ -1,5 +1,8 @@
 #include "npu/protocol/rpc_client.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
@@ -16,6 +19,29 @@ namespace {
 // in 64 KiB pieces, glibc's `rep movsb` range, at ~6 ms per MiB against ~0.5 ms for one 1 MiB
 // copy; reading a 1 MiB reply in 64 KiB pieces cost two such copies per reply.)
 constexpr size_t kReadChunk = (1u << 20) + 4096;
+
+using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedOutputStream;
+
+uint32_t fieldTag(const BytesField& field) {
+    return WireFormatLite::MakeTag(static_cast<int>(field.number), WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+}
+
+// The bytes `field` adds to a payload (none when it has no number).
+size_t fieldBytes(const BytesField& field) {
+    if (field.number == 0) return 0;
+    return CodedOutputStream::VarintSize32(fieldTag(field)) +
+           CodedOutputStream::VarintSize32(static_cast<uint32_t>(field.bytes.size())) + field.bytes.size();
+}
+
+// Writes the request (its sizes cached) and then `field` at `out`.
+void serializePayload(const google::protobuf::Message& request, const BytesField& field, uint8_t* out) {
+    out = request.SerializeWithCachedSizesToArray(out);
+    if (field.number == 0) return;
+    out = CodedOutputStream::WriteTagToArray(fieldTag(field), out);
+    out = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(field.bytes.size()), out);
+    if (!field.bytes.empty()) std::memcpy(out, field.bytes.data(), field.bytes.size());
+}
 }  // namespace
 
 struct RpcClient::Pending {
@@ -156,18 +182,29 @@ void RpcClient::failAll(const Error& error) {
 }
 
 void RpcClient::readOnce(std::chrono::milliseconds timeout) {
+    if (transport_->readsInPlace()) {
+        // Whole frames are decoded where the transport received them (no copy into chunk_ and
+        // the decoder's buffer); anything else goes through the decoder's buffer as usual.
+        auto view = transport_->peekRead(timeout);
+        if (!view) return readFailed(view.error());
+        const size_t used = decoder_->feedInPlace(view->data(), view->size(), *reader_);
+        decoder_->feed(view->data() + used, view->size() - used, *reader_);
+        transport_->consumeRead(view->size());
+        return;
+    }
     readFds_.clear();
     auto n = transport_->read(chunk_, &readFds_, timeout);
     for (auto& fd : readFds_) reader_->fdInbox.push_back(std::move(fd));
-    if (!n) {
-        if (n.error().kind == Error::Kind::kTimeout) return;
-        if (!closing_.load())
-            vlog("protocol", "%s: connection lost: %s", description_.c_str(), n.error().message.c_str());
-        decoder_->finish(*reader_);
-        failAll(Error{Error::Kind::kDisconnected, description_ + ": " + n.error().message});
-        return;
-    }
+    if (!n) return readFailed(n.error());
     decoder_->feed(chunk_.data(), *n, *reader_);
+}
+
+void RpcClient::readFailed(const Error& error) {
+    if (error.kind == Error::Kind::kTimeout) return;
+    if (!closing_.load())
+        vlog("protocol", "%s: connection lost: %s", description_.c_str(), error.message.c_str());
+    decoder_->finish(*reader_);
+    failAll(Error{Error::Kind::kDisconnected, description_ + ": " + error.message});
 }
 
 uint8_t* RpcClient::sendRoom(size_t bytes) {
@@ -176,7 +213,7 @@ uint8_t* RpcClient::sendRoom(size_t bytes) {
 }
 
 Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
-                                   size_t bytes, std::span<const int> fds) {
+                                   const BytesField& field, size_t bytes, std::span<const int> fds) {
     std::lock_guard lock(writeMutex_);
     auto header = [&](uint8_t* frame, size_t n, bool more) {
         FrameHeader h;
@@ -188,11 +225,16 @@ Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google
         return std::span<const uint8_t>(frame, kFrameHeaderSize + n);
     };
     if (bytes <= maxPayload_) {  // the rule: one frame, serialised in place behind its header
-        uint8_t* frame = sendRoom(kFrameHeaderSize + bytes);
-        request.SerializeWithCachedSizesToArray(frame + kFrameHeaderSize);
-        return transport_->write(header(frame, bytes, false), fds);
+        // Where the transport sends from a buffer of its own (USB), straight into it.
+        auto room = fds.empty() ? transport_->writeRoom(kFrameHeaderSize + bytes) : Result<uint8_t*>(nullptr);
+        if (!room) return std::unexpected(room.error());
+        uint8_t* frame = *room != nullptr ? *room : sendRoom(kFrameHeaderSize + bytes);
+        serializePayload(request, field, frame + kFrameHeaderSize);
+        const auto bytesOut = header(frame, bytes, false);
+        return *room != nullptr ? transport_->commitWrite(bytesOut.size()) : transport_->write(bytesOut, fds);
     }
-    const std::string payload = request.SerializeAsString();
+    std::string payload(bytes, '\0');
+    serializePayload(request, field, reinterpret_cast<uint8_t*>(payload.data()));
     const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
     size_t offset = 0;
     do {
@@ -256,14 +298,20 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
 }
 
 Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protobuf::Message& request,
-                                             google::protobuf::Message& reply, std::span<const int> sendFds) {
+                                             google::protobuf::Message& reply, std::span<const int> sendFds,
+                                             const BytesField& field) {
     const std::string methodName = Method_Name(method);
     const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
     if (!request.IsInitialized()) {
         return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " +
                                                        request.GetTypeName() + " (missing required fields?)");
     }
-    const size_t bytes = request.ByteSizeLong();
+    if (field.bytes.size() > kMaxMessageBytes) {
+        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": a field of " +
+                                                       std::to_string(field.bytes.size()) +
+                                                       " bytes exceeds " + std::to_string(kMaxMessageBytes));
+    }
+    const size_t bytes = request.ByteSizeLong() + fieldBytes(field);
     const uint64_t callId = nextCallId_++;
     auto pending = std::make_shared<Pending>();
     pending->reply = &reply;
@@ -276,7 +324,7 @@ Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protob
     }
     InFlight call(this, callId, pending, name);
     vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, bytes);
-    auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, bytes, sendFds);
+    auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, field, bytes, sendFds);
     if (!sent) {
         Error e = sent.error();
         e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;

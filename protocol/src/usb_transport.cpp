@@ -3,13 +3,15 @@
 // several threads do so; one handles, the others wait for their completion flag), so a reply
 // wakes its reader directly, with no thread hop. Every wait has its own deadline.
 //
-// Bulk OUT: write() copies the frame into a free transfer buffer, submits it and returns; up to
-// kOutDepth frames are on their way at once, so the next frame is prepared while the last one is
-// on the wire. A transfer that fails or times out later breaks the transport (part of a frame
-// may have gone), which the next read() or write() reports.
+// Bulk OUT: write() copies the frame into a free transfer buffer (writeRoom() lets RpcClient
+// serialise it there instead), submits it and returns; up to kOutDepth frames are on their way
+// at once, so the next frame is prepared while the last one is on the wire. A transfer that
+// fails or times out later breaks the transport (part of a frame may have gone), which the next
+// read() or write() reports.
 // Bulk IN: kInDepth reads are queued and read() hands out a completed read's bytes straight from
-// its buffer, resubmitting it when drained; a read is always pending (replies never wait for a
-// reader): if every buffer holds unread bytes, the oldest one's are moved aside first.
+// its buffer (peekRead() shows them where they lie: RpcClient decodes replies there), resubmitting
+// it when drained; a read is always pending (replies never wait for a reader): if every buffer
+// holds unread bytes, the oldest one's are moved aside first (not while the reader holds them).
 // Transfer buffers come from usbfs (libusb_dev_mem_alloc: the kernel moves data in place
 // instead of copying it) where the kernel gives them, else from the heap.
 #include "npu/protocol/usb_transport.h"
@@ -34,7 +36,9 @@ namespace {
 
 constexpr size_t kInTransferBytes = (1u << 20) + 4096;  // one whole frame of the largest payload
 constexpr size_t kEventTransferBytes = 4096;
-constexpr size_t kInDepth = 2;                          // bulk IN reads queued
+// Bulk IN reads queued: one may be held by the reader decoding a reply where it lies
+// (peekRead), one hold the next reply, and one is still pending for the reply after it.
+constexpr size_t kInDepth = 3;
 constexpr size_t kOutDepth = 3;                         // bulk OUT transfers in flight
 constexpr std::chrono::milliseconds kCancelWait{1000};  // a cancelled transfer must complete by then
 
@@ -50,8 +54,9 @@ struct TransferSlot {
     uint8_t* devMem = nullptr;  // from libusb_dev_mem_alloc (devMemSize bytes), or null
     size_t devMemSize = 0;
     std::vector<uint8_t> heap;
-    size_t length = 0;  // bytes of the transfer in flight
-    bool busy = false;  // submitted and not yet completed
+    size_t length = 0;    // bytes of the transfer in flight
+    bool busy = false;    // submitted and not yet completed
+    bool staged = false;  // handed out by writeRoom(), not yet committed
 };
 
 class UsbTransport final : public Transport {
@@ -62,6 +67,11 @@ public:
     Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override;
     Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
                         std::chrono::milliseconds timeout) override;
+    Result<uint8_t*> writeRoom(size_t length) override;
+    Result<void> commitWrite(size_t length) override;
+    bool readsInPlace() const override { return true; }
+    Result<std::span<const uint8_t>> peekRead(std::chrono::milliseconds timeout) override;
+    void consumeRead(size_t n) override;
     void shutdown() override;
     std::string describe() const override { return description_; }
     bool sharesMemory() const override { return false; }
@@ -88,9 +98,22 @@ private:
                         uint32_t flags, unsigned timeoutMs = 0);
     void resubmitIn(TransferSlot& slot);
     void keepReadingLocked();
+    // Waits (pumping events) up to `timeout` until received bytes are there or the transport
+    // broke; false: neither.
+    bool waitForInputLocked(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout);
+    std::span<const uint8_t> unreadLocked() const;  // the oldest received bytes not yet read
+    void dropLocked(size_t n);                      // ... of which n are read now
     size_t takeLocked(std::span<uint8_t> buffer);
+    // A bulk OUT slot that is neither in flight nor staged, waiting up to the write timeout.
+    Result<TransferSlot*> freeOutLocked(std::unique_lock<std::mutex>& lock, size_t bytes);
+    Result<void> submitOutLocked(TransferSlot& slot, size_t length);
     std::array<TransferSlot*, kInDepth + kOutDepth + 1> allSlots() {
-        return {&in_[0], &in_[1], &out_[0], &out_[1], &out_[2], &event_};
+        std::array<TransferSlot*, kInDepth + kOutDepth + 1> all{};
+        size_t i = 0;
+        for (TransferSlot& s : in_) all[i++] = &s;
+        for (TransferSlot& s : out_) all[i++] = &s;
+        all[i] = &event_;
+        return all;
     }
     static void LIBUSB_CALL onIn(libusb_transfer* transfer);
     static void LIBUSB_CALL onEvent(libusb_transfer* transfer);
@@ -111,7 +134,8 @@ private:
     size_t readyPos_ = 0;              // bytes of ready_.front() already read
     std::vector<uint8_t> spilled_;     // bytes ahead of ready_, moved aside to free a read buffer
     size_t spilledPos_ = 0;
-    int inArrived_ = 0;  // completion flags for pump(), set by the callbacks
+    bool viewHeld_ = false;  // peekRead()'s bytes are in use: nothing received moves until consumeRead()
+    int inArrived_ = 0;      // completion flags for pump(), set by the callbacks
     int outFreed_ = 0;
     bool broken_ = false;  // the device vanished or the transport was shut down
     Error brokenError_;
@@ -293,7 +317,9 @@ void UsbTransport::resubmitIn(TransferSlot& slot) {
 // Keeps a bulk IN read pending: when every read buffer holds bytes not yet read out, the oldest
 // one's move aside (a copy the reader is normally quick enough to avoid).
 void UsbTransport::keepReadingLocked() {
-    if (broken_ || ready_.empty()) return;
+    // While the reader holds a view of the received bytes they stay put: its consumeRead() comes
+    // back here (it is busy with the bytes, not gone, so the device waits only that long).
+    if (broken_ || ready_.empty() || viewHeld_) return;
     if (std::any_of(std::begin(in_), std::end(in_), [](const TransferSlot& s) { return s.busy; })) return;
     TransferSlot& oldest = *ready_.front();
     if (spilledPos_ > 0) {
@@ -380,25 +406,13 @@ void UsbTransport::handleEventFrame(const uint8_t* data, size_t length) {
          static_cast<unsigned long long>(event.session()), event.message().c_str());
 }
 
-Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const int> fds) {
-    if (!fds.empty()) {
-        return fail(Error::Kind::kInvalidArgument, description_ + ": USB cannot pass file descriptors (" +
-                                                       std::to_string(fds.size()) + " given)");
-    }
+Result<TransferSlot*> UsbTransport::freeOutLocked(std::unique_lock<std::mutex>& lock, size_t bytes) {
     const auto deadline = Clock::now() + writeTimeout_;
-    std::unique_lock lock(mutex_);
     for (;;) {
         if (broken_) return std::unexpected(brokenError_);
-        auto free =
-            std::find_if(std::begin(out_), std::end(out_), [](const TransferSlot& s) { return !s.busy; });
-        if (free != std::end(out_)) {
-            reserve(*free, bytes.size());
-            std::memcpy(free->data, bytes.data(), bytes.size());
-            // A transfer that is a multiple of the packet size ends with a zero-length packet, so
-            // the device's read completes at the frame's end instead of waiting for more.
-            return submit(*free, endpoints_.bulkOut, bytes.size(), &onOut, LIBUSB_TRANSFER_ADD_ZERO_PACKET,
-                          static_cast<unsigned>(writeTimeout_.count()));
-        }
+        auto free = std::find_if(std::begin(out_), std::end(out_),
+                                 [](const TransferSlot& s) { return !s.busy && !s.staged; });
+        if (free != std::end(out_)) return &*free;
         outFreed_ = 0;
         lock.unlock();
         const bool freed = pump(&outFreed_, deadline);
@@ -406,54 +420,133 @@ Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const
         if (!freed) {
             // Nothing of this frame has gone: the stream is intact (the transfers ahead of it
             // time out on their own and break the transport).
-            return fail(Error::Kind::kTimeout,
-                        description_ + ": the device did not take the " + std::to_string(kOutDepth) +
-                            " frames ahead of " + std::to_string(bytes.size()) +
-                            " bytes on bulk OUT within " + std::to_string(writeTimeout_.count()) + " ms");
+            return fail(Error::Kind::kTimeout, description_ + ": the device did not take the " +
+                                                   std::to_string(kOutDepth) + " frames ahead of " +
+                                                   std::to_string(bytes) + " bytes on bulk OUT within " +
+                                                   std::to_string(writeTimeout_.count()) + " ms");
         }
     }
 }
 
-// Copies received bytes into `buffer`: first those moved aside, then the oldest completed read's,
+// The frame is built in the transfer buffer it is sent from (RpcClient serialises into it).
+Result<uint8_t*> UsbTransport::writeRoom(size_t length) {
+    std::unique_lock lock(mutex_);
+    auto slot = freeOutLocked(lock, length);
+    if (!slot) return std::unexpected(slot.error());
+    reserve(**slot, length);
+    (*slot)->staged = true;
+    return (*slot)->data;
+}
+
+Result<void> UsbTransport::commitWrite(size_t length) {
+    std::lock_guard lock(mutex_);
+    auto staged =
+        std::find_if(std::begin(out_), std::end(out_), [](const TransferSlot& s) { return s.staged; });
+    if (staged == std::end(out_) || length > staged->size) {
+        return fail(Error::Kind::kInvalidArgument, description_ + ": commitWrite of " +
+                                                       std::to_string(length) +
+                                                       " bytes without writeRoom room for them");
+    }
+    staged->staged = false;
+    return submitOutLocked(*staged, length);
+}
+
+// A transfer that is a multiple of the packet size ends with a zero-length packet, so the
+// device's read completes at the frame's end instead of waiting for more.
+Result<void> UsbTransport::submitOutLocked(TransferSlot& slot, size_t length) {
+    if (broken_) return std::unexpected(brokenError_);
+    return submit(slot, endpoints_.bulkOut, length, &onOut, LIBUSB_TRANSFER_ADD_ZERO_PACKET,
+                  static_cast<unsigned>(writeTimeout_.count()));
+}
+
+Result<void> UsbTransport::write(std::span<const uint8_t> bytes, std::span<const int> fds) {
+    if (!fds.empty()) {
+        return fail(Error::Kind::kInvalidArgument, description_ + ": USB cannot pass file descriptors (" +
+                                                       std::to_string(fds.size()) + " given)");
+    }
+    std::unique_lock lock(mutex_);  // one step, so writes from several threads cannot mix
+    auto slot = freeOutLocked(lock, bytes.size());
+    if (!slot) return std::unexpected(slot.error());
+    reserve(**slot, bytes.size());
+    std::memcpy((*slot)->data, bytes.data(), bytes.size());
+    return submitOutLocked(**slot, bytes.size());
+}
+
+std::span<const uint8_t> UsbTransport::unreadLocked() const {
+    if (spilledPos_ < spilled_.size()) return {spilled_.data() + spilledPos_, spilled_.size() - spilledPos_};
+    if (ready_.empty()) return {};
+    const TransferSlot& slot = *ready_.front();
+    return {slot.data + readyPos_, static_cast<size_t>(slot.transfer->actual_length) - readyPos_};
+}
+
+// The first n unread bytes are read: first those moved aside, then the oldest completed read's,
 // which is resubmitted once drained.
-size_t UsbTransport::takeLocked(std::span<uint8_t> buffer) {
+void UsbTransport::dropLocked(size_t n) {
     if (spilledPos_ < spilled_.size()) {
-        const size_t n = std::min(buffer.size(), spilled_.size() - spilledPos_);
-        std::memcpy(buffer.data(), spilled_.data() + spilledPos_, n);
-        spilledPos_ += n;
+        spilledPos_ += std::min(n, spilled_.size() - spilledPos_);
         if (spilledPos_ == spilled_.size()) {
             spilled_.clear();
             spilledPos_ = 0;
         }
-        return n;
+        return;
     }
-    if (ready_.empty()) return 0;
+    if (ready_.empty()) return;
     TransferSlot& slot = *ready_.front();
     const auto length = static_cast<size_t>(slot.transfer->actual_length);
-    const size_t n = std::min(buffer.size(), length - readyPos_);
-    std::memcpy(buffer.data(), slot.data + readyPos_, n);
-    readyPos_ += n;
+    readyPos_ = std::min(length, readyPos_ + n);
     if (readyPos_ == length) {
         ready_.pop_front();
         readyPos_ = 0;
         resubmitIn(slot);
     }
+}
+
+size_t UsbTransport::takeLocked(std::span<uint8_t> buffer) {
+    const std::span<const uint8_t> unread = unreadLocked();
+    const size_t n = std::min(buffer.size(), unread.size());
+    if (n > 0) std::memcpy(buffer.data(), unread.data(), n);
+    dropLocked(n);
     return n;
 }
 
-Result<size_t> UsbTransport::read(std::span<uint8_t> buffer, std::vector<UniqueFd>*,
-                                  std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
+bool UsbTransport::waitForInputLocked(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout) {
     if (spilledPos_ == spilled_.size() && ready_.empty() && !broken_) {
         inArrived_ = 0;
         lock.unlock();
         pump(&inArrived_, Clock::now() + timeout);
         lock.lock();
     }
+    return !unreadLocked().empty() || broken_;
+}
+
+Result<size_t> UsbTransport::read(std::span<uint8_t> buffer, std::vector<UniqueFd>*,
+                                  std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    waitForInputLocked(lock, timeout);
     if (const size_t n = takeLocked(buffer); n > 0) return n;
     if (broken_) return std::unexpected(brokenError_);
     return fail(Error::Kind::kTimeout,
                 description_ + ": no data within " + std::to_string(timeout.count()) + " ms");
+}
+
+// A reply is handed to the reader where the transfer put it (usbfs memory): no copy.
+Result<std::span<const uint8_t>> UsbTransport::peekRead(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    waitForInputLocked(lock, timeout);
+    if (const auto unread = unreadLocked(); !unread.empty()) {
+        viewHeld_ = true;
+        return unread;
+    }
+    if (broken_) return std::unexpected(brokenError_);
+    return fail(Error::Kind::kTimeout,
+                description_ + ": no data within " + std::to_string(timeout.count()) + " ms");
+}
+
+void UsbTransport::consumeRead(size_t n) {
+    std::lock_guard lock(mutex_);
+    viewHeld_ = false;
+    dropLocked(n);
+    keepReadingLocked();
 }
 
 Result<void> UsbTransport::claim(libusb_device* device, const UsbDeviceId& id, const UsbOptions& options) {

@@ -175,7 +175,8 @@ Status Connection::call(proto::Method method, const google::protobuf::Message& r
 }
 
 Status Connection::pipeline(Attempt& attempt, size_t calls, proto::Method method, const char* what,
-                            const RequestFn& request, const ReplyFn& reply, const DoneFn& done) {
+                            const RequestFn& request, const ReplyFn& reply, const DoneFn& done,
+                            const FieldFn& field) {
     const auto timeout = options_.callTimeout;
     const std::shared_ptr<proto::RpcClient> client = rpc();  // one client for the whole transfer
     NPU_TRY(acquireCalls(kWindowDepth, timeout, what));
@@ -194,7 +195,8 @@ Status Connection::pipeline(Attempt& attempt, size_t calls, proto::Method method
     };
     for (size_t i = 0; i < calls; ++i) {
         if (inFlight.size() == kWindowDepth) NPU_TRY(finishOne());
-        auto started = client->start(method, request(i), reply(i));
+        auto started =
+            client->start(method, request(i), reply(i), {}, field ? field(i) : proto::BytesField{});
         if (!started) return callFailed(attempt, started.error(), timeout, what);
         inFlight.push_back(std::move(*started));
     }
@@ -202,25 +204,28 @@ Status Connection::pipeline(Attempt& attempt, size_t calls, proto::Method method
     return {};
 }
 
-// The messages are per thread and kept: their data keeps its megabyte of capacity between chunks
-// (fresh memory costs a page fault per 4 KiB, more than the copy on an emulated CPU). A request
-// is serialised when its call starts, so one serves every chunk.
+// The messages are per thread and kept: a reply's data keeps its megabyte of capacity between
+// chunks (fresh memory costs a page fault per 4 KiB, more than the copy on an emulated CPU). A
+// request is serialised when its call starts, so one serves every chunk. WINDOW_WRITE's data goes
+// from the window straight into the frame (proto::BytesField), not through the message.
 Status Connection::pushWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what) {
     if (windowShared_) return {};
     const uint64_t chunk = windowChunkBytes(hello_);
     thread_local proto::WindowWriteRequest request;
     thread_local proto::WindowWriteReply replies[kWindowDepth];
     auto fill = [&](size_t i) -> const google::protobuf::Message& {
-        const uint64_t at = addr + i * chunk;
-        request.set_addr(at);
-        request.mutable_data()->assign(reinterpret_cast<const char*>(window_->hostPointer(at)),
-                                       std::min(chunk, addr + bytes - at));
+        request.set_addr(addr + i * chunk);
         return request;
+    };
+    auto data = [&](size_t i) {
+        const uint64_t at = addr + i * chunk;
+        return proto::BytesField{proto::WindowWriteRequest::kDataFieldNumber,
+                                 {window_->hostPointer(at), std::min(chunk, addr + bytes - at)}};
     };
     return pipeline(
         attempt, (bytes + chunk - 1) / chunk, proto::METHOD_WINDOW_WRITE, what, fill,
         [&](size_t i) -> google::protobuf::Message& { return replies[i % kWindowDepth]; },
-        [&](size_t i) { return checkStatus(replies[i % kWindowDepth].status(), what); });
+        [&](size_t i) { return checkStatus(replies[i % kWindowDepth].status(), what); }, data);
 }
 
 Status Connection::pullWindow(Attempt& attempt, uint64_t addr, uint64_t bytes, const char* what) {

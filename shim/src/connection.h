@@ -155,10 +155,13 @@ private:
     using RequestFn = std::function<const google::protobuf::Message&(size_t call)>;
     using ReplyFn = std::function<google::protobuf::Message&(size_t call)>;
     using DoneFn = std::function<Status(size_t call)>;
+    using FieldFn = std::function<proto::BytesField(size_t call)>;
     // `calls` calls of `method`, up to kWindowDepth in flight on one RPC client: request(i) is
-    // sent, and once its reply(i) is in, done(i) checks it; calls finish in order.
+    // sent (with field(i) when given: bytes sent from where they lie), and once its reply(i) is
+    // in, done(i) checks it; calls finish in order.
     Status pipeline(Attempt& attempt, size_t calls, proto::Method method, const char* what,
-                    const RequestFn& request, const ReplyFn& reply, const DoneFn& done);
+                    const RequestFn& request, const ReplyFn& reply, const DoneFn& done,
+                    const FieldFn& field = {});
 
     std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;

@@ -320,7 +320,8 @@ std::string pipelined(proto::RpcClient& rpc, int calls, Start start, Check check
 }
 
 // WINDOW_WRITE then WINDOW_READ of kBulkRounds chunks each at the start of the host window, with
-// kWindowDepth calls in flight and the messages reused, as the shim sends them; every read is
+// kWindowDepth calls in flight, the messages reused and the written data sent from where it lies
+// (proto::BytesField), as the shim sends them; every read is
 // checked against the last write. kWindowDepth + 1 calls each way warm up first (untimed).
 void measureWindow(proto::RpcClient& rpc, uint64_t addr, RpcFigures& f) {
     constexpr int kWarmup = static_cast<int>(kWindowDepth) + 1;
@@ -333,8 +334,10 @@ void measureWindow(proto::RpcClient& rpc, uint64_t addr, RpcFigures& f) {
             rpc, calls,
             [&](int i) {
                 stamp(reinterpret_cast<uint8_t*>(data.data()), static_cast<uint64_t>(i));
-                w.mutable_data()->assign(data);
-                return rpc.start(proto::METHOD_WINDOW_WRITE, w, wrote[i % kWindowDepth]);
+                // As the shim sends it: the data from where it lies, straight into the frame.
+                const proto::BytesField field{proto::WindowWriteRequest::kDataFieldNumber,
+                                              {reinterpret_cast<const uint8_t*>(data.data()), data.size()}};
+                return rpc.start(proto::METHOD_WINDOW_WRITE, w, wrote[i % kWindowDepth], {}, field);
             },
             [&](int i) {
                 return wrote[i % kWindowDepth].status().code() == 0 ? "" : "WINDOW_WRITE refused";

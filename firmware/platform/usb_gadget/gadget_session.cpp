@@ -16,6 +16,8 @@ using proto::Error;
 constexpr size_t kReadBytes = (1u << 20) + 4096;
 constexpr std::chrono::milliseconds kWriteTimeout{5000};  // the host keeps a read pending on bulk IN
 constexpr std::chrono::milliseconds kReadSlice{50};       // how often a waiting read checks the session
+// A transfer at least this long makes the next read a whole-buffer read (see queueHead()).
+constexpr size_t kStreamingBytes = 64u << 10;
 
 }  // namespace
 
@@ -128,21 +130,31 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
 // buffer (a frame is served where it lies). A framed session sizes the rest read by the frame's
 // header; the raw echo, whose data has no header, reads to the end of the transfer. A read's size
 // is what the kernel allocates (and zeroes) for it, so a small request costs a packet, not the
-// largest frame. The next head read is queued into the other buffer behind a rest read, so the
-// link never waits for a reader. A head that is not a frame (garbage, a corrupt header) is handed
-// on as it came and the transfer's other packets follow in further head reads; a rest read ends
-// early at the transfer's end and always takes whole packets, so no byte is lost whatever a
-// header claims.
+// largest frame. The next read is queued into another buffer behind a rest read, so the link
+// never waits for a reader. While large transfers stream in (window chunks), the next two reads
+// are reads of the last transfer's size (readAfter()) instead of a head, queued before a transfer
+// is served: the next transfers then flow in whole while this one is served, instead of stopping
+// after the first packet until the server comes back for the rest. A head that is not a frame (garbage, a
+// corrupt header) is handed on as it came and the transfer's other packets follow in further reads; a rest
+// read ends early at the transfer's end and always takes whole packets, so no byte is lost whatever a header
+// claims.
 proto::Result<void> GadgetSession::queueHead() {
-    if (headPending_) return {};
-    for (size_t k = 0; k < readBuffers_.size(); ++k) {
-        if (readBusy_[k]) continue;
-        if (auto r = ffs_.bulkOut().submit(readBuffers_[k].data(), ffs_.maxPacket(), false); !r) return r;
+    // Up to two reads queued (two sized reads while streaming); a head read goes last, since its
+    // rest read must come right behind it.
+    constexpr size_t kReadsQueued = 2;
+    while (!headQueued_ && readsQueued_ < kReadsQueued) {
+        size_t k = 0;
+        while (k < readBusy_.size() && readBusy_[k]) ++k;
+        if (k == readBusy_.size()) return {};  // every buffer holds a read or a transfer being served
+        const bool head = nextRead_ == 0;
+        const size_t bytes = head ? ffs_.maxPacket() : nextRead_;
+        if (auto r = ffs_.bulkOut().submit(readBuffers_[k].data(), bytes, false); !r) return r;
         readBusy_[k] = true;
-        headPending_ = true;
-        return {};
+        readAsked_[k] = bytes;
+        ++readsQueued_;
+        headQueued_ = head;
     }
-    return {};  // both buffers hold transfers still being read; one is released before the next head
+    return {};
 }
 
 size_t GadgetSession::bufferOf(const uint8_t* p) const {
@@ -154,15 +166,28 @@ size_t GadgetSession::bufferOf(const uint8_t* p) const {
 }
 
 // The rest of the transfer whose head filled the packet at `base` (0: none): by the frame's
-// length when `framed` and the head begins a frame, else up to the buffer's end. Whole packets.
-size_t GadgetSession::restBytes(const uint8_t* base, size_t capacity, bool framed) const {
+// length (in *frame) when `framed` and the head begins a frame, else up to the buffer's end.
+// Whole packets.
+size_t GadgetSession::restBytes(const uint8_t* base, size_t capacity, bool framed, size_t* frame) const {
     const size_t packet = ffs_.maxPacket();
     if (!framed) return capacity - packet;
     proto::FrameHeader h;
     if (proto::loadLe32(base) != proto::kFrameMagic || !proto::parseFrameHeader(base, &h)) return 0;
     const size_t total = proto::kFrameHeaderSize + h.length;
     if (total <= packet) return 0;
+    *frame = total;
     return std::min((total - packet + packet - 1) / packet * packet, capacity - packet);
+}
+
+// The size of the read after a transfer of `bytes`: a head read (0) after a small transfer; after
+// a large one, that size rounded up past the next packet boundary, so that a transfer of the same
+// size ends inside the read with its short or zero-length packet, and the kernel's buffer for it
+// is no larger than the transfer needs (1 MiB for a window chunk; a read of the whole buffer,
+// 1 MiB + 4 KiB, would cost an allocation of 2 MiB, zeroed).
+size_t GadgetSession::readAfter(size_t bytes) const {
+    if (bytes < kStreamingBytes) return 0;
+    const size_t packet = ffs_.maxPacket();
+    return std::min((bytes / packet + 1) * packet, readBuffers_[0].size());
 }
 
 // Waits up to `timeout` for the next whole transfer (or frame): its bytes, which stay valid until
@@ -184,10 +209,24 @@ proto::Result<std::span<const uint8_t>> GadgetSession::nextTransfer(std::chrono:
         if (k == readBuffers_.size())
             return proto::fail(Error::Kind::kIo, describe() + ": a read into an unknown buffer completed");
         uint8_t* base = readBuffers_[k].data();
-        if (data != base) return std::span<const uint8_t>(base, static_cast<size_t>(data - base) + *n);
-        headPending_ = false;
-        const size_t rest = *n == ffs_.maxPacket() ? restBytes(base, readBuffers_[k].size(), framed) : 0;
-        if (rest == 0) return std::span<const uint8_t>(base, *n);
+        if (data != base) {  // a rest read: the transfer is whole
+            --readsQueued_;
+            const size_t bytes = static_cast<size_t>(data - base) + *n;
+            nextRead_ = readAfter(bytes);
+            return std::span<const uint8_t>(base, bytes);
+        }
+        if (readAsked_[k] == ffs_.maxPacket()) headQueued_ = false;
+        const bool head = readAsked_[k] == ffs_.maxPacket() && *n == ffs_.maxPacket();
+        size_t frame = 0;
+        const size_t rest = head ? restBytes(base, readBuffers_[k].size(), framed, &frame) : 0;
+        if (rest == 0) {
+            // The next transfer's read is queued before this one is served, so it flows in meanwhile.
+            --readsQueued_;
+            nextRead_ = readAfter(*n);
+            if (auto r = queueHead(); !r) return std::unexpected(r.error());
+            return std::span<const uint8_t>(base, *n);
+        }
+        if (frame > 0) nextRead_ = readAfter(frame);  // for the read queued behind this rest read
         if (auto r = out.submit(base + *n, rest, false); !r) return std::unexpected(r.error());
     }
 }

@@ -40,7 +40,8 @@ private:
     proto::Result<void> reapWrites(size_t keep);
     proto::Result<void> queueHead();
     size_t bufferOf(const uint8_t* p) const;
-    size_t restBytes(const uint8_t* base, size_t capacity, bool framed) const;
+    size_t restBytes(const uint8_t* base, size_t capacity, bool framed, size_t* frame) const;
+    size_t readAfter(size_t bytes) const;
     proto::Result<std::span<const uint8_t>> nextTransfer(std::chrono::milliseconds timeout, bool framed);
     void releaseRead(const uint8_t* data);
     size_t take(std::span<uint8_t> buffer);
@@ -52,10 +53,16 @@ private:
     std::mutex writeMutex_;
     bool shut_ = false;
     // Bulk OUT read buffers (two: while one frame is served, the next arrives).
-    std::array<std::vector<uint8_t>, 2> readBuffers_;
-    std::array<bool, 2> readBusy_{};  // the buffer holds a read or a transfer being read or served
-    bool headPending_ = false;        // a head read is queued
-    std::vector<uint8_t> forward_;    // bytes for the firmware, from forwardPos_ on
+    // Three: while one transfer is served, two reads are queued, so the link does not wait for the
+    // server to wake between transfers.
+    static constexpr size_t kReadBuffers = 3;
+    std::array<std::vector<uint8_t>, kReadBuffers> readBuffers_;
+    std::array<bool, kReadBuffers> readBusy_{};  // the buffer holds a read or a transfer being read or served
+    std::array<size_t, kReadBuffers> readAsked_{};  // the size the buffer's first read was queued with
+    size_t readsQueued_ = 0;   // reads queued whose transfer has not landed whole (head and rest: one)
+    bool headQueued_ = false;  // one of them is a head read (nothing may queue behind it: its rest follows)
+    size_t nextRead_ = 0;      // the next read's size, 0: a head read (readAfter())
+    std::vector<uint8_t> forward_;  // bytes for the firmware, from forwardPos_ on
     size_t forwardPos_ = 0;
 };
 

@@ -74,12 +74,17 @@ TEST_CASE("crc32c matches the Castagnoli check value and a bitwise reference") {
     std::vector<uint8_t> data(4099);
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131 + 7);
     for (size_t offset : {0, 1, 3, 7}) {
-        for (size_t len : {0, 1, 7, 8, 9, 63, 1000, 4092}) {
+        for (size_t len : {0, 1, 7, 8, 9, 15, 16, 17, 31, 63, 1000, 4092}) {
             REQUIRE(crc32c(data.data() + offset, len) == bitwiseCrc32c(data.data() + offset, len));
+            // The table code, which a CPU without the crc32 instruction (or QEMU's TCG) runs.
+            REQUIRE(crc32cExtendTables(0, data.data() + offset, len) ==
+                    bitwiseCrc32c(data.data() + offset, len));
         }
     }
     // Extending equals one pass.
     REQUIRE(crc32cExtend(crc32c(data.data(), 1000), data.data() + 1000, 3000) == crc32c(data.data(), 4000));
+    REQUIRE(crc32cExtendTables(crc32c(data.data(), 1001), data.data() + 1001, 2999) ==
+            crc32c(data.data(), 4000));
 }
 
 TEST_CASE("frame header layout is little-endian with the documented offsets") {
@@ -241,4 +246,46 @@ TEST_CASE("a buffer smaller than header + max payload lowers the max payload") {
     auto f = makeFrame(1, 0, 1, std::string(11, 'x'));
     d.feed(f.data(), f.size(), r);
     REQUIRE(r.count(FrameEventKind::kOversize) == 1);
+}
+
+TEST_CASE("feedInPlace reports whole frames where they lie and leaves the rest to feed") {
+    std::vector<uint8_t> stream = makeFrame(4, 0, 1, "first");
+    append(stream, makeFrame(5, 0, 2, "second"));
+    const size_t whole = stream.size();
+    auto bad = makeFrame(6, 0, 3, "corrupt");
+    bad[kFrameHeaderSize] ^= 0x01;
+    append(stream, bad);
+    auto partial = makeFrame(7, 0, 4, "split across reads");
+    append(stream, std::vector<uint8_t>(partial.begin(), partial.begin() + 30));
+    std::vector<uint8_t> buffer(FrameDecoder::bufferSizeFor(256));
+    FrameDecoder d(buffer.data(), buffer.size(), 256);
+    Recorder r;
+    const size_t used = d.feedInPlace(stream.data(), stream.size(), r);
+    REQUIRE(used == whole);  // stops at the corrupt frame
+    REQUIRE(r.events.size() == 2);
+    CHECK(r.events[1].payload == "second");
+    d.feed(stream.data() + used, stream.size() - used, r);  // the corrupt one and a partial frame
+    CHECK(r.count(FrameEventKind::kCrcMismatch) == 1);
+    // With a partial frame buffered nothing is taken in place: its rest comes first.
+    std::vector<uint8_t> rest(partial.begin() + 30, partial.end());
+    CHECK(d.feedInPlace(rest.data(), rest.size(), r) == 0);
+    d.feed(rest.data(), rest.size(), r);
+    auto frames = r.frames();
+    REQUIRE(frames.size() == 3);
+    CHECK(frames[2].payload == "split across reads");
+    CHECK(d.buffered() == 0);
+}
+
+TEST_CASE("feedInPlace reports garbage dropped before a frame it takes in place") {
+    std::vector<uint8_t> buffer(FrameDecoder::bufferSizeFor(256));
+    FrameDecoder d(buffer.data(), buffer.size(), 256);
+    Recorder r;
+    const std::string junk = "junk!!";
+    d.feed(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), r);  // dropped, not yet reported
+    auto f = makeFrame(4, 0, 9, "ok");
+    REQUIRE(d.feedInPlace(f.data(), f.size(), r) == f.size());
+    REQUIRE(r.events.size() == 2);
+    CHECK(r.events[0].kind == FrameEventKind::kGarbage);
+    CHECK(r.events[0].skipped == junk.size());
+    CHECK(r.events[1].payload == "ok");
 }

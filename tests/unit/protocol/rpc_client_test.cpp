@@ -344,3 +344,102 @@ TEST_CASE("RpcClient::create rejects bad arguments") {
     auto tiny = RpcClient::create(std::move(host), 8);
     REQUIRE_FALSE(tiny.has_value());
 }
+
+namespace {
+
+// A transport with its own send and receive buffers, as USB's: the client builds frames in
+// writeRoom() and decodes what peekRead() shows where it lies. Reads hand out at most `piece`
+// bytes at a time, so frames also arrive split (the decoder's buffered path).
+class InPlaceTransport final : public Transport {
+public:
+    InPlaceTransport(std::unique_ptr<Transport> inner, size_t piece)
+        : inner_(std::move(inner)), piece_(piece) {}
+    Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        return inner_->write(bytes, fds);
+    }
+    Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
+                        std::chrono::milliseconds timeout) override {
+        return inner_->read(buffer, fds, timeout);
+    }
+    void shutdown() override { inner_->shutdown(); }
+    std::string describe() const override { return "in-place test transport"; }
+    Result<uint8_t*> writeRoom(size_t length) override {
+        staged_.resize(length);
+        ++roomsGiven;
+        return staged_.data();
+    }
+    Result<void> commitWrite(size_t length) override {
+        REQUIRE(length == staged_.size());
+        return inner_->write(staged_, {});
+    }
+    bool readsInPlace() const override { return true; }
+    Result<std::span<const uint8_t>> peekRead(std::chrono::milliseconds timeout) override {
+        if (pos_ == received_.size()) {
+            received_.resize(piece_);
+            auto n = inner_->read(received_, nullptr, timeout);
+            if (!n) return std::unexpected(n.error());
+            received_.resize(*n);
+            pos_ = 0;
+        }
+        return std::span<const uint8_t>(received_.data() + pos_, received_.size() - pos_);
+    }
+    void consumeRead(size_t n) override { pos_ += n; }
+    std::atomic<int> roomsGiven{0};
+
+private:
+    std::unique_ptr<Transport> inner_;
+    size_t piece_;
+    std::vector<uint8_t> staged_, received_;
+    size_t pos_ = 0;
+};
+
+// Answers WINDOW_WRITE with the request's address, data size and whether the data is all 'd' (in
+// a WindowWriteReply's message, small enough for one frame of the smallest max payload).
+void windowEcho(FakeFirmware& fw, const FrameHeader& h, const std::string& payload) {
+    WindowWriteRequest req;
+    REQUIRE(req.ParseFromString(payload));
+    WindowWriteReply rep;
+    const bool allD = req.data().find_first_not_of('d') == std::string::npos;
+    rep.mutable_status()->set_message(std::to_string(req.addr()) + ":" + std::to_string(req.data().size()) +
+                                      (allD ? ":d" : ":other"));
+    fw.reply(h.callId, h.type, rep);
+}
+
+}  // namespace
+
+TEST_CASE("a transport's own buffers: frames built in writeRoom, replies decoded where they lie") {
+    for (size_t piece : {size_t(7), size_t(1) << 20}) {
+        auto [host, fwEnd] = makeLoopbackPair();
+        FakeFirmware fw(std::move(fwEnd), pingEcho);
+        auto transport = std::make_unique<InPlaceTransport>(std::move(host), piece);
+        auto* inPlace = transport.get();
+        auto client = makeClient(std::move(transport));
+        for (uint64_t i = 1; i <= 20; ++i) {
+            PingRequest req;
+            req.set_nonce(i);
+            PingReply rep;
+            REQUIRE(client->call(METHOD_PING, req, rep, 5000ms).has_value());
+            CHECK(rep.nonce() == i);
+        }
+        CHECK(inPlace->roomsGiven == 20);
+        CHECK(client->badFrames() == 0);
+    }
+}
+
+TEST_CASE("a BytesField is sent as part of the request, in one frame or fragmented") {
+    for (uint32_t maxPayload : {1u << 20, 256u}) {
+        auto [host, fwEnd] = makeLoopbackPair();
+        FakeFirmware fw(std::move(fwEnd), windowEcho);
+        auto client = makeClient(std::move(host), maxPayload);
+        const std::string data(1000, 'd');
+        WindowWriteRequest req;
+        req.set_addr(4096);
+        const BytesField field{WindowWriteRequest::kDataFieldNumber,
+                               {reinterpret_cast<const uint8_t*>(data.data()), data.size()}};
+        WindowWriteReply rep;
+        auto call = client->start(METHOD_WINDOW_WRITE, req, rep, {}, field);
+        REQUIRE(call.has_value());
+        REQUIRE(client->finish(*call, 5000ms).has_value());
+        CHECK(rep.status().message() == "4096:1000:d");
+    }
+}

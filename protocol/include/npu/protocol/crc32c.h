@@ -11,6 +11,10 @@ namespace npu::proto {
 // crc32c(a + b) == crc32cExtend(crc32c(a), b). crc32c("123456789") == 0xE3069283.
 uint32_t crc32cExtend(uint32_t crc, const void* data, size_t length);
 
+// The same with the portable table code whatever the CPU (crc32cExtend picks the crc32
+// instruction where it is the faster): for tests and comparisons.
+uint32_t crc32cExtendTables(uint32_t crc, const void* data, size_t length);
+
 inline uint32_t crc32c(const void* data, size_t length) {
     return crc32cExtend(0, data, length);
 }

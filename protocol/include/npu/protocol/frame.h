@@ -85,6 +85,10 @@ public:
     FrameDecoder(uint8_t* buffer, size_t capacity, uint32_t maxPayload = kDefaultMaxPayload);
 
     void feed(const uint8_t* data, size_t length, FrameListener& listener);
+    // Reports the whole, valid frames at the start of [data, data + length) where they lie (their
+    // payloads point into `data`, no copy), when nothing is buffered; returns the bytes used. It
+    // stops at the first thing that is not a whole valid frame: feed() the rest, which handles it.
+    size_t feedInPlace(const uint8_t* data, size_t length, FrameListener& listener);
     // End of stream: reports a buffered partial frame (kTruncated) or trailing garbage, then
     // resets.
     void finish(FrameListener& listener);

@@ -26,6 +26,15 @@
 
 namespace npu::proto {
 
+// A request's bytes field sent from where its bytes lie: the request message is sent without it
+// and the field follows in protobuf's wire format (tag, length, bytes), which a parser reads as
+// if it were in the message. The bytes are copied once, straight into the frame (over USB the
+// transfer buffer), instead of into the message and then into the frame.
+struct BytesField {
+    uint32_t number = 0;  // 0: none
+    std::span<const uint8_t> bytes;
+};
+
 class RpcClient {
     struct Pending;
 
@@ -70,8 +79,10 @@ public:
     // both ends then work at once (the host window over USB moves megabytes in chunk calls).
     // start() sends the request; `reply` must outlive the InFlight. finish() waits up to
     // `timeout` for the response and parses it into that reply, as call() does.
+    // `field`, when given, is sent as part of the request (the message must not set it itself).
     Result<InFlight> start(Method method, const google::protobuf::Message& request,
-                           google::protobuf::Message& reply, std::span<const int> sendFds = {});
+                           google::protobuf::Message& reply, std::span<const int> sendFds = {},
+                           const BytesField& field = {});
     Result<void> finish(InFlight& call, std::chrono::milliseconds timeout,
                         std::vector<UniqueFd>* receivedFds = nullptr);
 
@@ -93,10 +104,11 @@ private:
     RpcClient(std::unique_ptr<Transport> transport, uint32_t maxPayloadBytes);
     // The leader's read: one transport read (up to `timeout`), fed to the decoder.
     void readOnce(std::chrono::milliseconds timeout);
+    void readFailed(const Error& error);  // a transport read's error: kTimeout is none
     void failAll(const Error& error);
-    // `bytes`: request.ByteSizeLong(), just computed.
+    // `bytes`: the payload's size, request.ByteSizeLong() (just computed) and `field`'s.
     Result<void> sendFrames(uint8_t method, uint64_t callId, const google::protobuf::Message& request,
-                            size_t bytes, std::span<const int> fds);
+                            const BytesField& field, size_t bytes, std::span<const int> fds);
     uint8_t* sendRoom(size_t bytes);  // sendBuffer_, at least `bytes` long
 
     std::unique_ptr<Transport> transport_;

@@ -41,6 +41,30 @@ public:
     // False when the peer's device memory cannot be shared (USB): the host then keeps its own
     // host window and moves its bytes with WINDOW_WRITE / WINDOW_READ calls (docs/usb.md).
     virtual bool sharesMemory() const { return true; }
+
+    // Zero-copy sending, for transports that send from buffers of their own (USB's transfer
+    // buffers): room for the next write of `length` bytes (no fds), which the caller fills and then
+    // sends with commitWrite(length), with no other write between (a caller serialises its
+    // writes). Null, the default: there is no such buffer; build the bytes elsewhere and write()
+    // them. Errors as write()'s (waiting for a free buffer is bounded like a write).
+    virtual Result<uint8_t*> writeRoom(size_t length) {
+        (void)length;
+        return nullptr;
+    }
+    virtual Result<void> commitWrite(size_t length) {
+        return fail(Error::Kind::kInvalidArgument,
+                    describe() + ": commitWrite of " + std::to_string(length) + " bytes without writeRoom");
+    }
+
+    // Zero-copy receiving, where readsInPlace(): the received bytes not yet consumed, where they
+    // lie in the transport's buffer (waiting up to `timeout` for some, errors as read()'s), valid
+    // until consumeRead(n) drops the first n of them. One reader at a time; no fds.
+    virtual bool readsInPlace() const { return false; }
+    virtual Result<std::span<const uint8_t>> peekRead(std::chrono::milliseconds timeout) {
+        (void)timeout;
+        return fail(Error::Kind::kInvalidArgument, describe() + ": peekRead is not supported (readsInPlace)");
+    }
+    virtual void consumeRead(size_t n) { (void)n; }
 };
 
 // In-process duplex channel (the firmware runs on a thread of the same process). fds are dup'ed.
