@@ -42,7 +42,7 @@ inline QuantRange quantTypeRange(hal::OperandType type) {
 // Clamp range of a fused activation on a quantized output (CalculateActivationRangeQuantized).
 inline QuantRange activationRange(int32_t activation, hal::OperandType type, float scale, int32_t zeroPoint) {
     QuantRange r = quantTypeRange(type);
-    auto q = [&](float f) { return zeroPoint + static_cast<int32_t>(std::round(f / scale)); };
+    auto q = [&](float f) { return base::quantizeToInt32Saturated(f, scale, zeroPoint); };
     switch (activation) {
         case 1:
             r.min = std::max(r.min, zeroPoint);

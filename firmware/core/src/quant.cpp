@@ -23,7 +23,7 @@ bool activationRange8(int32_t fusedActivation, float scale, int32_t zeroPoint, b
     const int32_t kQmin = signedOutput ? -128 : 0, kQmax = signedOutput ? 127 : 255;
     // Float division and round-half-away, as TFLite's `quantize` lambda does.
     auto quantize = [scale, zeroPoint](float f) {
-        return zeroPoint + static_cast<int32_t>(std::round(f / scale));
+        return base::quantizeToInt32Saturated(f, scale, zeroPoint);
     };
     auto clampToType = [kQmin, kQmax](int32_t v) { return v < kQmin ? kQmin : (v > kQmax ? kQmax : v); };
     auto atLeast = [](int32_t a, int32_t b) { return a > b ? a : b; };

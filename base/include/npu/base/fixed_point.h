@@ -61,6 +61,19 @@ struct QuantizedMultiplier {
 // shift would be below -31, give {0, 0} as in TFLite; so does a real that is not finite (TFLite
 // leaves that undefined). A negative real gives a negative multiplier. The shift is not bounded
 // above: callers that need a range (the vector unit's) check it.
+// zeroPoint + round(f / scale), rounding half away from zero (the `quantize` of TFLite's
+// CalculateActivationRangeQuantized), saturated to int32: a tiny scale makes f / scale far
+// beyond int32 (converting that is undefined behaviour), and callers clamp to their type's range
+// anyway. NaN (a zero scale) gives zeroPoint.
+inline int32_t quantizeToInt32Saturated(float f, float scale, int32_t zeroPoint) {
+    const float r = std::round(f / scale);
+    if (r != r) return zeroPoint;
+    const double v = static_cast<double>(zeroPoint) + static_cast<double>(r);
+    if (v <= static_cast<double>(INT32_MIN)) return INT32_MIN;
+    if (v >= static_cast<double>(INT32_MAX)) return INT32_MAX;
+    return static_cast<int32_t>(v);
+}
+
 inline QuantizedMultiplier quantizeMultiplier(double real) {
     QuantizedMultiplier q;
     if (real == 0.0 || !std::isfinite(real)) return q;
