@@ -665,6 +665,10 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     return npu->info();
 }
 
+bool isNpuDevice(const hal::IDevice& device) {
+    return dynamic_cast<const NpuDevice*>(&device) != nullptr;
+}
+
 Result<NpuSupport> querySupportedOperations(hal::IDevice& device, const hal::Model& model) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr)

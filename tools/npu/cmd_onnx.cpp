@@ -204,7 +204,7 @@ int OnnxCli::runModel() const {
     auto opened = openDevice(choice_);
     if (!opened) return std::fprintf(stderr, "npu onnx run: %s\n", opened.error().message.c_str()), 1;
     std::optional<OpenedDevice> fallback;
-    std::vector<framework::PartitionDevice> devices = {{choice_.device, opened->device.get()}};
+    std::vector<framework::PartitionDevice> devices = {partitionDevice(choice_.device, opened->device.get())};
     if (choice_.device != "reference") {
         auto ref = openDevice({.device = "reference"});
         if (!ref) return std::fprintf(stderr, "npu onnx run: %s\n", ref.error().message.c_str()), 1;

@@ -130,6 +130,8 @@ struct NpuSupport {
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim, or the model is invalid.
 Result<NpuSupport> querySupportedOperations(hal::IDevice& device, const hal::Model& model);
+// Whether `device` is an NPU device of this shim (the query functions here accept it).
+bool isNpuDevice(const hal::IDevice& device);
 
 // The firmware's counters (GetCounters: RPC statistics, arena sizes and high-water marks, platform
 // counters such as qemu.mailbox_round_trips; docs/protocol.md), name and value in the firmware's
