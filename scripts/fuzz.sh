@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of tests/fuzz for SECONDS each (default 60), with AddressSanitizer
 # and UndefinedBehaviorSanitizer, starting from the targets' seeds. Crashes, traps (a broken
-# invariant), leaks, timeouts (10 s per input) and out-of-memory (2 GiB) stop a target and leave
+# invariant), leaks, timeouts (10 s per input, NPU_FUZZ_TIMEOUT) and out-of-memory (2 GiB) stop a target and leave
 # the input in build-fuzz/artifacts/. The CI runs the same targets as regression tests (GCC);
 # this script is the real fuzzing. See tests/fuzz/README.md.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: frame_decoder firmware_rpc token_map
@@ -16,6 +16,10 @@ targets=("$@")
   targets=(frame_decoder firmware_rpc token_map cts_model driver_model blob_loader compilation_cache hw_config
     hostile_firmware)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
+# libFuzzer's per-input timeout is wall-clock time: on a loaded shared machine a niced run can be
+# starved for seconds, so NPU_FUZZ_TIMEOUT raises it (seconds; default 10).
+unit_timeout=${NPU_FUZZ_TIMEOUT:-10}
+case "$unit_timeout" in ''|*[!0-9]*|0) echo "fuzz: NPU_FUZZ_TIMEOUT must be a whole number of seconds, got '$unit_timeout'" >&2; exit 2 ;; esac
 
 bash scripts/setup.sh
 # Debian 12's clang-19 is the first of its clangs whose C++23 library support covers the
@@ -54,7 +58,7 @@ for t in "${targets[@]}"; do
   # The seeds, written by the target's regression test (which also replays them once).
   NPU_FUZZ_WRITE_SEEDS=$corpus NPU_FUZZ_ITERATIONS=0 "build-fuzz/tests/test_fuzz_$t" >/dev/null
   echo "fuzz: $t for ${seconds}s (corpus $corpus, $(ls "$corpus" | wc -l) inputs)"
-  if "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout="$unit_timeout" -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" "$corpus" 2>"build-fuzz/fuzz_$t.log"; then
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "build-fuzz/fuzz_$t.log" | sed "s/^/  /"
     echo "  corpus: $(ls "$corpus" | wc -l) inputs"

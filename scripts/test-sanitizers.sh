@@ -18,12 +18,16 @@ only=("$@")  # some unit tests only, e.g. to check one under the sanitizers
 # hostile input: the frame codec and RPC, the cache, the firmware core, the shim, the HAL
 # validator, hwsim and its config parser, the framework's parsers, and the fuzz targets' replays.
 ci_prefixes=(protocol_ cache_ firmware_ shim_ hal_ hwsim_ fuzz_)
-# Left out of the test command's subset for its time (they run with `all`): the tests that link
-# the framework (ONNX importer, CTS loader) or the CPU reference; those two libraries are 47 of
-# the objects and a third of the cold build's CPU time (docs/reliability.md, "Sanitizers").
+# Left out of the test command's subset for their time (they run with `all`): the other tests that
+# link the framework or the CPU reference, whose cases run whole models and CTS files, slow under
+# ASan (docs/reliability.md, "Sanitizers").
 ci_left_out=(framework_ hwsim_vs_reference firmware_usb_window_service shim_npu_vs_reference
   shim_compilation_caching shim_recovery shim_qemu_restart fuzz_driver_model fuzz_cts_model
   fuzz_compilation_cache fuzz_hostile_firmware)
+# ... but the framework's and the reference's parsers of files a user hands over are in: the CTS
+# loader (and its base64), the ONNX importer, .npy files, and the reference's validation and
+# preparation of each operation (its device test, and the CTS-line fuzz replay through it).
+ci_parsers=(framework_cts_loader framework_onnx_import framework_npy reference_device fuzz_cts_model)
 # Left out under the sanitizers, with the reason (docs/reliability.md):
 excluded=(
   shim_npu_qemu          # runs the firmware image in QEMU: the code under test is the Cortex-M55 build
@@ -61,6 +65,7 @@ mode, build = sys.argv[1], os.path.realpath(sys.argv[2])
 only = set(os.environ["NPU_ONLY_TESTS"].split())
 prefixes = tuple(os.environ["NPU_CI_PREFIXES"].split())
 left_out = tuple(os.environ["NPU_CI_LEFT_OUT"].split())
+parsers = set(os.environ["NPU_CI_PARSERS"].split())
 excluded = set(sys.argv[3:])
 by_id = {t["id"]: t for t in info["targets"]}
 out = set()
@@ -68,7 +73,7 @@ for t in info["tests"]:
     if t["name"] in excluded or not any(s.endswith(":unit") for s in t["suite"]):
         continue
     if only == {"ci"}:
-        if not t["name"].startswith(prefixes) or t["name"].startswith(left_out):
+        if t["name"] not in parsers and (not t["name"].startswith(prefixes) or t["name"].startswith(left_out)):
             continue
     elif only and t["name"] not in only:
         continue
@@ -82,7 +87,8 @@ for t in info["tests"]:
 print("\n".join(sorted(out)))
 ' "$1" "$dir" "${excluded[@]}"
 }
-export NPU_ONLY_TESTS="${only[*]}" NPU_CI_PREFIXES="${ci_prefixes[*]}" NPU_CI_LEFT_OUT="${ci_left_out[*]}"
+export NPU_ONLY_TESTS="${only[*]}" NPU_CI_PREFIXES="${ci_prefixes[*]}" NPU_CI_LEFT_OUT="${ci_left_out[*]}" \
+  NPU_CI_PARSERS="${ci_parsers[*]}"
 mapfile -t targets < <(unit_tests targets)
 # The daemon the unix-transport tests start (they name it at compile time, not as a dependency).
 targets+=(firmware/platform/host/daemon/npu-fwd)

@@ -194,26 +194,33 @@ Result<hal::ExecutionResult> runOne(const Partition& part, hal::IDevice& device,
     return result;
 }
 
+Result<PartitionDevice::Claim> claimOf(const PartitionDevice& d, const hal::Model& model) {
+    if (d.claim) return d.claim(model);
+    return PartitionDevice::Claim{NPU_TRY(d.device->getSupportedOperations(model)), {}};
+}
+
 }  // namespace
 
 Result<PartitionPlan> planPartitions(const hal::Model& model, const std::vector<PartitionDevice>& devices) {
     const size_t count = model.main.operations.size();
-    std::vector<std::vector<bool>> claims;
+    std::vector<PartitionDevice::Claim> claims;
     for (const auto& d : devices) {
-        auto supported = d.device->getSupportedOperations(model);
-        if (!supported) {
-            return fail(supported.error().status,
-                        d.name + ": getSupportedOperations: " + supported.error().message);
+        auto claim = claimOf(d, model);
+        if (!claim) {
+            return fail(claim.error().status, d.name + ": getSupportedOperations: " + claim.error().message);
         }
-        claims.push_back(std::move(*supported));
+        claims.push_back(std::move(*claim));
     }
     PartitionPlan plan;
     for (uint32_t i = 0; i < count; ++i) {
         size_t chosen = devices.size();
         std::string reason;
         for (size_t d = 0; d < devices.size() && chosen == devices.size(); ++d) {
-            if (claims[d].size() == count && claims[d][i])
+            const auto& c = claims[d];
+            if (c.supported.size() == count && c.supported[i])
                 chosen = d;
+            else if (i < c.reasons.size() && !c.reasons[i].empty())
+                reason += devices[d].name + " does not support it (" + c.reasons[i] + "); ";
             else
                 reason += devices[d].name + " does not support it; ";
         }

@@ -363,6 +363,12 @@ public:
     }
 
     Result<std::vector<bool>> getSupportedOperations(const hal::Model& model) override {
+        return NPU_TRY(supportedOperations(model)).supported;
+    }
+
+    // The firmware's verdict per operation and its reason for each it does not take (logged
+    // under NPU_VLOG=driver).
+    Result<NpuSupport> supportedOperations(const hal::Model& model) {
         NPU_TRY(hal::validateModel(model));
         std::vector<WindowBlock> keep;
         proto::SupportedOperationsReply reply;
@@ -383,7 +389,22 @@ public:
                                   std::to_string(reply.supported_size()) + " operations, the model has " +
                                   std::to_string(model.main.operations.size()));
         }
-        return std::vector<bool>(reply.supported().begin(), reply.supported().end());
+        NpuSupport support;
+        support.supported.assign(reply.supported().begin(), reply.supported().end());
+        support.reasons.resize(support.supported.size());
+        for (const proto::UnsupportedOperation& u : reply.unsupported()) {
+            if (u.index() >= support.supported.size() || support.supported[u.index()]) {
+                return generalFailure("getSupportedOperations: the firmware gave a reason for operation " +
+                                      std::to_string(u.index()) +
+                                      ", which is not an unsupported operation of " + "the " +
+                                      std::to_string(support.supported.size()) + " of the model");
+            }
+            support.reasons[u.index()] = u.reason();
+            proto::vlog("driver", "getSupportedOperations: operation %u (%s) not supported: %s", u.index(),
+                        std::string(hal::toString(model.main.operations[u.index()].type)).c_str(),
+                        u.reason().c_str());
+        }
+        return support;
     }
 
     Result<hal::NumberOfCacheFiles> getNumberOfCacheFilesNeeded() override {
@@ -674,6 +695,17 @@ Result<NpuInfo> queryNpuInfo(hal::IDevice& device) {
     auto* npu = dynamic_cast<NpuDevice*>(&device);
     if (npu == nullptr) return invalidArgument("queryNpuInfo: the device is not an NPU device of this shim");
     return npu->info();
+}
+
+bool isNpuDevice(const hal::IDevice& device) {
+    return dynamic_cast<const NpuDevice*>(&device) != nullptr;
+}
+
+Result<NpuSupport> querySupportedOperations(hal::IDevice& device, const hal::Model& model) {
+    auto* npu = dynamic_cast<NpuDevice*>(&device);
+    if (npu == nullptr)
+        return invalidArgument("querySupportedOperations: the device is not an NPU device of this shim");
+    return npu->supportedOperations(model);
 }
 
 Result<std::vector<std::pair<std::string, uint64_t>>> queryCounters(hal::IDevice& device) {

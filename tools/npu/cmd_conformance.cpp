@@ -367,7 +367,7 @@ std::string deviceLabel(const DeviceChoice& c) {
 // once per worker.
 Result<std::vector<framework::PartitionDevice>> onnxDevices(const DeviceChoice& choice, hal::IDevice& device,
                                                             bool fallback, std::optional<OpenedDevice>& ref) {
-    std::vector<framework::PartitionDevice> devices = {{choice.device, &device}};
+    std::vector<framework::PartitionDevice> devices = {partitionDevice(choice.device, &device)};
     if (!fallback || choice.device == "reference") return devices;
     if (!ref) ref = NPU_TRY(openDevice({.device = "reference"}));
     devices.push_back({"reference", ref->device.get()});

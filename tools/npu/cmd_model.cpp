@@ -37,7 +37,7 @@ Result<Devices> openDevices(const DeviceChoice& choice) {
     d.reference = NPU_TRY(openDevice({.device = "reference"}));
     if (choice.device == "npu") {
         d.npu = NPU_TRY(openDevice(choice));
-        d.list.push_back({"npu", d.npu.device.get()});
+        d.list.push_back(partitionDevice("npu", d.npu.device.get()));
     }
     d.list.push_back({"reference", d.reference.device.get()});
     return d;

@@ -213,8 +213,8 @@ Result<RunDevices> openRunDevices(const DeviceChoice& choice) {
     RunDevices d;
     d.opened.push_back(NPU_TRY(openDevice(choice)));
     if (choice.device != "reference") d.opened.push_back(NPU_TRY(openDevice({.device = "reference"})));
-    for (size_t k = 0; k < d.opened.size(); ++k)
-        d.list.push_back({k == 0 ? choice.device : "reference", d.opened[k].device.get()});
+    d.list.push_back(partitionDevice(choice.device, d.opened[0].device.get()));  // with the NPU's reasons
+    if (d.opened.size() > 1) d.list.push_back({"reference", d.opened[1].device.get()});
     return d;
 }
 

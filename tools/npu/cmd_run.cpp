@@ -176,6 +176,28 @@ std::optional<framework::Mismatch> firstDifference(const framework::TestCase& tc
 
 }  // namespace
 
+// The operations `device` does not take and why: the NPU's firmware says it per operation
+// (SupportedOperationsReply.unsupported); for another device, preparing the model anyway makes
+// its compiler say what it cannot do.
+void printUnsupported(hal::IDevice& device, const framework::TestCase& tc, const RunOutcome& outcome,
+                      const std::string& label) {
+    std::string ops;
+    for (size_t i = 0; i < outcome.supportedOperations.size(); ++i) {
+        if (!outcome.supportedOperations[i])
+            ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", i,
+                               hal::toString(tc.model.main.operations[i].type));
+    }
+    fmt::print(stderr, "npu run: {} does not support operation(s) {} of '{}'\n", label, ops, tc.name);
+    if (auto support = shim::querySupportedOperations(device, tc.model)) {
+        for (size_t i = 0; i < support->reasons.size(); ++i)
+            if (!support->reasons[i].empty()) fmt::print(stderr, "npu run: why: {}\n", support->reasons[i]);
+        if (std::any_of(support->reasons.begin(), support->reasons.end(), [](auto& r) { return !r.empty(); }))
+            return;
+    }
+    auto why = device.prepareModel(tc.model);
+    if (!why) fmt::print(stderr, "npu run: why: {}\n", why.error().message);
+}
+
 int cmdRun(const DeviceChoice& choice, const std::string& file, const std::string& name,
            const RunOptions& options) {
     const bool json = options.json;
@@ -212,19 +234,7 @@ int cmdRun(const DeviceChoice& choice, const std::string& file, const std::strin
         return outcome.error().status == hal::ErrorStatus::INVALID_ARGUMENT ? 2 : 1;
     }
     if (!outcome->supported) {
-        std::string ops;
-        for (size_t i = 0; i < outcome->supportedOperations.size(); ++i) {
-            if (!outcome->supportedOperations[i]) {
-                ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", i,
-                                   hal::toString(found->model.main.operations[i].type));
-            }
-        }
-        fmt::print(stderr, "npu run: {} does not support operation(s) {} of '{}'\n", deviceLabel(choice), ops,
-                   name);
-        // The device's own reason: preparing the model anyway makes its compiler say what it
-        // cannot do (the planner's message names the operation and the cause).
-        auto why = opened->device->prepareModel(found->model);
-        if (!why) fmt::print(stderr, "npu run: why: {}\n", why.error().message);
+        printUnsupported(*opened->device, *found, *outcome, deviceLabel(choice));
         return 3;
     }
     if (found->expectFailure) {

@@ -92,4 +92,14 @@ Result<OpenedDevice> openDevice(const DeviceChoice& choice) {
                            "' (expected loopback, unix, usb or qemu)");
 }
 
+framework::PartitionDevice partitionDevice(const std::string& name, hal::IDevice* device) {
+    framework::PartitionDevice d{name, device, {}};
+    if (!shim::isNpuDevice(*device)) return d;
+    d.claim = [device](const hal::Model& model) -> Result<framework::PartitionDevice::Claim> {
+        shim::NpuSupport s = NPU_TRY(shim::querySupportedOperations(*device, model));
+        return framework::PartitionDevice::Claim{std::move(s.supported), std::move(s.reasons)};
+    };
+    return d;
+}
+
 }  // namespace npu::tools

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "npu/framework/partition.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/hal/device.h"
 
@@ -36,6 +37,11 @@ struct OpenedDevice {
 };
 
 Result<OpenedDevice> openDevice(const DeviceChoice& choice);
+
+// `device` for framework::planPartitions under `name`. An NPU device of this shim answers with the
+// firmware's reason for each operation it does not claim (shim::querySupportedOperations), which
+// --explain prints; another device answers getSupportedOperations.
+framework::PartitionDevice partitionDevice(const std::string& name, hal::IDevice* device);
 
 // The in-process firmware's config with the hardware config file applied (none: the defaults);
 // INVALID_ARGUMENT naming the file and the field when the file is bad.

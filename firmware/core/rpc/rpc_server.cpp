@@ -45,6 +45,33 @@ bool encodeBools(pb_ostream_t* stream, const pb_field_t* field, void* const* arg
     return true;
 }
 
+// SupportedOperationsReply.unsupported: the reason of each unsupported operation, asked of the
+// service one at a time while encoding (nothing stored per operation). Reasons stop when the reply
+// would not keep room for one more (a model with thousands of them): the host then has fewer.
+struct Refusals {
+    Service* service;
+    const ModelDesc* model;
+    const bool* supported;
+    Arena* scratch;
+};
+bool encodeRefusals(pb_ostream_t* stream, const pb_field_t* field, void* const* arg) {
+    const auto* r = static_cast<const Refusals*>(*arg);
+    if (r->supported == nullptr) return true;
+    constexpr size_t kRoom = sizeof(npu_proto_UnsupportedOperation{}.reason) + 16;
+    for (uint32_t i = 0; i < r->model->operationCount; ++i) {
+        if (r->supported[i]) continue;
+        if (stream->max_size - stream->bytes_written < kRoom) break;
+        const FwStatus why = r->service->unsupportedReason(*r->model, r->supported, i, *r->scratch);
+        if (why.ok()) continue;
+        npu_proto_UnsupportedOperation entry = npu_proto_UnsupportedOperation_init_zero;
+        entry.index = i;
+        std::snprintf(entry.reason, sizeof(entry.reason), "%s", why.message);
+        if (!pb_encode_tag_for_field(stream, field)) return false;
+        if (!pb_encode_submessage(stream, npu_proto_UnsupportedOperation_fields, &entry)) return false;
+    }
+    return true;
+}
+
 void toIoArg(const npu_proto_Argument& a, IoArg* out) {
     *out = IoArg{};
     out->hasNoValue = a.has_no_value;
@@ -505,16 +532,22 @@ void RpcServer::onGetSupportedOperations(const Call& call) {
         decodeModelRequest(call.payload, call.length, npu_proto_GetSupportedOperationsRequest_fields, req,
                            &req->model, arena_, &model);
     BoolList list{nullptr, 0};
+    Refusals refusals{service_, &model, nullptr, &arena_};
     if (st.ok()) {
         bool* supported = model.operationCount ? arena_.allocateArray<bool>(model.operationCount) : nullptr;
         if (model.operationCount && !supported) return noMemory(call);
         st = service_->supportedOperations(model, supported, arena_);
-        if (st.ok()) list = {supported, model.operationCount};
+        if (st.ok()) {
+            list = {supported, model.operationCount};
+            refusals.supported = supported;
+        }
     }
     rep->has_status = true;
     setStatus(&rep->status, st);
     rep->supported.funcs.encode = encodeBools;
     rep->supported.arg = &list;
+    rep->unsupported.funcs.encode = encodeRefusals;
+    rep->unsupported.arg = &refusals;
     sendReply(call.id, call.method, npu_proto_SupportedOperationsReply_fields, rep);
 }
 

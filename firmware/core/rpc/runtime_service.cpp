@@ -59,6 +59,11 @@ FwStatus RuntimeService::supportedOperations(const ModelDesc& model, bool* suppo
     return runtime_.supportedOperations(model, supported, &scratch);
 }
 
+FwStatus RuntimeService::unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                                           Arena& scratch) {
+    return runtime_.unsupportedReason(model, supported, op, &scratch);
+}
+
 FwStatus RuntimeService::prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                       Arena& scratch, BlobInfo* info) {
     return runtime_.prepare(model, scratch, info, !request.no_autotune, request.preference);

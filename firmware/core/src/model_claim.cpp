@@ -150,4 +150,30 @@ FwStatus claimOperations(const CompileTarget& target, const ModelDesc& model, co
     return FwStatus::okStatus();
 }
 
+FwStatus explainUnclaimed(const CompileTarget& target, const ModelDesc& model, const ClaimLimits& limits,
+                          const bool* supported, uint32_t op) {
+    if (op >= model.operationCount)
+        return FwStatus::make(Code::kInvalidArgument,
+                              "operation %" PRIu32 " does not exist (%" PRIu32 " operations)", op,
+                              model.operationCount);
+    if (supported[op]) return FwStatus::okStatus();
+    if (FwStatus st = checkOperation(target, model, op); !st.ok()) return st;
+    // It passed its own checks: the claimed prefix ended before it (claimOperations).
+    uint32_t claimed = 0;
+    for (uint32_t i = 0; i < op; ++i) claimed += supported[i] ? 1 : 0;
+    const char* name = operationName(model.operations[op].type);
+    if (claimed >= kMaxOperations)
+        return FwStatus::make(Code::kGeneralFailure,
+                              "operation %" PRIu32 " (%s): the firmware compiles at most %" PRIu32
+                              " operations of a model; the first %" PRIu32 " it accepts are claimed",
+                              op, name, kMaxOperations, kMaxOperations);
+    return FwStatus::make(Code::kGeneralFailure,
+                          "operation %" PRIu32 " (%s): the %" PRIu32
+                          " claimed operations before it and it would exceed %" PRIu32
+                          " model inputs or outputs or the firmware DRAM (%" PRIu64
+                          " bytes for blob, queue and activations)%s",
+                          op, name, claimed, kMaxIo, limits.firmwareDramBytes,
+                          limits.compileScratch != nullptr ? " or the compile arena" : "");
+}
+
 }  // namespace npu::fw

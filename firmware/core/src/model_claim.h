@@ -25,4 +25,10 @@ struct ClaimLimits {
 FwStatus claimOperations(const CompileTarget& target, const ModelDesc& model, const ClaimLimits& limits,
                          Arena& scratch, bool* supported);
 
+// Why operation `op` is not claimed (`supported` as claimOperations left it): the status of its
+// own check, or the whole-model limit that left it out of the claimed prefix. OK when it is
+// claimed. Computes one operation's check: nothing is stored per operation.
+FwStatus explainUnclaimed(const CompileTarget& target, const ModelDesc& model, const ClaimLimits& limits,
+                          const bool* supported, uint32_t op);
+
 }  // namespace npu::fw

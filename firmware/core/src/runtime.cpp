@@ -172,6 +172,18 @@ FwStatus Runtime::supportedOperations(const ModelDesc& model, bool* supported, A
     return claimOperations(impl_->target(), model, limits, impl_->arena, supported);
 }
 
+FwStatus Runtime::unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                                    Arena* compileScratch) {
+    if (impl_ == nullptr || !impl_->initialized) return notReady();
+    if (supported == nullptr || model.operations == nullptr) {
+        return FwStatus::make(Code::kInvalidArgument, "unsupportedReason: missing arrays");
+    }
+    ClaimLimits limits;
+    limits.firmwareDramBytes = impl_->config.firmwareDramBytes;
+    limits.compileScratch = compileScratch;
+    return explainUnclaimed(impl_->target(), model, limits, supported, op);
+}
+
 FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info, bool allowAutotune,
                           uint32_t preference) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();

@@ -61,6 +61,23 @@ TEST_CASE("activation ranges for uint8 and int8") {
     CHECK_FALSE(activationRange8(4, 1.0f, 0, true, &lo, &hi));
 }
 
+TEST_CASE("activation ranges of a tiny output scale saturate instead of overflowing int32") {
+    // fuzz_driver_model found 1 / 4.9e-11 = 2.05e10 converted to int (undefined behaviour; on
+    // x86 INT_MIN, which made RELU1 and RELU6 clamp every output to 0). Now the bounds saturate.
+    int32_t lo, hi;
+    for (float scale : {4.9e-11f, 1e-30f}) {
+        INFO(scale);
+        REQUIRE(activationRange8(2, scale, 10, false, &lo, &hi));  // RELU1: [-1, 1] is everything
+        CHECK((lo == 0 && hi == 255));
+        REQUIRE(activationRange8(3, scale, 0, true, &lo, &hi));  // RELU6 on int8: [zp, 127]
+        CHECK((lo == 0 && hi == 127));
+    }
+    CHECK(npu::base::quantizeBound(1.0f, 1e-30f, 5) == INT32_MAX);
+    CHECK(npu::base::quantizeBound(-1.0f, 1e-30f, 5) < -2147483600);  // far below any type
+    CHECK(npu::base::quantizeBound(0.0f, 0.0f, 7) == 7);              // 0 / 0
+    CHECK(npu::base::quantizeBound(2.5f, 1.0f, 1) == 4);              // half away from zero
+}
+
 TEST_CASE("device MultiplyByQuantizedMultiplier is bit-exact with the reference") {
     std::mt19937 rng(4);
     for (int i = 0; i < 200000; ++i) {

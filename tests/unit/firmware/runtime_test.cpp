@@ -693,7 +693,15 @@ TEST_CASE("supportedOperations is false for unsupported variants") {
     for (uint32_t i = 1; i < 14; ++i) {
         INFO("operation " << i);
         CHECK_FALSE(supported[i]);
+        // The reason is the compiler's check, naming the operation.
+        const FwStatus why = h.runtime.unsupportedReason(model, supported, i);
+        CHECK_FALSE(why.ok());
+        CHECK_THAT(why.message, Catch::StartsWith("operation " + std::to_string(i) + " ("));
     }
+    CHECK(h.runtime.unsupportedReason(model, supported, 0).ok());
+    CHECK(h.runtime.unsupportedReason(model, supported, 14).ok());
+    CHECK_THAT(h.runtime.unsupportedReason(model, supported, 4).message, Catch::Contains("MUL"));
+    CHECK_FALSE(h.runtime.unsupportedReason(model, supported, 15).ok());  // no such operation
 }
 
 TEST_CASE("prepare rejects an unsupported model with a message naming the operation") {
@@ -888,6 +896,15 @@ std::vector<bool> claimed(Harness& h, const ModelDesc& model) {
     return std::vector<bool>(s.get(), s.get() + model.operationCount);
 }
 
+// The runtime's reason for operation `op`, not claimed for a whole-model limit.
+std::string reasonOf(Harness& h, const ModelDesc& model, uint32_t op) {
+    std::unique_ptr<bool[]> s(new bool[model.operationCount]);
+    REQUIRE(h.runtime.supportedOperations(model, s.get()).ok());
+    const FwStatus why = h.runtime.unsupportedReason(model, s.get(), op);
+    CHECK_FALSE(why.ok());
+    return why.message;
+}
+
 }  // namespace
 
 TEST_CASE("whole-model honesty: the claimed operations form a model that prepares") {
@@ -907,6 +924,8 @@ TEST_CASE("whole-model honesty: the claimed operations form a model that prepare
             INFO(i);
             CHECK(s[i] == (i < kMaxOperations));
         }
+        CHECK_THAT(reasonOf(h, mb.build(), kMaxOperations),
+                   Catch::Contains("operation 256 (RELU)") && Catch::Contains("at most 256 operations"));
         // The claimed prefix alone (its last output a model output) prepares and runs.
         mb.types.resize(kMaxOperations);
         mb.opInputs.resize(kMaxOperations);
@@ -925,6 +944,8 @@ TEST_CASE("whole-model honesty: the claimed operations form a model that prepare
             mb.op(kRelu, {mb.input({4}, {0.1f, 0})}, {mb.output({4}, {0.1f, 0})});
         const auto s = claimed(h, mb.build());
         for (uint32_t i = 0; i < s.size(); ++i) CHECK(s[i] == (i < kMaxIo));
+        CHECK_THAT(reasonOf(h, mb.build(), kMaxIo),
+                   Catch::Contains("operation 64 (RELU)") && Catch::Contains("64 model inputs or outputs"));
     }
     SECTION("over the device memory: weights larger than the firmware DRAM are not claimed") {
         Harness h;  // 16 MiB of firmware DRAM
@@ -949,6 +970,8 @@ TEST_CASE("whole-model honesty: the claimed operations form a model that prepare
         const auto s = claimed(h, mb.build());
         CHECK(s[0]);
         CHECK_FALSE(s[1]);
+        CHECK_THAT(reasonOf(h, mb.build(), 1),
+                   Catch::Contains("operation 1 (FULLY_CONNECTED)") && Catch::Contains("firmware DRAM"));
         Arena scratch(h.scratchMem.data(), h.scratchMem.size());
         BlobInfo info;
         CHECK_FALSE(h.runtime.prepare(mb.build(), scratch, &info, false).ok());  // as predicted

@@ -43,6 +43,7 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(Model),
     NANOPB(GetSupportedOperationsRequest),
     NANOPB(SupportedOperationsReply),
+    NANOPB(UnsupportedOperation),
     NANOPB(PrepareModelRequest),
     NANOPB(PrepareModelReply),
     NANOPB(FetchBlobRequest),

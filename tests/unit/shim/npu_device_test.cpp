@@ -195,6 +195,31 @@ TEST_CASE("loopback: an invalid model is rejected with INVALID_ARGUMENT before r
     CHECK(prepared.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
 }
 
+TEST_CASE("loopback: the firmware says why it does not support an operation", "[shim][reliability]") {
+    auto l = openLoopback();
+    auto floor = findVector("V1_0.jsonl.gz", "floor");
+    auto support = shim::querySupportedOperations(*l.device, floor.model);
+    REQUIRE(support.has_value());
+    REQUIRE(support->supported.size() == 1);
+    CHECK_FALSE(support->supported[0]);
+    REQUIRE(support->reasons.size() == 1);
+    // The firmware names what it knows of the operation: FLOOR (HAL type 8) is not one of its types.
+    CHECK_THAT(support->reasons[0],
+               Catch::StartsWith("operation 0") && Catch::Contains("type 8 is not supported by the NPU"));
+    // A supported operation has no reason; the HAL call answers the same as the shim's.
+    auto conv = findVector("V1_0.jsonl.gz", "conv_quant8");
+    auto convSupport = shim::querySupportedOperations(*l.device, conv.model);
+    REQUIRE(convSupport.has_value());
+    CHECK(convSupport->supported == std::vector<bool>{true});
+    CHECK(convSupport->reasons == std::vector<std::string>{""});
+    CHECK(l.device->getSupportedOperations(floor.model).value() == support->supported);
+    // Only an NPU device of this shim answers it.
+    ref::ReferenceDevice reference;
+    auto other = shim::querySupportedOperations(reference, floor.model);
+    REQUIRE_FALSE(other.has_value());
+    CHECK(other.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+}
+
 TEST_CASE("loopback: a quantized CONV_2D runs with device timing and a per-operation profile", "[shim]") {
     auto l = openLoopback();
     auto tc = findVector("V1_0.jsonl.gz", "conv_quant8");

@@ -101,6 +101,10 @@ TEST_CASE("npu onnx run prints a node test's outputs on the reference and on the
         CHECK(j["placement"][0]["type"] == "RELU");
         // A float RELU: the NPU takes quant8 only, so it runs on the reference either way.
         CHECK(j["placement"][0]["device"] == "reference");
+        // On the NPU, --explain says why the NPU did not take it, in the firmware's words.
+        if (std::string(device) == "npu")
+            CHECK_THAT(j["placement"][0]["why"].get<std::string>(),
+                       Catch::Contains("npu does not support it (operation 0 (RELU): "));
     }
 }
 

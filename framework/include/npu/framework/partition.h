@@ -6,6 +6,7 @@
 // int32, quant8 with its scale and zero point), so a quant8 tensor leaves the NPU as quant8 and
 // the QUANTIZE / DEQUANTIZE operations of the model run wherever they are claimed.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@ namespace npu::framework {
 struct PartitionDevice {
     std::string name;  // "npu", "reference", ...
     hal::IDevice* device = nullptr;
+    // Optional: getSupportedOperations with the device's reason for each operation it does not
+    // claim (the NPU shim's querySupportedOperations), asked instead when set; the reasons go
+    // into PartitionPlan::reasonOfOperation.
+    struct Claim {
+        std::vector<bool> supported;
+        std::vector<std::string> reasons;  // per operation; empty: none given
+    };
+    std::function<Result<Claim>(const hal::Model&)> claim;
 };
 
 struct Partition {

@@ -121,6 +121,18 @@ struct NpuInfo {
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
 Result<NpuInfo> queryNpuInfo(hal::IDevice& device);
 
+// getSupportedOperations with the firmware's reasons: reasons[i] says why operation i is not
+// supported (the firmware compiler's check naming the operand, value and limit, or the
+// whole-model limit); empty for a supported operation, or when the firmware gave none.
+struct NpuSupport {
+    std::vector<bool> supported;
+    std::vector<std::string> reasons;
+};
+// INVALID_ARGUMENT when `device` is not an NPU device of this shim, or the model is invalid.
+Result<NpuSupport> querySupportedOperations(hal::IDevice& device, const hal::Model& model);
+// Whether `device` is an NPU device of this shim (the query functions here accept it).
+bool isNpuDevice(const hal::IDevice& device);
+
 // The firmware's counters (GetCounters: RPC statistics, arena sizes and high-water marks, platform
 // counters such as qemu.mailbox_round_trips; docs/protocol.md), name and value in the firmware's
 // order, or by name. INVALID_ARGUMENT for a device of another kind.

@@ -39,6 +39,13 @@ public:
     virtual void capabilities(npu_proto_CapabilitiesReply* reply) = 0;
     // `scratch`: the arena prepareModel would compile in (claimed operations must fit it).
     virtual FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) = 0;
+    // Why operation `op` is not supported, after supportedOperations filled `supported` (same
+    // `scratch`): sent in SupportedOperationsReply.unsupported. OK: no reason known (none sent).
+    virtual FwStatus unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                                       Arena& scratch) {
+        (void)model, (void)supported, (void)op, (void)scratch;
+        return FwStatus::okStatus();
+    }
     virtual FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                                   Arena& scratch, BlobInfo* info) = 0;
     virtual FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
@@ -73,6 +80,8 @@ public:
 
     void capabilities(npu_proto_CapabilitiesReply* reply) override;
     FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) override;
+    FwStatus unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                               Arena& scratch) override;
     FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                           Arena& scratch, BlobInfo* info) override;
     FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,

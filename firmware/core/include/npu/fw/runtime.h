@@ -211,6 +211,11 @@ public:
     // kMaxIo inputs/outputs, the firmware DRAM and, when given, `compileScratch` (the arena
     // prepare() will compile in): a verified prefix of the accepted operations (model_claim.h).
     FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena* compileScratch = nullptr);
+    // Why operation `op` is not supported (`supported` as supportedOperations filled it, with the
+    // same `compileScratch`): the compiler's message naming the operation, operand and rule, or
+    // the whole-model limit that left it out. OK when it is supported.
+    FwStatus unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                               Arena* compileScratch = nullptr);
     // Compiles the model into a blob held in the blob store; `scratch` is for compile-time
     // temporaries and is released by the caller afterwards. Autotunes when the config and
     // `allowAutotune` both allow it, for the goal `preference` (HAL ExecutionPreference) sets:

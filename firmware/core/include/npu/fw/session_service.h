@@ -90,6 +90,10 @@ public:
 
     void capabilities(npu_proto_CapabilitiesReply* reply) override { shared_.capabilities(reply); }
     FwStatus supportedOperations(const ModelDesc& model, bool* supported, Arena& scratch) override;
+    FwStatus unsupportedReason(const ModelDesc& model, const bool* supported, uint32_t op,
+                               Arena& scratch) override {
+        return shared_.unsupportedReason(model, supported, op, scratch);
+    }
     FwStatus prepareModel(const ModelDesc& model, const npu_proto_PrepareModelRequest& request,
                           Arena& scratch, BlobInfo* info) override;
     FwStatus prepareFromCache(const npu_proto_PrepareFromCacheRequest& request, Arena& scratch,
