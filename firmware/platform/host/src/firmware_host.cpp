@@ -35,6 +35,7 @@ constexpr std::chrono::milliseconds kPollInterval{50};  // how often a waiting l
 constexpr uint64_t kServerScratchBytes = 64ull
                                          << 20;   // per-request temporaries: model decoding, cached blobs
 constexpr uint32_t kMaxHandles = 1024;            // prepared models + buffers of all sessions
+constexpr uint64_t kStopCheckIntervalUs = 500;    // a running item looks for a Cancel this often
 constexpr uint64_t kHostArenaBytes = 1ull << 20;  // the registry and the scheduler's queue
 
 proto::Error ioError(const std::string& what) {
@@ -125,6 +126,7 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     // and whether it has let them in now (they then only queue, and nobody closes a session).
     std::unique_lock<std::mutex>* runningLock = nullptr;
     bool midItem = false;
+    uint64_t lastStopCheckUs = 0;  // stopRequested's last look at the transports (0: none yet)
     std::condition_variable midItemDone;
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
@@ -326,6 +328,13 @@ void FirmwareHost::Impl::feed(Session& s, size_t bytes) {
 
 bool FirmwareHost::Impl::stopRequested() {
     if (!scheduler || !scheduler->running()) return false;  // (the runtime measures itself at init)
+    // One look at the transports per kStopCheckIntervalUs of the running item (the first operation
+    // boundary always looks): reading them at every NPU operation cost more than simulating the
+    // operations (a 211-operation model took 19 ms per execution instead of 5 ms).
+    const uint64_t now = platform->nowUs();
+    if (lastStopCheckUs != 0 && now - lastStopCheckUs < kStopCheckIntervalUs)
+        return scheduler->runningCancelled();
+    lastStopCheckUs = now;
     const uint32_t owner = scheduler->runningItem().session;
     if (tlsReader != nullptr && tlsReader->id == owner) {
         // This thread is the owner's reader: nobody else reads its transport. Take what came.
@@ -369,6 +378,7 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>& lock) {
         return true;
     }
     runningLock = &lock;
+    lastStopCheckUs = 0;
     if (s != nullptr) s->server->runSlot(item.slot);
     runningLock = nullptr;
     scheduler->finish();
