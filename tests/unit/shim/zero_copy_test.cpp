@@ -6,14 +6,17 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 
 #include "../hal/execution_suite.h"
 #include "loopback_device.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/hal/dma_heap.h"
 #include "npu/shim/npu_device.h"
 #include "raw_client.h"
 #include "sigbus_guard.h"
@@ -49,9 +52,9 @@ AddRequest bigRequest(std::shared_ptr<hal::Memory> memory) {
     return r;
 }
 
-void checkZeroCopy(hal::IDevice& device) {
+void checkZeroCopy(hal::IDevice& device, std::shared_ptr<hal::Memory> pool = hal::Memory::create(3 * kN)) {
     auto prepared = prepare(device, addModel({1, kN}));
-    auto r = bigRequest(hal::Memory::create(3 * kN));
+    auto r = bigRequest(std::move(pool));
     CHECK(runAdd(device, *prepared, r, 3, 4) == 0);
     CHECK(firmwareCounter(device, "session.pools") == 1);
     CHECK(runAdd(device, *prepared, r, 10, 20) == 0);  // mapped once, used again
@@ -70,10 +73,14 @@ TEST_CASE("zero copy: a memfd pool of 64 KiB or more is not copied (loopback)", 
     checkZeroCopy(*l.device);
 }
 
-TEST_CASE("zero copy: a memfd pool of 64 KiB or more is not copied (unix, SCM_RIGHTS)", "[shim][zero-copy]") {
-    const std::string socket =
-        (std::filesystem::temp_directory_path() / ("npu-zero-copy-" + std::to_string(getpid()) + ".sock"))
-            .string();
+namespace {
+
+// Runs `check` on a device of a daemon (npu-fwd) this test starts on its own socket.
+template <typename Check>
+void onDaemon(const char* name, Check check) {
+    const std::string socket = (std::filesystem::temp_directory_path() /
+                                (std::string(name) + "-" + std::to_string(getpid()) + ".sock"))
+                                   .string();
     shim::DaemonOptions options;
     options.socketPath = socket;
     options.daemonPath = NPU_FWD_TEST_PATH;
@@ -81,9 +88,63 @@ TEST_CASE("zero copy: a memfd pool of 64 KiB or more is not copied (unix, SCM_RI
         auto device = shim::connectNpuDaemon(options);
         INFO((device ? std::string() : device.error().message));
         REQUIRE(device.has_value());
-        checkZeroCopy(**device);
+        check(**device);
     }
     std::filesystem::remove(socket);
+}
+
+// A dma-buf of `bytes` from the system dma-heap; null (the case returns) where this host has none,
+// unless NPU_REQUIRE_DMA_HEAP=1 (the test VM, whose kernel has one: then its absence fails).
+std::shared_ptr<hal::Memory> dmaBufOrSkip(size_t bytes) {
+    const hal::DmaHeapStatus heap = hal::dmaHeapStatus();
+    const char* required = std::getenv("NPU_REQUIRE_DMA_HEAP");
+    if (!heap.available) {
+        if (required != nullptr && std::string(required) == "1") FAIL(heap.reason);
+        WARN("skipped: " << heap.reason << " (the dma-buf cases run in the test VM: meson test dma_buf_vm)");
+        return nullptr;
+    }
+    std::shared_ptr<hal::Memory> blob = hal::createHardwareBufferBlob(bytes);
+    REQUIRE(blob != nullptr);
+    struct stat st {};
+    REQUIRE(fstat(blob->fd(), &st) == 0);
+    REQUIRE_FALSE(S_ISREG(st.st_mode));  // a dma-buf, not a memfd
+    return blob;
+}
+
+}  // namespace
+
+TEST_CASE("zero copy: a memfd pool of 64 KiB or more is not copied (unix, SCM_RIGHTS)", "[shim][zero-copy]") {
+    onDaemon("npu-zero-copy", [](hal::IDevice& device) { checkZeroCopy(device); });
+}
+
+TEST_CASE("zero copy: a dma-buf pool (the AHardwareBuffer BLOB analogue) is not copied (loopback)",
+          "[.][shim][zero-copy][dma-buf]") {
+    auto blob = dmaBufOrSkip(3 * kN);
+    if (blob == nullptr) return;
+    auto l = openLoopback();
+    checkZeroCopy(*l.device, blob);
+}
+
+TEST_CASE("zero copy: a dma-buf pool is passed by SCM_RIGHTS and not copied (unix)",
+          "[.][shim][zero-copy][dma-buf]") {
+    auto blob = dmaBufOrSkip(3 * kN);
+    if (blob == nullptr) return;
+    onDaemon("npu-zero-copy-dmabuf", [&](hal::IDevice& device) { checkZeroCopy(device, blob); });
+}
+
+TEST_CASE("zero copy: a dma-buf range shorter than the request's locations is INVALID_ARGUMENT",
+          "[.][shim][zero-copy][dma-buf]") {
+    auto blob = dmaBufOrSkip(3 * kN);
+    if (blob == nullptr) return;
+    auto l = openLoopback();
+    auto prepared = prepare(*l.device, addModel({1, kN}));
+    auto r = bigRequest(blob);
+    r.request.outputs = {{false, {0, 3 * kN - 16, kN, 0}, {}}};  // past the dma-buf's end
+    auto done = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    REQUIRE_FALSE(done.has_value());
+    CHECK(done.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    auto good = bigRequest(blob);
+    CHECK(runAdd(*l.device, *prepared, good, 9, 9) == 0);  // the device goes on
 }
 
 TEST_CASE("zero copy: a mappable file (fd + offset + length) is not copied", "[shim][zero-copy]") {
