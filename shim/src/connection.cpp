@@ -80,11 +80,18 @@ std::shared_ptr<proto::RpcClient> Connection::rpc() const {
     return rpc_;
 }
 
+uint32_t Connection::callsLimitFor(uint32_t queueDepth) {
+    const uint32_t depth = queueDepth == 0 ? 16 : queueDepth;
+    const uint32_t free = depth > kReservedCalls ? depth - kReservedCalls : 0;
+    return std::clamp<uint32_t>(free, kWindowDepth, kCallsInFlight);
+}
+
 Status Connection::acquireCalls(uint32_t n, std::chrono::milliseconds timeout, const char* what) {
     std::unique_lock lock(gateMutex_);
-    if (!callsChanged_.wait_for(lock, timeout, [&] { return callsInFlight_ + n <= kCallsInFlight; })) {
+    const uint32_t limit = callsLimit_.load();
+    if (!callsChanged_.wait_for(lock, timeout, [&] { return callsInFlight_ + n <= limit; })) {
         return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
-                    std::string(what) + ": " + std::to_string(kCallsInFlight) +
+                    std::string(what) + ": " + std::to_string(limit) +
                         " calls to the firmware stayed in flight for " + std::to_string(timeout.count()) +
                         " ms; retry later");
     }
@@ -281,6 +288,7 @@ Status Connection::handshake(proto::RpcClient& rpc, std::unique_ptr<HostWindow>*
                         std::to_string(hello_.minor()) + ", this driver speaks " +
                         std::to_string(options_.protocolMajor) + "." + std::to_string(kProtocolMinor));
     }
+    callsLimit_.store(callsLimitFor(hello_.queue_depth()));
     if (!windowShared_) {  // USB: a local window whose bytes travel in WINDOW_WRITE / WINDOW_READ calls
         *window = NPU_TRY(HostWindow::local(hello_.host_window_addr(), hello_.host_window_bytes()));
         return {};

@@ -114,9 +114,13 @@ public:
     // (USB: the link, the host and the device work at the same time instead of in turn).
     static constexpr size_t kWindowDepth = 2;
     // Calls of operations in flight at once on one connection: below the firmware's request
-    // queue (16 by default), leaving room for the watchdog's and recovery's calls, so that many
-    // asynchronous executions wait here instead of being refused with "queue full".
+    // queue (HelloReply.queue_depth, 16 by default), leaving kReservedCalls places for the
+    // watchdog's and recovery's calls, so that many asynchronous executions wait here instead of
+    // being refused with "queue full". At most kCallsInFlight, at least kWindowDepth.
     static constexpr uint32_t kCallsInFlight = 12;
+    static constexpr uint32_t kReservedCalls = 4;
+    // The bound for a firmware whose queue holds `queueDepth` requests (0: unknown, 16).
+    static uint32_t callsLimitFor(uint32_t queueDepth);
 
 private:
     struct ModelEntry {
@@ -181,8 +185,9 @@ private:
     uint32_t active_ = 0;
     uint64_t epoch_ = 1;
     std::chrono::steady_clock::time_point lastHeard_ = std::chrono::steady_clock::now();
-    std::mutex recoverMutex_;     // one recovery at a time
-    uint32_t callsInFlight_ = 0;  // under gateMutex_
+    std::mutex recoverMutex_;                           // one recovery at a time
+    uint32_t callsInFlight_ = 0;                        // under gateMutex_
+    std::atomic<uint32_t> callsLimit_{kCallsInFlight};  // callsLimitFor(the last Hello's queue_depth)
     std::condition_variable callsChanged_;
 
     std::mutex modelsMutex_;

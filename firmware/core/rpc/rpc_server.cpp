@@ -504,6 +504,7 @@ void RpcServer::onHello(const Call& call) {
     rep->host_window_bytes = config_.hostWindowBytes;
     rep->max_payload_bytes = config_.maxPayloadBytes;
     rep->window_fd_is_window = config_.windowFdIsWindow;
+    rep->queue_depth = config_.queueDepth;
     rep->has_status = true;
     if (req.major != kProtocolMajor) {
         setStatus(&rep->status,

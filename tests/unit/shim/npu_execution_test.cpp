@@ -193,3 +193,36 @@ TEST_CASE("npu loopback: the execution preference reaches the firmware's tiling 
     CHECK(fast.greedyCycles == sustained.greedyCycles);
     CHECK(fast.tunedCycles < sustained.tunedCycles);  // SUSTAINED_SPEED chose by DRAM traffic
 }
+
+TEST_CASE("npu loopback: a firmware with a short request queue gets no more calls than it holds",
+          "[shim][execution]") {
+    // HelloReply.queue_depth 4: the shim keeps 4 places for its watchdog and recovery and still
+    // lets kWindowDepth (2) calls through, so 16 asynchronous executions wait in the shim instead
+    // of being refused by the firmware with "queue full" (as they were with a fixed bound of 12).
+    fw::host::FirmwareHostConfig config;
+    config.queueDepth = 4;
+    auto loop = fw::host::startLoopbackFirmware(config);
+    REQUIRE(loop.has_value());
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd));
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    std::vector<AddRequest> requests;
+    std::vector<std::shared_ptr<hal::ExecutionCallback>> callbacks;
+    for (uint8_t i = 0; i < 16; ++i) {
+        requests.push_back(addRequest(i, 3));
+        callbacks.push_back(std::make_shared<hal::ExecutionCallback>());
+        REQUIRE(prepared
+                    ->execute(requests.back().request, hal::MeasureTiming::NO, std::nullopt, std::nullopt,
+                              callbacks.back())
+                    .has_value());
+    }
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+        auto done = callbacks[i]->wait(kWait);
+        INFO("execution " << i << ": " << (done ? std::string() : done.error().message));
+        REQUIRE(done.has_value());
+        CHECK(requests[i].output() == std::vector<uint8_t>(4, static_cast<uint8_t>(i + 3)));
+    }
+    prepared.reset();
+    device->reset();
+    loop->firmware.reset();
+}
