@@ -609,19 +609,28 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     // Start the HIGH client once the LOW one has work running (bounded wait).
     for (int i = 0; i < 800 && d.counters()["sched.ran_low"] < before.at("sched.ran_low") + 8; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    const pid_t high = spawnChild("[.multi-client-high]", d.socket);
-    CHECK(waitChild(high) == 0);
+    // HIGH executions run ahead of LOW ones queued before them. The LOW client keeps up to 8 in
+    // the queue, so nearly every HIGH execution finds some waiting; but on a machine starved of
+    // CPU the LOW client's threads may not refill the queue during one HIGH client's 50
+    // executions (seen 1 in 3 runs under three busy loops on 2 cores). So up to 4 HIGH clients
+    // run in turn, each an independent trial, until one has overtaken; the FIFO order within a
+    // priority and the overtaking rule themselves are tested exactly in firmware_scheduler.
+    uint64_t overtakes = 0;
+    int highClients = 0;
+    while (overtakes == 0 && highClients < 4) {
+        const pid_t high = spawnChild("[.multi-client-high]", d.socket);
+        CHECK(waitChild(high) == 0);
+        highClients++;
+        overtakes = d.counters().at("sched.overtakes") - before.at("sched.overtakes");
+    }
     { std::ofstream(d.socket + ".stop") << "done\n"; }  // the LOW client floods until then
     CHECK(waitChild(low) == 0);
     std::filesystem::remove(d.socket + ".stop");
     const auto after = d.counters();
     // The executions, and each client's prepare (work too, at the model's priority).
     CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") >= 8 + 1);
-    CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == 50 + 1);
-    // HIGH executions ran ahead of LOW ones queued before them (the LOW client keeps up to 8 in
-    // the queue all along, so nearly every HIGH execution finds some waiting).
-    const uint64_t overtakes = after.at("sched.overtakes") - before.at("sched.overtakes");
-    INFO("overtakes: " << overtakes);
+    CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == uint64_t(highClients) * (50 + 1));
+    INFO("overtakes: " << overtakes << " with " << highClients << " HIGH clients");
     CHECK(overtakes >= 1);
 }
 
