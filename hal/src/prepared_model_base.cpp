@@ -135,21 +135,24 @@ private:
         std::lock_guard lock(mutex_);
         for (size_t i = 0; i < tokens.size(); ++i) {
             const int64_t token = tokens[i];
-            const std::string where =
-                "burst: pool " + std::to_string(i) + " (token " + std::to_string(token) + ")";
             if (token == -1) continue;
-            if (token < -1) return invalidArgument(where + ": a token is -1 (not cached) or >= 0");
+            // Built only for an error: not on every execution's way.
+            auto where = [&] {
+                return "burst: pool " + std::to_string(i) + " (token " + std::to_string(token) + ")";
+            };
+            if (token < -1) return invalidArgument(where() + ": a token is -1 (not cached) or >= 0");
             auto* memory = std::get_if<std::shared_ptr<Memory>>(&request.pools[i]);
             if (memory == nullptr) {
-                return invalidArgument(where + ": a driver-managed buffer is not cached; pass -1");
+                return invalidArgument(where() + ": a driver-managed buffer is not cached; pass -1");
             }
             auto cached = cache_.find(token);
             if (cached == cache_.end()) {
                 if (!*memory)
-                    return invalidArgument(where + ": the pool is null and the token is not cached");
+                    return invalidArgument(where() + ": the pool is null and the token is not cached");
                 cache_.emplace(token, *memory);
             } else if (*memory && *memory != cached->second) {
-                return invalidArgument(where + ": the token is cached for another memory (release it first)");
+                return invalidArgument(where() +
+                                       ": the token is cached for another memory (release it first)");
             } else {
                 *memory = cached->second;
             }
