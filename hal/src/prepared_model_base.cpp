@@ -109,7 +109,16 @@ public:
     Result<ExecutionResult> executeSynchronously(
         const Request& request, const std::vector<int64_t>& tokens, MeasureTiming measure,
         const Deadline& deadline, std::optional<std::chrono::nanoseconds> loopTimeout) override {
-        Request resolved = request;
+        // The request with its cached pools filled in, built in the burst's own request when no
+        // other thread uses it: its vectors keep their capacity, so a call allocates nothing.
+        std::unique_lock scratchLock(scratchMutex_, std::try_to_lock);
+        Request local;
+        Request& resolved = scratchLock.owns_lock() ? scratch_ : local;
+        resolved = request;
+        struct DropPools {  // after the call: only the cache keeps memory alive
+            Request& r;
+            ~DropPools() { r.pools.clear(); }
+        } dropPools{resolved};
         NPU_TRY(resolvePools(resolved, tokens));
         return model_->executeSynchronously(resolved, measure, deadline, loopTimeout);
     }
@@ -163,6 +172,8 @@ private:
     std::shared_ptr<PreparedModelBase> model_;
     std::mutex mutex_;
     std::map<int64_t, std::shared_ptr<Memory>> cache_;
+    std::mutex scratchMutex_;  // held by the call using scratch_
+    Request scratch_;
 };
 
 class ReusableExecution final : public IExecution {

@@ -82,7 +82,9 @@ std::shared_ptr<proto::RpcClient> Connection::rpc() const {
 
 Status Connection::acquireCalls(uint32_t n, std::chrono::milliseconds timeout, const char* what) {
     std::unique_lock lock(gateMutex_);
-    if (!callsChanged_.wait_for(lock, timeout, [&] { return callsInFlight_ + n <= kCallsInFlight; })) {
+    auto room = [&] { return callsInFlight_ + n <= kCallsInFlight; };
+    // With room at once, no clock read for a deadline (wait_for takes one first).
+    if (!room() && !callsChanged_.wait_for(lock, timeout, room)) {
         return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
                     std::string(what) + ": " + std::to_string(kCallsInFlight) +
                         " calls to the firmware stayed in flight for " + std::to_string(timeout.count()) +
