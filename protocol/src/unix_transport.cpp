@@ -81,16 +81,17 @@ int pollWithWake(int fd, short events, int wakeFd, std::chrono::milliseconds tim
 
 class UnixTransport final : public Transport {
 public:
-    // `replies`: the accepting side's end of the reply socketpair (written instead of `socket`).
-    UnixTransport(UniqueFd socket, UniqueFd wake, std::string description, UniqueFd replies = {})
-        : fd_(std::move(socket)),
-          wake_(std::move(wake)),
-          description_(std::move(description)),
-          other_(std::move(replies)),
-          writeFd_(other_ ? other_.get() : fd_.get()),
-          readFd_(fd_.get()),
-          preambleChecked_(other_.valid()),
-          otherFd_(other_ ? other_.get() : -1) {}
+    // The connecting side (or an adopted socket): its first read looks for the peer's reply
+    // channel.
+    UnixTransport(UniqueFd socket, UniqueFd wake, std::string description)
+        : UnixTransport(std::move(socket), std::move(wake), std::move(description), {}, false) {}
+    // The accepting side: writes on `replies`, its end of the reply socketpair (when the client
+    // was still there to get the other), and never takes a reply channel from its client.
+    static std::unique_ptr<UnixTransport> accepted(UniqueFd socket, UniqueFd wake, std::string description,
+                                                   UniqueFd replies) {
+        return std::unique_ptr<UnixTransport>(new UnixTransport(
+            std::move(socket), std::move(wake), std::move(description), std::move(replies), true));
+    }
     ~UnixTransport() override { shutdown(); }
 
     Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
@@ -166,6 +167,16 @@ public:
     std::string describe() const override { return description_; }
 
 private:
+    UnixTransport(UniqueFd socket, UniqueFd wake, std::string description, UniqueFd replies, bool accepting)
+        : fd_(std::move(socket)),
+          wake_(std::move(wake)),
+          description_(std::move(description)),
+          other_(std::move(replies)),
+          writeFd_(other_ ? other_.get() : fd_.get()),
+          readFd_(fd_.get()),
+          preambleChecked_(accepting),
+          otherFd_(other_ ? other_.get() : -1) {}
+
     // The first bytes from the peer: a reply channel (the accepting side's preamble and its fd),
     // from then on read instead of the connected socket; or the peer's first data, handed over
     // as it is (what does not fit `buffer` first on the next read).
@@ -270,7 +281,7 @@ private:
     UniqueFd other_;  // the reply socket (accepting side: written; connecting side: read), if any
     int writeFd_;
     int readFd_;                    // reads are not concurrent: only the reader changes it
-    bool preambleChecked_;          // the first bytes were looked at (or this side sent the preamble)
+    bool preambleChecked_;          // the first bytes were looked at (or this is the accepting side)
     std::vector<uint8_t> pending_;  // received first bytes the caller's buffer had no room for
     std::atomic<int> otherFd_;      // other_ for shutdown() (set by the reader while it may run)
     std::atomic<bool> shut_{false};
@@ -278,7 +289,8 @@ private:
 };
 
 // The accepting side of a new connection: its reply socketpair, the client's end sent with
-// kReplyPreamble. Null when the client has gone already.
+// kReplyPreamble. An empty fd when the client has gone already: the connection is then served
+// as it is (its first read sees the end), as before there was a reply channel.
 Result<UniqueFd> openReplyChannel(int socket, const std::string& where) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -300,8 +312,7 @@ Result<UniqueFd> openReplyChannel(int socket, const std::string& where) {
     // The socket is new and empty: the preamble fits at once.
     if (::sendmsg(socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof kReplyPreamble)) {
         const int err = errno;
-        if (err == EPIPE || err == ECONNRESET || err == ENOTCONN)
-            return fail(Error::Kind::kTimeout, where + ": client went away");
+        if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) return UniqueFd();
         return fail(Error::Kind::kIo, where + ": " + errnoText("sending the reply channel", err));
     }
     return ours;
@@ -539,8 +550,8 @@ Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::millisecond
     if (!replies) return std::unexpected(replies.error());
     auto wake = makeEventFd();
     if (!wake) return std::unexpected(wake.error());
-    return std::unique_ptr<Transport>(new UnixTransport(
-        std::move(client), std::move(*wake), "unix:" + path_ + " (accepted)", std::move(*replies)));
+    return UnixTransport::accepted(std::move(client), std::move(*wake), "unix:" + path_ + " (accepted)",
+                                   std::move(*replies));
 }
 
 void UnixListener::shutdown() {

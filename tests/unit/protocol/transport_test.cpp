@@ -162,16 +162,41 @@ TEST_CASE("unix: peer death gives kDisconnected, never SIGPIPE") {
     CHECK(w.error().kind == Error::Kind::kDisconnected);
 }
 
+namespace {
+// A plain connected socket to `path` (no transport: it sees the bytes as they come).
+UniqueFd connectRaw(const std::string& path) {
+    UniqueFd raw(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    REQUIRE(::connect(raw.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    return raw;
+}
+
+// Sends `bytes` with `fd` attached (SCM_RIGHTS) on a plain socket.
+void sendWithFd(int socket, const std::string& bytes, int fd) {
+    iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    REQUIRE(::sendmsg(socket, &msg, 0) == static_cast<ssize_t>(bytes.size()));
+}
+}  // namespace
+
 TEST_CASE("unix: an accepted connection answers on a socket of its own, sent with its preamble") {
     std::string path = "/tmp/npu-proto-test-reply-" + std::to_string(::getpid()) + ".sock";
     auto l = UnixListener::listen(path);
     REQUIRE(l.has_value());
     SECTION("a raw client gets the preamble and one socket, and the answers come on it") {
-        UniqueFd raw(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-        REQUIRE(::connect(raw.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        UniqueFd raw = connectRaw(path);
         auto server = (*l)->accept(2000ms);
         REQUIRE(server.has_value());
         auto client = adoptUnixSocket(std::move(raw), "raw client");
@@ -190,11 +215,7 @@ TEST_CASE("unix: an accepted connection answers on a socket of its own, sent wit
         CHECK(r.error().kind == Error::Kind::kDisconnected);
     }
     SECTION("the reply socket is a Unix stream socket of its own") {
-        UniqueFd raw(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-        REQUIRE(::connect(raw.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        UniqueFd raw = connectRaw(path);
         auto server = (*l)->accept(2000ms);
         REQUIRE(server.has_value());
         char preamble[16] = {};
@@ -220,6 +241,22 @@ TEST_CASE("unix: an accepted connection answers on a socket of its own, sent wit
     }
 }
 
+TEST_CASE("unix: the accepting side never takes a reply socket from its client") {
+    std::string path = "/tmp/npu-proto-test-noreply-" + std::to_string(::getpid()) + ".sock";
+    auto l = UnixListener::listen(path);
+    REQUIRE(l.has_value());
+    UniqueFd raw = connectRaw(path);
+    auto server = (*l)->accept(2000ms);
+    REQUIRE(server.has_value());
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    UniqueFd mine(sv[0]), offered(sv[1]);
+    sendWithFd(raw.get(), "NPU-RPLY", offered.get());
+    std::vector<UniqueFd> fds;
+    CHECK(readExactly(**server, 8, &fds) == "NPU-RPLY");  // data like any other, with its fd
+    CHECK(fds.size() == 1);
+}
+
 TEST_CASE("unix: a peer without a reply socket is read as it is, whatever its first bytes") {
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
@@ -239,20 +276,7 @@ TEST_CASE("unix: a peer without a reply socket is read as it is, whatever its fi
     }
     SECTION("an fd with the first bytes is handed over") {
         UniqueFd memfd = makeMemfd("first fd");
-        iovec iov{const_cast<char*>("hi"), 2};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        const int fd = memfd.get();
-        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        REQUIRE(::sendmsg(raw.get(), &msg, 0) == 2);
+        sendWithFd(raw.get(), "hi", memfd.get());
         std::vector<UniqueFd> fds;
         REQUIRE(readExactly(**t, 2, &fds) == "hi");
         REQUIRE(fds.size() == 1);
