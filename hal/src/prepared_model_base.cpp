@@ -109,7 +109,16 @@ public:
     Result<ExecutionResult> executeSynchronously(
         const Request& request, const std::vector<int64_t>& tokens, MeasureTiming measure,
         const Deadline& deadline, std::optional<std::chrono::nanoseconds> loopTimeout) override {
-        Request resolved = request;
+        // The request with its cached pools filled in, built in the burst's own request when no
+        // other thread uses it: its vectors keep their capacity, so a call allocates nothing.
+        std::unique_lock scratchLock(scratchMutex_, std::try_to_lock);
+        Request local;
+        Request& resolved = scratchLock.owns_lock() ? scratch_ : local;
+        resolved = request;
+        struct DropPools {  // after the call: only the cache keeps memory alive
+            Request& r;
+            ~DropPools() { r.pools.clear(); }
+        } dropPools{resolved};
         NPU_TRY(resolvePools(resolved, tokens));
         return model_->executeSynchronously(resolved, measure, deadline, loopTimeout);
     }
@@ -135,21 +144,24 @@ private:
         std::lock_guard lock(mutex_);
         for (size_t i = 0; i < tokens.size(); ++i) {
             const int64_t token = tokens[i];
-            const std::string where =
-                "burst: pool " + std::to_string(i) + " (token " + std::to_string(token) + ")";
             if (token == -1) continue;
-            if (token < -1) return invalidArgument(where + ": a token is -1 (not cached) or >= 0");
+            // Built only for an error: not on every execution's way.
+            auto where = [&] {
+                return "burst: pool " + std::to_string(i) + " (token " + std::to_string(token) + ")";
+            };
+            if (token < -1) return invalidArgument(where() + ": a token is -1 (not cached) or >= 0");
             auto* memory = std::get_if<std::shared_ptr<Memory>>(&request.pools[i]);
             if (memory == nullptr) {
-                return invalidArgument(where + ": a driver-managed buffer is not cached; pass -1");
+                return invalidArgument(where() + ": a driver-managed buffer is not cached; pass -1");
             }
             auto cached = cache_.find(token);
             if (cached == cache_.end()) {
                 if (!*memory)
-                    return invalidArgument(where + ": the pool is null and the token is not cached");
+                    return invalidArgument(where() + ": the pool is null and the token is not cached");
                 cache_.emplace(token, *memory);
             } else if (*memory && *memory != cached->second) {
-                return invalidArgument(where + ": the token is cached for another memory (release it first)");
+                return invalidArgument(where() +
+                                       ": the token is cached for another memory (release it first)");
             } else {
                 *memory = cached->second;
             }
@@ -160,6 +172,8 @@ private:
     std::shared_ptr<PreparedModelBase> model_;
     std::mutex mutex_;
     std::map<int64_t, std::shared_ptr<Memory>> cache_;
+    std::mutex scratchMutex_;  // held by the call using scratch_
+    Request scratch_;
 };
 
 class ReusableExecution final : public IExecution {

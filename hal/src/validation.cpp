@@ -642,35 +642,39 @@ Status validateArguments(const std::vector<RequestArgument>& args, const Subgrap
     for (size_t k = 0; k < args.size(); ++k) {
         const RequestArgument& arg = args[k];
         const DataLocation& loc = arg.location;
-        const std::string where = std::string("request ") + what + " " + str(k);
+        // The texts of an error, built only for one (not on every execution's way).
+        auto where = [&] { return std::string("request ") + what + " " + str(k); };
+        auto locText = [&] {
+            return "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " + std::to_string(loc.offset) +
+                   ", length " + std::to_string(loc.length) + ", padding " + std::to_string(loc.padding) +
+                   "}";
+        };
         if (indexes[k] >= main.operands.size())
-            return invalidArgument(where + ": the model's " + what + " index " + std::to_string(indexes[k]) +
+            return invalidArgument(where() + ": the model's " + what + " index " +
+                                   std::to_string(indexes[k]) +
                                    " is out of range (validate the model first)");
         const Operand& operand = main.operands[indexes[k]];
-        const std::string locText = "{poolIndex " + std::to_string(loc.poolIndex) + ", offset " +
-                                    std::to_string(loc.offset) + ", length " + std::to_string(loc.length) +
-                                    ", padding " + std::to_string(loc.padding) + "}";
         if (arg.hasNoValue) {
             if (loc.poolIndex != 0 || loc.offset != 0 || loc.length != 0 || loc.padding != 0 ||
                 !arg.dimensions.empty())
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) +
-                                       "): has no value but has location " + locText + " and dimensions " +
+                return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) +
+                                       "): has no value but has location " + locText() + " and dimensions " +
                                        dimsText(arg.dimensions) + " (expected none)");
             continue;
         }
         if (loc.poolIndex >= poolSizes.size())
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
-                                   locText + " names pool " + std::to_string(loc.poolIndex) +
+            return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                   locText() + " names pool " + std::to_string(loc.poolIndex) +
                                    " but the request has " + str(poolSizes.size()) + " pools");
         if (poolIsToken[loc.poolIndex]) {
             if (loc.offset != 0 || loc.length != 0 || loc.padding != 0)
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
-                                       locText + " in driver-managed buffer pool " +
+                return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                       locText() + " in driver-managed buffer pool " +
                                        std::to_string(loc.poolIndex) +
                                        " must have offset, length and padding 0");
         } else if (uint64_t{loc.offset} + loc.length + loc.padding > poolSizes[loc.poolIndex]) {
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): location " +
-                                   locText + " is outside pool " + std::to_string(loc.poolIndex) + " (" +
+            return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): location " +
+                                   locText() + " is outside pool " + std::to_string(loc.poolIndex) + " (" +
                                    std::to_string(poolSizes[loc.poolIndex]) + " bytes)");
         }
 
@@ -680,32 +684,32 @@ Status validateArguments(const std::vector<RequestArgument>& args, const Subgrap
             // Outputs may stay unspecified (dynamic output shapes); inputs must be fully known.
             if (!isInput || isScalarType(operand.type)) continue;
             if (modelDims.empty())
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) +
+                return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) +
                                        "): the model gives no rank and the request gives no dimensions");
             for (size_t d = 0; d < modelDims.size(); ++d) {
                 if (modelDims[d] == 0)
-                    return invalidArgument(where + " (operand " + std::to_string(indexes[k]) +
+                    return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) +
                                            "): model dimension " + str(d) +
                                            " is unknown (0) and the request gives no dimensions");
             }
             continue;
         }
         if (isScalarType(operand.type))
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): has dimensions " +
-                                   dimsText(dims) + " but the operand is a scalar of type " +
-                                   typeName(operand.type));
+            return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) +
+                                   "): has dimensions " + dimsText(dims) +
+                                   " but the operand is a scalar of type " + typeName(operand.type));
         if (!modelDims.empty() && dims.size() != modelDims.size())
-            return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): has rank " +
+            return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): has rank " +
                                    str(dims.size()) + " (dimensions " + dimsText(dims) +
                                    ") but the model has rank " + str(modelDims.size()) + " (dimensions " +
                                    dimsText(modelDims) + ")");
         for (size_t d = 0; d < dims.size(); ++d) {
             if (!modelDims.empty() && modelDims[d] != 0 && modelDims[d] != dims[d])
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " +
+                return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): dimension " +
                                        str(d) + " is " + std::to_string(dims[d]) +
                                        " but the model fixes it to " + std::to_string(modelDims[d]));
             if (isInput && dims[d] == 0)
-                return invalidArgument(where + " (operand " + std::to_string(indexes[k]) + "): dimension " +
+                return invalidArgument(where() + " (operand " + std::to_string(indexes[k]) + "): dimension " +
                                        str(d) + " is 0 (an input must be fully specified)");
         }
     }

@@ -1,6 +1,15 @@
 // AF_UNIX stream transport: fds travel as SCM_RIGHTS, every descriptor is CLOEXEC, sends use
-// MSG_NOSIGNAL (a dead peer is an error, never SIGPIPE), every wait is a poll() with a timeout
-// that also watches an eventfd so shutdown() wakes blocked threads.
+// MSG_NOSIGNAL (a dead peer is an error, never SIGPIPE), every wait has a timeout (SO_RCVTIMEO
+// for reads, a poll() that also watches an eventfd for a full socket) and shutdown() wakes
+// blocked threads.
+//
+// A reply channel per connection: an accepted connection's first (and only) bytes on the
+// connected socket are kReplyPreamble with one end of a socketpair of its own; the server
+// writes everything on that socketpair and the client reads it from there, so each socket
+// carries one direction. On one socket each message read woke the sender too (the kernel wakes
+// a socket's sleepers when its sent buffer is freed: the sender sleeping in its own read of the
+// same socket woke for nothing), one wake-up and two context switches more per round trip
+// (docs/benchmarks.md, npu bench exec). A peer that sends no preamble is read as it is.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -22,6 +31,9 @@ namespace npu::proto {
 namespace {
 
 constexpr size_t kMaxFdsPerWrite = 64;
+// The accepting side's first bytes (with one fd, the client's end of the reply socketpair).
+// Not a frame: frames begin "NPU1".
+constexpr char kReplyPreamble[8] = {'N', 'P', 'U', '-', 'R', 'P', 'L', 'Y'};
 // write() has no timeout parameter; a peer that stops reading for this long is treated as hung.
 constexpr std::chrono::milliseconds kWriteTimeout{10'000};
 
@@ -69,8 +81,17 @@ int pollWithWake(int fd, short events, int wakeFd, std::chrono::milliseconds tim
 
 class UnixTransport final : public Transport {
 public:
+    // The connecting side (or an adopted socket): its first read looks for the peer's reply
+    // channel.
     UnixTransport(UniqueFd socket, UniqueFd wake, std::string description)
-        : fd_(std::move(socket)), wake_(std::move(wake)), description_(std::move(description)) {}
+        : UnixTransport(std::move(socket), std::move(wake), std::move(description), {}, false) {}
+    // The accepting side: writes on `replies`, its end of the reply socketpair (when the client
+    // was still there to get the other), and never takes a reply channel from its client.
+    static std::unique_ptr<UnixTransport> accepted(UniqueFd socket, UniqueFd wake, std::string description,
+                                                   UniqueFd replies) {
+        return std::unique_ptr<UnixTransport>(new UnixTransport(
+            std::move(socket), std::move(wake), std::move(description), std::move(replies), true));
+    }
     ~UnixTransport() override { shutdown(); }
 
     Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
@@ -97,7 +118,7 @@ public:
                 c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
                 std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
             }
-            ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t n = ::sendmsg(writeFd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n >= 0) {
                 sent += static_cast<size_t>(n);
                 fdsSent = true;
@@ -107,7 +128,7 @@ public:
             if (err == EINTR) continue;
             if (err == EAGAIN || err == EWOULDBLOCK) {
                 int perr = 0;
-                int r = pollWithWake(fd_.get(), POLLOUT, wake_.get(), kWriteTimeout, &perr);
+                int r = pollWithWake(writeFd_, POLLOUT, wake_.get(), kWriteTimeout, &perr);
                 if (r == 0) {
                     return fail(Error::Kind::kTimeout, describe() + ": peer did not read for " +
                                                            std::to_string(kWriteTimeout.count()) + " ms");
@@ -129,6 +150,80 @@ public:
     Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
                         std::chrono::milliseconds timeout) override {
         if (shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+        if (!pending_.empty()) return takePending(buffer);
+        if (!preambleChecked_) return readFirst(buffer, fds, timeout);
+        return receive(buffer, fds, timeout);
+    }
+
+    void shutdown() override {
+        if (shut_.exchange(true)) return;
+        uint64_t one = 1;
+        (void)!::write(wake_.get(), &one, sizeof(one));
+        // The peer sees EOF on both sockets; our fds are closed by the destructor.
+        ::shutdown(fd_.get(), SHUT_RDWR);
+        if (const int other = otherFd_.load(); other >= 0) ::shutdown(other, SHUT_RDWR);
+    }
+
+    std::string describe() const override { return description_; }
+
+private:
+    UnixTransport(UniqueFd socket, UniqueFd wake, std::string description, UniqueFd replies, bool accepting)
+        : fd_(std::move(socket)),
+          wake_(std::move(wake)),
+          description_(std::move(description)),
+          other_(std::move(replies)),
+          writeFd_(other_ ? other_.get() : fd_.get()),
+          readFd_(fd_.get()),
+          preambleChecked_(accepting),
+          otherFd_(other_ ? other_.get() : -1) {}
+
+    // The first bytes from the peer: a reply channel (the accepting side's preamble and its fd),
+    // from then on read instead of the connected socket; or the peer's first data, handed over
+    // as it is (what does not fit `buffer` first on the next read).
+    Result<size_t> readFirst(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
+                             std::chrono::milliseconds timeout) {
+        uint8_t first[sizeof kReplyPreamble];
+        std::vector<UniqueFd> firstFds;
+        auto n = receive(first, &firstFds, timeout);
+        if (!n) return n;
+        preambleChecked_ = true;
+        if (*n == sizeof first && firstFds.size() == 1 && std::memcmp(first, kReplyPreamble, *n) == 0) {
+            NPU_TRY(adoptReplies(std::move(firstFds[0])));
+            return receive(buffer, fds, timeout);
+        }
+        for (auto& fd : firstFds) {
+            if (fds != nullptr) fds->push_back(std::move(fd));
+        }
+        pending_.assign(first, first + *n);
+        return takePending(buffer);
+    }
+
+    // The accepting side's reply socket: read from now on (a connected AF_UNIX stream socket).
+    Result<void> adoptReplies(UniqueFd replies) {
+        int domain = 0, type = 0;
+        socklen_t len = sizeof(int);
+        if (::getsockopt(replies.get(), SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX ||
+            ::getsockopt(replies.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+            return fail(Error::Kind::kProtocol,
+                        describe() + ": the peer's reply channel is not a Unix stream socket");
+        }
+        other_ = std::move(replies);
+        readFd_ = other_.get();
+        rcvTimeout_ = std::chrono::milliseconds(-1);  // SO_RCVTIMEO is set on it at the next read
+        otherFd_.store(readFd_);
+        if (shut_.load()) ::shutdown(readFd_, SHUT_RDWR);  // shutdown() may have missed it
+        return {};
+    }
+
+    size_t takePending(std::span<uint8_t> buffer) {
+        const size_t n = std::min(buffer.size(), pending_.size());
+        std::memcpy(buffer.data(), pending_.data(), n);
+        pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
+        return n;
+    }
+
+    Result<size_t> receive(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
+                           std::chrono::milliseconds timeout) {
         // One blocking recvmsg bounded by SO_RCVTIMEO (set again only when the timeout changes)
         // instead of poll() + recvmsg: a system call less per frame. shutdown() wakes it (the
         // socket's own shutdown returns 0 to a blocked reader). Reads are not concurrent.
@@ -136,7 +231,7 @@ public:
         if (wait && timeout != rcvTimeout_) {
             timeval tv{static_cast<time_t>(timeout.count() / 1000),
                        static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-            if (::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+            if (::setsockopt(readFd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
                 return fail(Error::Kind::kIo,
                             describe() + ": " + errnoText("setsockopt(SO_RCVTIMEO)", errno));
             }
@@ -150,7 +245,7 @@ public:
             alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerWrite)];
             msg.msg_control = control;
             msg.msg_controllen = sizeof(control);
-            ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+            ssize_t n = ::recvmsg(readFd_, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
             if (n < 0) {
                 int err = errno;
                 if (err == EINTR) continue;
@@ -180,22 +275,48 @@ public:
         }
     }
 
-    void shutdown() override {
-        if (shut_.exchange(true)) return;
-        uint64_t one = 1;
-        (void)!::write(wake_.get(), &one, sizeof(one));
-        ::shutdown(fd_.get(), SHUT_RDWR);  // the peer sees EOF; our fd is closed by the destructor
-    }
-
-    std::string describe() const override { return description_; }
-
-private:
-    UniqueFd fd_;
+    UniqueFd fd_;  // the connected socket
     UniqueFd wake_;
     std::string description_;
+    UniqueFd other_;  // the reply socket (accepting side: written; connecting side: read), if any
+    int writeFd_;
+    int readFd_;                    // reads are not concurrent: only the reader changes it
+    bool preambleChecked_;          // the first bytes were looked at (or this is the accepting side)
+    std::vector<uint8_t> pending_;  // received first bytes the caller's buffer had no room for
+    std::atomic<int> otherFd_;      // other_ for shutdown() (set by the reader while it may run)
     std::atomic<bool> shut_{false};
-    std::chrono::milliseconds rcvTimeout_{-1};  // SO_RCVTIMEO as last set (-1: never)
+    std::chrono::milliseconds rcvTimeout_{-1};  // SO_RCVTIMEO of readFd_ as last set (-1: never)
 };
+
+// The accepting side of a new connection: its reply socketpair, the client's end sent with
+// kReplyPreamble. An empty fd when the client has gone already: the connection is then served
+// as it is (its first read sees the end), as before there was a reply channel.
+Result<UniqueFd> openReplyChannel(int socket, const std::string& where) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        return fail(Error::Kind::kIo, where + ": " + errnoText("socketpair", errno));
+    }
+    UniqueFd ours(pair[0]), theirs(pair[1]);
+    iovec iov{const_cast<char*>(kReplyPreamble), sizeof kReplyPreamble};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pair[1], sizeof(int));
+    // The socket is new and empty: the preamble fits at once.
+    if (::sendmsg(socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof kReplyPreamble)) {
+        const int err = errno;
+        if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) return UniqueFd();
+        return fail(Error::Kind::kIo, where + ": " + errnoText("sending the reply channel", err));
+    }
+    return ours;
+}
 
 }  // namespace
 
@@ -425,7 +546,12 @@ Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::millisecond
     if (auto peer = checkUnixPeer(client.get(), policy_, "accept on unix:" + path_); !peer) {
         return std::unexpected(peer.error());  // closing `client` refuses it
     }
-    return adoptUnixSocket(std::move(client), "unix:" + path_ + " (accepted)");
+    auto replies = openReplyChannel(client.get(), "accept on unix:" + path_);
+    if (!replies) return std::unexpected(replies.error());
+    auto wake = makeEventFd();
+    if (!wake) return std::unexpected(wake.error());
+    return UnixTransport::accepted(std::move(client), std::move(*wake), "unix:" + path_ + " (accepted)",
+                                   std::move(*replies));
 }
 
 void UnixListener::shutdown() {

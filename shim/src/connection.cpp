@@ -89,7 +89,9 @@ uint32_t Connection::callsLimitFor(uint32_t queueDepth) {
 Status Connection::acquireCalls(uint32_t n, std::chrono::milliseconds timeout, const char* what) {
     std::unique_lock lock(gateMutex_);
     const uint32_t limit = callsLimit_.load();
-    if (!callsChanged_.wait_for(lock, timeout, [&] { return callsInFlight_ + n <= limit; })) {
+    auto room = [&] { return callsInFlight_ + n <= limit; };
+    // With room at once, no clock read for a deadline (wait_for takes one first).
+    if (!room() && !callsChanged_.wait_for(lock, timeout, room)) {
         return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
                     std::string(what) + ": " + std::to_string(limit) +
                         " calls to the firmware stayed in flight for " + std::to_string(timeout.count()) +

@@ -84,9 +84,20 @@ Result<uint64_t> HostWindow::allocate(uint64_t bytes) {
         if (it->second < len) continue;
         const uint64_t offset = it->first;
         const uint64_t rest = it->second - len;
-        freeBlocks_.erase(it);
-        if (rest > 0) freeBlocks_[offset + len] = rest;
-        usedBlocks_[offset] = len;
+        auto node = freeBlocks_.extract(it);
+        if (rest > 0) {
+            node.key() = offset + len;
+            node.mapped() = rest;
+            freeBlocks_.insert(std::move(node));
+            node = std::move(spare_);
+        }
+        if (node.empty()) {
+            usedBlocks_[offset] = len;
+        } else {
+            node.key() = offset;
+            node.mapped() = len;
+            usedBlocks_.insert(std::move(node));
+        }
         return base_ + offset;
     }
     return fail(hal::ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
@@ -98,22 +109,26 @@ void HostWindow::free(uint64_t addr) {
     std::lock_guard lock(mutex_);
     auto used = usedBlocks_.find(addr - base_);
     if (used == usedBlocks_.end()) return;  // our own bug if it happens; never corrupt the lists
-    uint64_t offset = used->first;
-    uint64_t len = used->second;
-    usedBlocks_.erase(used);
+    auto node = usedBlocks_.extract(used);
+    const uint64_t offset = node.key();
+    uint64_t len = node.mapped();
     auto next = freeBlocks_.lower_bound(offset);
     if (next != freeBlocks_.end() && offset + len == next->first) {
         len += next->second;
-        next = freeBlocks_.erase(next);
+        auto after = std::next(next);
+        spare_ = freeBlocks_.extract(next);
+        next = after;
     }
     if (next != freeBlocks_.begin()) {
         auto prev = std::prev(next);
         if (prev->first + prev->second == offset) {
             prev->second += len;
+            if (spare_.empty()) spare_ = std::move(node);
             return;
         }
     }
-    freeBlocks_[offset] = len;
+    node.mapped() = len;
+    freeBlocks_.insert(std::move(node));
 }
 
 Status HostWindow::adoptMemory(HostWindow& fresh) {

@@ -51,6 +51,9 @@ private:
     mutable std::mutex mutex_;
     std::map<uint64_t, uint64_t> freeBlocks_;  // offset -> length, coalesced
     std::map<uint64_t, uint64_t> usedBlocks_;  // offset -> length
+    // A map node of either map kept for the next one needed: an execution's allocate and free of
+    // its blocks move nodes between the maps instead of allocating and freeing them.
+    std::map<uint64_t, uint64_t>::node_type spare_;
 };
 
 // A window block released when it goes out of scope.

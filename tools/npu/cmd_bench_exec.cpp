@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "commands.h"
 #include "npu/hal/execution_callback.h"
@@ -63,6 +65,35 @@ struct ModeFigures {
     double copiedBytes = -1;                      // copiedBytes() on the same device
 };
 
+// Median microseconds of each call in `calls`, run in turn (one of each per round, after a
+// warm-up). In blocks, one mode after the other, the modes met different machine states: on an
+// idle machine whether the firmware's thread ran on the caller's core or had to wake the other
+// one (~50 us) changed between blocks, so one mode (the burst, last) could read 5x another with
+// the same work per call. -1 for a call that fails.
+std::vector<double> interleavedMedianUs(int iterations, const std::vector<std::function<bool()>>& calls) {
+    std::vector<std::vector<double>> us(calls.size());
+    std::vector<double> medians(calls.size(), -1.0);
+    for (int i = 0; i < std::min(iterations / 10, 200); ++i) {
+        for (const auto& call : calls) call();
+    }
+    for (auto& v : us) v.reserve(iterations);
+    for (int i = 0; i < iterations; ++i) {
+        for (size_t c = 0; c < calls.size(); ++c) {
+            if (us[c].size() < static_cast<size_t>(i)) continue;  // failed before
+            const auto t0 = std::chrono::steady_clock::now();
+            if (!calls[c]()) continue;
+            us[c].push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+    }
+    for (size_t c = 0; c < calls.size(); ++c) {
+        if (us[c].size() != static_cast<size_t>(iterations)) continue;
+        std::nth_element(us[c].begin(), us[c].begin() + iterations / 2, us[c].end());
+        medians[c] = us[c][iterations / 2];
+    }
+    return medians;
+}
+
 // Median microseconds per execution of each mode on one device (-1 where a mode fails), and
 // the bytes a 1 MiB-in, 1 MiB-out execution copies.
 ModeFigures measureModes(std::unique_ptr<proto::Transport> transport, int iterations) {
@@ -70,30 +101,12 @@ ModeFigures measureModes(std::unique_ptr<proto::Transport> transport, int iterat
     auto device = shim::createNpuDevice(std::move(transport));
     if (!device) return figures;
     figures.copiedBytes = copiedBytes(**device);
-    std::array<double, 4>& us = figures.us;
     const framework::TestCase tc = oneAddCase();
     auto prepared = (*device)->prepareModel(tc.model);
     auto request = framework::makeRequest(tc);
     if (!prepared || !request) return figures;
     hal::IPreparedModel& model = **prepared;
     const hal::Request& r = request->request;
-    us[0] = medianUs(iterations, [&] {
-        return model.executeSynchronously(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt).has_value();
-    });
-    us[1] = medianUs(iterations, [&] {
-        auto callback = std::make_shared<hal::ExecutionCallback>();
-        return model.execute(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt, callback).has_value() &&
-               callback->wait(kWait).has_value();
-    });
-    us[2] = medianUs(iterations, [&] {
-        auto fenced =
-            model.executeFenced(r, {}, hal::MeasureTiming::NO, std::nullopt, std::nullopt, std::nullopt);
-        if (!fenced) return false;
-        auto signalled = hal::waitForSyncFence(fenced->syncFence, kWait);
-        close(fenced->syncFence);
-        auto info = fenced->callback->getExecutionInfo();
-        return signalled && *signalled && info && info->status == hal::ErrorStatus::NONE;
-    });
     auto burst = model.configureExecutionBurst();
     if (!burst) return figures;
     // The pool is passed once with token 0, then only by its token.
@@ -101,11 +114,32 @@ ModeFigures measureModes(std::unique_ptr<proto::Transport> transport, int iterat
         return figures;
     hal::Request cached = r;
     cached.pools = {std::shared_ptr<hal::Memory>()};
-    us[3] = medianUs(iterations, [&] {
+    auto sync = [&] {
+        return model.executeSynchronously(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt).has_value();
+    };
+    auto async = [&] {
+        auto callback = std::make_shared<hal::ExecutionCallback>();
+        return model.execute(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt, callback).has_value() &&
+               callback->wait(kWait).has_value();
+    };
+    auto fenced = [&] {
+        auto f = model.executeFenced(r, {}, hal::MeasureTiming::NO, std::nullopt, std::nullopt, std::nullopt);
+        if (!f) return false;
+        auto signalled = hal::waitForSyncFence(f->syncFence, kWait);
+        close(f->syncFence);
+        auto info = f->callback->getExecutionInfo();
+        return signalled && *signalled && info && info->status == hal::ErrorStatus::NONE;
+    };
+    auto burstOnce = [&] {
         return (*burst)
             ->executeSynchronously(cached, {0}, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
             .has_value();
-    });
+    };
+    // Sync and burst (the same work on the caller's thread) in turn; async and fenced, whose
+    // worker thread still winds down after the caller is notified, apart from them.
+    const std::vector<double> direct = interleavedMedianUs(iterations, {sync, burstOnce});
+    const std::vector<double> threaded = interleavedMedianUs(iterations, {async, fenced});
+    figures.us = {direct[0], threaded[0], threaded[1], direct[1]};
     return figures;
 }
 

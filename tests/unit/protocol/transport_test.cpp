@@ -162,6 +162,128 @@ TEST_CASE("unix: peer death gives kDisconnected, never SIGPIPE") {
     CHECK(w.error().kind == Error::Kind::kDisconnected);
 }
 
+namespace {
+// A plain connected socket to `path` (no transport: it sees the bytes as they come).
+UniqueFd connectRaw(const std::string& path) {
+    UniqueFd raw(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    REQUIRE(::connect(raw.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    return raw;
+}
+
+// Sends `bytes` with `fd` attached (SCM_RIGHTS) on a plain socket.
+void sendWithFd(int socket, const std::string& bytes, int fd) {
+    iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    REQUIRE(::sendmsg(socket, &msg, 0) == static_cast<ssize_t>(bytes.size()));
+}
+}  // namespace
+
+TEST_CASE("unix: an accepted connection answers on a socket of its own, sent with its preamble") {
+    std::string path = "/tmp/npu-proto-test-reply-" + std::to_string(::getpid()) + ".sock";
+    auto l = UnixListener::listen(path);
+    REQUIRE(l.has_value());
+    SECTION("a raw client gets the preamble and one socket, and the answers come on it") {
+        UniqueFd raw = connectRaw(path);
+        auto server = (*l)->accept(2000ms);
+        REQUIRE(server.has_value());
+        auto client = adoptUnixSocket(std::move(raw), "raw client");
+        REQUIRE(client.has_value());
+        // The server writes before it has read anything; the client finds it on the reply socket.
+        REQUIRE((*server)->write(bytesOf("first")).has_value());
+        REQUIRE(readExactly(**client, 5) == "first");
+        REQUIRE((*client)->write(bytesOf("request")).has_value());
+        REQUIRE(readExactly(**server, 7) == "request");
+        REQUIRE((*server)->write(bytesOf("reply")).has_value());
+        REQUIRE(readExactly(**client, 5) == "reply");
+        (*server)->shutdown();  // EOF on the reply socket too
+        uint8_t buf[8];
+        auto r = (*client)->read(buf, nullptr, 5000ms);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().kind == Error::Kind::kDisconnected);
+    }
+    SECTION("the reply socket is a Unix stream socket of its own") {
+        UniqueFd raw = connectRaw(path);
+        auto server = (*l)->accept(2000ms);
+        REQUIRE(server.has_value());
+        char preamble[16] = {};
+        iovec iov{preamble, sizeof preamble};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        REQUIRE(::recvmsg(raw.get(), &msg, MSG_CMSG_CLOEXEC) == 8);
+        CHECK(std::string(preamble, 8) == "NPU-RPLY");
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        REQUIRE(c != nullptr);
+        REQUIRE(c->cmsg_len == CMSG_LEN(sizeof(int)));
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        UniqueFd replies(fd);
+        REQUIRE((*server)->write(bytesOf("on its own")).has_value());
+        char got[10] = {};
+        REQUIRE(::read(replies.get(), got, sizeof got) == 10);
+        CHECK(std::string(got, 10) == "on its own");
+    }
+}
+
+TEST_CASE("unix: the accepting side never takes a reply socket from its client") {
+    std::string path = "/tmp/npu-proto-test-noreply-" + std::to_string(::getpid()) + ".sock";
+    auto l = UnixListener::listen(path);
+    REQUIRE(l.has_value());
+    UniqueFd raw = connectRaw(path);
+    auto server = (*l)->accept(2000ms);
+    REQUIRE(server.has_value());
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    UniqueFd mine(sv[0]), offered(sv[1]);
+    sendWithFd(raw.get(), "NPU-RPLY", offered.get());
+    std::vector<UniqueFd> fds;
+    CHECK(readExactly(**server, 8, &fds) == "NPU-RPLY");  // data like any other, with its fd
+    CHECK(fds.size() == 1);
+}
+
+TEST_CASE("unix: a peer without a reply socket is read as it is, whatever its first bytes") {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    UniqueFd raw(sv[1]);
+    auto t = adoptUnixSocket(UniqueFd(sv[0]), "adopted");
+    REQUIRE(t.has_value());
+    SECTION("the preamble's bytes without an fd are data, read in pieces smaller than it") {
+        REQUIRE(::write(raw.get(), "NPU-RPLY and more", 17) == 17);
+        std::string got;
+        uint8_t buf[3];
+        while (got.size() < 17) {
+            auto r = (*t)->read(buf, nullptr, 5000ms);
+            REQUIRE(r.has_value());
+            got.append(reinterpret_cast<const char*>(buf), *r);
+        }
+        CHECK(got == "NPU-RPLY and more");
+    }
+    SECTION("an fd with the first bytes is handed over") {
+        UniqueFd memfd = makeMemfd("first fd");
+        sendWithFd(raw.get(), "hi", memfd.get());
+        std::vector<UniqueFd> fds;
+        REQUIRE(readExactly(**t, 2, &fds) == "hi");
+        REQUIRE(fds.size() == 1);
+        CHECK(readFd(fds[0].get()) == "first fd");
+    }
+}
+
 TEST_CASE("unix: connect and accept time out, bad paths are refused") {
     std::string path = "/tmp/npu-proto-test-none-" + std::to_string(::getpid()) + ".sock";
     auto c = connectUnix(path, 30ms);

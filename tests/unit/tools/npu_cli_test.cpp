@@ -360,10 +360,15 @@ TEST_CASE("npu-fwd --max-clients 1 tells the extra client the limit", "[cli][rel
         addr.sun_family = AF_UNIX;
         std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
         REQUIRE(::connect(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+        // Every accepted connection first gets the reply socket's preamble (docs/protocol.md),
+        // read and dropped here: EOF after it is the refusal.
         pollfd p{holder, POLLIN, 0};
-        if (::poll(&p, 1, 1500) != 0) {
+        char preamble[64];
+        while (::poll(&p, 1, 1500) > 0) {
+            if (::recv(holder, preamble, sizeof preamble, 0) > 0) continue;
             ::close(holder);
             holder = -1;
+            break;
         }
     }
     REQUIRE(holder >= 0);
