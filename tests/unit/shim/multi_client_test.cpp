@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../hal/execution_suite.h"
+#include "chain_model.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 #include "raw_client.h"
@@ -160,39 +161,6 @@ TEST_CASE("sessions of one firmware: cancel of queued work, deadlines missed in 
     REQUIRE(f.first->rpc->call(proto::METHOD_CANCEL, cancel, reply, kCallTimeout).has_value());
     CHECK_FALSE(reply.found());
 }
-
-namespace {
-
-// A long model: `ops` ADDs in a chain (t1 = a + a, t2 = t1 + a, ...) over n bytes.
-hal::Model chainModel(uint32_t ops, uint32_t n) {
-    hal::Model m = addModel({1, n});  // operands: a, b, activation, out
-    m.main.operations.clear();
-    m.main.operands[1].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-    m.main.operands[3].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-    const hal::Operand tensor = m.main.operands[0];
-    uint32_t previous = 0;
-    for (uint32_t k = 0; k < ops; ++k) {
-        uint32_t result = 0;
-        if (k == 0) {
-            result = 1;
-        } else if (k == 1) {
-            result = 3;
-        } else {
-            result = static_cast<uint32_t>(m.main.operands.size());
-            hal::Operand t = tensor;
-            t.lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-            m.main.operands.push_back(t);
-        }
-        m.main.operations.push_back({hal::OperationType::ADD, {previous, 0, 2}, {result}});
-        previous = result;
-    }
-    m.main.operands[previous].lifetime = hal::OperandLifeTime::SUBGRAPH_OUTPUT;
-    m.main.inputIndexes = {0};
-    m.main.outputIndexes = {previous};
-    return m;
-}
-
-}  // namespace
 
 // A 200-operation execution of `chainModel` on client `c`, its input and output in c's window.
 struct LongExecution {

@@ -127,6 +127,7 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     std::unique_lock<std::mutex>* runningLock = nullptr;
     bool midItem = false;
     uint64_t lastStopCheckUs = 0;  // stopRequested's last look at the transports (0: none yet)
+    uint64_t lastProgressUs = 0;   // the running item's start, then its last progress frame
     std::condition_variable midItemDone;
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
@@ -181,6 +182,8 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     // compiles): reads what its session sent meanwhile (a Cancel) and says why it must stop
     // (cancelled, deadline passed) or kNone.
     StopReason stopRequested(const WorkProgress& progress);
+    // A progress frame to the running item's client when one is due (FirmwareHostConfig).
+    void reportProgress(const WorkProgress& progress, uint64_t now);
     // `bytes` its reader read into s.readBuffer (and the fds that came with them) to the
     // session's server. Under the lock.
     void feed(Session& s, size_t bytes);
@@ -327,14 +330,25 @@ void FirmwareHost::Impl::feed(Session& s, size_t bytes) {
     s.server->onBytes(s.readBuffer.data(), bytes);
 }
 
+void FirmwareHost::Impl::reportProgress(const WorkProgress& progress, uint64_t now) {
+    const uint64_t interval = uint64_t{config.progressIntervalMs} * 1000;
+    if (interval == 0 || now - lastProgressUs < interval) return;
+    lastProgressUs = now;
+    const WorkItem& item = scheduler->runningItem();
+    auto it = sessions.find(item.session);
+    if (it != sessions.end()) it->second->server->sendProgress(item.callId, progress);
+}
+
 StopReason FirmwareHost::Impl::stopRequested(const WorkProgress& progress) {
-    (void)progress;
     if (!scheduler || !scheduler->running())
         return StopReason::kNone;  // (the runtime measures itself at init)
+    if (config.checkpointStallUs != 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(config.checkpointStallUs));
     // One look at the transports per kStopCheckIntervalUs of the running item (the first operation
     // boundary always looks): reading them at every NPU operation cost more than simulating the
     // operations (a 211-operation model took 19 ms per execution instead of 5 ms).
     const uint64_t now = platform->nowUs();
+    reportProgress(progress, now);
     if (lastStopCheckUs != 0 && now - lastStopCheckUs < kStopCheckIntervalUs)
         return scheduler->runningStop(now);
     lastStopCheckUs = now;
@@ -382,6 +396,7 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>& lock) {
     }
     runningLock = &lock;
     lastStopCheckUs = 0;
+    lastProgressUs = platform->nowUs();
     if (s != nullptr) s->server->runSlot(item.slot);
     runningLock = nullptr;
     scheduler->finish();
