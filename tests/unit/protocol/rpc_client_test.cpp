@@ -487,15 +487,15 @@ struct SlowReset {
 TEST_CASE("progress frames keep a call alive past its timeout") {
     auto [host, fwEnd] = makeLoopbackPair();
     SlowReset slow;
-    slow.reports = 12;
-    slow.every = 20ms;  // the reply comes after about 240 ms, four times the timeout
+    slow.reports = 30;
+    slow.every = 20ms;  // the reply comes after about 600 ms, three times the timeout
     FakeFirmware fw(std::move(fwEnd), slow.handler());
     auto client = makeClient(std::move(host));
     ResetReply rep;
-    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 60ms);
+    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 200ms);
     INFO((r ? std::string() : r.error().message));
     REQUIRE(r.has_value());
-    CHECK(client->progressFrames() == 12);
+    CHECK(client->progressFrames() == 30);
     CHECK(client->ignoredProgress() == 0);
     slow.join();
     fw.stop();
@@ -520,16 +520,16 @@ TEST_CASE("without progress the same slow call times out") {
 TEST_CASE("progress forever ends at the cap: ten times the timeout") {
     auto [host, fwEnd] = makeLoopbackPair();
     SlowReset slow;
-    slow.reports = 80;  // 80 x 10 ms: beyond the cap of 10 x 40 ms
+    slow.reports = 150;  // 150 x 10 ms: beyond the cap of 10 x 100 ms
     slow.every = 10ms;
     slow.answer = false;
     FakeFirmware fw(std::move(fwEnd), slow.handler());
     auto client = makeClient(std::move(host));
     ResetReply rep;
-    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 40ms);
+    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 100ms);
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().kind == Error::Kind::kTimeout);
-    CHECK_THAT(r.error().message, Catch::Contains("at most 400 ms"));
+    CHECK_THAT(r.error().message, Catch::Contains("at most 1000 ms"));
     CHECK(client->progressFrames() >= 1);
     slow.join();
     fw.stop();
