@@ -56,6 +56,9 @@ struct RpcClient::Pending {
     size_t payloadBytes = 0;
     std::vector<UniqueFd> fds;
     std::optional<Error> failure;
+    // Progress frames for this call (the firmware still works on it) and when the last came.
+    uint64_t progress = 0;
+    std::chrono::steady_clock::time_point lastProgress;
 };
 
 // Turns decoder events into completed calls; runs on the leading caller's thread only.
@@ -70,6 +73,10 @@ public:
             return;
         }
         const FrameHeader& h = e.header;
+        if (h.type == METHOD_PROGRESS && (h.flags & (kFlagResponse | kFlagError | kFlagMore)) == 0) {
+            onProgress(h, e.payload);
+            return;
+        }
         if ((h.flags & kFlagResponse) == 0 && (h.flags & kFlagError) == 0) {
             client_.unknownResponses_++;
             vlog("protocol", "%s: ignoring a request frame (method %u, call %" PRIu64 ") from the firmware",
@@ -113,6 +120,32 @@ public:
     }
 
 private:
+    // A ProgressEvent: the waiting call's timeout restarts from now (RpcClient::finish). Anything
+    // else (unparsable, another call id inside, done > total, a call nobody waits for) is ignored.
+    void onProgress(const FrameHeader& h, const uint8_t* payload) {
+        ProgressEvent event;
+        const bool valid = h.length <= kMaxProgressBytes &&
+                           event.ParseFromArray(payload, static_cast<int>(h.length)) &&
+                           event.call_id() == h.callId && event.done() <= event.total();
+        std::unique_lock lock(client_.mutex_);
+        auto it = valid ? client_.pending_.find(h.callId) : client_.pending_.end();
+        if (it == client_.pending_.end()) {
+            lock.unlock();
+            client_.ignoredProgress_++;
+            vlog("protocol", "%s: progress frame for call %" PRIu64 " (%u bytes) ignored: %s",
+                 client_.description_.c_str(), h.callId, h.length,
+                 valid ? "no such call waits" : "malformed");
+            return;
+        }
+        it->second->progress++;
+        it->second->lastProgress = std::chrono::steady_clock::now();
+        lock.unlock();
+        client_.progressFrames_++;
+        vlog("protocol", "%s: call %" PRIu64 " progresses: phase %u, %u of %u", client_.description_.c_str(),
+             h.callId, event.phase(), event.done(), event.total());
+    }
+    static constexpr uint32_t kMaxProgressBytes = 64;  // a ProgressEvent is at most ~30 bytes
+
     void onBadFrame(const FrameEvent& e) {
         client_.badFrames_++;
         vlog("protocol", "%s: %s (call %" PRIu64 ", %zu bytes skipped)", client_.description_.c_str(),
@@ -343,15 +376,28 @@ Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout
     const char* name = call.name_.c_str();
     google::protobuf::Message& reply = *pending->reply;
     call.client_ = nullptr;  // from here on this function unregisters it on every path
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto start = std::chrono::steady_clock::now();
+    auto deadline = start + timeout;
+    const auto cap = start + timeout * kProgressCapFactor;  // progress stretches the wait this far
+    uint64_t progressSeen = 0;
     std::unique_lock lock(mutex_);
     while (!pending->complete) {
         const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline && pending->progress != progressSeen) {
+            // The firmware reported progress meanwhile: the timeout runs from the last report.
+            progressSeen = pending->progress;
+            deadline = std::min(cap, pending->lastProgress + timeout);
+        }
         if (now >= deadline) {
             pending_.erase(callId);  // a late response will be counted as unknown
+            const std::string kept = progressSeen == 0
+                                         ? std::string()
+                                         : " of its last progress report (" + std::to_string(progressSeen) +
+                                               " received; progress keeps a call alive for at most " +
+                                               std::to_string(timeout.count() * kProgressCapFactor) + " ms)";
             return fail(Error::Kind::kTimeout, std::string(name) + " (call " + std::to_string(callId) +
                                                    "): no response from " + description_ + " within " +
-                                                   std::to_string(timeout.count()) + " ms");
+                                                   std::to_string(timeout.count()) + " ms" + kept);
         }
         if (!leader_ && connected_.load()) {
             // Lead: read the transport ourselves until our response is in or our time is up.

@@ -165,7 +165,7 @@ Status Connection::callCancellable(Attempt& attempt, proto::Method method,
         if (rpc->call(proto::METHOD_CANCEL, cancel, cancelled, options_.recovery.pingTimeout)) {
             heard();  // the firmware let go of the request: its blocks may be reused
             proto::vlog("driver", "%s: timed out; cancelled (%s)", what,
-                        cancelled.found() ? "it was still queued" : "it had finished");
+                        cancelled.found() ? "it was still queued or running" : "it had finished");
             return callFailed(attempt, result.error(), timeout, what);
         }
     }

@@ -68,8 +68,10 @@ Result<proto::PrepareModelReply> compileOnFirmware(Connection& c, Attempt& a, co
     request.set_deadline_ns(budgetNs(deadline));
     request.set_no_autotune(!c.options().autotune);
     proto::PrepareModelReply reply;
-    NPU_TRY(c.call(a, proto::METHOD_PREPARE_MODEL, request, reply,
-                   waitFor(c.options().prepareTimeout, deadline), "prepareModel"));
+    // A prepare that times out is cancelled (the firmware stops compiling at its next checkpoint),
+    // and its constants stay put until the firmware let go of them.
+    NPU_TRY(c.callCancellable(a, proto::METHOD_PREPARE_MODEL, request, reply,
+                              waitFor(c.options().prepareTimeout, deadline), "prepareModel", keep));
     NPU_TRY(checkStatus(reply.status(), "prepareModel"));
     return reply;
 }
@@ -104,8 +106,8 @@ Result<LoadedModel> loadOnFirmware(Connection& c, Attempt& a, const CacheImages&
     request.set_deadline_ns(budgetNs(deadline));
     request.set_priority(static_cast<uint32_t>(priority));
     proto::PrepareModelReply reply;
-    NPU_TRY(c.call(a, proto::METHOD_PREPARE_FROM_CACHE, request, reply,
-                   waitFor(c.options().prepareTimeout, deadline), "prepareModelFromCache"));
+    NPU_TRY(c.callCancellable(a, proto::METHOD_PREPARE_FROM_CACHE, request, reply,
+                              waitFor(c.options().prepareTimeout, deadline), "prepareModelFromCache", keep));
     if (reply.status().code() != 0) {
         // Whatever the firmware found wrong with a cached blob, the caller's answer is: no
         // usable cache, compile again.

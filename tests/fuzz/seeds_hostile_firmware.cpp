@@ -1,6 +1,7 @@
 // Seeds of fuzz_hostile_firmware: what the real firmware (loopback) answers to exerciseDriver(),
 // recorded as a script, and variants a hostile peer would try: an unsealed, too small or
-// non-memory DRAM fd, a wrong call id, a response split into pieces, a huge length, an error frame.
+// non-memory DRAM fd, a wrong call id, a response split into pieces, a huge length, an error frame,
+// progress frames (valid, for another call, unparsable, inconsistent).
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -112,6 +113,24 @@ std::vector<std::vector<uint8_t>> seeds() {
         e.mutable_status()->set_code(2);
         e.mutable_status()->set_message("hostile error");
         s.frame(proto::kMethodError, response | proto::kFlagError, 0, e.SerializeAsString());
+        all.push_back(s.bytes);
+    }
+    {
+        HostileScript
+            s;  // progress frames before the answer: valid, another call's, unparsable, done > total
+        auto progress = [](uint64_t callId, uint32_t done, uint32_t total) {
+            proto::ProgressEvent p;
+            p.set_call_id(callId);
+            p.set_phase(2);
+            p.set_done(done);
+            p.set_total(total);
+            return p.SerializeAsString();
+        };
+        s.frame(proto::METHOD_PROGRESS, 0, 0, progress(1, 1, 4));
+        s.frame(proto::METHOD_PROGRESS, 0, 7, progress(8, 1, 4));
+        s.frame(proto::METHOD_PROGRESS, 0, 0, std::string(40, '\xff'));
+        s.frame(proto::METHOD_PROGRESS, 0, 0, progress(1, UINT32_MAX, 1));
+        s.fdFrame(helloMethod, response, 0, hello(0, 1 << 20), kFdSealedMemfd, 1024);
         all.push_back(s.bytes);
     }
     {

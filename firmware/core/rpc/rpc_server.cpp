@@ -711,6 +711,7 @@ void RpcServer::onGetCounters(const Call& call) {
                 {"npu.hangs", stats_.npuHangs},
                 {"npu.data_faults", stats_.npuDataFaults}};
     for (const auto& c : mine) appendCounter(rep, c.name, c.value);
+    appendCounter(rep, "rpc.progress_sent", stats_.progressSent);
     service_->counters(rep);
     if (config_.platformCounters != nullptr) config_.platformCounters->counters(rep);
     sendReply(call.id, call.method, npu_proto_CountersReply_fields, rep);
@@ -752,6 +753,33 @@ void RpcServer::sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* f
         return;
     }
     sendPayload(callId, method, kFlagResponse, replyBuffer_ + kFrameHeaderSize, out.bytes_written);
+}
+
+void RpcServer::sendProgress(uint64_t callId, const WorkProgress& progress) {
+    npu_proto_ProgressEvent event = npu_proto_ProgressEvent_init_zero;
+    event.call_id = callId;
+    event.phase = static_cast<uint32_t>(progress.phase);
+    event.done = progress.done;
+    event.total = progress.total;
+    // Its own small buffer: it is sent while a request runs, when the reply and frame buffers
+    // may be in use.
+    uint8_t frame[kFrameHeaderSize + npu_proto_ProgressEvent_size];
+    pb_ostream_t out = pb_ostream_from_buffer(frame + kFrameHeaderSize, npu_proto_ProgressEvent_size);
+    if (!pb_encode(&out, npu_proto_ProgressEvent_fields, &event)) {
+        stats_.sinkFailures++;
+        return;
+    }
+    FrameHeader h;
+    h.type = npu_proto_Method_METHOD_PROGRESS;
+    h.flags = 0;  // an event: neither a response nor an error
+    h.callId = callId;
+    h.length = static_cast<uint32_t>(out.bytes_written);
+    proto::encodeFrameHeader(h, frame + kFrameHeaderSize, frame);
+    if (!sink_.writeFrame(frame, kFrameHeaderSize + h.length, h.type, h.flags)) {
+        stats_.sinkFailures++;
+        return;
+    }
+    stats_.progressSent++;
 }
 
 void RpcServer::sendError(uint64_t callId, Code code, const char* fmt, ...) {

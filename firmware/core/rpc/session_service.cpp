@@ -340,6 +340,7 @@ void SessionService::counters(npu_proto_CountersReply* reply) {
                 {"sched.control", s.control},
                 {"sched.overtakes", s.overtakes},
                 {"sched.expired", s.expired},
+                {"sched.missed_running", s.missedRunning},
                 {"sched.cancelled_queued", s.cancelledQueued},
                 {"sched.cancelled_running", s.cancelledRunning},
                 {"sched.dropped", s.dropped},

@@ -1380,6 +1380,13 @@ FwStatus ModelCompiler::planAll(Arena& scratch) {
     if (plans_ == nullptr)
         return FwStatus::make(Code::kResourceExhaustedTransient, "compiler scratch exhausted (plans)");
     for (uint32_t o = 0; o < model_.operationCount; ++o) {
+        if (target_.checkpoint != nullptr && o > 0) {
+            const StopReason stop =
+                target_.checkpoint->stopRequested({WorkPhase::kCompile, o, model_.operationCount});
+            if (stop != StopReason::kNone)
+                return stoppedStatus(stop, "prepare", "planning operation", o, o, model_.operationCount,
+                                     "planned");
+        }
         if (!(st = planOperation(target_, model_, o, &plans_[o])).ok()) return st;
         if (tilings_ == nullptr || tilings_[o].coutTile == 0) continue;
         MacTiling candidates[kMaxTilingCandidates];

@@ -16,6 +16,9 @@ struct CompileTarget {
     const uint8_t* dram = nullptr;
     uint64_t dramSize = 0;
     uint64_t hostWindowBase = 0;  // constants must lie in [hostWindowBase, dramSize)
+    // Set for a prepare: asked between two operations planned (Platform::stopRequested) whether
+    // the compile must stop (a Cancel, the prepare's deadline); null: it never stops.
+    Platform* checkpoint = nullptr;
 };
 
 // OK iff operation `opIndex` of `model` compiles and runs bit-exact; otherwise the message names

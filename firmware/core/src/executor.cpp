@@ -233,12 +233,13 @@ FwStatus executeBlob(const ExecutionContext& ctx, const LoadedBlob& blob, const 
         prof.type = op.type;
         result->profileCount = i + 1;
         if (op.cmdEnd == op.cmdBegin) continue;
-        if (i > 0 && p.stopRequested()) {
-            status = FwStatus::make(Code::kGeneralFailure,
-                                    "cancelled: the execution was stopped before operation %" PRIu32
-                                    " (%" PRIu32 " of %" PRIu32 " ran)",
-                                    op.operationIndex, i, v.numOps());
-            break;
+        if (i > 0) {
+            const StopReason stop = p.stopRequested({WorkPhase::kExecute, i, v.numOps()});
+            if (stop != StopReason::kNone) {
+                status =
+                    stoppedStatus(stop, "execution", "operation", op.operationIndex, i, v.numOps(), "ran");
+                break;
+            }
         }
         if (!(status = runOperation(ctx, op, result)).ok()) break;
         const PmuSnapshot after = readPmu(p, ctx.detailedProfile);

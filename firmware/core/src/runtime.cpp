@@ -72,6 +72,12 @@ struct Runtime::Impl {
         t.hostWindowBase = config.firmwareDramBytes;
         return t;
     }
+    // The target of a prepare: its compiles stop at the platform's checkpoint (Cancel, deadline).
+    CompileTarget prepareTarget() {
+        CompileTarget t = target();
+        t.checkpoint = &platform;
+        return t;
+    }
     BlobLimits limits() const {
         return {hw.arrayRows, hw.arrayCols, static_cast<uint32_t>(hw.scratchpadBytes / 1024),
                 static_cast<uint32_t>(hw.accumulatorBytes / 1024), config.firmwareDramBytes};
@@ -201,7 +207,7 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
     const uint8_t* image = nullptr;
     uint64_t size = 0;
     size_t used = 0;
-    FwStatus st = compileModel(impl_->target(), model, scratch, &image, &size, tilings, &used);
+    FwStatus st = compileModel(impl_->prepareTarget(), model, scratch, &image, &size, tilings, &used);
     if (used > impl_->compileHighWater) impl_->compileHighWater = used;
     if (!st.ok()) return st;
     // The compiler's output goes through the same validation as a blob from a cache file.
@@ -370,7 +376,7 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic
         return FwStatus::okStatus();  // the compiler reports it
     Tuner t{model,
             scratch,
-            s.target(),
+            s.prepareTarget(),
             s.limits(),
             s.platform,
             s.dram,
@@ -387,12 +393,23 @@ FwStatus Runtime::tune(const ModelDesc& model, Arena& scratch, bool leastTraffic
     FwStatus status = FwStatus::okStatus();
     for (uint32_t k = 0; k < rounds; ++k) {
         if (k > 0 && s.platform.nowUs() - start > s.config.tuneBudgetUs) break;
-        uint32_t handle = 0;
-        if (FwStatus st = t.compileRound(k, &handle); !st.ok()) {
-            if (k == 0) status = st;  // the greedy compile itself fails: report it
+        // A round that failed or is about to start: stop here if the prepare was cancelled or
+        // its deadline passed (a stopped compile or trial run fails its round that way).
+        const auto stop = [&] { return s.platform.stopRequested({WorkPhase::kTune, k, rounds}); };
+        if (StopReason r = k > 0 ? stop() : StopReason::kNone; r != StopReason::kNone) {
+            status = stoppedStatus(r, "prepare", "tuning round", k, k, rounds, "run");
             break;
         }
-        if (!t.runRound(handle).ok()) break;  // keep what the earlier rounds measured
+        uint32_t handle = 0;
+        const FwStatus compiled = t.compileRound(k, &handle);
+        if (!compiled.ok() || !t.runRound(handle).ok()) {
+            if (const StopReason r = stop(); r != StopReason::kNone) {
+                status = stoppedStatus(r, "prepare", "tuning round", k, k, rounds, "run");
+            } else if (k == 0 && !compiled.ok()) {
+                status = compiled;  // the greedy compile itself fails: report it
+            }
+            break;  // else keep what the earlier rounds measured
+        }
         ++outcome->trials;
         const uint64_t total = t.record(k);
         if (k == 0) outcome->greedyCycles = total;

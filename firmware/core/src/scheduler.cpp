@@ -34,6 +34,7 @@ FwStatus Scheduler::submit(const WorkItem& item) {
     }
     items_[count_] = item;
     items_[count_].sequence = nextSequence_++;
+    items_[count_].workRanAtSubmit = workRan_;
     count_++;
     stats_.submitted++;
     if (count_ > stats_.maxQueued) stats_.maxQueued = count_;
@@ -80,9 +81,12 @@ Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out, bool controlOnly)
             }
         }
         stats_.ran[static_cast<uint32_t>(current_.priority)]++;
+        current_.waited = workRan_ != current_.workRanAtSubmit;
+        workRan_++;
     }
     running_ = true;
     runningCancelled_ = false;
+    runningMissed_ = false;
     *out = current_;
     return Pick::kRun;
 }
@@ -90,6 +94,22 @@ Scheduler::Pick Scheduler::next(uint64_t nowUs, WorkItem* out, bool controlOnly)
 void Scheduler::finish() {
     running_ = false;
     runningCancelled_ = false;
+    runningMissed_ = false;
+}
+
+Code Scheduler::missedDeadlineCode(const WorkItem& item, bool ran) {
+    return ran && !item.waited ? Code::kMissedDeadlinePersistent : Code::kMissedDeadlineTransient;
+}
+
+StopReason Scheduler::runningStop(uint64_t nowUs) {
+    if (!running_) return StopReason::kNone;
+    if (runningCancelled_) return StopReason::kCancelled;
+    if (current_.deadlineUs == 0 || nowUs < current_.deadlineUs) return StopReason::kNone;
+    if (!runningMissed_) stats_.missedRunning++;
+    runningMissed_ = true;
+    return missedDeadlineCode(current_, true) == Code::kMissedDeadlinePersistent
+               ? StopReason::kDeadlinePersistent
+               : StopReason::kDeadlineTransient;
 }
 
 Scheduler::Cancelled Scheduler::cancel(uint32_t session, uint64_t callId, WorkItem* out) {

@@ -17,4 +17,25 @@ FwStatus FwStatus::make(Code code, const char* fmt, ...) {
     return s;
 }
 
+FwStatus stoppedStatus(StopReason reason, const char* work, const char* step, uint32_t index, uint32_t done,
+                       uint32_t total, const char* verb) {
+    Code code = Code::kGeneralFailure;
+    const char* why = "cancelled";
+    switch (reason) {
+        case StopReason::kNone:
+            return FwStatus::okStatus();
+        case StopReason::kCancelled:
+            break;
+        case StopReason::kDeadlineTransient:
+        case StopReason::kDeadlinePersistent:
+            code = reason == StopReason::kDeadlineTransient ? Code::kMissedDeadlineTransient
+                                                            : Code::kMissedDeadlinePersistent;
+            why = "missed deadline";
+            break;
+    }
+    return FwStatus::make(code, "%s: the %s was stopped before %s %u (%u of %u %s)", why, work, step,
+                          static_cast<unsigned>(index), static_cast<unsigned>(done),
+                          static_cast<unsigned>(total), verb);
+}
+
 }  // namespace npu::fw

@@ -22,9 +22,12 @@ public:
     void writeReg(uint32_t offset, uint32_t value) override;
     bool waitForIrq(uint32_t timeoutUs) override;
     uint64_t nowUs() override;
-    bool stopRequested() override { return stopCheck_ ? stopCheck_() : false; }
-    // What stopRequested asks (the firmware host: was the running item cancelled?).
-    void setStopCheck(std::function<bool()> check) { stopCheck_ = std::move(check); }
+    StopReason stopRequested(const WorkProgress& progress) override {
+        return stopCheck_ ? stopCheck_(progress) : StopReason::kNone;
+    }
+    // What stopRequested asks (the firmware host: was the running item cancelled, is its deadline
+    // past?), and where it may report the running item's progress.
+    void setStopCheck(std::function<StopReason(const WorkProgress&)> check) { stopCheck_ = std::move(check); }
 
     sim::Device& device() { return device_; }
     // Arms `faults` once: the next NPU soft reset (the firmware's recovery from the fault they
@@ -33,7 +36,7 @@ public:
 
 private:
     bool faultsArmed_ = false;
-    std::function<bool()> stopCheck_;
+    std::function<StopReason(const WorkProgress&)> stopCheck_;
     sim::Device device_;
 };
 

@@ -152,6 +152,48 @@ TEST_CASE("scheduler: cancel removes queued work and flags running work", "[firm
     CHECK(f.scheduler.stats().cancelledRunning == 1);
 }
 
+TEST_CASE("scheduler: a running item's deadline stops it; one rule says TRANSIENT or PERSISTENT",
+          "[firmware][scheduler][deadline]") {
+    using npu::fw::StopReason;
+    Fixture f;
+    WorkItem w;
+    CHECK(f.scheduler.runningStop(0) == StopReason::kNone);  // nothing runs
+
+    // Alone from its submission on and still late: the same work misses again, PERSISTENT.
+    f.submit(1, 1, Priority::kMedium, 100);
+    REQUIRE(f.scheduler.next(10, &w) == Scheduler::Pick::kRun);
+    CHECK_FALSE(w.waited);
+    CHECK(f.scheduler.runningStop(99) == StopReason::kNone);
+    CHECK(f.scheduler.runningStop(100) == StopReason::kDeadlinePersistent);
+    CHECK(f.scheduler.runningStop(150) == StopReason::kDeadlinePersistent);
+    CHECK(Scheduler::missedDeadlineCode(w, true) == Code::kMissedDeadlinePersistent);
+    f.scheduler.finish();
+    CHECK(f.scheduler.stats().missedRunning == 1);  // counted once per item
+    CHECK(f.scheduler.runningStop(150) == StopReason::kNone);
+
+    // Queued behind other work, then late while running: a less busy NPU may meet it, TRANSIENT.
+    f.submit(1, 2, Priority::kMedium);
+    f.submit(1, 3, Priority::kMedium, 300);
+    REQUIRE(f.scheduler.next(200, &w) == Scheduler::Pick::kRun);
+    CHECK(w.callId == 2);
+    CHECK(f.scheduler.runningStop(400) == StopReason::kNone);  // call 2 has no deadline
+    f.scheduler.finish();
+    REQUIRE(f.scheduler.next(250, &w) == Scheduler::Pick::kRun);
+    CHECK(w.callId == 3);
+    CHECK(w.waited);
+    CHECK(f.scheduler.runningStop(300) == StopReason::kDeadlineTransient);
+    // A Cancel wins over the deadline: the caller asked for it.
+    CHECK(f.scheduler.cancel(1, 3, &w) == Scheduler::Cancelled::kRunning);
+    CHECK(f.scheduler.runningStop(300) == StopReason::kCancelled);
+    f.scheduler.finish();
+
+    // Expired in the queue: it never ran, TRANSIENT whatever ran before it.
+    f.submit(1, 4, Priority::kMedium, 500);
+    REQUIRE(f.scheduler.next(600, &w) == Scheduler::Pick::kExpired);
+    CHECK(Scheduler::missedDeadlineCode(w, false) == Code::kMissedDeadlineTransient);
+    CHECK(f.scheduler.stats().missedRunning == 2);
+}
+
 TEST_CASE("scheduler: a full queue refuses with RESOURCE_EXHAUSTED_TRANSIENT", "[firmware][scheduler]") {
     Fixture f(3);
     for (uint64_t id = 1; id <= 3; ++id) f.submit(1, id, Priority::kLow);

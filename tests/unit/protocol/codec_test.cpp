@@ -83,6 +83,7 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(MapPoolReply),
     NANOPB(UnmapPoolRequest),
     NANOPB(UnmapPoolReply),
+    NANOPB(ProgressEvent),
 };
 #undef NANOPB
 

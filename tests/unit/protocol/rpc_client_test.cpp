@@ -443,3 +443,119 @@ TEST_CASE("a BytesField is sent as part of the request, in one frame or fragment
         CHECK(rep.status().message() == "4096:1000:d");
     }
 }
+
+namespace {
+
+std::string progressPayload(uint64_t callId, uint32_t done, uint32_t total) {
+    ProgressEvent e;
+    e.set_call_id(callId);
+    e.set_phase(2);
+    e.set_done(done);
+    e.set_total(total);
+    return e.SerializeAsString();
+}
+
+// Answers METHOD_RESET late: after `reports` progress frames `every` apart (then the reply, unless
+// `answer` is false). Runs on its own thread, so the fake keeps reading.
+struct SlowReset {
+    int reports = 0;
+    std::chrono::milliseconds every{0};
+    bool answer = true;
+    std::vector<std::thread> threads;
+    // Before the fake firmware goes: its threads write to it.
+    void join() {
+        for (auto& t : threads) t.join();
+        threads.clear();
+    }
+    FakeFirmware::Handler handler() {
+        return [this](FakeFirmware& f, const FrameHeader& h, const std::string& p) {
+            if (h.type != METHOD_RESET) return pingEcho(f, h, p);
+            threads.emplace_back([this, &f, id = h.callId] {
+                for (int i = 0; i < reports; ++i) {
+                    std::this_thread::sleep_for(every);
+                    f.raw(makeFrame(METHOD_PROGRESS, 0, id,
+                                    progressPayload(id, uint32_t(i), uint32_t(reports))));
+                }
+                if (answer) f.reply(id, METHOD_RESET, ResetReply());
+            });
+        };
+    }
+};
+
+}  // namespace
+
+TEST_CASE("progress frames keep a call alive past its timeout") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    SlowReset slow;
+    slow.reports = 30;
+    slow.every = 20ms;  // the reply comes after about 600 ms, three times the timeout
+    FakeFirmware fw(std::move(fwEnd), slow.handler());
+    auto client = makeClient(std::move(host));
+    ResetReply rep;
+    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 200ms);
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+    CHECK(client->progressFrames() == 30);
+    CHECK(client->ignoredProgress() == 0);
+    slow.join();
+    fw.stop();
+}
+
+TEST_CASE("without progress the same slow call times out") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    SlowReset slow;
+    slow.reports = 0;
+    slow.answer = false;
+    FakeFirmware fw(std::move(fwEnd), slow.handler());
+    auto client = makeClient(std::move(host));
+    ResetReply rep;
+    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 60ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+    CHECK_THAT(r.error().message, Catch::Contains("within 60 ms"));
+    slow.join();
+    fw.stop();
+}
+
+TEST_CASE("progress forever ends at the cap: ten times the timeout") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    SlowReset slow;
+    slow.reports = 150;  // 150 x 10 ms: beyond the cap of 10 x 100 ms
+    slow.every = 10ms;
+    slow.answer = false;
+    FakeFirmware fw(std::move(fwEnd), slow.handler());
+    auto client = makeClient(std::move(host));
+    ResetReply rep;
+    auto r = client->call(METHOD_RESET, ResetRequest(), rep, 100ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+    CHECK_THAT(r.error().message, Catch::Contains("at most 1000 ms"));
+    CHECK(client->progressFrames() >= 1);
+    slow.join();
+    fw.stop();
+}
+
+TEST_CASE("hostile progress frames are ignored: unknown call, inconsistent, truncated, oversized") {
+    auto [host, fwEnd] = makeLoopbackPair();
+    FakeFirmware fw(std::move(fwEnd), [](FakeFirmware& f, const FrameHeader& h, const std::string& p) {
+        if (h.type != METHOD_PING) return;
+        const uint64_t id = h.callId;
+        f.raw(makeFrame(METHOD_PROGRESS, 0, id + 1000, progressPayload(id + 1000, 1, 2)));  // nobody waits
+        f.raw(makeFrame(METHOD_PROGRESS, 0, id, progressPayload(id + 1, 1, 2)));       // another id inside
+        f.raw(makeFrame(METHOD_PROGRESS, 0, id, progressPayload(id, UINT32_MAX, 1)));  // done > total
+        std::string cut = progressPayload(id, 1, 2);
+        f.raw(makeFrame(METHOD_PROGRESS, 0, id, cut.substr(0, cut.size() - 1)));  // truncated
+        f.raw(makeFrame(METHOD_PROGRESS, 0, id, std::string(4096, '\xff')));      // oversized garbage
+        pingEcho(f, h, p);
+    });
+    auto client = makeClient(std::move(host));
+    PingRequest ping;
+    ping.set_nonce(7);
+    PingReply pong;
+    REQUIRE(client->call(METHOD_PING, ping, pong, 5000ms).has_value());
+    CHECK(pong.nonce() == 7);
+    CHECK(client->ignoredProgress() == 5);
+    CHECK(client->progressFrames() == 0);
+    CHECK(client->connected());
+    fw.stop();
+}

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../hal/execution_suite.h"
+#include "chain_model.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 #include "raw_client.h"
@@ -161,61 +162,48 @@ TEST_CASE("sessions of one firmware: cancel of queued work, deadlines missed in 
     CHECK_FALSE(reply.found());
 }
 
-namespace {
-
-// A long model: `ops` ADDs in a chain (t1 = a + a, t2 = t1 + a, ...) over n bytes.
-hal::Model chainModel(uint32_t ops, uint32_t n) {
-    hal::Model m = addModel({1, n});  // operands: a, b, activation, out
-    m.main.operations.clear();
-    m.main.operands[1].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-    m.main.operands[3].lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-    const hal::Operand tensor = m.main.operands[0];
-    uint32_t previous = 0;
-    for (uint32_t k = 0; k < ops; ++k) {
-        uint32_t result = 0;
-        if (k == 0) {
-            result = 1;
-        } else if (k == 1) {
-            result = 3;
-        } else {
-            result = static_cast<uint32_t>(m.main.operands.size());
-            hal::Operand t = tensor;
-            t.lifetime = hal::OperandLifeTime::TEMPORARY_VARIABLE;
-            m.main.operands.push_back(t);
-        }
-        m.main.operations.push_back({hal::OperationType::ADD, {previous, 0, 2}, {result}});
-        previous = result;
+// A 200-operation execution of `chainModel` on client `c`, its input and output in c's window.
+struct LongExecution {
+    static constexpr uint32_t kOps = 200, kN = 64 * 1024;
+    RawClient& c;
+    shim::WindowBlock block;
+    proto::ExecuteRequest request;
+    explicit LongExecution(RawClient& client)
+        : c(client), block(client.window.get(), windowAddr(client), 2 * kN) {
+        uint32_t handle = 0;
+        REQUIRE(c.prepare(chainModel(kOps, kN), hal::Priority::MEDIUM, &handle) == 0);
+        request.set_model_handle(handle);
+        request.add_inputs()->set_addr(block.addr());
+        request.mutable_inputs(0)->set_length(kN);
+        request.add_outputs()->set_addr(block.addr() + kN);
+        request.mutable_outputs(0)->set_length(kN);
     }
-    m.main.operands[previous].lifetime = hal::OperandLifeTime::SUBGRAPH_OUTPUT;
-    m.main.inputIndexes = {0};
-    m.main.outputIndexes = {previous};
-    return m;
-}
-
-}  // namespace
+    static uint64_t windowAddr(RawClient& client) {
+        auto addr = client.window->allocate(2 * kN);
+        REQUIRE(addr.has_value());
+        return *addr;
+    }
+    // The NPU goes on: the same execution runs to its end.
+    void runsToItsEnd() {
+        std::memset(block.data(), 1, kN);
+        proto::ExecuteRequest plain = request;
+        plain.clear_deadline_ns();
+        CHECK(c.execute(plain).status().code() == 0);
+        CHECK(block.data()[kN] == 201);  // a + a + ... : 200 additions of 1 to 1
+    }
+};
 
 TEST_CASE("sessions of one firmware: a running execution is cancelled at an operation boundary",
           "[shim][multi-client][cancel]") {
     SharedLoopback f;
-    constexpr uint32_t kOps = 200, kN = 64 * 1024;
-    uint32_t handle = 0;
-    REQUIRE(f.first->prepare(chainModel(kOps, kN), hal::Priority::MEDIUM, &handle) == 0);
-    auto addr = f.first->window->allocate(2 * kN);
-    REQUIRE(addr.has_value());
-    shim::WindowBlock block(f.first->window.get(), *addr, 2 * kN);
-    proto::ExecuteRequest request;
-    request.set_model_handle(handle);
-    request.add_inputs()->set_addr(block.addr());
-    request.mutable_inputs(0)->set_length(kN);
-    request.add_outputs()->set_addr(block.addr() + kN);
-    request.mutable_outputs(0)->set_length(kN);
+    LongExecution work(*f.first);
 
     // Whether the Cancel meets the execution queued or running depends on timing: wait longer
     // each time until it met it running (the outcome is checked, never the time).
     std::string stopped;
     for (int wait = 1; wait <= 1024 && stopped.empty(); wait *= 2) {
         proto::ExecuteReply reply;
-        auto call = f.first->rpc->start(proto::METHOD_EXECUTE, request, reply);
+        auto call = f.first->rpc->start(proto::METHOD_EXECUTE, work.request, reply);
         REQUIRE(call.has_value());
         std::this_thread::sleep_for(std::chrono::milliseconds(wait));
         proto::CancelRequest cancel;
@@ -232,10 +220,69 @@ TEST_CASE("sessions of one firmware: a running execution is cancelled at an oper
     REQUIRE_FALSE(stopped.empty());
     CHECK_THAT(stopped, Catch::Contains("of 200 ran"));
     CHECK(f.first->counters().at("sched.cancelled_running") >= 1);
-    // The NPU goes on: the same execution runs to its end.
-    std::memset(block.data(), 1, kN);
-    CHECK(f.first->execute(request).status().code() == 0);
-    CHECK(block.data()[kN] == 201);  // a + a + ... : 200 additions of 1 to 1
+    work.runsToItsEnd();
+}
+
+TEST_CASE("sessions of one firmware: a running execution stops at its deadline",
+          "[shim][multi-client][deadline]") {
+    SharedLoopback f;
+    LongExecution work(*f.first);
+    // Whether the deadline passes while the execution waits, runs or after it finished depends on
+    // timing: start from 100 us and double until it passed while it ran (the outcome is checked).
+    std::string stopped;
+    uint32_t code = 0;
+    for (uint64_t budgetNs = 100'000; budgetNs <= 4'000'000'000ull && stopped.empty(); budgetNs *= 2) {
+        work.request.set_deadline_ns(budgetNs);
+        const auto reply = f.first->execute(work.request);
+        if (reply.status().message().find("stopped before operation") == std::string::npos) continue;
+        stopped = reply.status().message();
+        code = reply.status().code();
+    }
+    INFO(stopped);
+    REQUIRE_FALSE(stopped.empty());
+    CHECK_THAT(stopped, Catch::Contains("missed deadline: the execution was stopped before operation"));
+    CHECK_THAT(stopped, Catch::Contains("of 200 ran"));
+    // Nothing else ran on this NPU: it had the NPU to itself from its submission on.
+    CHECK(code == kMissedDeadlinePersistent);
+    CHECK(f.first->counters().at("sched.missed_running") >= 1);
+    work.runsToItsEnd();
+}
+
+TEST_CASE("sessions of one firmware: a running prepare stops at its deadline and keeps nothing",
+          "[shim][multi-client][deadline]") {
+    SharedLoopback f;
+    const hal::Model model = chainModel(250, 64);
+    const auto before = f.first->counters();
+    // Whether the deadline passes while the prepare waits, compiles or after it finished depends
+    // on timing: lengthen the budget by 25 us each time until it passed mid-compile (from the
+    // start again when one compiled within its budget; at most 2000 tries).
+    std::string stopped;
+    uint32_t code = 0;
+    uint64_t budgetNs = 0;
+    for (int tries = 0; tries < 2000 && stopped.empty(); ++tries) {
+        budgetNs += 25'000;
+        const auto reply = f.first->prepareReply(model, hal::Priority::MEDIUM, std::nullopt, budgetNs);
+        if (reply.status().code() == 0) {
+            REQUIRE(f.first->release(proto::METHOD_RELEASE_MODEL, reply.model_handle()).code() == 0);
+            budgetNs = 0;
+        } else if (reply.status().message().find("the prepare was stopped before") != std::string::npos) {
+            stopped = reply.status().message();
+            code = reply.status().code();
+        }
+    }
+    INFO(stopped);
+    REQUIRE_FALSE(stopped.empty());
+    CHECK_THAT(stopped,
+               Catch::Contains("missed deadline: the prepare was stopped before planning operation"));
+    CHECK_THAT(stopped, Catch::Contains("of 250 planned"));
+    CHECK((code == kMissedDeadlinePersistent || code == kMissedDeadlineTransient));
+    // Nothing was kept: no model, no firmware DRAM; the same model then prepares.
+    const auto after = f.first->counters();
+    CHECK(after.at("runtime.dram_bytes_in_use") == before.at("runtime.dram_bytes_in_use"));
+    CHECK(after.at("runtime.loaded_models") == before.at("runtime.loaded_models"));
+    CHECK(after.at("sched.missed_running") > before.at("sched.missed_running"));
+    uint32_t handle = 0;
+    CHECK(f.first->prepare(model, hal::Priority::MEDIUM, &handle) == 0);
 }
 
 TEST_CASE("sessions of one firmware: another session's handles, tokens and memory are out of reach",

@@ -8,6 +8,7 @@
 
 #include "../hal/execution_suite.h"
 #include "../hal/model_builder.h"
+#include "chain_model.h"
 #include "loopback_device.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
@@ -225,4 +226,48 @@ TEST_CASE("npu loopback: a firmware with a short request queue gets no more call
     prepared.reset();
     device->reset();
     loop->firmware.reset();
+}
+
+// docs/execution.md "Deadlines of running work", through the HAL: the firmware stops the
+// execution at an operation boundary, the caller gets MISSED_DEADLINE_* and no timing (the seeds:
+// on an error the durations are UINT64_MAX), and the next execution runs normally.
+TEST_CASE("NPU: a deadline that passes while the execution runs: MISSED_DEADLINE, no timing, then it runs",
+          "[shim][deadline]") {
+    Loopback l = openLoopback();
+    constexpr uint32_t kN = 64 * 1024;
+    auto prepared = prepare(*l.device, chainModel(200, kN));
+    hal::Request request;
+    std::shared_ptr<hal::Memory> pool = hal::Memory::create(2 * kN);
+    REQUIRE(pool != nullptr);
+    std::memset(pool->data(), 1, kN);
+    request.inputs = {{false, {0, 0, kN, 0}, {}}};
+    request.outputs = {{false, {0, kN, kN, 0}, {}}};
+    request.pools = {pool};
+
+    // Whether the deadline passes while the execution waits, runs or after it ended depends on
+    // timing: double the budget from 100 us until the firmware stopped it running.
+    std::string stopped;
+    for (auto budget = std::chrono::microseconds(100); budget <= 4s && stopped.empty(); budget *= 2) {
+        auto fenced = prepared->executeFenced(request, {}, hal::MeasureTiming::YES, Clock::now() + budget,
+                                              std::nullopt, std::nullopt);
+        REQUIRE(fenced.has_value());
+        const auto info = finishedInfo(*fenced);
+        if (info.message.find("stopped before operation") == std::string::npos) continue;
+        stopped = info.message;
+        CHECK(missedDeadline(info.status));
+        CHECK(info.timingLaunched.timeOnDeviceUs == hal::kNoTiming);
+        CHECK(info.timingLaunched.timeInDriverUs == hal::kNoTiming);
+        CHECK(info.timingFenced.timeOnDeviceUs == hal::kNoTiming);
+        CHECK(info.timingFenced.timeInDriverUs == hal::kNoTiming);
+    }
+    INFO(stopped);
+    REQUIRE_FALSE(stopped.empty());
+    CHECK_THAT(stopped, Catch::Contains("missed deadline"));
+    CHECK(firmwareCounter(*l.device, "sched.missed_running") >= 1);
+
+    auto ran = prepared->executeSynchronously(request, hal::MeasureTiming::YES, std::nullopt, std::nullopt);
+    INFO((ran ? std::string() : ran.error().message));
+    REQUIRE(ran.has_value());
+    CHECK(pool->data()[kN] == 201);  // a + a + ... : 200 additions of 1 to 1
+    checkTiming(ran->timing);
 }

@@ -19,6 +19,7 @@ constexpr auto kCallTimeout = std::chrono::seconds(20);
 constexpr uint32_t kInvalidArgument = 4;
 constexpr uint32_t kGeneralFailure = 2;
 constexpr uint32_t kMissedDeadlineTransient = 5;
+constexpr uint32_t kMissedDeadlinePersistent = 6;
 
 // A client that speaks the protocol directly: its handshake, its window, its calls.
 struct RawClient {
@@ -50,6 +51,14 @@ struct RawClient {
     // the reply's status code, the handle in *handle.
     uint32_t prepare(const hal::Model& model, hal::Priority priority, uint32_t* handle,
                      std::optional<uint64_t> constantsAt = std::nullopt) {
+        const proto::PrepareModelReply reply = prepareReply(model, priority, constantsAt);
+        *handle = reply.model_handle();
+        return reply.status().code();
+    }
+    // The same, the whole reply; `deadlineNs`: PrepareModelRequest.deadline_ns (0: none).
+    proto::PrepareModelReply prepareReply(const hal::Model& model, hal::Priority priority,
+                                          std::optional<uint64_t> constantsAt = std::nullopt,
+                                          uint64_t deadlineNs = 0) {
         proto::PrepareModelRequest request;
         auto constants = shim::marshalModel(model, *window, request.mutable_model());
         REQUIRE(constants.has_value());
@@ -60,10 +69,10 @@ struct RawClient {
         }
         request.set_priority(static_cast<uint32_t>(priority));
         request.set_no_autotune(true);
+        request.set_deadline_ns(deadlineNs);
         proto::PrepareModelReply reply;
         REQUIRE(rpc->call(proto::METHOD_PREPARE_MODEL, request, reply, kCallTimeout).has_value());
-        *handle = reply.model_handle();
-        return reply.status().code();
+        return reply;
     }
 
     // An ADD execution of `handle` whose tensors lie at `at` (a, b, out: n bytes each).

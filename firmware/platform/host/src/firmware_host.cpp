@@ -127,6 +127,7 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     std::unique_lock<std::mutex>* runningLock = nullptr;
     bool midItem = false;
     uint64_t lastStopCheckUs = 0;  // stopRequested's last look at the transports (0: none yet)
+    uint64_t lastProgressUs = 0;   // the running item's start, then its last progress frame
     std::condition_variable midItemDone;
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
@@ -177,9 +178,12 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     void drain(std::unique_lock<std::mutex>& lock);
     bool runOne(std::unique_lock<std::mutex>& lock);
     void crash();
-    // Between two NPU operations of the running item: reads what its session sent meanwhile (a
-    // Cancel) and says whether it was cancelled.
-    bool stopRequested();
+    // At a checkpoint of the running item (between two NPU operations, or two operations it
+    // compiles): reads what its session sent meanwhile (a Cancel) and says why it must stop
+    // (cancelled, deadline passed) or kNone.
+    StopReason stopRequested(const WorkProgress& progress);
+    // A progress frame to the running item's client when one is due (FirmwareHostConfig).
+    void reportProgress(const WorkProgress& progress, uint64_t now);
     // `bytes` its reader read into s.readBuffer (and the fds that came with them) to the
     // session's server. Under the lock.
     void feed(Session& s, size_t bytes);
@@ -326,14 +330,27 @@ void FirmwareHost::Impl::feed(Session& s, size_t bytes) {
     s.server->onBytes(s.readBuffer.data(), bytes);
 }
 
-bool FirmwareHost::Impl::stopRequested() {
-    if (!scheduler || !scheduler->running()) return false;  // (the runtime measures itself at init)
+void FirmwareHost::Impl::reportProgress(const WorkProgress& progress, uint64_t now) {
+    const uint64_t interval = uint64_t{config.progressIntervalMs} * 1000;
+    if (interval == 0 || now - lastProgressUs < interval) return;
+    lastProgressUs = now;
+    const WorkItem& item = scheduler->runningItem();
+    auto it = sessions.find(item.session);
+    if (it != sessions.end()) it->second->server->sendProgress(item.callId, progress);
+}
+
+StopReason FirmwareHost::Impl::stopRequested(const WorkProgress& progress) {
+    if (!scheduler || !scheduler->running())
+        return StopReason::kNone;  // (the runtime measures itself at init)
+    if (config.checkpointStallUs != 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(config.checkpointStallUs));
     // One look at the transports per kStopCheckIntervalUs of the running item (the first operation
     // boundary always looks): reading them at every NPU operation cost more than simulating the
     // operations (a 211-operation model took 19 ms per execution instead of 5 ms).
     const uint64_t now = platform->nowUs();
+    reportProgress(progress, now);
     if (lastStopCheckUs != 0 && now - lastStopCheckUs < kStopCheckIntervalUs)
-        return scheduler->runningCancelled();
+        return scheduler->runningStop(now);
     lastStopCheckUs = now;
     const uint32_t owner = scheduler->runningItem().session;
     if (tlsReader != nullptr && tlsReader->id == owner) {
@@ -351,7 +368,7 @@ bool FirmwareHost::Impl::stopRequested() {
         midItem = false;
         midItemDone.notify_all();
     }
-    return scheduler->runningCancelled();
+    return scheduler->runningStop(platform->nowUs());
 }
 
 // Runs (or answers) the next scheduled item; false when there is none.
@@ -373,12 +390,13 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>& lock) {
                 why, sizeof why,
                 "missed deadline: call %llu waited in the NPU queue past its deadline and did not run",
                 static_cast<unsigned long long>(item.callId));
-            s->server->failSlot(item.slot, Code::kMissedDeadlineTransient, why);
+            s->server->failSlot(item.slot, Scheduler::missedDeadlineCode(item, false), why);
         }
         return true;
     }
     runningLock = &lock;
     lastStopCheckUs = 0;
+    lastProgressUs = platform->nowUs();
     if (s != nullptr) s->server->runSlot(item.slot);
     runningLock = nullptr;
     scheduler->finish();
@@ -460,7 +478,7 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
         return std::unexpected(ioError("mmap(device DRAM)"));
 
     impl->platform = std::make_unique<SimPlatform>(config.hw, impl->dram, impl->addressBytes);
-    impl->platform->setStopCheck([raw = impl.get()] { return raw->stopRequested(); });
+    impl->platform->setStopCheck([raw = impl.get()](const WorkProgress& p) { return raw->stopRequested(p); });
     impl->runtimeMemory.reset(new uint8_t[config.arenaBytes]);
     impl->runtimeArena = std::make_unique<Arena>(impl->runtimeMemory.get(), config.arenaBytes);
     RuntimeConfig rc;

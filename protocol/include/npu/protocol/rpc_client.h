@@ -50,7 +50,9 @@ public:
 
     // Sends `request` as `method` with a fresh call id, fragments payloads larger than the max
     // with the MORE flag, waits up to `timeout` for the response with the same call id, parses
-    // it into `reply`. An ERROR frame becomes Error{kRemote, message, code}. Transport death
+    // it into `reply`. Each progress frame for the call (METHOD_PROGRESS: the firmware is still
+    // working on it) restarts `timeout` from its arrival, up to kProgressCapFactor x `timeout`
+    // in all (docs/reliability.md). An ERROR frame becomes Error{kRemote, message, code}. Transport death
     // fails every pending call with kDisconnected promptly. fds received with the response are
     // appended to `receivedFds` (closed if it is null).
     Result<void> call(Method method, const google::protobuf::Message& request,
@@ -91,6 +93,12 @@ public:
     uint64_t unknownResponses() const { return unknownResponses_.load(); }
     // Frames the reader dropped as corrupt (CRC, oversize, garbage, bad version).
     uint64_t badFrames() const { return badFrames_.load(); }
+    // Progress frames that reached a waiting call, and those ignored: unparsable, inconsistent
+    // (call id, done > total) or for a call nobody waits for.
+    uint64_t progressFrames() const { return progressFrames_.load(); }
+    uint64_t ignoredProgress() const { return ignoredProgress_.load(); }
+    // How far progress can stretch a call's timeout: this many times the timeout in all.
+    static constexpr int kProgressCapFactor = 10;
     bool connected() const { return connected_.load(); }
     // Shuts the transport down and fails pending calls with kDisconnected.
     void close();
@@ -126,6 +134,8 @@ private:
     std::atomic<uint64_t> nextCallId_{1};
     std::atomic<uint64_t> unknownResponses_{0};
     std::atomic<uint64_t> badFrames_{0};
+    std::atomic<uint64_t> progressFrames_{0};
+    std::atomic<uint64_t> ignoredProgress_{0};
     std::atomic<bool> connected_{true};
     std::atomic<bool> closing_{false};
     std::mutex closeMutex_;

@@ -38,7 +38,8 @@ struct ShimOptions {
     // Control calls: hello, capabilities, supported operations, release, fetch of a blob.
     std::chrono::milliseconds callTimeout{5000};
     // prepareModel and prepareModelFromCache: compiling (and autotuning) a large model takes
-    // seconds; the firmware sends no progress yet, so this class is long.
+    // seconds. Progress frames from the firmware restart it (up to 10 times it in all), so it
+    // bounds a silent firmware; it stays long for firmware that sends none (the QEMU image).
     std::chrono::milliseconds prepareTimeout{120000};
     std::chrono::milliseconds executeTimeout{30000};  // one execution without a deadline
     // The protocol major version this shim announces. Only tests change it, to check that a

@@ -8,6 +8,19 @@
 
 namespace npu::fw {
 
+// Why the running work must stop (Platform::stopRequested). A missed deadline carries the
+// MISSED_DEADLINE_* status the scheduler's one rule chose (Scheduler::missedDeadlineCode).
+enum class StopReason : uint8_t { kNone, kCancelled, kDeadlineTransient, kDeadlinePersistent };
+
+// Where the running work is, at the checkpoint that asks stopRequested: what it does and how
+// many of its steps are done. The platform may report it to the work's client (progress frames).
+enum class WorkPhase : uint8_t { kExecute = 1, kCompile = 2, kTune = 3 };
+struct WorkProgress {
+    WorkPhase phase = WorkPhase::kExecute;
+    uint32_t done = 0;   // steps done (operations run or planned, tuning rounds run)
+    uint32_t total = 0;  // steps in all
+};
+
 class Platform {
 public:
     virtual ~Platform() = default;
@@ -21,10 +34,16 @@ public:
     virtual uint64_t dramSize() const = 0;
     // A monotonic microsecond clock.
     virtual uint64_t nowUs() = 0;
-    // Asked by the executor between two NPU operations: true when the work running now was
-    // cancelled (Cancel of a running execution), so that it stops at that command boundary.
-    // A platform may serve its transports here (a Cancel arriving while the NPU runs).
-    virtual bool stopRequested() { return false; }
+    // Asked by the executor between two NPU operations, and by the compiler between two
+    // operations it plans (the checkpoint of running work): why the work running now must stop
+    // there (a Cancel, its deadline passed), or kNone. A platform may serve its transports here
+    // (a Cancel arriving while the NPU runs) and report `progress` to the work's client. Once it
+    // says stop, it says so at every later checkpoint of the same work (a Cancel or a passed
+    // deadline stays): work that failed inside a step asks again to tell a stop from a failure.
+    virtual StopReason stopRequested(const WorkProgress& progress) {
+        (void)progress;
+        return StopReason::kNone;
+    }
 };
 
 // A platform whose device DRAM is one range the control core addresses directly (the host's

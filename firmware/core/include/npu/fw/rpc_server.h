@@ -236,6 +236,7 @@ struct RpcServerStats {
     uint64_t queueFull = 0;     // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
     uint64_t cancelled = 0;
     uint64_t sinkFailures = 0;   // FrameSink::writeFrame returned false
+    uint64_t progressSent = 0;   // ProgressEvent frames sent (sendProgress)
     uint64_t resets = 0;         // Reset calls served
     uint64_t npuHangs = 0;       // executions failed with device_fault HANG
     uint64_t npuDataFaults = 0;  // executions failed with device_fault DATA
@@ -272,6 +273,9 @@ public:
     // is waiting there), or answers it with an error instead (deadline missed, session gone).
     bool runSlot(uint32_t slot);
     bool failSlot(uint32_t slot, Code code, const char* message);
+    // A ProgressEvent frame (METHOD_PROGRESS, no response flag) for call `callId`, whose work is
+    // at `progress`: the platform sends it from the running item's checkpoint (docs/protocol.md).
+    void sendProgress(uint64_t callId, const WorkProgress& progress);
     const RpcServerStats& stats() const { return stats_; }
 
 private:

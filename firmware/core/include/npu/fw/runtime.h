@@ -38,6 +38,13 @@ struct FwStatus {
     static FwStatus make(Code code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 };
 
+// The status of work stopped at a checkpoint (Platform::stopRequested said `reason`): a Cancel
+// is GENERAL_FAILURE "cancelled: the WORK was stopped before STEP INDEX (DONE of TOTAL VERB)", a
+// passed deadline the MISSED_DEADLINE_* code its reason carries, "missed deadline: ...". OK for
+// StopReason::kNone.
+FwStatus stoppedStatus(StopReason reason, const char* work, const char* step, uint32_t index, uint32_t done,
+                       uint32_t total, const char* verb);
+
 // ---- The model as decoded from the wire (main subgraph), in arena memory ---------------------
 struct OperandDesc {
     uint32_t type = 0;  // HAL OperandType

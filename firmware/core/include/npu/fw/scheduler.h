@@ -3,8 +3,9 @@
 // Work runs one item at a time, HIGH priority first, then MEDIUM, then LOW; FIFO within a
 // priority (a HIGH item overtakes every queued LOW and MEDIUM one, never a running one). An item
 // whose deadline passes while it waits is handed back as expired (the caller answers
-// MISSED_DEADLINE_TRANSIENT) instead of running; a queued item can be cancelled; a running one
-// carries a cancel flag the executor checks between commands where it can stop.
+// missedDeadlineCode) instead of running; a queued item can be cancelled; a running one carries a
+// cancel flag and its deadline, which the executor and the compiler ask for (runningStop) at
+// their checkpoints between operations, where they can stop.
 //
 // firmware/core rules: no OS headers, no exceptions, no heap: the table comes from the Arena
 // at construction (memoryNeeded), with a fixed capacity (RESOURCE_EXHAUSTED_TRANSIENT when
@@ -41,8 +42,10 @@ struct WorkItem {
     uint64_t callId = 0;
     uint32_t slot = 0;
     Priority priority = Priority::kMedium;
-    uint64_t deadlineUs = 0;  // absolute, on the clock passed to next(); 0 = none
-    uint64_t sequence = 0;    // submission order (assigned by submit)
+    uint64_t deadlineUs = 0;       // absolute, on the clock passed to next(); 0 = none
+    uint64_t sequence = 0;         // submission order (assigned by submit)
+    uint64_t workRanAtSubmit = 0;  // work items handed out before its submission (assigned by submit)
+    bool waited = false;           // other work ran between its submission and its start (next)
     // Control calls (handshake, ping, counters, release...): no NPU time of their own, run before
     // any queued work, FIFO, and count neither as run work nor as overtaking.
     bool control = false;
@@ -53,6 +56,7 @@ struct SchedulerStats {
     uint64_t ran[kPriorityCount] = {};  // work items handed out to run, per priority
     uint64_t control = 0;               // control items handed out
     uint64_t expired = 0;               // deadline passed while queued
+    uint64_t missedRunning = 0;         // running items stopped at their deadline
     uint64_t cancelledQueued = 0;       // cancelled before they ran
     uint64_t cancelledRunning = 0;      // cancel requests that reached a running item
     uint64_t dropped = 0;               // removed with their session (disconnect)
@@ -92,6 +96,16 @@ public:
     bool running() const { return running_; }
     const WorkItem& runningItem() const { return current_; }
     bool runningCancelled() const { return running_ && runningCancelled_; }
+    // Why the running item must stop at nowUs: cancelled, its deadline passed (the reason carries
+    // missedDeadlineCode's choice), or kNone (also when nothing runs). Counts each running item
+    // stopped at its deadline once (stats().missedRunning).
+    StopReason runningStop(uint64_t nowUs);
+    // The one rule for a missed deadline, for an item that expired queued (ran = false) or was
+    // stopped running: MISSED_DEADLINE_PERSISTENT when it ran with the NPU to itself from its
+    // submission on (no other work ran while it waited) and still missed, so the same work under
+    // the same deadline misses again; MISSED_DEADLINE_TRANSIENT otherwise (it waited behind other
+    // work, or never ran: a less busy NPU may meet it).
+    static Code missedDeadlineCode(const WorkItem& item, bool ran);
 
     // Removes every queued item of `session`, copying each to out[0..maxOut); returns how many
     // were removed (all of them, even beyond maxOut).
@@ -109,6 +123,8 @@ private:
     uint64_t nextSequence_ = 1;
     bool running_ = false;
     bool runningCancelled_ = false;
+    bool runningMissed_ = false;  // runningStop counted the running item's deadline
+    uint64_t workRan_ = 0;        // work (not control) items handed out
     WorkItem current_;
     SchedulerStats stats_;
 };

@@ -35,6 +35,12 @@ struct FirmwareHostConfig {
     uint32_t queueDepth = 16;
     uint32_t maxPayloadBytes = 1u << 20;
     sim::HwConfig hw;
+    // Progress frames (METHOD_PROGRESS): a running item's client gets at most one per this
+    // interval, sent from the item's checkpoints (0: none, e.g. a test of a silent firmware).
+    uint32_t progressIntervalMs = 200;
+    // Tests: every checkpoint of running work first sleeps this long (a slow compile or NPU that
+    // is still making progress); 0: none.
+    uint32_t checkpointStallUs = 0;
     // Serve METHOD_INJECT_FAULTS (reliability tests, npu-fwd --fault-injection); off: refused.
     bool faultInjection = false;
     // What an injected crash (InjectFaults.crash_after_ms) does besides dropping the connection
