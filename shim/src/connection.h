@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -132,7 +133,13 @@ private:
     // Escalates for a loss seen at `epoch`; OK when the firmware is usable again (or was
     // recovered by someone else meanwhile).
     Status recover(uint64_t epoch, Attempt::Loss loss);
-    bool ping();
+    // The answer to a ping, or nothing when it was not answered in time.
+    std::optional<proto::PingReply> ping();
+    // After a call timed out on a connection that is up: is the firmware alive and done with the
+    // call (kServed), alive and working (kWorking), silent, or alive but stuck: an item ran without
+    // progress across options.recovery.stallWindow (docs/reliability.md)?
+    enum class Liveness { kServed, kWorking, kSilent, kStuck };
+    Liveness watchProgress();
     Status resetFirmware();
     Status restartFirmware();
     // Prepares again every model without a handle; false when the firmware was lost meanwhile.
@@ -191,8 +198,8 @@ private:
     std::vector<WindowBlock> quarantined_;  // blocks a lost firmware may still use
 
     std::atomic<uint64_t> cancels_{0}, cancelsFailed_{0};
-    std::atomic<uint64_t> pings_{0}, pingFailures_{0}, callTimeouts_{0}, disconnects_{0}, resets_{0},
-        restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
+    std::atomic<uint64_t> pings_{0}, pingFailures_{0}, stalls_{0}, callTimeouts_{0}, disconnects_{0},
+        resets_{0}, restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
         dataFaults_{0};
 
     bool stopWatchdog_ = false;             // under gateMutex_

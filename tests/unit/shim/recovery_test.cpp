@@ -408,3 +408,104 @@ TEST_CASE(
     CHECK(c.requestsReplayed == 1);
     CHECK(firmwareCounter(c, "rpc.resets") == 1);
 }
+
+namespace {
+// Options for the wedge tests: short call timeouts and a short stall window (pings 100 ms apart).
+shim::ShimOptions wedgeOptions() {
+    auto options = quickOptions();
+    options.executeTimeout = 300ms;
+    options.recovery.pingTimeout = 300ms;
+    options.recovery.resetTimeout = 500ms;
+    options.recovery.stallWindow = 200ms;
+    return options;
+}
+
+void wedge(hal::IDevice& device, uint32_t mode) {
+    shim::NpuFaultPlan plan;
+    plan.wedge = mode;
+    REQUIRE(shim::injectNpuFaults(device, plan).has_value());
+}
+}  // namespace
+
+TEST_CASE(
+    "a wedged firmware host that answers pings: the stall is seen, Reset frees it, the request replayed") {
+    auto device = openLoopback(wedgeOptions());
+    auto prepared = workload().prepare(*device);
+    wedge(*device, 1);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(*device);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 0);  // every ping was answered, on arrival, while the item was stuck
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == 1);
+    CHECK(c.restarts == 0);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    CHECK(firmwareCounter(c, "rpc.resets") == 1);
+    CHECK(firmwareCounter(c, "rpc.pings_on_arrival") >= 2);
+    // The wedge fired once: the next request runs clean.
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    CHECK(counters(*device).requestsReplayed == 1);
+}
+
+TEST_CASE("a wedge that Reset does not free: Reset goes unanswered, the loopback host is restarted") {
+    auto device = openLoopback(wedgeOptions());
+    auto prepared = workload().prepare(*device);
+    wedge(*device, 2);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(*device);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == 0);
+    CHECK(c.restarts == 1);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+}
+
+TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the request replayed") {
+    const std::string dir =
+        std::filesystem::temp_directory_path() / ("npu-wedge-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+    shim::DaemonOptions options;
+    options.socketPath = dir + "/npu-fwd.sock";
+    options.daemonPath = NPU_FWD_TEST_PATH;
+    options.faultInjection = true;
+    options.idleExitSeconds = 5;
+    options.shim = wedgeOptions();
+    auto device = shim::connectNpuDaemon(options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    wedge(**device, 1);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 0);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == 1);
+    CHECK(c.restarts == 0);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    CHECK(firmwareCounter(c, "rpc.resets") == 1);
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    device->reset();
+    prepared.reset();
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("wedge injection: an unknown mode is refused naming the modes") {
+    auto device = openLoopback();
+    shim::NpuFaultPlan plan;
+    plan.wedge = 4;
+    auto r = shim::injectNpuFaults(*device, plan);
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error().message, Catch::Contains("wedge 4") && Catch::Contains("until a Reset"));
+}
