@@ -509,3 +509,89 @@ TEST_CASE("wedge injection: an unknown mode is refused naming the modes") {
     REQUIRE_FALSE(r.has_value());
     CHECK_THAT(r.error().message, Catch::Contains("wedge 4") && Catch::Contains("until a Reset"));
 }
+
+namespace {
+// Answers every Ping itself, as a hostile (or broken) firmware would, with the largest values
+// there are: an item running forever, a progress counter at its top, 2^32-1 requests queued.
+class HostilePingTransport final : public ForwardingTransport {
+public:
+    using ForwardingTransport::ForwardingTransport;
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        proto::FrameHeader h;
+        if (bytes.size() < proto::kFrameHeaderSize || !proto::parseFrameHeader(bytes.data(), &h) ||
+            h.type != proto::METHOD_PING || bytes.size() < proto::kFrameHeaderSize + h.length) {
+            return inner_->write(bytes, fds);
+        }
+        proto::PingRequest request;
+        REQUIRE(request.ParseFromArray(bytes.data() + proto::kFrameHeaderSize, static_cast<int>(h.length)));
+        proto::PingReply reply;
+        reply.set_nonce(request.nonce());
+        reply.set_answered_on_arrival(true);
+        reply.set_item_running(true);
+        reply.set_item_running_us(UINT64_MAX);
+        reply.set_progress(UINT64_MAX);
+        reply.set_session_queued(UINT32_MAX);
+        reply.set_item_is_mine(true);
+        const std::string payload = reply.SerializeAsString();
+        proto::FrameHeader out;
+        out.type = proto::METHOD_PING;
+        out.flags = proto::kFlagResponse;
+        out.callId = h.callId;
+        out.length = static_cast<uint32_t>(payload.size());
+        std::vector<uint8_t> frame(proto::kFrameHeaderSize);
+        proto::encodeFrameHeader(out, reinterpret_cast<const uint8_t*>(payload.data()), frame.data());
+        frame.insert(frame.end(), payload.begin(), payload.end());
+        std::lock_guard lock(mutex_);
+        pending_.insert(pending_.end(), frame.begin(), frame.end());
+        return {};
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            {
+                std::lock_guard lock(mutex_);
+                if (!pending_.empty()) {
+                    const size_t n = std::min(buffer.size(), pending_.size());
+                    std::copy_n(pending_.begin(), n, buffer.begin());
+                    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+                    return n;
+                }
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            auto r = inner_->read(buffer, fds, std::clamp(left, 0ms, 10ms));
+            if (r || r.error().kind != proto::Error::Kind::kTimeout || left <= 0ms) return r;
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<uint8_t> pending_;
+};
+}  // namespace
+
+TEST_CASE(
+    "a hostile PingReply (huge values, a counter at its top) is no progress: the shim resets, the answer is "
+    "right") {
+    fw::host::FirmwareHostConfig config;
+    config.faultInjection = true;
+    shim::TransportFactory factory = [config]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        auto t = fw::host::startLoopbackTransport(config);
+        if (!t) return std::unexpected(t.error());
+        return std::unique_ptr<proto::Transport>(new HostilePingTransport(std::move(*t)));
+    };
+    auto device = shim::createNpuDevice(std::move(factory), wedgeOptions());
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    wedge(**device, 1);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    CHECK(firmwareCounter(c, "rpc.pings_on_arrival") == 0);  // none reached the firmware
+}
