@@ -36,6 +36,8 @@ public:
     void forget() { pid_ = 0; }  // the process was reaped already
     // Reaps the process if it has exited (a daemon that crashed); true then.
     bool reapIfExited();
+    // SIGKILL and reap (a daemon stuck through a Reset); false when it had exited already.
+    bool killNow();
 
 private:
     pid_t pid_;
@@ -109,7 +111,10 @@ public:
     bool windowShared() const { return windowShared_; }
     const proto::HelloReply& hello() const { return hello_; }
     const ShimOptions& options() const { return options_; }
-    void adoptDaemon(std::unique_ptr<DaemonProcess> daemon);
+    // Kills the firmware host process this client started when it answers no Reset while its
+    // connection is up (stuck), so that the restart starts a new one; false: none of ours runs.
+    using HostKiller = std::function<bool()>;
+    void setHostKiller(HostKiller kill) { killHost_ = std::move(kill); }
 
     // Window calls in flight at once: while the device serves one chunk, the next is on its way
     // (USB: the link, the host and the device work at the same time instead of in turn).
@@ -170,9 +175,9 @@ private:
                     const RequestFn& request, const ReplyFn& reply, const DoneFn& done,
                     const FieldFn& field = {});
 
-    std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;
-    TransportFactory restart_;
+    TransportFactory restart_;  // before rpc_: the daemons it holds outlive the connection to them
+    HostKiller killHost_;
     mutable std::mutex rpcMutex_;
     std::shared_ptr<proto::RpcClient> rpc_;
     std::unique_ptr<HostWindow> window_;

@@ -37,10 +37,6 @@ Connection::~Connection() {
     if (auto r = rpc()) r->close();
 }
 
-void Connection::adoptDaemon(std::unique_ptr<DaemonProcess> daemon) {
-    daemon_ = std::move(daemon);
-}
-
 Attempt Connection::enter() {
     std::unique_lock lock(gateMutex_);
     gateChanged_.wait(lock, [&] { return !recovering_; });
@@ -269,8 +265,14 @@ Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
     // A firmware lost again while the models are restored (another client's crash of a shared
     // daemon) is recovered again, a bounded number of times.
     for (int round = 0; round < kRestoreRounds; ++round) {
-        done = round == 0 && rpc()->connected() ? resetFirmware()
-                                                : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
+        const bool resetting = round == 0 && rpc()->connected();
+        done = resetting ? resetFirmware() : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
+        if (!done && resetting && rpc()->connected() && killHost_ && killHost_()) {
+            // Alive (the connection is up) but deaf to Reset: a reconnection would wait behind
+            // whatever holds it. It was ours to start, so it is ours to end.
+            proto::logError("driver", "the firmware daemon answered no Reset (%s): killed it to restart it",
+                            done.error().message.c_str());
+        }
         if (!done) done = restartFirmware();
         if (!done) break;
         {

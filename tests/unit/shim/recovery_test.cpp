@@ -270,18 +270,29 @@ TEST_CASE("a device opened on a single transport cannot restart: the request fai
     CHECK(counters(**device).requestsFailed == 1);
 }
 
-TEST_CASE("a killed npu-fwd is started again, the model restored, the request replayed") {
-    const std::string dir =
-        std::filesystem::temp_directory_path() / ("npu-recovery-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+namespace {
+// A private socket directory and the options of an npu-fwd with fault injection that the shim
+// starts there; the directory goes with it.
+struct TestDaemon {
+    std::string dir;
     shim::DaemonOptions options;
-    options.socketPath = dir + "/npu-fwd.sock";
-    options.daemonPath = NPU_FWD_TEST_PATH;
-    options.faultInjection = true;
-    options.idleExitSeconds = 5;
-    options.shim = quickOptions();
-    auto device = shim::connectNpuDaemon(options);
+    TestDaemon(const std::string& name, const shim::ShimOptions& shim) {
+        dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+        std::filesystem::create_directories(dir);
+        std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+        options.socketPath = dir + "/npu-fwd.sock";
+        options.daemonPath = NPU_FWD_TEST_PATH;
+        options.faultInjection = true;
+        options.idleExitSeconds = 5;
+        options.shim = shim;
+    }
+    ~TestDaemon() { std::filesystem::remove_all(dir); }
+};
+}  // namespace
+
+TEST_CASE("a killed npu-fwd is started again, the model restored, the request replayed") {
+    TestDaemon daemon("npu-recovery", quickOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
     // Kill the daemon for real: a crash injected through it exits the process (status 70).
@@ -295,7 +306,6 @@ TEST_CASE("a killed npu-fwd is started again, the model restored, the request re
     CHECK(c.requestsReplayed == 1);
     device->reset();
     prepared.reset();
-    std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -468,17 +478,8 @@ TEST_CASE("a wedge that Reset does not free: Reset goes unanswered, the loopback
 }
 
 TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the request replayed") {
-    const std::string dir =
-        std::filesystem::temp_directory_path() / ("npu-wedge-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
-    shim::DaemonOptions options;
-    options.socketPath = dir + "/npu-fwd.sock";
-    options.daemonPath = NPU_FWD_TEST_PATH;
-    options.faultInjection = true;
-    options.idleExitSeconds = 5;
-    options.shim = wedgeOptions();
-    auto device = shim::connectNpuDaemon(options);
+    TestDaemon daemon("npu-wedge", wedgeOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
     wedge(**device, 1);
@@ -498,7 +499,29 @@ TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the re
     CHECK(workload().run(*prepared).value() == workload().expected);
     device->reset();
     prepared.reset();
-    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "a wedged npu-fwd that Reset does not free: the shim kills the daemon it started and starts another") {
+    TestDaemon daemon("npu-wedge2", wedgeOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    wedge(**device, 2);
+    auto out = workload().run(*prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(**device);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == 0);
+    CHECK(c.restarts == 1);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    CHECK(firmwareCounter(c, "rpc.resets") == 0);  // a new daemon's firmware
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    device->reset();
+    prepared.reset();
 }
 
 TEST_CASE("wedge injection: an unknown mode is refused naming the modes") {
