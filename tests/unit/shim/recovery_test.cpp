@@ -435,25 +435,34 @@ void wedge(hal::IDevice& device, uint32_t mode) {
     plan.wedge = mode;
     REQUIRE(shim::injectNpuFaults(device, plan).has_value());
 }
+
+// Wedges the device's firmware host (InjectFaultsRequest.wedge `mode`) and runs the workload
+// through it: the answer must be right. Then one stall must have been seen and got past with
+// `resets` Resets and `restarts` restarts, the model restored and the request replayed once.
+shim::NpuCounters runWedged(hal::IDevice& device, hal::IPreparedModel& prepared, uint32_t mode,
+                            uint64_t resets, uint64_t restarts) {
+    wedge(device, mode);
+    auto out = workload().run(prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(device);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == resets);
+    CHECK(c.restarts == restarts);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    return c;
+}
 }  // namespace
 
 TEST_CASE(
     "a wedged firmware host that answers pings: the stall is seen, Reset frees it, the request replayed") {
     auto device = openLoopback(wedgeOptions());
     auto prepared = workload().prepare(*device);
-    wedge(*device, 1);
-    auto out = workload().run(*prepared);
-    REQUIRE(out.has_value());
-    CHECK(*out == workload().expected);
-    const auto c = counters(*device);
+    const auto c = runWedged(*device, *prepared, 1, 1, 0);
     CHECK(c.callTimeouts == 1);
     CHECK(c.pingFailures == 0);  // every ping was answered, on arrival, while the item was stuck
-    CHECK(c.stalls == 1);
-    CHECK(c.resets == 1);
-    CHECK(c.restarts == 0);
-    CHECK(c.modelsRestored == 1);
-    CHECK(c.requestsReplayed == 1);
-    CHECK(c.requestsFailed == 0);
     CHECK(firmwareCounter(c, "rpc.resets") == 1);
     CHECK(firmwareCounter(c, "rpc.pings_on_arrival") >= 2);
     // The wedge fired once: the next request runs clean.
@@ -464,17 +473,7 @@ TEST_CASE(
 TEST_CASE("a wedge that Reset does not free: Reset goes unanswered, the loopback host is restarted") {
     auto device = openLoopback(wedgeOptions());
     auto prepared = workload().prepare(*device);
-    wedge(*device, 2);
-    auto out = workload().run(*prepared);
-    REQUIRE(out.has_value());
-    CHECK(*out == workload().expected);
-    const auto c = counters(*device);
-    CHECK(c.stalls == 1);
-    CHECK(c.resets == 0);
-    CHECK(c.restarts == 1);
-    CHECK(c.modelsRestored == 1);
-    CHECK(c.requestsReplayed == 1);
-    CHECK(c.requestsFailed == 0);
+    (void)runWedged(*device, *prepared, 2, 0, 1);
 }
 
 TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the request replayed") {
@@ -482,19 +481,9 @@ TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the re
     auto device = shim::connectNpuDaemon(daemon.options);
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
-    wedge(**device, 1);
-    auto out = workload().run(*prepared);
-    REQUIRE(out.has_value());
-    CHECK(*out == workload().expected);
-    const auto c = counters(**device);
+    const auto c = runWedged(**device, *prepared, 1, 1, 0);
     CHECK(c.callTimeouts == 1);
     CHECK(c.pingFailures == 0);
-    CHECK(c.stalls == 1);
-    CHECK(c.resets == 1);
-    CHECK(c.restarts == 0);
-    CHECK(c.modelsRestored == 1);
-    CHECK(c.requestsReplayed == 1);
-    CHECK(c.requestsFailed == 0);
     CHECK(firmwareCounter(c, "rpc.resets") == 1);
     CHECK(workload().run(*prepared).value() == workload().expected);
     device->reset();
@@ -507,17 +496,7 @@ TEST_CASE(
     auto device = shim::connectNpuDaemon(daemon.options);
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
-    wedge(**device, 2);
-    auto out = workload().run(*prepared);
-    REQUIRE(out.has_value());
-    CHECK(*out == workload().expected);
-    const auto c = counters(**device);
-    CHECK(c.stalls == 1);
-    CHECK(c.resets == 0);
-    CHECK(c.restarts == 1);
-    CHECK(c.modelsRestored == 1);
-    CHECK(c.requestsReplayed == 1);
-    CHECK(c.requestsFailed == 0);
+    const auto c = runWedged(**device, *prepared, 2, 0, 1);
     CHECK(firmwareCounter(c, "rpc.resets") == 0);  // a new daemon's firmware
     CHECK(workload().run(*prepared).value() == workload().expected);
     device->reset();
@@ -607,14 +586,6 @@ TEST_CASE(
     auto device = shim::createNpuDevice(std::move(factory), wedgeOptions());
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
-    wedge(**device, 1);
-    auto out = workload().run(*prepared);
-    REQUIRE(out.has_value());
-    CHECK(*out == workload().expected);
-    const auto c = counters(**device);
-    CHECK(c.stalls == 1);
-    CHECK(c.resets == 1);
-    CHECK(c.requestsReplayed == 1);
-    CHECK(c.requestsFailed == 0);
+    const auto c = runWedged(**device, *prepared, 1, 1, 0);
     CHECK(firmwareCounter(c, "rpc.pings_on_arrival") == 0);  // none reached the firmware
 }
