@@ -64,7 +64,6 @@ proto::Result<int> sealedMemfd(const char* name, uint64_t bytes) {
 }  // namespace
 
 struct Session;
-
 // The session whose reader this thread is (FirmwareHost::serve), if any.
 thread_local Session* tlsReader = nullptr;
 
