@@ -26,6 +26,14 @@ DaemonProcess::~DaemonProcess() {
     waitpid(pid_, nullptr, 0);
 }
 
+bool DaemonProcess::killNow() {
+    if (reapIfExited()) return false;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);  // SIGKILL cannot be caught: it ends now
+    pid_ = 0;
+    return true;
+}
+
 bool DaemonProcess::reapIfExited() {
     if (pid_ <= 0) return true;
     if (waitpid(pid_, nullptr, WNOHANG) != pid_) return false;

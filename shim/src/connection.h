@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -35,6 +36,8 @@ public:
     void forget() { pid_ = 0; }  // the process was reaped already
     // Reaps the process if it has exited (a daemon that crashed); true then.
     bool reapIfExited();
+    // SIGKILL and reap (a daemon stuck through a Reset); false when it had exited already.
+    bool killNow();
 
 private:
     pid_t pid_;
@@ -108,7 +111,10 @@ public:
     bool windowShared() const { return windowShared_; }
     const proto::HelloReply& hello() const { return hello_; }
     const ShimOptions& options() const { return options_; }
-    void adoptDaemon(std::unique_ptr<DaemonProcess> daemon);
+    // Kills the firmware host process this client started when it answers no Reset while its
+    // connection is up (stuck), so that the restart starts a new one; false: none of ours runs.
+    using HostKiller = std::function<bool()>;
+    void setHostKiller(HostKiller kill) { killHost_ = std::move(kill); }
 
     // Window calls in flight at once: while the device serves one chunk, the next is on its way
     // (USB: the link, the host and the device work at the same time instead of in turn).
@@ -136,7 +142,13 @@ private:
     // Escalates for a loss seen at `epoch`; OK when the firmware is usable again (or was
     // recovered by someone else meanwhile).
     Status recover(uint64_t epoch, Attempt::Loss loss);
-    bool ping();
+    // The answer to a ping, or nothing when it was not answered in time.
+    std::optional<proto::PingReply> ping();
+    // After a call timed out on a connection that is up: is the firmware alive and done with the
+    // call (kServed), alive and working (kWorking), silent, or alive but stuck: an item ran without
+    // progress across options.recovery.stallWindow (docs/reliability.md)?
+    enum class Liveness { kServed, kWorking, kSilent, kStuck };
+    Liveness watchProgress();
     Status resetFirmware();
     Status restartFirmware();
     // Prepares again every model without a handle; false when the firmware was lost meanwhile.
@@ -167,9 +179,9 @@ private:
                     const RequestFn& request, const ReplyFn& reply, const DoneFn& done,
                     const FieldFn& field = {});
 
-    std::unique_ptr<DaemonProcess> daemon_;  // declared first: destroyed after rpc_ is closed
     ShimOptions options_;
-    TransportFactory restart_;
+    TransportFactory restart_;  // before rpc_: the daemons it holds outlive the connection to them
+    HostKiller killHost_;
     mutable std::mutex rpcMutex_;
     std::shared_ptr<proto::RpcClient> rpc_;
     std::unique_ptr<HostWindow> window_;
@@ -196,8 +208,8 @@ private:
     std::vector<WindowBlock> quarantined_;  // blocks a lost firmware may still use
 
     std::atomic<uint64_t> cancels_{0}, cancelsFailed_{0};
-    std::atomic<uint64_t> pings_{0}, pingFailures_{0}, callTimeouts_{0}, disconnects_{0}, resets_{0},
-        restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
+    std::atomic<uint64_t> pings_{0}, pingFailures_{0}, stalls_{0}, callTimeouts_{0}, disconnects_{0},
+        resets_{0}, restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
         dataFaults_{0};
 
     bool stopWatchdog_ = false;             // under gateMutex_

@@ -165,19 +165,21 @@ Result<std::shared_ptr<hal::IDevice>> connectNpuDaemon(const DaemonOptions& opti
     std::unique_ptr<DaemonProcess> daemon;
     auto transport = NPU_TRY(reachDaemon(options, path, true, &daemon));
     // A restart (the daemon died or hung) reaches it again, starting a new one if need be; the
-    // daemons started then live as long as the device's connection.
-    auto restarted = std::make_shared<std::vector<std::unique_ptr<DaemonProcess>>>();
-    TransportFactory restart = [options, path,
-                                restarted]() -> proto::Result<std::unique_ptr<proto::Transport>> {
-        std::erase_if(*restarted, [](const auto& d) { return d->reapIfExited(); });  // crashed ones
+    // daemons started here live as long as the device's connection.
+    auto ours = std::make_shared<std::vector<std::unique_ptr<DaemonProcess>>>();
+    if (daemon) ours->push_back(std::move(daemon));
+    TransportFactory restart = [options, path, ours]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        std::erase_if(*ours, [](const auto& d) { return d->reapIfExited(); });  // crashed ones
         std::unique_ptr<DaemonProcess> spawned;
         auto t = reachDaemon(options, path, false, &spawned);
-        if (spawned) restarted->push_back(std::move(spawned));
+        if (spawned) ours->push_back(std::move(spawned));
         if (!t) return proto::fail(proto::Error::Kind::kDisconnected, t.error().message);
         return std::move(*t);
     };
     auto connection = NPU_TRY(Connection::open(std::move(transport), std::move(restart), options.shim));
-    if (daemon) connection->adoptDaemon(std::move(daemon));
+    // Only the newest daemon this client started is killed: one someone else started is left to
+    // them (the restart then fails with the reason, instead of ending another user's service).
+    connection->setHostKiller([ours] { return !ours->empty() && ours->back()->killNow(); });
     return makeNpuDevice(std::move(connection));
 }
 

@@ -570,6 +570,7 @@ public:
         request.set_sram_flip_bit(plan.sramFlipBit);
         request.set_sram_ecc(plan.sramEcc);
         request.set_crash_after_ms(plan.crashAfterMs);
+        request.set_wedge(plan.wedge);
         proto::InjectFaultsReply reply;
         NPU_TRY(connection_->call(proto::METHOD_INJECT_FAULTS, request, reply,
                                   connection_->options().callTimeout, "injectFaults"));

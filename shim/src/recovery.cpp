@@ -1,9 +1,14 @@
 // The watchdog, reset, restart and replay of a Connection (docs/reliability.md, "Watchdog,
 // reset, replay"). Escalation for a loss seen by an operation or by the watchdog:
-//   1. a call timed out but the connection is up: Ping. An answer means the firmware is alive
-//      and has handled every earlier call (it serves them in order): the late reply was
-//      dropped, the window blocks are free of it, the operation is replayed.
-//   2. no answer: Reset (the firmware drops every model and resets the NPU), models restored.
+//   1. a call timed out but the connection is up: Ping. A firmware host answers it on arrival,
+//      ahead of queued work: an answer with no item running and nothing of ours queued (or one
+//      served in order, by a bare firmware) means every earlier call was handled: the late reply
+//      was dropped, the operation is replayed. While an item runs, the shim pings again until
+//      the item's progress counter moves (working: replay) or stallWindow passed without it
+//      (stuck: step 2).
+//   2. no answer, or stuck: Reset (the firmware drops every model and resets the NPU), models
+//      restored. A host serves Reset only once no item runs, so an answer proves the stuck item
+//      ended.
 //   3. no answer or no connection: restart the firmware host through the transport factory,
 //      handshake again, adopt the new device memory, restore the models.
 // A reset or restart bumps the epoch first, so an operation begun before it replays whatever
@@ -12,6 +17,7 @@
 
 #include "connection.h"
 #include "npu/protocol/vlog.h"
+#include "ping_verdict.h"
 
 namespace npu::shim {
 namespace {
@@ -29,10 +35,6 @@ Connection::~Connection() {
     watchdogWake_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
     if (auto r = rpc()) r->close();
-}
-
-void Connection::adoptDaemon(std::unique_ptr<DaemonProcess> daemon) {
-    daemon_ = std::move(daemon);
 }
 
 Attempt Connection::enter() {
@@ -112,7 +114,7 @@ Status Connection::runRecovering(const char* what, std::vector<WindowBlock>& kee
     }
 }
 
-bool Connection::ping() {
+std::optional<proto::PingReply> Connection::ping() {
     auto r = rpc();
     pings_++;
     proto::PingRequest request;
@@ -122,10 +124,36 @@ bool Connection::ping() {
     if (result && reply.nonce() == request.nonce()) {
         std::lock_guard lock(gateMutex_);
         lastHeard_ = std::chrono::steady_clock::now();
-        return true;
+        return reply;
     }
     pingFailures_++;
-    return false;
+    return std::nullopt;
+}
+
+Connection::Liveness Connection::watchProgress() {
+    const auto first = ping();
+    if (!first) return Liveness::kSilent;
+    if (servedEverything(*first)) return Liveness::kServed;
+    if (!first->item_running()) return Liveness::kWorking;  // ours is queued: the host runs it next
+    const auto window = options_.recovery.stallWindow;
+    const auto deadline = std::chrono::steady_clock::now() + window;
+    for (auto now = std::chrono::steady_clock::now(); now < deadline;
+         now = std::chrono::steady_clock::now()) {
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(window / 2, deadline - now));
+        const auto next = ping();
+        if (!next) return Liveness::kSilent;
+        if (progressed(*first, *next)) return Liveness::kWorking;
+    }
+    stalls_++;
+    proto::logError("driver",
+                    "the firmware answers pings but its running item (%s, %llu us so far) made no "
+                    "progress in %lld ms (counter %llu): resetting it",
+                    first->item_is_mine() ? "ours" : "another session's",
+                    static_cast<unsigned long long>(first->item_running_us()),
+                    static_cast<long long>(window.count()),
+                    static_cast<unsigned long long>(first->progress()));
+    return Liveness::kStuck;
 }
 
 Status Connection::resetFirmware() {
@@ -228,14 +256,23 @@ Status Connection::recover(uint64_t epoch, Attempt::Loss loss) {
         std::lock_guard lock(gateMutex_);
         if (epoch_ != epoch) return {};  // someone reset or restarted it meanwhile
     }
-    if (loss == Attempt::Loss::kTimeout && rpc()->connected() && ping()) return {};
+    if (loss == Attempt::Loss::kTimeout && rpc()->connected()) {
+        const Liveness l = watchProgress();
+        if (l == Liveness::kServed || l == Liveness::kWorking) return {};
+    }
     beginRecovery();
     Status done;
     // A firmware lost again while the models are restored (another client's crash of a shared
     // daemon) is recovered again, a bounded number of times.
     for (int round = 0; round < kRestoreRounds; ++round) {
-        done = round == 0 && rpc()->connected() ? resetFirmware()
-                                                : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
+        const bool resetting = round == 0 && rpc()->connected();
+        done = resetting ? resetFirmware() : Status(fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, ""));
+        if (!done && resetting && rpc()->connected() && killHost_ && killHost_()) {
+            // Alive (the connection is up) but deaf to Reset: a reconnection would wait behind
+            // whatever holds it. It was ours to start, so it is ours to end.
+            proto::logError("driver", "the firmware daemon answered no Reset (%s): killed it to restart it",
+                            done.error().message.c_str());
+        }
         if (!done) done = restartFirmware();
         if (!done) break;
         {
@@ -266,7 +303,7 @@ void Connection::watchdog() {
         const uint64_t epoch = epoch_;
         ++active_;  // the ping is an operation: a restart waits for it
         lock.unlock();
-        const bool alive = ping();
+        const bool alive = ping().has_value();
         const bool connected = rpc()->connected();
         lock.lock();
         --active_;
@@ -339,6 +376,7 @@ NpuCounters Connection::counters() const {
     c.cancels = cancels_;
     c.cancelsFailed = cancelsFailed_;
     c.pingFailures = pingFailures_;
+    c.stalls = stalls_;
     c.callTimeouts = callTimeouts_;
     c.disconnects = disconnects_;
     c.resets = resets_;

@@ -13,8 +13,10 @@ StressCli::StressCli(CLI::App& app) {
         "stress", "Concurrent clients with injected faults; every answer checked against the reference");
     cmd_->add_option("--duration", options_.durationSeconds, "seconds of load (default 30)")
         ->check(finiteNumberIn(1, 604800, " s"));
-    cmd_->add_option("--faults", options_.faultRate,
-                     "probability per request of an injected fault (default 0.01)")
+    cmd_->add_option(
+            "--faults", options_.faultRate,
+            "probability per request of an injected fault: NPU hang, DMA error, SRAM flip, host crash, "
+            "wedge (default 0.01)")
         ->check(finiteNumberIn(0, 1));
     cmd_->add_option("--transport", options_.transport,
                      "loopback (a firmware thread per client) or unix (npu-fwd)")

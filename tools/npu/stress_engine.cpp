@@ -124,18 +124,21 @@ shim::NpuFaultPlan randomFault(std::mt19937_64& rng, StressReport& r) {
     if (kind < 30) {
         plan.hangAtCommand = at;
         r.faultHang++;
-    } else if (kind < 55) {
+    } else if (kind < 50) {
         plan.dmaErrorAtTransfer = at;
         r.faultDma++;
-    } else if (kind < 80) {
+    } else if (kind < 70) {
         plan.sramFlipAfterCommand = at;
         plan.sramFlipAddress = static_cast<uint32_t>(rng() % 1024);
         plan.sramFlipBit = static_cast<uint32_t>(rng() % 8);
         plan.sramEcc = true;
         r.faultSram++;
-    } else {
+    } else if (kind < 85) {
         plan.crashAfterMs = static_cast<uint32_t>(1 + rng() % 20);
         r.faultCrash++;
+    } else {
+        plan.wedge = 1;  // until a Reset: the item thread stops, pings are still answered
+        r.faultWedge++;
     }
     r.faults++;
     return plan;
@@ -158,6 +161,7 @@ void worker(hal::IDevice& device, std::vector<Workload>& workloads, const Stress
                 tally.r.faultDma += injected.faultDma;
                 tally.r.faultSram += injected.faultSram;
                 tally.r.faultCrash += injected.faultCrash;
+                tally.r.faultWedge += injected.faultWedge;
             }
         }
         hal::Deadline deadline;
@@ -210,6 +214,7 @@ Result<std::shared_ptr<hal::IDevice>> openStressDevice(const StressOptions& o,
                                                        const std::string& socketPath) {
     shim::ShimOptions shimOptions;
     shimOptions.autotune = false;  // restores after a reset compile again: keep them quick
+    shimOptions.executeTimeout = o.executeTimeout;
     if (o.transport == "loopback") {
         fw::host::FirmwareHostConfig config;
         config.faultInjection = true;
@@ -275,6 +280,7 @@ StressReport runClient(const StressOptions& o, const std::string& socketPath, ui
 constexpr std::pair<const char*, uint64_t shim::NpuCounters::*> kCounterFields[] = {
     {"pings", &shim::NpuCounters::pings},
     {"ping_failures", &shim::NpuCounters::pingFailures},
+    {"stalls", &shim::NpuCounters::stalls},
     {"call_timeouts", &shim::NpuCounters::callTimeouts},
     {"disconnects", &shim::NpuCounters::disconnects},
     {"resets", &shim::NpuCounters::resets},
@@ -313,6 +319,7 @@ void merge(StressReport& into, const nlohmann::json& j) {
     into.faultDma += f.value("dma_error", 0ull);
     into.faultSram += f.value("sram_flip", 0ull);
     into.faultCrash += f.value("host_crash", 0ull);
+    into.faultWedge += f.value("wedge", 0ull);
     addCounters(into.counters, j.at("recovery"));
     if (into.models.empty()) into.models = j.value("models", std::vector<std::string>{});
     for (const auto& p : j.value("problems", std::vector<std::string>{})) {
@@ -451,15 +458,18 @@ nlohmann::json reliabilityJson(const shim::NpuCounters& counters) {
 
 void printReliability(const shim::NpuCounters& c) {
     fmt::print("reliability (this connection: watchdog, reset, replay)\n");
-    fmt::print("  pings {} ({} unanswered), call timeouts {}, dropped connections {}\n", c.pings,
-               c.pingFailures, c.callTimeouts, c.disconnects);
+    fmt::print(
+        "  pings {} ({} unanswered, {} stalls: answered, no progress), call timeouts {}, dropped "
+        "connections {}\n",
+        c.pings, c.pingFailures, c.stalls, c.callTimeouts, c.disconnects);
     fmt::print("  resets {}, restarts {}, models restored {} (lost {})\n", c.resets, c.restarts,
                c.modelsRestored, c.modelsLost);
     fmt::print("  requests replayed {}, failed {}; NPU hangs {}, data faults {}\n", c.requestsReplayed,
                c.requestsFailed, c.npuHangs, c.dataFaults);
     std::string firmware;
     for (const auto& [name, value] : c.firmware) {
-        if (name == "rpc.resets" || name == "npu.hangs" || name == "npu.data_faults")
+        if (name == "rpc.resets" || name == "rpc.pings_on_arrival" || name == "npu.hangs" ||
+            name == "npu.data_faults")
             firmware += fmt::format("{}{} {}", firmware.empty() ? "" : ", ", name, value);
     }
     if (!firmware.empty()) fmt::print("  firmware: {}\n", firmware);
@@ -485,7 +495,8 @@ nlohmann::json stressReportJson(const StressReport& r) {
               {"npu_hang", r.faultHang},
               {"dma_error", r.faultDma},
               {"sram_flip", r.faultSram},
-              {"host_crash", r.faultCrash}}},
+              {"host_crash", r.faultCrash},
+              {"wedge", r.faultWedge}}},
             {"recoveries", r.counters.resets + r.counters.restarts + r.counters.requestsReplayed},
             {"recovery", countersJson(r.counters)},
             {"problems", r.problems},
@@ -502,11 +513,12 @@ void printStressReport(const StressReport& r) {
                r.failedDataFault);
     fmt::print("  missed deadline   {}\n", r.missedDeadline);
     fmt::print("  failed, other     {}\n", r.failedOther);
-    fmt::print("  faults injected   {} (NPU hang {}, DMA error {}, SRAM flip {}, host crash {})\n", r.faults,
-               r.faultHang, r.faultDma, r.faultSram, r.faultCrash);
-    fmt::print("  recoveries        {} (resets {}, restarts {}, replays {}, models restored {})\n",
-               r.counters.resets + r.counters.restarts + r.counters.requestsReplayed, r.counters.resets,
-               r.counters.restarts, r.counters.requestsReplayed, r.counters.modelsRestored);
+    fmt::print("  faults injected   {} (NPU hang {}, DMA error {}, SRAM flip {}, host crash {}, wedge {})\n",
+               r.faults, r.faultHang, r.faultDma, r.faultSram, r.faultCrash, r.faultWedge);
+    fmt::print(
+        "  recoveries        {} (resets {}, restarts {}, replays {}, models restored {}; stalls seen {})\n",
+        r.counters.resets + r.counters.restarts + r.counters.requestsReplayed, r.counters.resets,
+        r.counters.restarts, r.counters.requestsReplayed, r.counters.modelsRestored, r.counters.stalls);
     fmt::print("  lost              {}\n", r.lost);
     fmt::print("  answered twice    {}\n", r.answeredTwice);
     fmt::print("  wrong answers     {}\n", r.wrong);

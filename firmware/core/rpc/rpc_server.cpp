@@ -231,7 +231,11 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
         if (!more) {  // the common case: a whole request in one frame
             if (h.type == npu_proto_Method_METHOD_CANCEL) {
                 handleCancel(h.callId, payload, h.length);
+            } else if (h.type == npu_proto_Method_METHOD_PING && config_.monitor != nullptr) {
+                pingOnArrival(h.callId, payload, h.length);
             } else {
+                if (h.type == npu_proto_Method_METHOD_RESET && config_.monitor != nullptr)
+                    config_.monitor->resetArriving();
                 enqueue(h.callId, h.type, payload, h.length);
             }
             return;
@@ -663,12 +667,48 @@ void RpcServer::onBufferCopy(const Call& call) {
     sendReply(call.id, call.method, npu_proto_BufferCopyReply_fields, rep);
 }
 
+// In order (no monitor: a bare firmware serves one request at a time): nothing else runs now, and
+// every request handled is progress.
 void RpcServer::onPing(const Call& call) {
+    WorkState work;
+    work.progress = stats_.requestsHandled;
+    sendPing(call.id, static_cast<const npu_proto_PingRequest*>(call.request)->nonce, work, false);
+}
+
+void RpcServer::pingOnArrival(uint64_t callId, const uint8_t* payload, uint32_t length) {
+    npu_proto_PingRequest request = npu_proto_PingRequest_init_zero;
+    pb_istream_t in = pb_istream_from_buffer(payload, length);
+    if (!pb_decode(&in, npu_proto_PingRequest_fields, &request)) {
+        sendError(callId, Code::kInvalidArgument, "Ping call %llu: cannot decode PingRequest: %s",
+                  static_cast<unsigned long long>(callId), PB_GET_ERROR(&in));
+        return;
+    }
+    stats_.pingsOnArrival++;
+    sendPing(callId, request.nonce, config_.monitor->work(), true);
+}
+
+void RpcServer::sendPing(uint64_t callId, uint64_t nonce, const WorkState& work, bool onArrival) {
     npu_proto_PingReply rep = npu_proto_PingReply_init_zero;
     rep.has_status = true;
-    rep.nonce = static_cast<const npu_proto_PingRequest*>(call.request)->nonce;
+    rep.nonce = nonce;
     rep.uptime_us = service_->uptimeUs();
-    sendReply(call.id, call.method, npu_proto_PingReply_fields, &rep);
+    rep.item_running = work.itemRunning;
+    rep.item_running_us = work.itemRunningUs;
+    rep.progress = work.progress;
+    // In order, the Ping itself is the head of the queue.
+    const uint32_t pending = requestsPending();
+    rep.session_queued = onArrival || pending == 0 ? pending : pending - 1;
+    rep.item_is_mine = work.itemIsMine;
+    rep.answered_on_arrival = onArrival;
+    sendReply(callId, npu_proto_Method_METHOD_PING, npu_proto_PingReply_fields, &rep);
+}
+
+uint32_t RpcServer::requestsPending() const {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < queueCount_; ++i) {
+        if (!queue_[(queueHead_ + i) % config_.queueDepth].cancelled) ++n;
+    }
+    return n;
 }
 
 void RpcServer::onReset(const Call& call) {
@@ -708,6 +748,7 @@ void RpcServer::onGetCounters(const Call& call) {
                 {"rpc.arena_peak_bytes", arena_.peak()},
                 {"rpc.arena_fixed_bytes", requestMark_},
                 {"rpc.resets", stats_.resets},
+                {"rpc.pings_on_arrival", stats_.pingsOnArrival},
                 {"npu.hangs", stats_.npuHangs},
                 {"npu.data_faults", stats_.npuDataFaults}};
     for (const auto& c : mine) appendCounter(rep, c.name, c.value);

@@ -543,3 +543,68 @@ TEST_CASE("a server whose arena is too small says so") {
     server.onBytes(&b, 1);  // harmless
     CHECK_FALSE(server.poll());
 }
+
+TEST_CASE("a bare firmware answers Ping in order: everything before it was served") {
+    Fixture fx;
+    fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
+    proto::PingRequest ping;
+    fx.send(proto::METHOD_PING, 2, ping);
+    fx.send(proto::METHOD_PING, 3, ping);
+    CHECK(fx.sink.frames.empty());  // queued like any call
+    fx.drain();
+    REQUIRE(fx.sink.frames.size() == 3);
+    proto::PingReply first, second;
+    REQUIRE(first.ParseFromString(fx.sink.frames[1].payload));
+    REQUIRE(second.ParseFromString(fx.sink.frames[2].payload));
+    CHECK_FALSE(first.answered_on_arrival());
+    CHECK_FALSE(first.item_running());
+    CHECK(first.progress() == 2);        // Hello and this Ping handled
+    CHECK(first.session_queued() == 1);  // the second Ping, the first excluded
+    CHECK(second.progress() == 3);
+    CHECK(second.session_queued() == 0);
+}
+
+namespace {
+struct FakeMonitor : WorkMonitor {
+    WorkState state{true, 1234, 77, true};
+    int resets = 0;
+    WorkState work() override { return state; }
+    void resetArriving() override { ++resets; }
+};
+}  // namespace
+
+TEST_CASE("with a work monitor, Ping is answered on arrival with the platform's work state") {
+    FakeMonitor monitor;
+    auto config = Fixture::smallConfig();
+    config.monitor = &monitor;
+    Fixture fx(config);
+    fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
+    proto::PingRequest ping;
+    ping.set_nonce(9);
+    fx.send(proto::METHOD_PING, 2, ping);
+    const Sent& sent = fx.only();  // ahead of the queued Hello
+    CHECK(sent.header.callId == 2);
+    proto::PingReply reply;
+    REQUIRE(reply.ParseFromString(sent.payload));
+    CHECK(reply.nonce() == 9);
+    CHECK(reply.answered_on_arrival());
+    CHECK(reply.item_running());
+    CHECK(reply.item_running_us() == 1234);
+    CHECK(reply.progress() == 77);
+    CHECK(reply.item_is_mine());
+    CHECK(reply.session_queued() == 1);  // the Hello
+    // A Reset tells the monitor on arrival, and is served in order.
+    fx.send(proto::METHOD_RESET, 3, proto::ResetRequest());
+    CHECK(monitor.resets == 1);
+    CHECK(fx.sink.frames.size() == 1);
+    fx.drain();
+    REQUIRE(fx.sink.frames.size() == 3);
+    CHECK(fx.sink.frames[2].header.callId == 3);
+    CHECK(fx.service.resets == 1);
+    CHECK(fx.server.stats().pingsOnArrival == 1);
+    // A Ping that does not decode is refused naming the call, still on arrival.
+    auto bad = makeFrame(proto::METHOD_PING, 0, 4, std::string("\xff\xff", 2));
+    fx.server.onBytes(bad.data(), bad.size());
+    REQUIRE(fx.sink.frames.size() == 4);
+    CHECK(errorOf(fx.sink.frames[3]).status().message().find("Ping call 4") != std::string::npos);
+}

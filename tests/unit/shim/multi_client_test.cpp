@@ -19,6 +19,7 @@
 #include "chain_model.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
+#include "ping_verdict.h"
 #include "raw_client.h"
 
 extern char** environ;
@@ -44,8 +45,8 @@ uint64_t waitCounter(RawClient& client, const std::string& name, Pred ok) {
 struct SharedLoopback {
     std::unique_ptr<fw::host::FirmwareHost> firmware;
     std::unique_ptr<RawClient> first;
-    SharedLoopback() {
-        auto loop = fw::host::startLoopbackFirmware();
+    explicit SharedLoopback(const fw::host::FirmwareHostConfig& config = {}) {
+        auto loop = fw::host::startLoopbackFirmware(config);
         REQUIRE(loop.has_value());
         firmware = std::move(loop->firmware);
         first = std::make_unique<RawClient>(std::move(loop->hostEnd));
@@ -713,4 +714,185 @@ TEST_CASE("two client processes on one npu-fwd: a prober reaches nothing of the 
     { std::ofstream(d.socket + ".stop") << "done\n"; }
     CHECK(waitChild(victim) == 0);  // every one of its executions gave the right answer
     std::filesystem::remove(d.socket + ".stop");
+}
+
+namespace {
+
+fw::host::FirmwareHostConfig withFaultInjection() {
+    fw::host::FirmwareHostConfig config;
+    config.faultInjection = true;
+    return config;
+}
+
+proto::PingReply ping(RawClient& client) {
+    proto::PingRequest request;
+    request.set_nonce(7);
+    proto::PingReply reply;
+    REQUIRE(client.rpc->call(proto::METHOD_PING, request, reply, kCallTimeout).has_value());
+    CHECK(reply.nonce() == 7);
+    return reply;
+}
+
+void injectWedge(RawClient& client, uint32_t mode) {
+    proto::InjectFaultsRequest request;
+    request.set_wedge(mode);
+    proto::InjectFaultsReply reply;
+    REQUIRE(client.rpc->call(proto::METHOD_INJECT_FAULTS, request, reply, kCallTimeout).has_value());
+    REQUIRE(reply.status().code() == 0);
+}
+
+// `client` prepares a chain of `ops` additions over n bytes of ones; the request runs it.
+struct Chain {
+    uint32_t handle = 0;
+    shim::WindowBlock block;
+    proto::ExecuteRequest request;
+    Chain(RawClient& client, uint32_t ops, uint32_t n) {
+        REQUIRE(client.prepare(chainModel(ops, n), hal::Priority::MEDIUM, &handle) == 0);
+        auto addr = client.window->allocate(2 * n);
+        REQUIRE(addr.has_value());
+        block = shim::WindowBlock(client.window.get(), *addr, 2 * n);
+        std::memset(block.data(), 1, n);
+        std::memset(block.data() + n, 0, n);
+        request.set_model_handle(handle);
+        request.add_inputs()->set_addr(block.addr());
+        request.mutable_inputs(0)->set_length(n);
+        request.add_outputs()->set_addr(block.addr() + n);
+        request.mutable_outputs(0)->set_length(n);
+    }
+};
+
+// Pings `client` until its answer says an item of its own runs (bounded).
+proto::PingReply waitRunning(RawClient& client) {
+    proto::PingReply r;
+    for (int i = 0; i < 1000; ++i) {
+        r = ping(client);
+        if (r.item_running() && r.item_is_mine()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    REQUIRE(r.item_running());
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("sessions of one firmware: Ping is answered on arrival while an item is wedged; Reset frees it",
+          "[shim][multi-client][wedge]") {
+    SharedLoopback f(withFaultInjection());
+    constexpr uint32_t kOps = 20, kN = 4096;
+    Chain chain(*f.first, kOps, kN);
+    auto other = f.connect();  // before the wedge: its Hello is served in order, like any control call
+    injectWedge(*f.first, 1);
+    proto::ExecuteReply reply;
+    auto call = f.first->rpc->start(proto::METHOD_EXECUTE, chain.request, reply);
+    REQUIRE(call.has_value());
+    const proto::PingReply first = waitRunning(*f.first);
+    CHECK(first.answered_on_arrival());
+    CHECK(first.session_queued() == 1);  // the execution, running
+    // Another session sees the same item, not its own, and nothing of its own queued.
+    const proto::PingReply seen = ping(*other);
+    CHECK(seen.item_running());
+    CHECK_FALSE(seen.item_is_mine());
+    CHECK(seen.session_queued() == 0);
+    // Stuck: later answers show the same progress counter and a longer running time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const proto::PingReply later = ping(*f.first);
+    CHECK(later.item_running());
+    CHECK(later.progress() == first.progress());
+    CHECK(later.item_running_us() > first.item_running_us());
+    CHECK_FALSE(shim::servedEverything(later));
+    CHECK_FALSE(shim::progressed(first, later));
+    // A Reset frees it: the item runs to its end (its answer is right), then the Reset is served.
+    proto::ResetRequest reset;
+    proto::ResetReply resetReply;
+    REQUIRE(f.first->rpc->call(proto::METHOD_RESET, reset, resetReply, kCallTimeout).has_value());
+    CHECK(resetReply.status().code() == 0);
+    REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
+    CHECK(reply.status().code() == 0);
+    CHECK(chain.block.data()[kN] == kOps + 1);
+    const proto::PingReply after = ping(*f.first);
+    CHECK_FALSE(after.item_running());
+    CHECK(after.progress() > first.progress());
+    CHECK(after.session_queued() == 0);
+    CHECK(shim::servedEverything(after));
+}
+
+TEST_CASE("sessions of one firmware: a crawling item's progress counter moves between pings",
+          "[shim][multi-client][wedge]") {
+    SharedLoopback f(withFaultInjection());
+    constexpr uint32_t kOps = 20, kN = 4096;
+    Chain chain(*f.first, kOps, kN);
+    injectWedge(*f.first, 3);
+    proto::ExecuteReply reply;
+    auto call = f.first->rpc->start(proto::METHOD_EXECUTE, chain.request, reply);
+    REQUIRE(call.has_value());
+    const proto::PingReply first = waitRunning(*f.first);
+    proto::PingReply next = first;
+    for (int i = 0; i < 1000 && !shim::progressed(first, next); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        next = ping(*f.first);
+    }
+    CHECK(shim::progressed(first, next));
+    REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
+    CHECK(reply.status().code() == 0);
+    CHECK(chain.block.data()[kN] == kOps + 1);
+}
+
+TEST_CASE(
+    "sessions of one firmware: a call queued behind a slow but progressing item is replayed, never reset",
+    "[shim][multi-client][wedge]") {
+    SharedLoopback f(withFaultInjection());
+    constexpr uint32_t kOps = 30, kN = 4096;  // crawling: 30 operations of 20 ms
+    Chain chain(*f.first, kOps, kN);
+    shim::ShimOptions options;
+    options.autotune = false;
+    options.recovery.watchdogPeriod = std::chrono::milliseconds(0);
+    options.executeTimeout = std::chrono::milliseconds(100);
+    options.recovery.stallWindow = std::chrono::milliseconds(300);
+    options.recovery.maxReplays = 50;
+    fw::host::FirmwareHost* host = f.firmware.get();
+    auto device = shim::createNpuDevice(
+        shim::TransportFactory(
+            [host]() -> proto::Result<std::unique_ptr<proto::Transport>> { return host->connectLoopback(); }),
+        options);
+    REQUIRE(device.has_value());
+    auto prepared = prepare(**device);
+    injectWedge(*f.first, 3);
+    proto::ExecuteReply reply;
+    auto call = f.first->rpc->start(proto::METHOD_EXECUTE, chain.request, reply);
+    REQUIRE(call.has_value());
+    (void)waitRunning(*f.first);
+    auto add = addRequest(1, 2);
+    auto r = prepared->executeSynchronously(add.request, hal::MeasureTiming::NO, {}, {});
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+    CHECK(add.output() == std::vector<uint8_t>(4, 3));
+    const auto c = shim::queryNpuCounters(**device).value();
+    CHECK(c.callTimeouts >= 1);  // it waited behind the crawling item
+    CHECK(c.stalls == 0);
+    CHECK(c.resets == 0);
+    CHECK(c.restarts == 0);
+    CHECK(c.requestsFailed == 0);
+    REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
+    CHECK(reply.status().code() == 0);
+    CHECK(chain.block.data()[kN] == kOps + 1);
+}
+
+TEST_CASE("a hostile PingReply only steers the verdict: huge, constant or falling values are no progress",
+          "[shim][wedge]") {
+    proto::PingReply hostile;
+    hostile.set_answered_on_arrival(true);
+    hostile.set_item_running(true);
+    hostile.set_item_running_us(UINT64_MAX);
+    hostile.set_progress(UINT64_MAX);
+    hostile.set_session_queued(UINT32_MAX);
+    CHECK_FALSE(shim::servedEverything(hostile));
+    CHECK_FALSE(shim::progressed(hostile, hostile));  // at the top it cannot grow: stuck
+    proto::PingReply fell = hostile;
+    fell.set_progress(0);
+    CHECK_FALSE(shim::progressed(hostile, fell));  // a counter that went back is not progress
+    CHECK(shim::progressed(fell, hostile));
+    proto::PingReply inOrder;  // a bare firmware (served in order): everything before it was served
+    inOrder.set_item_running(true);
+    inOrder.set_session_queued(UINT32_MAX);
+    CHECK(shim::servedEverything(inOrder));
 }

@@ -270,18 +270,29 @@ TEST_CASE("a device opened on a single transport cannot restart: the request fai
     CHECK(counters(**device).requestsFailed == 1);
 }
 
-TEST_CASE("a killed npu-fwd is started again, the model restored, the request replayed") {
-    const std::string dir =
-        std::filesystem::temp_directory_path() / ("npu-recovery-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+namespace {
+// A private socket directory and the options of an npu-fwd with fault injection that the shim
+// starts there; the directory goes with it.
+struct TestDaemon {
+    std::string dir;
     shim::DaemonOptions options;
-    options.socketPath = dir + "/npu-fwd.sock";
-    options.daemonPath = NPU_FWD_TEST_PATH;
-    options.faultInjection = true;
-    options.idleExitSeconds = 5;
-    options.shim = quickOptions();
-    auto device = shim::connectNpuDaemon(options);
+    TestDaemon(const std::string& name, const shim::ShimOptions& shim) {
+        dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+        std::filesystem::create_directories(dir);
+        std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+        options.socketPath = dir + "/npu-fwd.sock";
+        options.daemonPath = NPU_FWD_TEST_PATH;
+        options.faultInjection = true;
+        options.idleExitSeconds = 5;
+        options.shim = shim;
+    }
+    ~TestDaemon() { std::filesystem::remove_all(dir); }
+};
+}  // namespace
+
+TEST_CASE("a killed npu-fwd is started again, the model restored, the request replayed") {
+    TestDaemon daemon("npu-recovery", quickOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
     REQUIRE(device.has_value());
     auto prepared = workload().prepare(**device);
     // Kill the daemon for real: a crash injected through it exits the process (status 70).
@@ -295,7 +306,6 @@ TEST_CASE("a killed npu-fwd is started again, the model restored, the request re
     CHECK(c.requestsReplayed == 1);
     device->reset();
     prepared.reset();
-    std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -407,4 +417,175 @@ TEST_CASE(
     CHECK(c.modelsRestored == 1);
     CHECK(c.requestsReplayed == 1);
     CHECK(firmwareCounter(c, "rpc.resets") == 1);
+}
+
+namespace {
+// Options for the wedge tests: a short execute timeout and stall window (pings 100 ms apart);
+// pings and Reset keep their default time to answer, so that a loaded machine does not turn an
+// answer into a silence.
+shim::ShimOptions wedgeOptions() {
+    auto options = quickOptions();
+    options.executeTimeout = 300ms;
+    options.recovery.stallWindow = 200ms;
+    return options;
+}
+
+void wedge(hal::IDevice& device, uint32_t mode) {
+    shim::NpuFaultPlan plan;
+    plan.wedge = mode;
+    REQUIRE(shim::injectNpuFaults(device, plan).has_value());
+}
+
+// Wedges the device's firmware host (InjectFaultsRequest.wedge `mode`) and runs the workload
+// through it: the answer must be right. Then one stall must have been seen and got past with
+// `resets` Resets and `restarts` restarts, the model restored and the request replayed once.
+shim::NpuCounters runWedged(hal::IDevice& device, hal::IPreparedModel& prepared, uint32_t mode,
+                            uint64_t resets, uint64_t restarts) {
+    wedge(device, mode);
+    auto out = workload().run(prepared);
+    REQUIRE(out.has_value());
+    CHECK(*out == workload().expected);
+    const auto c = counters(device);
+    CHECK(c.stalls == 1);
+    CHECK(c.resets == resets);
+    CHECK(c.restarts == restarts);
+    CHECK(c.modelsRestored == 1);
+    CHECK(c.requestsReplayed == 1);
+    CHECK(c.requestsFailed == 0);
+    return c;
+}
+}  // namespace
+
+TEST_CASE(
+    "a wedged firmware host that answers pings: the stall is seen, Reset frees it, the request replayed") {
+    auto device = openLoopback(wedgeOptions());
+    auto prepared = workload().prepare(*device);
+    const auto c = runWedged(*device, *prepared, 1, 1, 0);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 0);  // every ping was answered, on arrival, while the item was stuck
+    CHECK(firmwareCounter(c, "rpc.resets") == 1);
+    CHECK(firmwareCounter(c, "rpc.pings_on_arrival") >= 2);
+    // The wedge fired once: the next request runs clean.
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    CHECK(counters(*device).requestsReplayed == 1);
+}
+
+TEST_CASE("a wedge that Reset does not free: Reset goes unanswered, the loopback host is restarted") {
+    auto device = openLoopback(wedgeOptions());
+    auto prepared = workload().prepare(*device);
+    (void)runWedged(*device, *prepared, 2, 0, 1);
+}
+
+TEST_CASE("a wedged npu-fwd that answers pings: Reset frees it over unix, the request replayed") {
+    TestDaemon daemon("npu-wedge", wedgeOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    const auto c = runWedged(**device, *prepared, 1, 1, 0);
+    CHECK(c.callTimeouts == 1);
+    CHECK(c.pingFailures == 0);
+    CHECK(firmwareCounter(c, "rpc.resets") == 1);
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    device->reset();
+    prepared.reset();
+}
+
+TEST_CASE(
+    "a wedged npu-fwd that Reset does not free: the shim kills the daemon it started and starts another") {
+    TestDaemon daemon("npu-wedge2", wedgeOptions());
+    auto device = shim::connectNpuDaemon(daemon.options);
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    const auto c = runWedged(**device, *prepared, 2, 0, 1);
+    CHECK(firmwareCounter(c, "rpc.resets") == 0);  // a new daemon's firmware
+    CHECK(workload().run(*prepared).value() == workload().expected);
+    device->reset();
+    prepared.reset();
+}
+
+TEST_CASE("wedge injection: an unknown mode is refused naming the modes") {
+    auto device = openLoopback();
+    shim::NpuFaultPlan plan;
+    plan.wedge = 4;
+    auto r = shim::injectNpuFaults(*device, plan);
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error().message, Catch::Contains("wedge 4") && Catch::Contains("until a Reset"));
+}
+
+namespace {
+// Answers every Ping itself, as a hostile (or broken) firmware would, with the largest values
+// there are: an item running forever, a progress counter at its top, 2^32-1 requests queued.
+class HostilePingTransport final : public ForwardingTransport {
+public:
+    using ForwardingTransport::ForwardingTransport;
+    proto::Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        proto::FrameHeader h;
+        if (bytes.size() < proto::kFrameHeaderSize || !proto::parseFrameHeader(bytes.data(), &h) ||
+            h.type != proto::METHOD_PING || bytes.size() < proto::kFrameHeaderSize + h.length) {
+            return inner_->write(bytes, fds);
+        }
+        proto::PingRequest request;
+        REQUIRE(request.ParseFromArray(bytes.data() + proto::kFrameHeaderSize, static_cast<int>(h.length)));
+        proto::PingReply reply;
+        reply.set_nonce(request.nonce());
+        reply.set_answered_on_arrival(true);
+        reply.set_item_running(true);
+        reply.set_item_running_us(UINT64_MAX);
+        reply.set_progress(UINT64_MAX);
+        reply.set_session_queued(UINT32_MAX);
+        reply.set_item_is_mine(true);
+        const std::string payload = reply.SerializeAsString();
+        proto::FrameHeader out;
+        out.type = proto::METHOD_PING;
+        out.flags = proto::kFlagResponse;
+        out.callId = h.callId;
+        out.length = static_cast<uint32_t>(payload.size());
+        std::vector<uint8_t> frame(proto::kFrameHeaderSize);
+        proto::encodeFrameHeader(out, reinterpret_cast<const uint8_t*>(payload.data()), frame.data());
+        frame.insert(frame.end(), payload.begin(), payload.end());
+        std::lock_guard lock(mutex_);
+        pending_.insert(pending_.end(), frame.begin(), frame.end());
+        return {};
+    }
+    proto::Result<size_t> read(std::span<uint8_t> buffer, std::vector<proto::UniqueFd>* fds,
+                               std::chrono::milliseconds timeout) override {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            {
+                std::lock_guard lock(mutex_);
+                if (!pending_.empty()) {
+                    const size_t n = std::min(buffer.size(), pending_.size());
+                    std::copy_n(pending_.begin(), n, buffer.begin());
+                    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+                    return n;
+                }
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            auto r = inner_->read(buffer, fds, std::clamp(left, 0ms, 10ms));
+            if (r || r.error().kind != proto::Error::Kind::kTimeout || left <= 0ms) return r;
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<uint8_t> pending_;
+};
+}  // namespace
+
+TEST_CASE(
+    "a hostile PingReply (huge values, a counter at its top) is no progress: the shim resets, the answer is "
+    "right") {
+    fw::host::FirmwareHostConfig config;
+    config.faultInjection = true;
+    shim::TransportFactory factory = [config]() -> proto::Result<std::unique_ptr<proto::Transport>> {
+        auto t = fw::host::startLoopbackTransport(config);
+        if (!t) return std::unexpected(t.error());
+        return std::unique_ptr<proto::Transport>(new HostilePingTransport(std::move(*t)));
+    };
+    auto device = shim::createNpuDevice(std::move(factory), wedgeOptions());
+    REQUIRE(device.has_value());
+    auto prepared = workload().prepare(**device);
+    const auto c = runWedged(**device, *prepared, 1, 1, 0);
+    CHECK(firmwareCounter(c, "rpc.pings_on_arrival") == 0);  // none reached the firmware
 }

@@ -37,6 +37,12 @@ constexpr uint64_t kServerScratchBytes = 64ull
 constexpr uint32_t kMaxHandles = 1024;            // prepared models + buffers of all sessions
 constexpr uint64_t kStopCheckIntervalUs = 500;    // a running item looks for a Cancel this often
 constexpr uint64_t kHostArenaBytes = 1ull << 20;  // the registry and the scheduler's queue
+// The injected wedge (InjectFaultsRequest.wedge): its longest stop, the slice between two looks
+// at the transports and the flags, and a crawl's pause before each operation.
+constexpr uint64_t kWedgeMaxUs = 60'000'000;
+constexpr std::chrono::milliseconds kWedgeSlice{5};
+constexpr uint64_t kCrawlUs = 20'000;
+enum Wedge : uint32_t { kWedgeNone = 0, kWedgeUntilReset = 1, kWedgeUntilStop = 2, kWedgeCrawl = 3 };
 
 proto::Error ioError(const std::string& what) {
     return proto::Error{proto::Error::Kind::kIo, what + ": " + std::strerror(errno)};
@@ -62,8 +68,10 @@ struct Session;
 thread_local Session* tlsReader = nullptr;
 
 // One client: its server, its window, its transport (served by FirmwareHost::serve).
-struct Session final : public FrameSink, public WindowPlacer {
-    std::function<bool(uint64_t)> place;  // FirmwareHost::Impl::moveSession for this session
+struct Session final : public FrameSink, public WindowPlacer, public WorkMonitor {
+    std::function<WorkState(uint32_t)> watch;  // FirmwareHost::Impl::workFor
+    std::function<void()> resetting;           // a Reset arrived (frees an injected wedge)
+    std::function<bool(uint64_t)> place;       // FirmwareHost::Impl::moveSession for this session
     uint32_t id = 0;
     uint32_t slot = 0;  // which session window
     proto::Transport* transport = nullptr;
@@ -89,6 +97,8 @@ struct Session final : public FrameSink, public WindowPlacer {
         return r.has_value();
     }
     bool placeWindow(uint64_t addr) override { return place(addr); }
+    WorkState work() override { return watch(id); }
+    void resetArriving() override { resetting(); }
 };
 
 struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
@@ -129,6 +139,13 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     uint64_t lastStopCheckUs = 0;  // stopRequested's last look at the transports (0: none yet)
     uint64_t lastProgressUs = 0;   // the running item's start, then its last progress frame
     std::condition_variable midItemDone;
+    // What Ping tells (WorkMonitor): operation boundaries and items passed, the running item's start.
+    uint64_t progressCount = 0;
+    uint64_t itemStartUs = 0;
+    // The injected wedge: armed until the next operation boundary; a crawl lasts one item.
+    uint32_t wedge = kWedgeNone;
+    bool crawling = false;
+    bool resetArrived = false;  // a Reset reached a session since the wedge was armed
 
     FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
         sim::FaultConfig f;
@@ -145,7 +162,17 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
                 "InjectFaults: SRAM flip at byte %u bit %u is outside the %llu-byte scratchpad",
                 f.sramFlipAddress, f.sramFlipBit, static_cast<unsigned long long>(config.hw.scratchpadBytes));
         }
+        if (r.wedge > kWedgeCrawl) {
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "InjectFaults: wedge %u is not one of 1 (until a Reset), 2 (until the "
+                                  "host stops), 3 (crawl)",
+                                  r.wedge);
+        }
         platform->armFaultsOnce(f);
+        if (r.wedge != kWedgeNone) {
+            wedge = r.wedge;
+            resetArrived = false;
+        }
         if (r.crash_after_ms > 0) crashAtUs = platform->nowUs() + uint64_t{r.crash_after_ms} * 1000;
         return FwStatus::okStatus();
     }
@@ -179,11 +206,20 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
     bool runOne(std::unique_lock<std::mutex>& lock);
     void crash();
     // At a checkpoint of the running item (between two NPU operations, or two operations it
-    // compiles): reads what its session sent meanwhile (a Cancel) and says why it must stop
-    // (cancelled, deadline passed) or kNone.
+    // compiles): counts the progress Ping reports, takes an injected wedge, reads what its session
+    // sent meanwhile (a Cancel) and says why it must stop (cancelled, deadline passed) or kNone.
     StopReason stopRequested(const WorkProgress& progress);
     // A progress frame to the running item's client when one is due (FirmwareHostConfig).
     void reportProgress(const WorkProgress& progress, uint64_t now);
+    // The injected wedge or crawl at an operation boundary of the running item.
+    void injectedStall();
+    // The running item's thread stops for up to `us` (until a Reset when `untilReset`, or the
+    // host stops), looking at the transports every kWedgeSlice so that pings are answered.
+    void pauseItem(uint64_t us, bool untilReset);
+    // Reads what the running item's own session sent (when this thread is its reader) and lets
+    // waiting readers feed theirs, once.
+    void letReadersIn();
+    WorkState workFor(uint32_t session);
     // `bytes` its reader read into s.readBuffer (and the fds that came with them) to the
     // session's server. Under the lock.
     void feed(Session& s, size_t bytes);
@@ -193,6 +229,8 @@ struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
 // view of DRAM (so the NPU's DMA reaches it there), its server, service and gate.
 proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::Transport& transport) {
     auto s = std::make_unique<Session>();
+    s->watch = [this](uint32_t session) { return workFor(session); };
+    s->resetting = [this] { resetArrived = true; };
     s->place = [this, session = s.get()](uint64_t addr) { return moveSession(*session, addr); };
     s->transport = &transport;
     s->shared = transport.sharesMemory();
@@ -238,6 +276,7 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);
     sc.gate = s->gate.get();
     sc.windowPlacer = s.get();
+    sc.monitor = s.get();
     const size_t serverBytes = RpcServer::memoryNeeded(sc) + kServerScratchBytes;
     s->memory.reset(new uint8_t[serverBytes]);
     s->arena = std::make_unique<Arena>(s->memory.get(), serverBytes);
@@ -342,8 +381,10 @@ void FirmwareHost::Impl::reportProgress(const WorkProgress& progress, uint64_t n
 StopReason FirmwareHost::Impl::stopRequested(const WorkProgress& progress) {
     if (!scheduler || !scheduler->running())
         return StopReason::kNone;  // (the runtime measures itself at init)
+    ++progressCount;               // an operation (or a compile step) is done
     if (config.checkpointStallUs != 0)
         std::this_thread::sleep_for(std::chrono::microseconds(config.checkpointStallUs));
+    injectedStall();
     // One look at the transports per kStopCheckIntervalUs of the running item (the first operation
     // boundary always looks): reading them at every NPU operation cost more than simulating the
     // operations (a 211-operation model took 19 ms per execution instead of 5 ms).
@@ -352,6 +393,11 @@ StopReason FirmwareHost::Impl::stopRequested(const WorkProgress& progress) {
     if (lastStopCheckUs != 0 && now - lastStopCheckUs < kStopCheckIntervalUs)
         return scheduler->runningStop(now);
     lastStopCheckUs = now;
+    letReadersIn();
+    return scheduler->runningStop(platform->nowUs());
+}
+
+void FirmwareHost::Impl::letReadersIn() {
     const uint32_t owner = scheduler->runningItem().session;
     if (tlsReader != nullptr && tlsReader->id == owner) {
         // This thread is the owner's reader: nobody else reads its transport. Take what came.
@@ -368,7 +414,48 @@ StopReason FirmwareHost::Impl::stopRequested(const WorkProgress& progress) {
         midItem = false;
         midItemDone.notify_all();
     }
-    return scheduler->runningStop(platform->nowUs());
+}
+
+void FirmwareHost::Impl::injectedStall() {
+    if (wedge == kWedgeCrawl) {
+        wedge = kWedgeNone;
+        crawling = true;  // this item, until it ends (runOne)
+    }
+    if (crawling) return pauseItem(kCrawlUs, false);
+    if (wedge != kWedgeUntilReset && wedge != kWedgeUntilStop) return;
+    const bool untilReset = wedge == kWedgeUntilReset;
+    wedge = kWedgeNone;  // fires once
+    proto::vlog("firmware", "injected wedge: the item thread stops before its next operation");
+    pauseItem(kWedgeMaxUs, untilReset);
+}
+
+void FirmwareHost::Impl::pauseItem(uint64_t us, bool untilReset) {
+    const uint64_t end = platform->nowUs() + us;
+    while (!stop.load() && !(untilReset && resetArrived) && platform->nowUs() < end) {
+        if (tlsReader != nullptr && tlsReader->id == scheduler->runningItem().session) letReadersIn();
+        if (runningLock == nullptr) {
+            std::this_thread::sleep_for(kWedgeSlice);
+            continue;
+        }
+        midItem = true;  // readers may feed (and pings be answered) while it waits
+        runningLock->unlock();
+        std::this_thread::sleep_for(kWedgeSlice);
+        runningLock->lock();
+        midItem = false;
+        midItemDone.notify_all();
+    }
+}
+
+WorkState FirmwareHost::Impl::workFor(uint32_t session) {
+    WorkState w;
+    w.progress = progressCount;
+    if (scheduler->running()) {
+        w.itemRunning = true;
+        const uint64_t now = platform->nowUs();
+        w.itemRunningUs = now > itemStartUs ? now - itemStartUs : 0;
+        w.itemIsMine = scheduler->runningItem().session == session;
+    }
+    return w;
 }
 
 // Runs (or answers) the next scheduled item; false when there is none.
@@ -397,9 +484,12 @@ bool FirmwareHost::Impl::runOne(std::unique_lock<std::mutex>& lock) {
     runningLock = &lock;
     lastStopCheckUs = 0;
     lastProgressUs = platform->nowUs();
+    itemStartUs = lastProgressUs;
     if (s != nullptr) s->server->runSlot(item.slot);
     runningLock = nullptr;
     scheduler->finish();
+    ++progressCount;
+    crawling = false;
     return true;
 }
 

@@ -30,7 +30,10 @@ struct RecoveryOptions {
     std::chrono::milliseconds watchdogPeriod{1000};
     std::chrono::milliseconds pingTimeout{1000};   // a ping unanswered for this long escalates
     std::chrono::milliseconds resetTimeout{2000};  // the Reset call; then the host is restarted
-    uint32_t maxReplays = 3;                       // replays of one request before it fails
+    // After a call timed out and a firmware host answered the ping while an item ran: pings every
+    // half of this; an item whose progress counter did not move across it is stuck (Reset).
+    std::chrono::milliseconds stallWindow{2000};
+    uint32_t maxReplays = 3;  // replays of one request before it fails
 };
 
 // Call timeouts per call class (docs/reliability.md). A HAL deadline, when given, shortens them.
@@ -156,6 +159,7 @@ Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
 struct NpuCounters {
     uint64_t pings = 0;             // watchdog and escalation pings sent
     uint64_t pingFailures = 0;      // pings unanswered in time (or on a dropped connection)
+    uint64_t stalls = 0;            // pings answered while an item ran without progress for stallWindow
     uint64_t callTimeouts = 0;      // calls the firmware did not answer within their timeout
     uint64_t disconnects = 0;       // calls that met a dropped connection
     uint64_t resets = 0;            // Reset calls the firmware answered
@@ -183,6 +187,9 @@ struct NpuFaultPlan {
     uint32_t sramFlipBit = 0;
     bool sramEcc = true;
     uint32_t crashAfterMs = 0;  // the firmware host dies this long after the call
+    // InjectFaultsRequest.wedge: 1 the item thread stops before its next operation until a
+    // Reset; 2 until the host stops (only a restart helps); 3 it crawls (20 ms per operation).
+    uint32_t wedge = 0;
 };
 Status injectNpuFaults(hal::IDevice& device, const NpuFaultPlan& plan);
 

@@ -162,6 +162,25 @@ protected:
     ~PoolMapper() = default;
 };
 
+// What a platform with an item thread (the firmware host) knows of the work in progress. With
+// RpcServerConfig::monitor set, Ping is answered on arrival, ahead of queued work and while an
+// item runs, with what work() says; a Reset tells resetArriving() on arrival (before it is queued
+// behind a running item), so a platform can free an item stuck on its own account.
+struct WorkState {
+    bool itemRunning = false;
+    uint64_t itemRunningUs = 0;
+    uint64_t progress = 0;  // NPU operations, compile steps and items completed; only grows
+    bool itemIsMine = false;
+};
+class WorkMonitor {
+public:
+    virtual WorkState work() = 0;
+    virtual void resetArriving() = 0;
+
+protected:
+    ~WorkMonitor() = default;
+};
+
 // Where the firmware's log lines go: the host platform's stderr under NPU_VLOG=firmware, a
 // SoC's UART. enabled() is asked first, so a silent firmware formats nothing.
 class LogSink {
@@ -226,14 +245,16 @@ struct RpcServerConfig {
     FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
     LogSink* log = nullptr;                     // a line per request and per error when set
     PoolMapper* pools = nullptr;                // MapPool / UnmapPool are refused when null
+    WorkMonitor* monitor = nullptr;             // set: Ping is answered on arrival (WorkMonitor)
 };
 
 struct RpcServerStats {
     uint64_t framesReceived = 0;
     uint64_t requestsHandled = 0;
-    uint64_t badFrames = 0;     // CRC, oversize, bad version, truncated
-    uint64_t garbageBytes = 0;  // skipped while resynchronising
-    uint64_t queueFull = 0;     // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
+    uint64_t pingsOnArrival = 0;  // answered ahead of queued work (RpcServerConfig::monitor)
+    uint64_t badFrames = 0;       // CRC, oversize, bad version, truncated
+    uint64_t garbageBytes = 0;    // skipped while resynchronising
+    uint64_t queueFull = 0;       // requests refused with RESOURCE_EXHAUSTED_TRANSIENT
     uint64_t cancelled = 0;
     uint64_t sinkFailures = 0;   // FrameSink::writeFrame returned false
     uint64_t progressSent = 0;   // ProgressEvent frames sent (sendProgress)
@@ -298,6 +319,10 @@ private:
     void retire(uint32_t slot);
     void popHead();
     void gateCancel(uint64_t cancelCallId, uint64_t targetCallId);
+    // Ping on arrival (RpcServerConfig::monitor), and the PingReply fields both paths fill.
+    void pingOnArrival(uint64_t callId, const uint8_t* payload, uint32_t length);
+    void sendPing(uint64_t callId, uint64_t nonce, const WorkState& work, bool onArrival);
+    uint32_t requestsPending() const;  // queued or running, not yet answered
 
     // One request being served: its method, the decoded request (in the arena; null for methods
     // that decode their own payload) and the raw payload.
