@@ -16,14 +16,28 @@ uint32_t frameCrc(const uint8_t header[kFrameHeaderSize], const uint8_t* payload
     return length == 0 ? crc : crc32cExtend(crc, payload, length);
 }
 
-void encodeFrameHeader(const FrameHeader& header, const uint8_t* payload, uint8_t out[kFrameHeaderSize]) {
+namespace {
+void storeHeaderFields(const FrameHeader& header, uint8_t out[kFrameHeaderSize]) {
     storeLe32(out, kFrameMagic);
     out[4] = header.version;
     out[5] = header.type;
     storeLe16(out + 6, header.flags);
     storeLe64(out + 8, header.callId);
     storeLe32(out + 16, header.length);
+}
+}  // namespace
+
+void encodeFrameHeader(const FrameHeader& header, const uint8_t* payload, uint8_t out[kFrameHeaderSize]) {
+    storeHeaderFields(header, out);
     storeLe32(out + kCrcOffset, frameCrc(out, payload, header.length));
+}
+
+void encodeFrameHeaderGather(const FrameHeader& header, const uint8_t* first, size_t firstLength,
+                             const uint8_t* second, uint8_t out[kFrameHeaderSize]) {
+    storeHeaderFields(header, out);
+    const uint32_t crc = frameCrc(out, first, firstLength);
+    const size_t rest = header.length - firstLength;
+    storeLe32(out + kCrcOffset, rest == 0 ? crc : crc32cExtend(crc, second, rest));
 }
 
 bool parseFrameHeader(const uint8_t in[kFrameHeaderSize], FrameHeader* header) {

@@ -129,7 +129,7 @@ proto::Result<void> AioEndpoint::open(const std::string& path, int flags) {
     return {};
 }
 
-proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
+proto::Result<AioEndpoint::Slot*> AioEndpoint::freeSlot() {
     if (abandoned_) {
         (void)collect(std::chrono::milliseconds(0));  // came back since?
         while (count_ > 0 && oldest().done) popOldest();
@@ -146,9 +146,10 @@ proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
     Slot& slot = slots_[index];
     slot.cb = iocb{};
     slot.cb.aio_fildes = static_cast<uint32_t>(fd_);
-    slot.cb.aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
-    slot.cb.aio_buf = reinterpret_cast<uint64_t>(data);
-    slot.cb.aio_nbytes = length;
+    return &slot;
+}
+
+proto::Result<void> AioEndpoint::enqueue(Slot& slot) {
     iocb* list[1] = {&slot.cb};
     if (ioSubmit(context_, 1, list) != 1) {
         const int err = errno;
@@ -157,8 +158,35 @@ proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
     }
     slot.busy = true;
     slot.done = false;
-    order_[count_++] = index;
+    order_[count_++] = static_cast<size_t>(&slot - slots_);
     return {};
+}
+
+proto::Result<void> AioEndpoint::submit(void* data, size_t length, bool write) {
+    auto slot = freeSlot();
+    if (!slot) return std::unexpected(slot.error());
+    Slot& s = **slot;
+    s.cb.aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
+    s.cb.aio_buf = reinterpret_cast<uint64_t>(data);
+    s.cb.aio_nbytes = length;
+    s.data = data;
+    s.length = length;
+    return enqueue(s);
+}
+
+proto::Result<void> AioEndpoint::submitGather(const void* head, size_t headLength, const void* body,
+                                              size_t bodyLength) {
+    auto slot = freeSlot();
+    if (!slot) return std::unexpected(slot.error());
+    Slot& s = **slot;
+    s.parts[0] = iovec{const_cast<void*>(head), headLength};
+    s.parts[1] = iovec{const_cast<void*>(body), bodyLength};
+    s.cb.aio_lio_opcode = IOCB_CMD_PWRITEV;
+    s.cb.aio_buf = reinterpret_cast<uint64_t>(s.parts);
+    s.cb.aio_nbytes = 2;  // iovec count
+    s.data = const_cast<void*>(head);
+    s.length = headLength + bodyLength;
+    return enqueue(s);
 }
 
 proto::Result<void> AioEndpoint::collect(std::chrono::milliseconds timeout) {
@@ -189,7 +217,7 @@ void AioEndpoint::popOldest() {
 
 proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout, void** data, size_t* asked) {
     if (count_ == 0) return proto::fail(Error::Kind::kIo, path_ + ": no transfer in flight");
-    if (asked != nullptr) *asked = static_cast<size_t>(oldest().cb.aio_nbytes);
+    if (asked != nullptr) *asked = oldest().length;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!oldest().done) {
         const auto left =
@@ -202,7 +230,7 @@ proto::Result<size_t> AioEndpoint::wait(std::chrono::milliseconds timeout, void*
         }
     }
     const int64_t res = oldest().res;
-    if (data != nullptr) *data = reinterpret_cast<void*>(oldest().cb.aio_buf);
+    if (data != nullptr) *data = oldest().data;
     popOldest();
     if (res >= 0) return static_cast<size_t>(res);
     const int err = static_cast<int>(-res);

@@ -5,6 +5,7 @@
 // cancelled (a blocking read() on a FunctionFS endpoint cannot be).
 
 #include <linux/aio_abi.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +34,10 @@ public:
     // completes or is cancelled), at most kDepth at once. A cancelled transfer the kernel has not
     // given back yet is reaped first, or the submit fails.
     proto::Result<void> submit(void* data, size_t length, bool write);
+    // Queues one write gathered from `head` and `body` (IOCB_CMD_PWRITEV: FunctionFS copies both
+    // into its transfer buffer when the write is submitted, so they may change right after).
+    proto::Result<void> submitGather(const void* head, size_t headLength, const void* body,
+                                     size_t bodyLength);
     bool pending() const { return count_ > 0; }
     size_t inFlight() const { return count_; }
     // Waits up to `timeout` for the oldest transfer: bytes moved (and in *data, its buffer; in
@@ -49,12 +54,18 @@ public:
 private:
     struct Slot {
         iocb cb{};
+        iovec parts[2]{};      // a gathered write's pieces
+        void* data = nullptr;  // the buffer (a gathered write's first piece) and the bytes asked
+        size_t length = 0;
         bool busy = false;  // submitted, its event not yet taken by wait()
         bool done = false;  // its event arrived (result in res)
         int64_t res = 0;
     };
     // Collects the events that arrive within `timeout` (at least one is waited for).
     proto::Result<void> collect(std::chrono::milliseconds timeout);
+    // A free slot for the next transfer (a cancelled transfer that came back is reaped first).
+    proto::Result<Slot*> freeSlot();
+    proto::Result<void> enqueue(Slot& slot);
     Slot& oldest() { return slots_[order_[0]]; }
     void popOldest();
 

@@ -57,23 +57,26 @@ void GadgetSession::shutdown() {
 
 proto::Result<void> GadgetSession::write(std::span<const uint8_t> bytes, std::span<const int>) {
     std::lock_guard lock(writeMutex_);
-    return writeLocked(bytes.data(), bytes.size());
+    return writeLocked(bytes);
 }
 
 // The kernel copies a write's bytes when it is submitted, so a frame is queued and the caller goes
 // on (serving the next request while this reply is on the wire); a full queue waits for its
 // oldest transfer, which is where a host that stopped reading is noticed.
-proto::Result<void> GadgetSession::writeLocked(const uint8_t* data, size_t length) {
+proto::Result<void> GadgetSession::writeLocked(std::span<const uint8_t> head, std::span<const uint8_t> body) {
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     AioEndpoint& in = ffs_.bulkIn();
     // The whole frame as one transfer; then a zero-length packet if it filled its last packet,
     // so the host's read ends with the frame instead of waiting for more.
+    const size_t length = head.size() + body.size();
     const bool zlp = length > 0 && length % ffs_.maxPacket() == 0;
-    for (int part = 0; part < (zlp ? 2 : 1); ++part) {
-        if (auto r = reapWrites(AioEndpoint::kDepth - 1); !r) return r;
-        if (auto r = in.submit(const_cast<uint8_t*>(data), part == 0 ? length : 0, true); !r) return r;
-    }
-    return {};
+    if (auto r = reapWrites(AioEndpoint::kDepth - 1); !r) return r;
+    auto* data = const_cast<uint8_t*>(head.data());
+    auto sent = body.empty() ? in.submit(data, head.size(), true)
+                             : in.submitGather(data, head.size(), body.data(), body.size());
+    if (!sent || !zlp) return sent;
+    if (auto r = reapWrites(AioEndpoint::kDepth - 1); !r) return r;
+    return in.submit(data, 0, true);
 }
 
 // Waits until at most `keep` bulk IN writes are in flight, checking each one that completes.
@@ -115,9 +118,10 @@ proto::Result<size_t> GadgetSession::read(std::span<uint8_t> buffer, std::vector
     if (std::string why; ended(&why)) return proto::fail(Error::Kind::kDisconnected, describe() + ": " + why);
     auto landed = nextTransfer(std::min(timeout, kReadSlice), true);
     if (!landed) return std::unexpected(landed.error());  // kTimeout keeps the read pending
-    const WindowService::ReplySink reply = [this](const uint8_t* frame, size_t length) {
+    const WindowService::ReplySink reply = [this](std::span<const uint8_t> head,
+                                                  std::span<const uint8_t> body) {
         std::lock_guard lock(writeMutex_);
-        return writeLocked(frame, length).has_value();
+        return writeLocked(head, body).has_value();
     };
     window_.feed(landed->data(), landed->size(), forward_, reply);
     releaseRead(landed->data());
@@ -247,7 +251,7 @@ void GadgetSession::echo() {
             break;
         }
         std::lock_guard lock(writeMutex_);
-        const bool written = writeLocked(landed->data(), landed->size()).has_value();
+        const bool written = writeLocked(*landed).has_value();
         releaseRead(landed->data());  // the kernel copied the write's bytes when it was submitted
         if (!written) break;
     }

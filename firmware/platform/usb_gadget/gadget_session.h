@@ -36,7 +36,8 @@ public:
 
 private:
     bool ended(std::string* why);
-    proto::Result<void> writeLocked(const uint8_t* data, size_t length);
+    // One frame as one transfer: `head`, then `body` (may be empty) gathered into it.
+    proto::Result<void> writeLocked(std::span<const uint8_t> head, std::span<const uint8_t> body = {});
     proto::Result<void> reapWrites(size_t keep);
     proto::Result<void> queueHead();
     size_t bufferOf(const uint8_t* p) const;

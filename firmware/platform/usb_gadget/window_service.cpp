@@ -148,23 +148,25 @@ std::string WindowService::checkRange(uint64_t addr, uint64_t length) const {
     return {};
 }
 
-// Replies are built in replyFrame_, kept between calls: a fresh megabyte per reply costs a page
-// fault per 4 KiB, which on an emulated CPU costs more than the copy itself.
+// Replies (a WINDOW_READ reply up to its data) are built in replyFrame_, kept between calls:
+// fresh memory costs a page fault per 4 KiB, which on an emulated CPU costs more than a copy.
 uint8_t* WindowService::replyPayload(size_t bytes) {
     if (replyFrame_.size() < proto::kFrameHeaderSize + bytes)
         replyFrame_.resize(proto::kFrameHeaderSize + bytes);
     return replyFrame_.data() + proto::kFrameHeaderSize;
 }
 
+// The frame's payload is `payloadBytes` in replyFrame_ and then `body` where it lies.
 void WindowService::sendFrame(uint8_t method, uint16_t flags, uint64_t callId, size_t payloadBytes,
-                              const ReplySink& reply) {
+                              const ReplySink& reply, std::span<const uint8_t> body) {
     proto::FrameHeader h;
     h.type = method;
     h.flags = static_cast<uint16_t>(proto::kFlagResponse | flags);
     h.callId = callId;
-    h.length = static_cast<uint32_t>(payloadBytes);
-    proto::encodeFrameHeader(h, replyFrame_.data() + proto::kFrameHeaderSize, replyFrame_.data());
-    (void)reply(replyFrame_.data(), proto::kFrameHeaderSize + payloadBytes);
+    h.length = static_cast<uint32_t>(payloadBytes + body.size());
+    uint8_t* frame = replyFrame_.data();
+    proto::encodeFrameHeaderGather(h, frame + proto::kFrameHeaderSize, payloadBytes, body.data(), frame);
+    (void)reply({frame, proto::kFrameHeaderSize + payloadBytes}, body);
 }
 
 void WindowService::sendMessage(uint8_t method, uint16_t flags, uint64_t callId,
@@ -217,23 +219,23 @@ void WindowService::serveRead(uint64_t callId, const uint8_t* payload, uint32_t 
     if (std::string e = checkRange(request.addr(), request.length()); !e.empty()) {
         return sendError(method, callId, "WindowRead: " + e, reply);
     }
-    // WindowReadReply {status {code 0}, data}: the status serialised by protobuf, then field 2
-    // (tag, length, bytes) written straight from DRAM into the frame: the message's wire format
-    // with one copy of the data.
+    // WindowReadReply {status {code 0}, data}: the status serialised by protobuf, then field 2's
+    // tag and length, in replyFrame_; the data follows from where it lies in DRAM, gathered into
+    // the same transfer (the message's wire format without copying the data; the CRC is
+    // computed over it in place).
     using google::protobuf::internal::WireFormatLite;
     using google::protobuf::io::CodedOutputStream;
     constexpr uint32_t kDataTag = WireFormatLite::MakeTag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
     proto::WindowReadReply head;
     head.mutable_status()->set_code(0);
     const uint32_t n = request.length();
-    const size_t total = head.ByteSizeLong() + CodedOutputStream::VarintSize32(kDataTag) +
-                         CodedOutputStream::VarintSize32(n) + n;
-    uint8_t* out = head.SerializeWithCachedSizesToArray(replyPayload(total));
+    const size_t headBytes =
+        head.ByteSizeLong() + CodedOutputStream::VarintSize32(kDataTag) + CodedOutputStream::VarintSize32(n);
+    uint8_t* out = head.SerializeWithCachedSizesToArray(replyPayload(headBytes));
     out = CodedOutputStream::WriteTagToArray(kDataTag, out);
-    out = CodedOutputStream::WriteVarint32ToArray(n, out);
-    std::memcpy(out, dram_ + request.addr(), n);
+    CodedOutputStream::WriteVarint32ToArray(n, out);
     bytesRead_ += n;
-    sendFrame(method, 0, callId, total, reply);
+    sendFrame(method, 0, callId, headBytes, reply, {dram_ + request.addr(), n});
 }
 
 }  // namespace npu::fw::usb

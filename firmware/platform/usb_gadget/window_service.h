@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,9 @@ namespace npu::fw::usb {
 
 class WindowService {
 public:
-    // Sends one reply frame (header + payload) to the host; false if it could not.
-    using ReplySink = std::function<bool(const uint8_t* frame, size_t length)>;
+    // Sends one reply frame to the host, `head` then `body` (empty, or a WINDOW_READ's data
+    // where it lies in DRAM), as one transfer; false if it could not.
+    using ReplySink = std::function<bool(std::span<const uint8_t> head, std::span<const uint8_t> body)>;
 
     WindowService(uint8_t* dram, uint64_t windowAddr, uint64_t windowBytes, uint32_t maxPayload);
 
@@ -39,9 +41,9 @@ private:
     void serveWrite(uint64_t callId, const uint8_t* payload, uint32_t length, const ReplySink& reply);
     void serveRead(uint64_t callId, const uint8_t* payload, uint32_t length, const ReplySink& reply);
     std::string checkRange(uint64_t addr, uint64_t length) const;
-    uint8_t* replyPayload(size_t bytes);  // room for a reply payload of `bytes` in replyFrame_
+    uint8_t* replyPayload(size_t bytes);  // room for a reply payload (or its head) of `bytes` in replyFrame_
     void sendFrame(uint8_t method, uint16_t flags, uint64_t callId, size_t payloadBytes,
-                   const ReplySink& reply);
+                   const ReplySink& reply, std::span<const uint8_t> body = {});
     void sendMessage(uint8_t method, uint16_t flags, uint64_t callId,
                      const google::protobuf::MessageLite& message, const ReplySink& reply);
     void sendError(uint8_t method, uint64_t callId, const std::string& message, const ReplySink& reply);
@@ -51,7 +53,7 @@ private:
     uint64_t windowBytes_;
     uint32_t maxPayload_;
     std::vector<uint8_t> pending_;     // the beginning of a frame, kept for the next bytes
-    std::vector<uint8_t> replyFrame_;  // every reply is built here (grows, never shrinks)
+    std::vector<uint8_t> replyFrame_;  // every reply (a WINDOW_READ's up to its data) is built here
     size_t passRemaining_ = 0;         // bytes of a frame for the firmware still to forward
     uint64_t bytesWritten_ = 0;
     uint64_t bytesRead_ = 0;

@@ -48,8 +48,9 @@ struct Harness {
     WindowService service{dram.data(), 1024, 2048, 4096};
     std::vector<uint8_t> forwarded;
     std::vector<std::vector<uint8_t>> replies;
-    WindowService::ReplySink sink = [this](const uint8_t* f, size_t n) {
-        replies.emplace_back(f, f + n);
+    WindowService::ReplySink sink = [this](std::span<const uint8_t> head, std::span<const uint8_t> body) {
+        replies.emplace_back(head.begin(), head.end());
+        replies.back().insert(replies.back().end(), body.begin(), body.end());
         return true;
     };
     // Feeds `bytes` in pieces of `step` bytes.
@@ -189,9 +190,12 @@ public:
             std::vector<uint8_t> chunk(256 * 1024);
             auto n = inner_->read(chunk, nullptr, timeout);
             if (!n) return n;
-            window_.feed(chunk.data(), *n, forward_, [this](const uint8_t* f, size_t len) {
-                return inner_->write({f, len}).has_value();
-            });
+            window_.feed(chunk.data(), *n, forward_,
+                         [this](std::span<const uint8_t> head, std::span<const uint8_t> body) {
+                             std::vector<uint8_t> frame(head.begin(), head.end());
+                             frame.insert(frame.end(), body.begin(), body.end());
+                             return inner_->write(frame).has_value();
+                         });
             if (forward_.empty()) return proto::fail(proto::Error::Kind::kTimeout, "window traffic only");
         }
         const size_t n = std::min(buffer.size(), forward_.size());

@@ -101,6 +101,24 @@ TEST_CASE("frame header layout is little-endian with the documented offsets") {
     REQUIRE(loadLe32(f.data() + 20) == frameCrc(f.data(), f.data() + 24, 3));
 }
 
+TEST_CASE("a header over a payload in two pieces matches the header over the payload whole") {
+    const std::string payload = "head part|and the data that lies elsewhere";
+    const auto whole = makeFrame(17, kFlagResponse, 42, payload);
+    for (size_t first : {size_t(0), size_t(10), payload.size()}) {
+        INFO("first piece " << first << " bytes");
+        FrameHeader h;
+        h.type = 17;
+        h.flags = kFlagResponse;
+        h.callId = 42;
+        h.length = static_cast<uint32_t>(payload.size());
+        const std::string rest = payload.substr(first);
+        uint8_t header[kFrameHeaderSize];
+        encodeFrameHeaderGather(h, reinterpret_cast<const uint8_t*>(payload.data()), first,
+                                reinterpret_cast<const uint8_t*>(rest.data()), header);
+        CHECK(std::memcmp(header, whole.data(), kFrameHeaderSize) == 0);
+    }
+}
+
 TEST_CASE("decoder delivers frames whatever the chunking") {
     std::vector<uint8_t> stream;
     for (int i = 0; i < 5; ++i)

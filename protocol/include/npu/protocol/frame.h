@@ -40,6 +40,10 @@ struct FrameHeader {
 // Writes the 24 header bytes for `header` (its version/length as given) with the CRC computed
 // over them and `payload` (header.length bytes).
 void encodeFrameHeader(const FrameHeader& header, const uint8_t* payload, uint8_t out[kFrameHeaderSize]);
+// The same for a payload in two pieces, `first` (firstLength bytes) then `second` (the rest of
+// header.length): a frame sent gathered from where its parts lie (USB's WINDOW_READ replies).
+void encodeFrameHeaderGather(const FrameHeader& header, const uint8_t* first, size_t firstLength,
+                             const uint8_t* second, uint8_t out[kFrameHeaderSize]);
 
 // Parses 24 header bytes; false if the magic is wrong. Checks nothing else (see FrameDecoder).
 bool parseFrameHeader(const uint8_t in[kFrameHeaderSize], FrameHeader* header);
