@@ -454,7 +454,8 @@ Result<void> QemuTransport::spawnQemu() {
 Result<void> QemuTransport::acceptUart0(UnixListener& listener) {
     const auto deadline = Clock::now() + options_.startTimeout;
     for (;;) {
-        auto conn = listener.accept(kLivenessSlice);
+        // QEMU's chardev speaks no reply-channel offer: every byte on UART0 is the firmware's.
+        auto conn = listener.accept(kLivenessSlice, UnixListener::ReplyChannel::kNone);
         if (conn) {
             uart0_ = std::move(*conn);
             return {};

@@ -527,7 +527,8 @@ Result<std::unique_ptr<UnixListener>> UnixListener::adopt(int fd, const PeerPoli
     return listener;
 }
 
-Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::milliseconds timeout,
+                                                        ReplyChannel replyChannel) {
     int perr = 0;
     int r = pollWithWake(fd_.get(), POLLIN, wakeFd_.get(), timeout, &perr);
     if (r == 0)
@@ -546,6 +547,8 @@ Result<std::unique_ptr<Transport>> UnixListener::accept(std::chrono::millisecond
     if (auto peer = checkUnixPeer(client.get(), policy_, "accept on unix:" + path_); !peer) {
         return std::unexpected(peer.error());  // closing `client` refuses it
     }
+    if (replyChannel == ReplyChannel::kNone)
+        return adoptUnixSocket(std::move(client), "unix:" + path_ + " (accepted)");
     auto replies = openReplyChannel(client.get(), "accept on unix:" + path_);
     if (!replies) return std::unexpected(replies.error());
     auto wake = makeEventFd();

@@ -241,6 +241,32 @@ TEST_CASE("unix: an accepted connection answers on a socket of its own, sent wit
     }
 }
 
+TEST_CASE("unix: accept without a reply channel: a foreign peer (QEMU's chardev) gets only our bytes") {
+    std::string path = "/tmp/npu-proto-test-plain-" + std::to_string(::getpid()) + ".sock";
+    auto l = UnixListener::listen(path);
+    REQUIRE(l.has_value());
+    UniqueFd raw = connectRaw(path);
+    auto server = (*l)->accept(2000ms, UnixListener::ReplyChannel::kNone);
+    REQUIRE(server.has_value());
+    // No preamble and no fd: the first bytes the peer reads are the server's, on the one socket
+    // (with the offer, these bytes went to a reply socket a chardev never reads: QEMU's doorbells
+    // backed up until "peer did not read for 10000 ms").
+    REQUIRE((*server)->write(bytesOf("doorbell")).has_value());
+    char got[16] = {};
+    iovec iov{got, sizeof got};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    REQUIRE(::recvmsg(raw.get(), &msg, MSG_CMSG_CLOEXEC) == 8);
+    CHECK(std::string(got, 8) == "doorbell");
+    CHECK(CMSG_FIRSTHDR(&msg) == nullptr);
+    REQUIRE(::write(raw.get(), "irq", 3) == 3);
+    REQUIRE(readExactly(**server, 3) == "irq");
+}
+
 TEST_CASE("unix: the accepting side never takes a reply socket from its client") {
     std::string path = "/tmp/npu-proto-test-noreply-" + std::to_string(::getpid()) + ".sock";
     auto l = UnixListener::listen(path);

@@ -114,7 +114,13 @@ public:
     UnixListener(const UnixListener&) = delete;
     UnixListener& operator=(const UnixListener&) = delete;
 
-    Result<std::unique_ptr<Transport>> accept(std::chrono::milliseconds timeout);
+    // kOffer: the new connection's first bytes offer the client a reply socket of its own (the
+    // 8-byte preamble with one fd), and replies go there: for peers that speak this protocol's
+    // transport (connectUnix / adoptUnixSocket read the offer). kNone: a plain socket for a peer
+    // that does not (QEMU's chardev), whose first bytes must be the caller's own.
+    enum class ReplyChannel { kOffer, kNone };
+    Result<std::unique_ptr<Transport>> accept(std::chrono::milliseconds timeout,
+                                              ReplyChannel replyChannel = ReplyChannel::kOffer);
     // Wakes a blocked accept(); later accepts fail kDisconnected.
     void shutdown();
     const std::string& path() const { return path_; }
