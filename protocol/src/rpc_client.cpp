@@ -34,6 +34,17 @@ size_t fieldBytes(const BytesField& field) {
            CodedOutputStream::VarintSize32(static_cast<uint32_t>(field.bytes.size())) + field.bytes.size();
 }
 
+// The method's name, for errors and verbose logs only (a look-up in the descriptor pool).
+const char* methodLabel(Method method) {
+    const std::string& name = Method_Name(method);  // the descriptor's: lives as long as the program
+    return name.empty() ? "unknown method" : name.c_str();
+}
+
+// "Execute (call 7)": how an error names the call it happened to.
+std::string callLabel(Method method, uint64_t callId) {
+    return std::string(methodLabel(method)) + " (call " + std::to_string(callId) + ")";
+}
+
 // Writes the request (its sizes cached) and then `field` at `out`.
 void serializePayload(const google::protobuf::Message& request, const BytesField& field, uint8_t* out) {
     out = request.SerializeWithCachedSizesToArray(out);
@@ -84,7 +95,7 @@ public:
             return;
         }
         std::unique_lock lock(client_.mutex_);
-        auto it = client_.pending_.find(h.callId);
+        auto it = client_.findPending(h.callId);
         if (it == client_.pending_.end()) {
             lock.unlock();
             client_.unknownResponses_++;
@@ -113,8 +124,7 @@ public:
         fdInbox.clear();
         if (!last) return;
         p.complete = true;
-        auto pending = it->second;
-        client_.pending_.erase(it);
+        auto pending = client_.takePending(it);
         lock.unlock();
         pending->done.notify_all();
     }
@@ -128,7 +138,7 @@ private:
                            event.ParseFromArray(payload, static_cast<int>(h.length)) &&
                            event.call_id() == h.callId && event.done() <= event.total();
         std::unique_lock lock(client_.mutex_);
-        auto it = valid ? client_.pending_.find(h.callId) : client_.pending_.end();
+        auto it = valid ? client_.findPending(h.callId) : client_.pending_.end();
         if (it == client_.pending_.end()) {
             lock.unlock();
             client_.ignoredProgress_++;
@@ -153,10 +163,9 @@ private:
         if (!e.haveHeader || e.kind == FrameEventKind::kGarbage) return;
         // The response of this call (if the id is intact) is lost: fail it now, not at its timeout.
         std::unique_lock lock(client_.mutex_);
-        auto it = client_.pending_.find(e.header.callId);
+        auto it = client_.findPending(e.header.callId);
         if (it == client_.pending_.end()) return;
-        auto pending = it->second;
-        client_.pending_.erase(it);
+        auto pending = client_.takePending(it);
         pending->failure = Error{Error::Kind::kProtocol, client_.description_ + ": response to call " +
                                                              std::to_string(e.header.callId) +
                                                              " rejected: " + frameEventName(e.kind)};
@@ -200,7 +209,7 @@ void RpcClient::close() {
 }
 
 void RpcClient::failAll(const Error& error) {
-    std::map<uint64_t, std::shared_ptr<Pending>> failed;
+    PendingList failed;
     {
         std::lock_guard lock(mutex_);
         connected_ = false;
@@ -288,15 +297,32 @@ Result<void> RpcClient::sendFrames(uint8_t method, uint64_t callId, const google
     return {};
 }
 
+RpcClient::PendingList::iterator RpcClient::findPending(uint64_t callId) {
+    return std::find_if(pending_.begin(), pending_.end(),
+                        [callId](const auto& p) { return p.first == callId; });
+}
+
+std::shared_ptr<RpcClient::Pending> RpcClient::takePending(PendingList::iterator it) {
+    std::shared_ptr<Pending> taken = std::move(it->second);
+    *it = std::move(pending_.back());  // the order does not matter
+    pending_.pop_back();
+    return taken;
+}
+
+void RpcClient::erasePending(uint64_t callId) {
+    auto it = findPending(callId);
+    if (it != pending_.end()) takePending(it);
+}
+
 RpcClient::InFlight::InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending,
-                              std::string name)
-    : client_(client), callId_(callId), pending_(std::move(pending)), name_(std::move(name)) {}
+                              Method method)
+    : client_(client), callId_(callId), pending_(std::move(pending)), method_(method) {}
 
 RpcClient::InFlight::InFlight(InFlight&& other) noexcept
     : client_(std::exchange(other.client_, nullptr)),
       callId_(other.callId_),
       pending_(std::move(other.pending_)),
-      name_(std::move(other.name_)) {}
+      method_(other.method_) {}
 
 RpcClient::InFlight& RpcClient::InFlight::operator=(InFlight&& other) noexcept {
     if (this != &other) {
@@ -304,7 +330,7 @@ RpcClient::InFlight& RpcClient::InFlight::operator=(InFlight&& other) noexcept {
         client_ = std::exchange(other.client_, nullptr);
         callId_ = other.callId_;
         pending_ = std::move(other.pending_);
-        name_ = std::move(other.name_);
+        method_ = other.method_;
     }
     return *this;
 }
@@ -318,7 +344,7 @@ RpcClient::InFlight::~InFlight() {
 void RpcClient::InFlight::abandon() {
     if (client_ == nullptr) return;
     std::lock_guard lock(client_->mutex_);
-    client_->pending_.erase(callId_);
+    client_->erasePending(callId_);
     client_ = nullptr;
 }
 
@@ -333,14 +359,12 @@ Result<void> RpcClient::call(Method method, const google::protobuf::Message& req
 Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protobuf::Message& request,
                                              google::protobuf::Message& reply, std::span<const int> sendFds,
                                              const BytesField& field) {
-    const std::string methodName = Method_Name(method);
-    const char* name = methodName.empty() ? "unknown method" : methodName.c_str();
     if (!request.IsInitialized()) {
-        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": cannot serialize " +
+        return fail(Error::Kind::kInvalidArgument, std::string(methodLabel(method)) + ": cannot serialize " +
                                                        request.GetTypeName() + " (missing required fields?)");
     }
     if (field.bytes.size() > kMaxMessageBytes) {
-        return fail(Error::Kind::kInvalidArgument, std::string(name) + ": a field of " +
+        return fail(Error::Kind::kInvalidArgument, std::string(methodLabel(method)) + ": a field of " +
                                                        std::to_string(field.bytes.size()) +
                                                        " bytes exceeds " + std::to_string(kMaxMessageBytes));
     }
@@ -351,16 +375,18 @@ Result<RpcClient::InFlight> RpcClient::start(Method method, const google::protob
     {
         std::lock_guard lock(mutex_);
         if (!connected_.load()) {
-            return fail(Error::Kind::kDisconnected, std::string(name) + ": " + disconnectReason_);
+            return fail(Error::Kind::kDisconnected,
+                        std::string(methodLabel(method)) + ": " + disconnectReason_);
         }
-        pending_.emplace(callId, pending);
+        pending_.emplace_back(callId, pending);
     }
-    InFlight call(this, callId, pending, name);
-    vlog("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId, name, bytes);
+    InFlight call(this, callId, pending, method);
+    NPU_VLOG("protocol", "%s: call %" PRIu64 " %s (%zu bytes)", description_.c_str(), callId,
+             methodLabel(method), bytes);
     auto sent = sendFrames(static_cast<uint8_t>(method), callId, request, field, bytes, sendFds);
     if (!sent) {
         Error e = sent.error();
-        e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
+        e.message = callLabel(method, callId) + ": " + e.message;
         return std::unexpected(e);  // `call` unregisters itself
     }
     return call;
@@ -373,7 +399,7 @@ Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout
     }
     const uint64_t callId = call.callId_;
     const std::shared_ptr<Pending> pending = call.pending_;
-    const char* name = call.name_.c_str();
+    const Method method = call.method_;
     google::protobuf::Message& reply = *pending->reply;
     call.client_ = nullptr;  // from here on this function unregisters it on every path
     const auto start = std::chrono::steady_clock::now();
@@ -389,14 +415,14 @@ Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout
             deadline = std::min(cap, pending->lastProgress + timeout);
         }
         if (now >= deadline) {
-            pending_.erase(callId);  // a late response will be counted as unknown
+            erasePending(callId);  // a late response will be counted as unknown
             const std::string kept = progressSeen == 0
                                          ? std::string()
                                          : " of its last progress report (" + std::to_string(progressSeen) +
                                                " received; progress keeps a call alive for at most " +
                                                std::to_string(timeout.count() * kProgressCapFactor) + " ms)";
-            return fail(Error::Kind::kTimeout, std::string(name) + " (call " + std::to_string(callId) +
-                                                   "): no response from " + description_ + " within " +
+            return fail(Error::Kind::kTimeout, callLabel(method, callId) + ": no response from " +
+                                                   description_ + " within " +
                                                    std::to_string(timeout.count()) + " ms" + kept);
         }
         if (!leader_ && connected_.load()) {
@@ -416,7 +442,7 @@ Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout
     lock.unlock();
     if (pending->failure) {
         Error e = *pending->failure;
-        e.message = std::string(name) + " (call " + std::to_string(callId) + "): " + e.message;
+        e.message = callLabel(method, callId) + ": " + e.message;
         return std::unexpected(e);
     }
     if (receivedFds != nullptr) {
@@ -425,22 +451,22 @@ Result<void> RpcClient::finish(InFlight& call, std::chrono::milliseconds timeout
     if (pending->isError) {
         ErrorReply error;
         if (!error.ParseFromString(pending->payload)) {
-            return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
-                                                    "): unparsable ErrorReply from " + description_);
+            return fail(Error::Kind::kProtocol,
+                        callLabel(method, callId) + ": unparsable ErrorReply from " + description_);
         }
-        vlog("protocol", "%s: call %" PRIu64 " %s failed remotely: %s", description_.c_str(), callId, name,
-             error.status().message().c_str());
+        NPU_VLOG("protocol", "%s: call %" PRIu64 " %s failed remotely: %s", description_.c_str(), callId,
+                 methodLabel(method), error.status().message().c_str());
         return fail(Error::Kind::kRemote, error.status().message(), error.status().code());
     }
     const bool parsed =
         pending->parsedInPlace ? *pending->parsedInPlace : reply.ParseFromString(pending->payload);
     if (!parsed) {
-        return fail(Error::Kind::kProtocol, std::string(name) + " (call " + std::to_string(callId) +
-                                                "): cannot parse " + std::to_string(pending->payloadBytes) +
-                                                " bytes as " + reply.GetTypeName());
+        return fail(Error::Kind::kProtocol, callLabel(method, callId) + ": cannot parse " +
+                                                std::to_string(pending->payloadBytes) + " bytes as " +
+                                                reply.GetTypeName());
     }
-    vlog("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId, name,
-         pending->payloadBytes);
+    NPU_VLOG("protocol", "%s: call %" PRIu64 " %s done (%zu bytes)", description_.c_str(), callId,
+             methodLabel(method), pending->payloadBytes);
     return {};
 }
 

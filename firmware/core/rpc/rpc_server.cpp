@@ -5,6 +5,7 @@
 
 #include <cinttypes>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -366,6 +367,21 @@ void RpcServer::popHead() {
 
 namespace {
 
+// Zeroes every byte of the reply except the output-shape and profile arrays (~24 KiB, more
+// than a small execution costs): the encoder reads only the entries below output_shapes_count
+// and profile_count, and fillExecuteReply sets every field of those. Byte ranges rather than
+// named fields, so a field added to ExecuteReply later starts zeroed too.
+void clearExecuteReply(npu_proto_ExecuteReply* rep) {
+    auto* bytes = reinterpret_cast<unsigned char*>(rep);
+    const size_t shapes = offsetof(npu_proto_ExecuteReply, output_shapes);
+    const size_t shapesEnd = shapes + sizeof(rep->output_shapes);
+    const size_t profile = offsetof(npu_proto_ExecuteReply, profile);
+    const size_t profileEnd = profile + sizeof(rep->profile);
+    std::memset(bytes, 0, shapes);
+    std::memset(bytes + shapesEnd, 0, profile - shapesEnd);
+    std::memset(bytes + profileEnd, 0, sizeof(*rep) - profileEnd);
+}
+
 void fillExecuteReply(const npu_proto_ExecuteRequest& req, const ExecResult& result,
                       npu_proto_ExecuteReply* rep) {
     rep->device_cycles = result.deviceCycles;
@@ -618,7 +634,10 @@ void RpcServer::onRelease(const Call& call) {
 
 void RpcServer::onExecute(const Call& call) {
     const auto& req = *static_cast<const npu_proto_ExecuteRequest*>(call.request);
-    auto* rep = allocateFor<npu_proto_ExecuteReply>(call);
+    // Not value-initialised (allocateFor): clearExecuteReply zeroes all but the entry arrays.
+    auto* rep = static_cast<npu_proto_ExecuteReply*>(
+        arena_.allocate(sizeof(npu_proto_ExecuteReply), alignof(npu_proto_ExecuteReply)));
+    if (rep != nullptr) clearExecuteReply(rep);
     // Only the counts are set: the executor fills the profile and output entries it reports,
     // and zeroing all of them (20 KiB) would cost more than a small execution.
     auto* result = static_cast<ExecResult*>(arena_.allocate(sizeof(ExecResult), alignof(ExecResult)));
@@ -628,8 +647,7 @@ void RpcServer::onExecute(const Call& call) {
     }
     // Uninitialised: toIoArg sets every field of the entries used.
     auto* args = static_cast<IoArg*>(arena_.allocate(2 * kMaxIo * sizeof(IoArg), alignof(IoArg)));
-    if (!rep) return;
-    if (!result || !args) return noMemory(call);
+    if (!rep || !result || !args) return noMemory(call);
     for (uint32_t i = 0; i < req.inputs_count; ++i) toIoArg(req.inputs[i], &args[i]);
     for (uint32_t i = 0; i < req.outputs_count; ++i) toIoArg(req.outputs[i], &args[kMaxIo + i]);
     result->deviceFault = kDeviceFaultNone;

@@ -120,6 +120,7 @@ struct FakeService : Service {
             result->outputs[i].rank = 2;
             result->outputs[i].dims[0] = 1;
             result->outputs[i].dims[1] = 10;
+            result->outputs[i].sufficient = true;
         }
         return FwStatus::okStatus();
     }
@@ -515,6 +516,28 @@ TEST_CASE("Execute passes the arguments and returns output shapes") {
     CHECK(rep.output_shapes(0).dimensions(1) == 10);
     CHECK(fx.service.executeInputs == 1);
     CHECK(fx.service.lastInputAddr == 0x8000000);
+}
+
+TEST_CASE("Execute's reply carries only what this call set, over an arena full of old bytes") {
+    Fixture fx;
+    // The reply's entry arrays are not zeroed per call: what lies in the arena must not leak out.
+    auto* base = reinterpret_cast<unsigned char*>(fx.memory.data());
+    std::memset(base + fx.arena.used(), 0xA5, fx.arena.capacity() - fx.arena.used());
+    proto::ExecuteRequest req;
+    req.set_model_handle(42);
+    req.add_outputs()->set_addr(0x8001000);
+    fx.send(proto::METHOD_EXECUTE, 31, req);
+    fx.drain();
+    proto::ExecuteReply rep;
+    REQUIRE(rep.ParseFromString(fx.only().payload));
+    CHECK(rep.status().code() == 0);
+    CHECK(rep.status().message().empty());
+    CHECK(rep.device_fault() == 0);
+    CHECK(rep.clock_hz() == 0);
+    CHECK(rep.profile_size() == 0);  // no timing asked for
+    REQUIRE(rep.output_shapes_size() == 1);
+    CHECK(rep.output_shapes(0).dimensions_size() == 2);
+    CHECK(rep.output_shapes(0).is_sufficient());
 }
 
 TEST_CASE("a response frame from the host is refused; garbage is skipped") {

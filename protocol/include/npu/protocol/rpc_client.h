@@ -12,7 +12,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -70,12 +69,12 @@ public:
 
     private:
         friend class RpcClient;
-        InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending, std::string name);
+        InFlight(RpcClient* client, uint64_t callId, std::shared_ptr<Pending> pending, Method method);
         void abandon();
         RpcClient* client_ = nullptr;  // null once finished (or moved from)
         uint64_t callId_ = 0;
         std::shared_ptr<Pending> pending_;
-        std::string name_;
+        Method method_;  // its name is looked up only for an error or a verbose log
     };
     // call() in two halves, so that several calls can be in flight from one thread: the link and
     // both ends then work at once (the host window over USB moves megabytes in chunk calls).
@@ -128,8 +127,14 @@ private:
     // frame sent): a fresh megabyte per call costs a page fault per 4 KiB, which is more than
     // the copy on an emulated CPU (the USB test VM).
     std::vector<uint8_t> sendBuffer_;
-    std::mutex mutex_;  // pending_, disconnectReason_
-    std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+    // The calls waiting for a response, unordered. A flat list, not a map: no node is allocated
+    // per call, and the firmware's queue bounds how many are in flight (a few dozen at most).
+    using PendingList = std::vector<std::pair<uint64_t, std::shared_ptr<Pending>>>;
+    PendingList::iterator findPending(uint64_t callId);              // under mutex_; end() if none
+    std::shared_ptr<Pending> takePending(PendingList::iterator it);  // under mutex_: removes it
+    void erasePending(uint64_t callId);                              // under mutex_; none is fine
+    std::mutex mutex_;                                               // pending_, disconnectReason_
+    PendingList pending_;
     std::string disconnectReason_;
     std::atomic<uint64_t> nextCallId_{1};
     std::atomic<uint64_t> unknownResponses_{0};
