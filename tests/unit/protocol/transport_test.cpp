@@ -13,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace npu::proto;
 using namespace std::chrono_literals;
@@ -189,6 +191,27 @@ void sendWithFd(int socket, const std::string& bytes, int fd) {
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
     REQUIRE(::sendmsg(socket, &msg, 0) == static_cast<ssize_t>(bytes.size()));
 }
+
+// One recvmsg on a plain socket into `buffer`; the fds that came with it (SCM_RIGHTS) go to `fds`.
+ssize_t receiveWithFds(int socket, std::span<char> buffer, std::vector<UniqueFd>* fds) {
+    iovec iov{buffer.data(), buffer.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            fds->emplace_back(fd);
+        }
+    }
+    return n;
+}
 }  // namespace
 
 TEST_CASE("unix: an accepted connection answers on a socket of its own, sent with its preamble") {
@@ -219,21 +242,11 @@ TEST_CASE("unix: an accepted connection answers on a socket of its own, sent wit
         auto server = (*l)->accept(2000ms);
         REQUIRE(server.has_value());
         char preamble[16] = {};
-        iovec iov{preamble, sizeof preamble};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        REQUIRE(::recvmsg(raw.get(), &msg, MSG_CMSG_CLOEXEC) == 8);
+        std::vector<UniqueFd> fds;
+        REQUIRE(receiveWithFds(raw.get(), preamble, &fds) == 8);
         CHECK(std::string(preamble, 8) == "NPU-RPLY");
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        REQUIRE(c != nullptr);
-        REQUIRE(c->cmsg_len == CMSG_LEN(sizeof(int)));
-        int fd = -1;
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        UniqueFd replies(fd);
+        REQUIRE(fds.size() == 1);
+        UniqueFd replies = std::move(fds[0]);
         REQUIRE((*server)->write(bytesOf("on its own")).has_value());
         char got[10] = {};
         REQUIRE(::read(replies.get(), got, sizeof got) == 10);
@@ -253,16 +266,10 @@ TEST_CASE("unix: accept without a reply channel: a foreign peer (QEMU's chardev)
     // backed up until "peer did not read for 10000 ms").
     REQUIRE((*server)->write(bytesOf("doorbell")).has_value());
     char got[16] = {};
-    iovec iov{got, sizeof got};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    REQUIRE(::recvmsg(raw.get(), &msg, MSG_CMSG_CLOEXEC) == 8);
+    std::vector<UniqueFd> fds;
+    REQUIRE(receiveWithFds(raw.get(), got, &fds) == 8);
     CHECK(std::string(got, 8) == "doorbell");
-    CHECK(CMSG_FIRSTHDR(&msg) == nullptr);
+    CHECK(fds.empty());
     REQUIRE(::write(raw.get(), "irq", 3) == 3);
     REQUIRE(readExactly(**server, 3) == "irq");
 }
