@@ -21,6 +21,7 @@
 #   scripts/usb-vm.sh vm-test TEST_BINARY [CATCH2 ARGS...]
 #       As test, without the gadget (e.g. the dma-buf tests, with NPU_VM_KERNEL below).
 #
+# NPU_USB_VM_CPUS (default 2) and NPU_USB_VM_MEMORY (MiB, default 2048) size the guest.
 # NPU_VM_KERNEL=PACKAGE boots another Debian kernel package (or meta package, resolved to the
 # kernel it depends on) than linux-image-amd64's, cached apart in ~/.cache/npu-stack/vm-PACKAGE:
 # e.g. linux-image-6.12-amd64, whose kernel has the system dma-heap (CONFIG_DMABUF_HEAPS_SYSTEM)
@@ -176,9 +177,9 @@ EOF
 # Boots the guest running $job/run.sh; returns its status (124 when it overran).
 boot() {
   local job=$1 limit=$2
-  local mem=${NPU_USB_VM_MEMORY:-2048}
+  local mem=${NPU_USB_VM_MEMORY:-2048} cpus=${NPU_USB_VM_CPUS:-2}
   # The guest's own timeout fires first; qemu's covers a guest that hangs before it.
-  timeout -k 5 $((limit + 90)) qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
+  timeout -k 5 $((limit + 90)) qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$mem" \
     -display none -monitor none -serial stdio -no-reboot \
     -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 npu_timeout=$limit npu_project=$here" \
@@ -233,6 +234,7 @@ run_job() {
   trap '[ -n "${qemu_pid:-}" ] && kill "$qemu_pid" 2>/dev/null; exit 143' TERM INT
   {
     echo 'set -u'
+    echo ': >/tmp/job/started'
     echo "cd $(printf %q "$PWD") 2>/dev/null || cd /"
     [ "$mode" = gadget ] && gadget_script "$gadget"
     printf '%q ' "$@"
@@ -242,6 +244,16 @@ run_job() {
     echo 'exit $status'
   } >"$job/run.sh"
   boot "$job" "$limit"
+  local status=$?
+  # A guest that died before it started the job (a kernel oops at boot under TCG, seen once in
+  # many boots) is the emulator's failure, not the command's: boot once more. A job that started
+  # and then hung or crashed is reported as it is.
+  if [ ! -f "$job/started" ] && [ ! -f "$job/status" ]; then
+    log "the guest did not start the job (a boot failure); booting it once more"
+    boot "$job" "$limit"
+    status=$?
+  fi
+  return "$status"
 }
 
 parse_and_run() {
@@ -281,7 +293,7 @@ case ${1:-} in
     parse_and_run plain --timeout "${NPU_USB_VM_TIMEOUT:-200}" -- "$@" --use-colour no
     ;;
   *)
-    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
