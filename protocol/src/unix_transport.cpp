@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <thread>
 
 #include "npu/protocol/transport.h"
@@ -39,6 +40,25 @@ constexpr std::chrono::milliseconds kWriteTimeout{10'000};
 
 std::string errnoText(const char* what, int err) {
     return std::string(what) + ": " + std::strerror(err);
+}
+
+// One non-blocking sendmsg of `bytes` with `fds` (at most kMaxFdsPerWrite) as SCM_RIGHTS.
+ssize_t sendWithFds(int socket, std::span<const uint8_t> bytes, std::span<const int> fds) {
+    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerWrite)];
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    return ::sendmsg(socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 Result<UniqueFd> makeEventFd() {
@@ -104,21 +124,9 @@ public:
         bool fdsSent = fds.empty();
         while (sent < bytes.size() || !fdsSent) {
             if (shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
-            iovec iov{const_cast<uint8_t*>(bytes.data()) + sent, bytes.size() - sent};
-            msghdr msg{};
-            msg.msg_iov = &iov;
-            msg.msg_iovlen = 1;
-            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerWrite)];
-            if (!fdsSent) {  // fds ride with the first byte sent
-                msg.msg_control = control;
-                msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-                cmsghdr* c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-                std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-            }
-            ssize_t n = ::sendmsg(writeFd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            // fds ride with the first byte sent
+            const ssize_t n =
+                sendWithFds(writeFd_, bytes.subspan(sent), fdsSent ? std::span<const int>() : fds);
             if (n >= 0) {
                 sent += static_cast<size_t>(n);
                 fdsSent = true;
@@ -297,20 +305,11 @@ Result<UniqueFd> openReplyChannel(int socket, const std::string& where) {
         return fail(Error::Kind::kIo, where + ": " + errnoText("socketpair", errno));
     }
     UniqueFd ours(pair[0]), theirs(pair[1]);
-    iovec iov{const_cast<char*>(kReplyPreamble), sizeof kReplyPreamble};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pair[1], sizeof(int));
     // The socket is new and empty: the preamble fits at once.
-    if (::sendmsg(socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof kReplyPreamble)) {
+    const int theirFd = theirs.get();
+    const auto preamble = std::as_bytes(std::span(kReplyPreamble));
+    if (sendWithFds(socket, {reinterpret_cast<const uint8_t*>(preamble.data()), preamble.size()},
+                    std::span(&theirFd, 1)) != static_cast<ssize_t>(sizeof kReplyPreamble)) {
         const int err = errno;
         if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) return UniqueFd();
         return fail(Error::Kind::kIo, where + ": " + errnoText("sending the reply channel", err));
