@@ -34,6 +34,11 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 kernel_meta=${NPU_VM_KERNEL:-linux-image-amd64}
+# A Debian package name (it names the cache directory: no "/", no "..").
+if ! [[ $kernel_meta =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || [[ $kernel_meta == *..* ]]; then
+  echo "usb-vm: NPU_VM_KERNEL='$kernel_meta' is not a Debian package name" >&2
+  exit 2
+fi
 if [ -n "${NPU_VM_KERNEL:-}" ]; then
   cache=${NPU_USB_VM_CACHE:-$HOME/.cache/npu-stack/vm-$NPU_VM_KERNEL}
 else
