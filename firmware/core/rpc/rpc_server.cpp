@@ -219,6 +219,7 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
         }
         return;
     }
+    if (refusedOnArrival(h)) return;
     if (methodName(h.type) == nullptr) {
         // Unknown methods are refused before they take queue space (fragments included).
         if ((h.flags & kFlagMore) == 0) {
@@ -270,6 +271,23 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
         return;
     }
     enqueue(h.callId, assemblyMethod_, assembly_, assemblyLength_);
+}
+
+bool RpcServer::refusedOnArrival(const FrameHeader& h) {
+    if (!config_.burstChannel || h.type == npu_proto_Method_METHOD_EXECUTE ||
+        h.type == npu_proto_Method_METHOD_CANCEL || h.type == npu_proto_Method_METHOD_PING) {
+        return false;
+    }
+    if ((h.flags & kFlagMore) == 0) {  // answered once, at a message's last fragment
+        const char* name = methodName(h.type);
+        sendError(h.callId, Code::kInvalidArgument,
+                  "%s (method %" PRIu32
+                  ", call %llu) is not served on a burst channel, which serves Execute, Cancel and Ping "
+                  "only: send it on the session's connection",
+                  name != nullptr ? name : "an unknown method", uint32_t(h.type),
+                  static_cast<unsigned long long>(h.callId));
+    }
+    return true;
 }
 
 bool RpcServer::allocatePool(uint32_t length, uint32_t* offset) {
@@ -447,6 +465,8 @@ const RpcServer::Method RpcServer::kMethods[] = {
     {npu_proto_Method_METHOD_MAP_POOL, "MapPool", NPU_RPC_REQUEST(MapPoolRequest, ""), &RpcServer::onMapPool},
     {npu_proto_Method_METHOD_UNMAP_POOL, "UnmapPool", NPU_RPC_REQUEST(UnmapPoolRequest, ""),
      &RpcServer::onUnmapPool},
+    {npu_proto_Method_METHOD_OPEN_BURST_CHANNEL, "OpenBurstChannel", NPU_RPC_NO_REQUEST,
+     &RpcServer::onOpenBurstChannel},
 };
 
 #undef NPU_RPC_REQUEST
@@ -525,6 +545,7 @@ void RpcServer::onHello(const Call& call) {
     rep->max_payload_bytes = config_.maxPayloadBytes;
     rep->window_fd_is_window = config_.windowFdIsWindow;
     rep->queue_depth = config_.queueDepth;
+    rep->burst_channels = config_.burstChannels != nullptr;
     rep->has_status = true;
     if (req.major != kProtocolMajor) {
         setStatus(&rep->status,
@@ -715,7 +736,7 @@ void RpcServer::sendPing(uint64_t callId, uint64_t nonce, const WorkState& work,
     rep.progress = work.progress;
     // In order, the Ping itself is the head of the queue.
     const uint32_t pending = requestsPending();
-    rep.session_queued = onArrival || pending == 0 ? pending : pending - 1;
+    rep.session_queued = (onArrival || pending == 0 ? pending : pending - 1) + work.otherQueued;
     rep.item_is_mine = work.itemIsMine;
     rep.answered_on_arrival = onArrival;
     sendReply(callId, npu_proto_Method_METHOD_PING, npu_proto_PingReply_fields, &rep);
@@ -799,6 +820,18 @@ void RpcServer::onUnmapPool(const Call& call) {
     const uint32_t id = static_cast<const npu_proto_UnmapPoolRequest*>(call.request)->pool_id;
     setStatus(&rep.status, config_.pools != nullptr ? config_.pools->unmapPool(id) : noPools("UnmapPool"));
     sendReply(call.id, call.method, npu_proto_UnmapPoolReply_fields, &rep);
+}
+
+void RpcServer::onOpenBurstChannel(const Call& call) {
+    npu_proto_OpenBurstChannelReply rep = npu_proto_OpenBurstChannelReply_init_zero;
+    rep.has_status = true;
+    setStatus(&rep.status,
+              config_.burstChannels != nullptr
+                  ? config_.burstChannels->openBurstChannel(&rep)
+                  : FwStatus::make(Code::kGeneralFailure,
+                                   "OpenBurstChannel: this firmware platform shares no memory with its "
+                                   "client (bursts run on the session's connection)"));
+    sendReply(call.id, call.method, npu_proto_OpenBurstChannelReply_fields, &rep);
 }
 
 // ---- outgoing frames --------------------------------------------------------------------------

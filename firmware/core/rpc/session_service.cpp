@@ -428,7 +428,7 @@ FwStatus SessionGate::admit(uint64_t callId, uint8_t method, const uint8_t* payl
     if (f.handle != 0 && varintField(payload, length, f.handle, &value)) {
         // An execution runs at its model's priority; a handle it does not own fails when it runs.
         Priority p;
-        if (value <= UINT32_MAX && registry_.owns(Kind::kModel, static_cast<uint32_t>(value), session_, &p))
+        if (value <= UINT32_MAX && registry_.owns(Kind::kModel, static_cast<uint32_t>(value), owner_, &p))
             item.priority = p;
     }
     if (f.deadline != 0 && varintField(payload, length, f.deadline, &value) && value != 0) {

@@ -84,6 +84,8 @@ const std::map<std::string, const pb_msgdesc_t*> kNanopb = {
     NANOPB(UnmapPoolRequest),
     NANOPB(UnmapPoolReply),
     NANOPB(ProgressEvent),
+    NANOPB(OpenBurstChannelRequest),
+    NANOPB(OpenBurstChannelReply),
 };
 #undef NANOPB
 

@@ -631,3 +631,118 @@ TEST_CASE("with a work monitor, Ping is answered on arrival with the platform's 
     REQUIRE(fx.sink.frames.size() == 4);
     CHECK(errorOf(fx.sink.frames[3]).status().message().find("Ping call 4") != std::string::npos);
 }
+
+namespace {
+struct FakeOpener : BurstChannelOpener {
+    int opened = 0;
+    FwStatus openBurstChannel(npu_proto_OpenBurstChannelReply* reply) override {
+        ++opened;
+        reply->channel_id = 9;
+        reply->queue_depth = 4;
+        return FwStatus::okStatus();
+    }
+};
+}  // namespace
+
+TEST_CASE("OpenBurstChannel goes to the platform's opener; Hello says whether there is one") {
+    SECTION("none: refused naming the reason, and Hello says burst_channels false") {
+        Fixture fx;
+        fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
+        fx.send(proto::METHOD_OPEN_BURST_CHANNEL, 2, proto::OpenBurstChannelRequest());
+        fx.drain();
+        REQUIRE(fx.sink.frames.size() == 2);
+        proto::HelloReply hello;
+        REQUIRE(hello.ParseFromString(fx.sink.frames[0].payload));
+        CHECK_FALSE(hello.burst_channels());
+        proto::OpenBurstChannelReply reply;
+        REQUIRE(reply.ParseFromString(fx.sink.frames[1].payload));
+        CHECK(reply.status().code() == uint32_t(Code::kGeneralFailure));
+        CHECK(reply.status().message().find("shares no memory") != std::string::npos);
+    }
+    SECTION("an opener: its reply, and Hello says burst_channels true") {
+        FakeOpener opener;
+        auto config = Fixture::smallConfig();
+        config.burstChannels = &opener;
+        Fixture fx(config);
+        fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
+        fx.send(proto::METHOD_OPEN_BURST_CHANNEL, 2, proto::OpenBurstChannelRequest());
+        fx.drain();
+        REQUIRE(fx.sink.frames.size() == 2);
+        proto::HelloReply hello;
+        REQUIRE(hello.ParseFromString(fx.sink.frames[0].payload));
+        CHECK(hello.burst_channels());
+        proto::OpenBurstChannelReply reply;
+        REQUIRE(reply.ParseFromString(fx.sink.frames[1].payload));
+        CHECK(reply.status().code() == 0);
+        CHECK(reply.channel_id() == 9);
+        CHECK(opener.opened == 1);
+    }
+}
+
+TEST_CASE("a burst channel's server serves Execute, Cancel and Ping only; the rest is refused on arrival") {
+    auto config = Fixture::smallConfig();
+    config.burstChannel = true;
+    Fixture fx(config);
+    const proto::Method refused[] = {proto::METHOD_HELLO,        proto::METHOD_PREPARE_MODEL,
+                                     proto::METHOD_GET_COUNTERS, proto::METHOD_RESET,
+                                     proto::METHOD_MAP_POOL,     proto::METHOD_OPEN_BURST_CHANNEL,
+                                     proto::METHOD_RELEASE_MODEL};
+    uint64_t id = 10;
+    for (proto::Method m : refused) {
+        fx.sink.frames.clear();
+        fx.send(m, ++id, proto::HelloRequest());
+        INFO(proto::Method_Name(m));
+        const proto::ErrorReply e = errorOf(fx.only());  // on arrival: nothing queued
+        CHECK(e.status().code() == uint32_t(Code::kInvalidArgument));
+        CHECK(e.status().message().find("not served on a burst channel") != std::string::npos);
+        CHECK(fx.server.queued() == 0);
+    }
+    // A fragmented refused request is answered once, at its last fragment.
+    fx.sink.frames.clear();
+    auto first = makeFrame(proto::METHOD_PREPARE_MODEL, proto::kFlagMore, 50, "ab");
+    auto last = makeFrame(proto::METHOD_PREPARE_MODEL, 0, 50, "cd");
+    fx.server.onBytes(first.data(), first.size());
+    CHECK(fx.sink.frames.empty());
+    fx.server.onBytes(last.data(), last.size());
+    CHECK(fx.only().header.callId == 50);
+    // Execute is served.
+    fx.sink.frames.clear();
+    proto::ExecuteRequest exec;
+    exec.set_model_handle(42);
+    fx.send(proto::METHOD_EXECUTE, 60, exec);
+    fx.drain();
+    proto::ExecuteReply reply;
+    REQUIRE(reply.ParseFromString(fx.only().payload));
+    CHECK(reply.device_cycles() == 1234);
+    // Cancel and Ping too (Ping in order here: no monitor).
+    fx.sink.frames.clear();
+    proto::CancelRequest cancel;
+    cancel.set_target_call_id(999);
+    fx.send(proto::METHOD_CANCEL, 61, cancel);
+    proto::CancelReply cancelled;
+    REQUIRE(cancelled.ParseFromString(fx.only().payload));
+    CHECK_FALSE(cancelled.found());
+    fx.sink.frames.clear();
+    proto::PingRequest ping;
+    ping.set_nonce(3);
+    fx.send(proto::METHOD_PING, 62, ping);
+    fx.drain();
+    proto::PingReply pong;
+    REQUIRE(pong.ParseFromString(fx.only().payload));
+    CHECK(pong.nonce() == 3);
+}
+
+TEST_CASE("Ping counts the client's requests queued on its other servers (burst channels) as its own") {
+    FakeMonitor monitor;
+    monitor.state.otherQueued = 2;
+    auto config = Fixture::smallConfig();
+    config.monitor = &monitor;
+    Fixture fx(config);
+    fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());  // queued here
+    proto::PingRequest ping;
+    ping.set_nonce(1);
+    fx.send(proto::METHOD_PING, 2, ping);
+    proto::PingReply reply;
+    REQUIRE(reply.ParseFromString(fx.only().payload));
+    CHECK(reply.session_queued() == 3);
+}

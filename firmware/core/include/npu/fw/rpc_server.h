@@ -169,8 +169,9 @@ protected:
 struct WorkState {
     bool itemRunning = false;
     uint64_t itemRunningUs = 0;
-    uint64_t progress = 0;  // NPU operations, compile steps and items completed; only grows
-    bool itemIsMine = false;
+    uint64_t progress = 0;     // NPU operations, compile steps and items completed; only grows
+    bool itemIsMine = false;   // the running item is this client's (on this server or another of its own)
+    uint32_t otherQueued = 0;  // this client's requests queued on its other servers (burst channels)
 };
 class WorkMonitor {
 public:
@@ -179,6 +180,21 @@ public:
 
 protected:
     ~WorkMonitor() = default;
+};
+
+// Burst channels (METHOD_OPEN_BURST_CHANNEL, docs/protocol.md): a platform that maps what its
+// client passes by fd opens a fast message queue (npu/protocol/fmq.h) from the fds that came with
+// the request and serves it as another connection of the same session, with an RpcServer of its
+// own (RpcServerConfig::burstChannel) over the same Service. A platform without it leaves
+// RpcServerConfig::burstChannels null: the call is refused and HelloReply.burst_channels is false.
+class BurstChannelOpener {
+public:
+    // Fills channel_id and queue_depth. INVALID_ARGUMENT for missing or unfit fds,
+    // RESOURCE_EXHAUSTED_TRANSIENT past the channels one session may hold.
+    virtual FwStatus openBurstChannel(npu_proto_OpenBurstChannelReply* reply) = 0;
+
+protected:
+    ~BurstChannelOpener() = default;
 };
 
 // Where the firmware's log lines go: the host platform's stderr under NPU_VLOG=firmware, a
@@ -241,11 +257,15 @@ struct RpcServerConfig {
     RequestGate* gate = nullptr;           // set: requests are scheduled by the gate, not poll()
     WindowPlacer* windowPlacer = nullptr;  // set: Hello's window_addr may move hostWindowAddr
 
-    CounterSource* platformCounters = nullptr;  // appended to GetCounters when set
-    FaultInjector* faultInjector = nullptr;     // InjectFaults is refused when null
-    LogSink* log = nullptr;                     // a line per request and per error when set
-    PoolMapper* pools = nullptr;                // MapPool / UnmapPool are refused when null
-    WorkMonitor* monitor = nullptr;             // set: Ping is answered on arrival (WorkMonitor)
+    CounterSource* platformCounters = nullptr;    // appended to GetCounters when set
+    FaultInjector* faultInjector = nullptr;       // InjectFaults is refused when null
+    LogSink* log = nullptr;                       // a line per request and per error when set
+    PoolMapper* pools = nullptr;                  // MapPool / UnmapPool are refused when null
+    WorkMonitor* monitor = nullptr;               // set: Ping is answered on arrival (WorkMonitor)
+    BurstChannelOpener* burstChannels = nullptr;  // OpenBurstChannel is refused when null
+    // This server serves a burst channel: Execute, Cancel and Ping only; any other method is
+    // answered INVALID_ARGUMENT on arrival.
+    bool burstChannel = false;
 };
 
 struct RpcServerStats {
@@ -369,6 +389,9 @@ private:
     void onGetCounters(const Call& call);
     void onMapPool(const Call& call);
     void onUnmapPool(const Call& call);
+    void onOpenBurstChannel(const Call& call);
+    // A request frame this server does not serve (a burst channel's): answered on arrival.
+    bool refusedOnArrival(const proto::FrameHeader& header);
 
     // Encodes `reply` (nanopb `fields`) and sends it as the response to callId.
     void sendReply(uint64_t callId, uint8_t method, const pb_msgdesc_t* fields, const void* reply);

@@ -144,12 +144,17 @@ private:
     uint64_t loopTimeoutNs_ = kDefaultLoopTimeoutNs;
 };
 
-// The RequestGate of one session: classifies each request (work or control, priority, deadline)
-// and hands it to the shared Scheduler.
+// The RequestGate of one server: classifies each request (work or control, priority, deadline)
+// and hands it to the shared Scheduler as `queue`'s work. `queue` is the server's own id in the
+// scheduler (the session's, or one of its burst channels': each has its own call ids); `owner` is
+// the session whose models the requests name (an execution runs at its model's priority).
 class SessionGate final : public RequestGate {
 public:
+    SessionGate(Scheduler& scheduler, const SessionRegistry& registry, Platform& platform, uint32_t queue,
+                uint32_t owner)
+        : scheduler_(scheduler), registry_(registry), platform_(platform), session_(queue), owner_(owner) {}
     SessionGate(Scheduler& scheduler, const SessionRegistry& registry, Platform& platform, uint32_t session)
-        : scheduler_(scheduler), registry_(registry), platform_(platform), session_(session) {}
+        : SessionGate(scheduler, registry, platform, session, session) {}
 
     FwStatus admit(uint64_t callId, uint8_t method, const uint8_t* payload, uint32_t length,
                    uint32_t slot) override;
@@ -159,7 +164,8 @@ private:
     Scheduler& scheduler_;
     const SessionRegistry& registry_;
     Platform& platform_;
-    uint32_t session_;
+    uint32_t session_;  // the queue
+    uint32_t owner_;
 };
 
 }  // namespace npu::fw
