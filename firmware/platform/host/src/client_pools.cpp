@@ -87,13 +87,6 @@ FwStatus checkFile(int fd, uint64_t offset, uint64_t length, bool* writable, boo
 
 }  // namespace
 
-void ClientPools::received(std::vector<base::UniqueFd>& fds) {
-    for (auto& fd : fds) {
-        if (pending_.size() < kMaxPendingFds) pending_.push_back(std::move(fd));
-    }
-    fds.clear();  // the rest are closed
-}
-
 bool ClientPools::findSpace(uint64_t bytes, uint64_t* addr) const {
     uint64_t candidate = rangeAddr_;
     // Pools sorted by address: the first gap that holds `bytes`.
@@ -119,12 +112,11 @@ void ClientPools::clear(uint64_t addr, uint64_t bytes) {
 }
 
 FwStatus ClientPools::mapPool(const npu_proto_MapPoolRequest& r, npu_proto_MapPoolReply* reply) {
-    if (pending_.empty()) {
+    base::UniqueFd fd = fds_.take();
+    if (!fd) {
         return FwStatus::make(Code::kInvalidArgument,
                               "MapPool: no file descriptor came with the request (closed, or not sent)");
     }
-    base::UniqueFd fd = std::move(pending_.front());
-    pending_.pop_front();
     Pool pool;
     if (FwStatus st = checkFile(fd.get(), r.offset, r.length, &pool.writable, &pool.sealed); !st.ok())
         return st;

@@ -6,11 +6,11 @@
 // Not thread-safe: the firmware host calls it under its firmware lock.
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "npu/base/unique_fd.h"
 #include "npu/fw/rpc_server.h"
+#include "received_fds.h"
 
 namespace npu::fw::host {
 
@@ -18,18 +18,15 @@ class ClientPools final : public PoolMapper {
 public:
     // [rangeAddr, rangeAddr + rangeBytes) of the device address space, at `dram + rangeAddr` in
     // this process, reserved for this session (backed by anonymous zero pages while unused).
-    ClientPools(uint8_t* dram, uint64_t rangeAddr, uint64_t rangeBytes)
-        : dram_(dram), rangeAddr_(rangeAddr), rangeBytes_(rangeBytes) {}
+    // MapPool claims its fd from `fds`, the session's.
+    ClientPools(ReceivedFds& fds, uint8_t* dram, uint64_t rangeAddr, uint64_t rangeBytes)
+        : fds_(fds), dram_(dram), rangeAddr_(rangeAddr), rangeBytes_(rangeBytes) {}
     ~ClientPools() { unmapAll(); }
     ClientPools(const ClientPools&) = delete;
     ClientPools& operator=(const ClientPools&) = delete;
 
-    static constexpr uint32_t kMaxPools = 64;     // per session
-    static constexpr size_t kMaxPendingFds = 16;  // fds received but not yet claimed by MapPool
+    static constexpr uint32_t kMaxPools = 64;  // per session
 
-    // fds that came with the session's bytes (in arrival order); MapPool claims the oldest. Past
-    // kMaxPendingFds the newest are closed (a peer cannot make the firmware hold fds unbounded).
-    void received(std::vector<base::UniqueFd>& fds);
     // The session moved to another slot (Hello's window_addr) and its range with it. Only while
     // no pool is mapped (false otherwise: the range stays).
     bool moveRange(uint64_t rangeAddr) {
@@ -66,10 +63,10 @@ private:
     // Backs [addr, +bytes) with anonymous zero pages again.
     void clear(uint64_t addr, uint64_t bytes);
 
+    ReceivedFds& fds_;
     uint8_t* dram_;
     uint64_t rangeAddr_;
     uint64_t rangeBytes_;
-    std::deque<base::UniqueFd> pending_;
     std::vector<Pool> pools_;
     uint32_t nextId_ = 1;
 };

@@ -10,28 +10,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <string>
 
-#include "client_pools.h"
-#include "npu/fw/arena.h"
-#include "npu/fw/rpc_server.h"
-#include "npu/fw/runtime.h"
-#include "npu/fw/scheduler.h"
-#include "npu/fw/session_service.h"
-#include "npu/protocol/frame.h"
-#include "npu/protocol/vlog.h"
-#include "sim_platform.h"
+#include "firmware_host_impl.h"
 
 namespace npu::fw::host {
 
 namespace {
-constexpr std::chrono::milliseconds kPollInterval{50};  // how often a waiting loop checks stop()
 constexpr uint64_t kServerScratchBytes = 64ull
                                          << 20;   // per-request temporaries: model decoding, cached blobs
 constexpr uint32_t kMaxHandles = 1024;            // prepared models + buffers of all sessions
@@ -42,7 +29,6 @@ constexpr uint64_t kHostArenaBytes = 1ull << 20;  // the registry and the schedu
 constexpr uint64_t kWedgeMaxUs = 60'000'000;
 constexpr std::chrono::milliseconds kWedgeSlice{5};
 constexpr uint64_t kCrawlUs = 20'000;
-enum Wedge : uint32_t { kWedgeNone = 0, kWedgeUntilReset = 1, kWedgeUntilStop = 2, kWedgeCrawl = 3 };
 
 proto::Error ioError(const std::string& what) {
     return proto::Error{proto::Error::Kind::kIo, what + ": " + std::strerror(errno)};
@@ -63,167 +49,63 @@ proto::Result<int> sealedMemfd(const char* name, uint64_t bytes) {
 }
 }  // namespace
 
-struct Session;
-// The session whose reader this thread is (FirmwareHost::serve), if any.
 thread_local Session* tlsReader = nullptr;
 
-// One client: its server, its window, its transport (served by FirmwareHost::serve).
-struct Session final : public FrameSink, public WindowPlacer, public WorkMonitor {
-    std::function<WorkState(uint32_t)> watch;  // FirmwareHost::Impl::workFor
-    std::function<void()> resetting;           // a Reset arrived (frees an injected wedge)
-    std::function<bool(uint64_t)> place;       // FirmwareHost::Impl::moveSession for this session
-    uint32_t id = 0;
-    uint32_t slot = 0;  // which session window
-    proto::Transport* transport = nullptr;
-    bool shared = true;                  // the transport shares memory: the window is a memfd of its own
-    int windowFd = -1;                   // shared sessions only
-    std::unique_ptr<ClientPools> pools;  // shared sessions only: client memory passed by fd
-    std::vector<uint8_t> readBuffer = std::vector<uint8_t>(64 * 1024);  // its reader's
-    std::vector<proto::UniqueFd> readFds;                               // pool fds ride with bytes
-    std::unique_ptr<uint8_t[]> memory;
-    std::unique_ptr<Arena> arena;
-    std::unique_ptr<SessionService> service;
-    std::unique_ptr<SessionGate> gate;
-    std::unique_ptr<RpcServer> server;
+bool Session::writeFrame(const uint8_t* bytes, size_t length, uint32_t method, uint16_t flags) {
+    // The handshake's reply carries the session's window (SCM_RIGHTS on unix, a dup in process).
+    const bool hello = method == npu_proto_Method_METHOD_HELLO && (flags & proto::kFlagResponse) != 0 &&
+                       (flags & proto::kFlagError) == 0;
+    const int fds[1] = {windowFd};
+    auto r = transport->write(std::span<const uint8_t>(bytes, length),
+                              hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>());
+    // A burst channel's queue that has no room for a reply: its client does not read it. The
+    // channel ends (its client then finds it closed) rather than lose frames in the middle.
+    if (!r && parent != nullptr) transport->shutdown();
+    return r.has_value();
+}
 
-    bool writeFrame(const uint8_t* bytes, size_t length, uint32_t method, uint16_t flags) override {
-        // The handshake's reply carries the session's window (SCM_RIGHTS on unix, a dup in process).
-        const bool hello = method == npu_proto_Method_METHOD_HELLO && (flags & proto::kFlagResponse) != 0 &&
-                           (flags & proto::kFlagError) == 0;
-        const int fds[1] = {windowFd};
-        auto r =
-            transport->write(std::span<const uint8_t>(bytes, length),
-                             hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>());
-        return r.has_value();
+FwStatus FirmwareHost::Impl::injectFaults(const npu_proto_InjectFaultsRequest& r) {
+    sim::FaultConfig f;
+    f.hangAtCommand = r.hang_at_command;
+    f.dmaErrorAtTransfer = r.dma_error_at_transfer;
+    f.sramFlipAfterCommand = r.sram_flip_after_command;
+    f.sramFlipAddress = r.sram_flip_address;
+    f.sramFlipBit = r.sram_flip_bit;
+    f.sramEcc = r.sram_ecc;
+    if (f.sramFlipAfterCommand != 0 &&
+        (f.sramFlipAddress >= config.hw.scratchpadBytes || f.sramFlipBit > 7)) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "InjectFaults: SRAM flip at byte %u bit %u is outside the %llu-byte scratchpad",
+                              f.sramFlipAddress, f.sramFlipBit,
+                              static_cast<unsigned long long>(config.hw.scratchpadBytes));
     }
-    bool placeWindow(uint64_t addr) override { return place(addr); }
-    WorkState work() override { return watch(id); }
-    void resetArriving() override { resetting(); }
-};
-
-struct FirmwareHost::Impl final : public FaultInjector, public LogSink {
-    bool enabled() override { return proto::vlogEnabled("firmware"); }
-    void write(const char* line) override { proto::vlog("firmware", "%s", line); }
-
-    FirmwareHostConfig config;
-    uint32_t slots = 0;  // session windows
-    int dramFd = -1;
-    uint8_t* dram = nullptr;
-    uint64_t addressBytes = 0;  // dramBytes + the session pool ranges after it
-    std::unique_ptr<SimPlatform> platform;
-    std::unique_ptr<uint8_t[]> runtimeMemory;
-    std::unique_ptr<Arena> runtimeArena;
-    std::unique_ptr<Runtime> runtime;
-    std::unique_ptr<RuntimeService> shared;
-    std::unique_ptr<uint8_t[]> hostMemory;
-    std::unique_ptr<Arena> hostArena;
-    std::unique_ptr<SessionRegistry> registry;
-    std::unique_ptr<Scheduler> scheduler;
-
-    // Everything above is used under `mutex` only (the firmware is single-threaded).
-    std::mutex mutex;
-    std::condition_variable workReady;
-    std::atomic<int> wantLock{0};  // readers waiting to feed bytes: the executor lets them in
-    std::map<uint32_t, Session*> sessions;
-    std::vector<bool> slotUsed;
-    uint32_t nextSessionId = 1;
-    std::atomic<bool> stop{false};
-    bool held = false;                    // holdWork()
-    std::atomic<uint64_t> crashEpoch{0};  // bumped by an injected crash: every session drops
-    uint64_t crashAtUs = 0;               // an injected crash is due then (0: none)
-    std::thread executor;
-    // While an item runs: the lock its thread holds (stopRequested lets waiting readers in),
-    // and whether it has let them in now (they then only queue, and nobody closes a session).
-    std::unique_lock<std::mutex>* runningLock = nullptr;
-    bool midItem = false;
-    uint64_t lastStopCheckUs = 0;  // stopRequested's last look at the transports (0: none yet)
-    uint64_t lastProgressUs = 0;   // the running item's start, then its last progress frame
-    std::condition_variable midItemDone;
-    // What Ping tells (WorkMonitor): operation boundaries and items passed, the running item's start.
-    uint64_t progressCount = 0;
-    uint64_t itemStartUs = 0;
-    // The injected wedge: armed until the next operation boundary; a crawl lasts one item.
-    uint32_t wedge = kWedgeNone;
-    bool crawling = false;
-    bool resetArrived = false;  // a Reset reached a session since the wedge was armed
-
-    FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
-        sim::FaultConfig f;
-        f.hangAtCommand = r.hang_at_command;
-        f.dmaErrorAtTransfer = r.dma_error_at_transfer;
-        f.sramFlipAfterCommand = r.sram_flip_after_command;
-        f.sramFlipAddress = r.sram_flip_address;
-        f.sramFlipBit = r.sram_flip_bit;
-        f.sramEcc = r.sram_ecc;
-        if (f.sramFlipAfterCommand != 0 &&
-            (f.sramFlipAddress >= config.hw.scratchpadBytes || f.sramFlipBit > 7)) {
-            return FwStatus::make(
-                Code::kInvalidArgument,
-                "InjectFaults: SRAM flip at byte %u bit %u is outside the %llu-byte scratchpad",
-                f.sramFlipAddress, f.sramFlipBit, static_cast<unsigned long long>(config.hw.scratchpadBytes));
-        }
-        if (r.wedge > kWedgeCrawl) {
-            return FwStatus::make(Code::kInvalidArgument,
-                                  "InjectFaults: wedge %u is not one of 1 (until a Reset), 2 (until the "
-                                  "host stops), 3 (crawl)",
-                                  r.wedge);
-        }
-        platform->armFaultsOnce(f);
-        if (r.wedge != kWedgeNone) {
-            wedge = r.wedge;
-            resetArrived = false;
-        }
-        if (r.crash_after_ms > 0) crashAtUs = platform->nowUs() + uint64_t{r.crash_after_ms} * 1000;
-        return FwStatus::okStatus();
+    if (r.wedge > kWedgeCrawl) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "InjectFaults: wedge %u is not one of 1 (until a Reset), 2 (until the "
+                              "host stops), 3 (crawl)",
+                              r.wedge);
     }
+    platform->armFaultsOnce(f);
+    if (r.wedge != kWedgeNone) {
+        wedge = r.wedge;
+        resetArrived = false;
+    }
+    if (r.crash_after_ms > 0) crashAtUs = platform->nowUs() + uint64_t{r.crash_after_ms} * 1000;
+    return FwStatus::okStatus();
+}
 
-    ~Impl() {
-        stop.store(true);
-        workReady.notify_all();
-        if (executor.joinable()) executor.join();
-        scheduler.reset();
-        registry.reset();
-        shared.reset();
-        runtime.reset();
-        platform.reset();
-        if (dram != nullptr) munmap(dram, addressBytes);
-        if (dramFd >= 0) close(dramFd);
-    }
-
-    uint64_t windowAddr(uint32_t slot) const {
-        return config.firmwareDramBytes + uint64_t{slot} * config.sessionWindowBytes;
-    }
-    uint64_t poolRangeAddr(uint32_t slot) const {
-        return config.dramBytes + uint64_t{slot} * config.sessionPoolBytes;
-    }
-    proto::Result<std::unique_ptr<Session>> openSession(proto::Transport& transport);
-    bool mapWindow(const Session& s, uint64_t addr);
-    void releaseSlotMemory(const Session& s);
-    bool moveSession(Session& s, uint64_t addr);
-    void closeSession(Session& session);
-    void runExecutor();
-    void drain(std::unique_lock<std::mutex>& lock);
-    bool runOne(std::unique_lock<std::mutex>& lock);
-    void crash();
-    // At a checkpoint of the running item (between two NPU operations, or two operations it
-    // compiles): counts the progress Ping reports, takes an injected wedge, reads what its session
-    // sent meanwhile (a Cancel) and says why it must stop (cancelled, deadline passed) or kNone.
-    StopReason stopRequested(const WorkProgress& progress);
-    // A progress frame to the running item's client when one is due (FirmwareHostConfig).
-    void reportProgress(const WorkProgress& progress, uint64_t now);
-    // The injected wedge or crawl at an operation boundary of the running item.
-    void injectedStall();
-    // The running item's thread stops for up to `us` (until a Reset when `untilReset`, or the
-    // host stops), looking at the transports every kWedgeSlice so that pings are answered.
-    void pauseItem(uint64_t us, bool untilReset);
-    // Reads what the running item's own session sent (when this thread is its reader) and lets
-    // waiting readers feed theirs, once.
-    void letReadersIn();
-    WorkState workFor(uint32_t session);
-    // `bytes` its reader read into s.readBuffer (and the fds that came with them) to the
-    // session's server. Under the lock.
-    void feed(Session& s, size_t bytes);
-};
+FirmwareHost::Impl::~Impl() {
+    stop.store(true);
+    workReady.notify_all();
+    if (executor.joinable()) executor.join();
+    scheduler.reset();
+    registry.reset();
+    shared.reset();
+    runtime.reset();
+    platform.reset();
+    if (dram != nullptr) munmap(dram, addressBytes);
+    if (dramFd >= 0) close(dramFd);
+}
 
 // A new session: a free window slot, the window's memfd mapped over the slot in the firmware's
 // view of DRAM (so the NPU's DMA reaches it there), its server, service and gate.
@@ -267,11 +149,18 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     sc.windowFdIsWindow = s->shared;
     if (config.faultInjection) sc.faultInjector = this;
     sc.log = this;  // NPU_VLOG=firmware
-    s->service = std::make_unique<SessionService>(*runtime, *shared, *registry, *scheduler, s->id);
+    s->owner = s->id;
+    s->ownService = std::make_unique<SessionService>(*runtime, *shared, *registry, *scheduler, s->id);
+    s->service = s->ownService.get();
     if (s->shared && config.sessionPoolBytes > 0) {
-        s->pools = std::make_unique<ClientPools>(dram, poolRangeAddr(slot), config.sessionPoolBytes);
+        s->pools = std::make_unique<ClientPools>(s->fds, dram, poolRangeAddr(slot), config.sessionPoolBytes);
         s->service->setPools(s->pools.get());
         sc.pools = s->pools.get();
+    }
+    if (s->shared) {
+        s->channels = std::make_unique<BurstChannels>(*this, *s);
+        sc.burstChannels = s->channels.get();
+        sc.platformCounters = s.get();
     }
     s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);
     sc.gate = s->gate.get();
@@ -365,7 +254,7 @@ void FirmwareHost::Impl::crash() {
 }
 
 void FirmwareHost::Impl::feed(Session& s, size_t bytes) {
-    if (!s.readFds.empty()) s.pools->received(s.readFds);
+    if (!s.readFds.empty()) s.fds.received(s.readFds);
     s.server->onBytes(s.readBuffer.data(), bytes);
 }
 
@@ -402,8 +291,7 @@ void FirmwareHost::Impl::letReadersIn() {
     if (tlsReader != nullptr && tlsReader->id == owner) {
         // This thread is the owner's reader: nobody else reads its transport. Take what came.
         Session& s = *tlsReader;
-        auto n =
-            s.transport->read(s.readBuffer, s.pools ? &s.readFds : nullptr, std::chrono::milliseconds(0));
+        auto n = s.transport->read(s.readBuffer, s.fdSink(), std::chrono::milliseconds(0));
         if (n && *n > 0) feed(s, *n);
     } else if (runningLock != nullptr && wantLock.load() > 0) {
         // The owner's reader (or another) waits with bytes: let it queue them (or cancel).
@@ -446,16 +334,27 @@ void FirmwareHost::Impl::pauseItem(uint64_t us, bool untilReset) {
     }
 }
 
+// What Ping tells a session's (or a burst channel's) client: the running item is the client's
+// whichever of its queues it came from, and its other queues' requests count as its own.
 WorkState FirmwareHost::Impl::workFor(uint32_t session) {
     WorkState w;
     w.progress = progressCount;
+    const uint32_t owner = ownerOf(session);
     if (scheduler->running()) {
         w.itemRunning = true;
         const uint64_t now = platform->nowUs();
         w.itemRunningUs = now > itemStartUs ? now - itemStartUs : 0;
-        w.itemIsMine = scheduler->runningItem().session == session;
+        w.itemIsMine = ownerOf(scheduler->runningItem().session) == owner;
+    }
+    for (const auto& [id, s] : sessions) {
+        if (id != session && s->owner == owner) w.otherQueued += s->server->queued();
     }
     return w;
+}
+
+uint32_t FirmwareHost::Impl::ownerOf(uint32_t session) const {
+    auto it = sessions.find(session);
+    return it != sessions.end() ? it->second->owner : session;
 }
 
 // Runs (or answers) the next scheduled item; false when there is none.
@@ -581,8 +480,9 @@ proto::Result<std::unique_ptr<FirmwareHost>> FirmwareHost::create(const Firmware
     impl->hostMemory.reset(new uint8_t[kHostArenaBytes]);
     impl->hostArena = std::make_unique<Arena>(impl->hostMemory.get(), kHostArenaBytes);
     impl->registry = std::make_unique<SessionRegistry>(*impl->hostArena, kMaxHandles);
-    // Every session may fill its server's queue: the shared queue holds them all.
-    impl->scheduler = std::make_unique<Scheduler>(*impl->hostArena, impl->slots * config.queueDepth);
+    // Every session and burst channel may fill its server's queue: the shared queue holds them all.
+    const uint32_t perSession = config.queueDepth + BurstChannels::kMaxOpen * BurstChannels::kQueueDepth;
+    impl->scheduler = std::make_unique<Scheduler>(*impl->hostArena, impl->slots * perSession);
     if (!impl->registry->ok() || !impl->scheduler->ok()) {
         return proto::fail(Kind::kResourceExhausted, "firmware host: the session tables do not fit " +
                                                          std::to_string(kHostArenaBytes) + " bytes");
@@ -607,28 +507,31 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
         session = std::move(*s);
         epoch = d.crashEpoch.load();
     }
-    tlsReader = session.get();
-    auto stopping = [&] {
-        return d.stop.load() || (externalStop != nullptr && externalStop->load()) ||
-               d.crashEpoch.load() != epoch;
-    };
-    while (!stopping()) {
-        auto n =
-            transport.read(session->readBuffer, session->pools ? &session->readFds : nullptr, kPollInterval);
-        if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
-        if (!n || *n == 0) continue;
-        d.wantLock.fetch_add(1);
-        std::unique_lock lock(d.mutex);
-        d.wantLock.fetch_sub(1);
-        d.feed(*session, *n);
-        // The fast path of a lone client: one item runs on this thread (no hand-off); the rest
-        // is the executor's, while this thread goes back to queueing what its peer sends.
-        if (d.runOne(lock) && d.scheduler->queued() > 0) d.workReady.notify_one();
-    }
+    d.readLoop(*session, externalStop, epoch);
+    d.stopChannels(*session);  // their threads end before the session they serve
     std::unique_lock lock(d.mutex);
     d.midItemDone.wait(lock, [&] { return !d.midItem; });  // never under a running item
-    tlsReader = nullptr;
     d.closeSession(*session);
+}
+
+void FirmwareHost::Impl::readLoop(Session& s, const std::atomic<bool>* externalStop, uint64_t epoch) {
+    tlsReader = &s;
+    auto stopping = [&] {
+        return stop.load() || (externalStop != nullptr && externalStop->load()) || crashEpoch.load() != epoch;
+    };
+    while (!stopping()) {
+        auto n = s.transport->read(s.readBuffer, s.fdSink(), kPollInterval);
+        if (!n && n.error().kind != proto::Error::Kind::kTimeout) break;  // peer gone or transport broken
+        if (!n || *n == 0) continue;
+        wantLock.fetch_add(1);
+        std::unique_lock lock(mutex);
+        wantLock.fetch_sub(1);
+        feed(s, *n);
+        // The fast path of a lone client: one item runs on this thread (no hand-off); the rest
+        // is the executor's, while this thread goes back to queueing what its peer sends.
+        if (runOne(lock) && scheduler->queued() > 0) workReady.notify_one();
+    }
+    tlsReader = nullptr;
 }
 
 void FirmwareHost::start(std::unique_ptr<proto::Transport> transport) {

@@ -20,6 +20,8 @@
 
 namespace npu::fw::host {
 
+struct BurstChannels;
+
 struct FirmwareHostConfig {
     // The device address space: [0, firmwareDramBytes) is the firmware's DRAM (blobs,
     // activations); the rest is cut into session windows of sessionWindowBytes, one per session
@@ -41,6 +43,10 @@ struct FirmwareHostConfig {
     // Tests: every checkpoint of running work first sleeps this long (a slow compile or NPU that
     // is still making progress); 0: none.
     uint32_t checkpointStallUs = 0;
+    // Burst channels (docs/protocol.md): how long a channel's thread polls its queue for the next
+    // request before it sleeps on the doorbell (the latency of back-to-back executions against the
+    // CPU an idle burst burns); 0: sleep at once.
+    uint32_t burstPollUs = 50;
     // Serve METHOD_INJECT_FAULTS (reliability tests, npu-fwd --fault-injection); off: refused.
     bool faultInjection = false;
     // What an injected crash (InjectFaults.crash_after_ms) does besides dropping the connection
@@ -79,7 +85,8 @@ public:
     uint32_t maxSessions() const;
 
 private:
-    struct Impl;
+    struct Impl;                  // src/firmware_host_impl.h
+    friend struct BurstChannels;  // src/burst_channels.cpp: a session's channels call into Impl
     explicit FirmwareHost(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
     std::mutex ownedMutex_;
