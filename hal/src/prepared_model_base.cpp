@@ -102,9 +102,43 @@ private:
     FencedExecutionInfo info_;
 };
 
+class ReusableExecution final : public IExecution {
+public:
+    ReusableExecution(std::shared_ptr<PreparedModelBase> model, Request request, MeasureTiming measure,
+                      std::optional<std::chrono::nanoseconds> loopTimeout)
+        : model_(std::move(model)),
+          request_(std::move(request)),
+          measure_(measure),
+          loopTimeout_(loopTimeout) {}
+
+    Result<ExecutionResult> executeSynchronously(const Deadline& deadline) override {
+        if (running_.exchange(true)) {
+            return invalidArgument("reusable execution: started again while it is still running");
+        }
+        auto result = model_->executeSynchronously(request_, measure_, deadline, loopTimeout_);
+        running_ = false;
+        return result;
+    }
+    Result<FencedResult> executeFenced(const std::vector<int>& waitFor, const Deadline& deadline,
+                                       std::optional<std::chrono::nanoseconds> timeoutAfterFence) override {
+        return model_->executeFenced(request_, waitFor, measure_, deadline, loopTimeout_, timeoutAfterFence);
+    }
+
+private:
+    std::shared_ptr<PreparedModelBase> model_;
+    const Request request_;
+    const MeasureTiming measure_;
+    const std::optional<std::chrono::nanoseconds> loopTimeout_;
+    std::atomic<bool> running_{false};
+};
+
+}  // namespace
+
+// Not in the anonymous namespace: PreparedModelBase befriends it (run with its channel).
 class Burst final : public IBurst {
 public:
-    explicit Burst(std::shared_ptr<PreparedModelBase> model) : model_(std::move(model)) {}
+    Burst(std::shared_ptr<PreparedModelBase> model, std::unique_ptr<BurstChannel> channel)
+        : model_(std::move(model)), channel_(std::move(channel)) {}
 
     Result<ExecutionResult> executeSynchronously(
         const Request& request, const std::vector<int64_t>& tokens, MeasureTiming measure,
@@ -120,7 +154,7 @@ public:
             ~DropPools() { r.pools.clear(); }
         } dropPools{resolved};
         NPU_TRY(resolvePools(resolved, tokens));
-        return model_->executeSynchronously(resolved, measure, deadline, loopTimeout);
+        return model_->run(resolved, measure, deadline, loopTimeout, channel_.get());
     }
 
     Status releaseMemoryResource(int64_t token) override {
@@ -170,43 +204,12 @@ private:
     }
 
     std::shared_ptr<PreparedModelBase> model_;
+    std::unique_ptr<BurstChannel> channel_;  // the device's (null: none); it serialises its own use
     std::mutex mutex_;
     std::map<int64_t, std::shared_ptr<Memory>> cache_;
     std::mutex scratchMutex_;  // held by the call using scratch_
     Request scratch_;
 };
-
-class ReusableExecution final : public IExecution {
-public:
-    ReusableExecution(std::shared_ptr<PreparedModelBase> model, Request request, MeasureTiming measure,
-                      std::optional<std::chrono::nanoseconds> loopTimeout)
-        : model_(std::move(model)),
-          request_(std::move(request)),
-          measure_(measure),
-          loopTimeout_(loopTimeout) {}
-
-    Result<ExecutionResult> executeSynchronously(const Deadline& deadline) override {
-        if (running_.exchange(true)) {
-            return invalidArgument("reusable execution: started again while it is still running");
-        }
-        auto result = model_->executeSynchronously(request_, measure_, deadline, loopTimeout_);
-        running_ = false;
-        return result;
-    }
-    Result<FencedResult> executeFenced(const std::vector<int>& waitFor, const Deadline& deadline,
-                                       std::optional<std::chrono::nanoseconds> timeoutAfterFence) override {
-        return model_->executeFenced(request_, waitFor, measure_, deadline, loopTimeout_, timeoutAfterFence);
-    }
-
-private:
-    std::shared_ptr<PreparedModelBase> model_;
-    const Request request_;
-    const MeasureTiming measure_;
-    const std::optional<std::chrono::nanoseconds> loopTimeout_;
-    std::atomic<bool> running_{false};
-};
-
-}  // namespace
 
 PreparedModelBase::PreparedModelBase(std::shared_ptr<BufferRegistry> buffers)
     : id_(nextPreparedModelId++),
@@ -238,12 +241,19 @@ Status PreparedModelBase::validateForLaunch(const Request& request, const char* 
 Result<ExecutionResult> PreparedModelBase::executeSynchronously(
     const Request& request, MeasureTiming measure, const Deadline& deadline,
     std::optional<std::chrono::nanoseconds> loopTimeout) {
+    return run(request, measure, deadline, loopTimeout, nullptr);
+}
+
+Result<ExecutionResult> PreparedModelBase::run(const Request& request, MeasureTiming measure,
+                                               const Deadline& deadline,
+                                               std::optional<std::chrono::nanoseconds> loopTimeout,
+                                               BurstChannel* channel) {
     if (measure != MeasureTiming::NO && measure != MeasureTiming::YES) {
         return invalidArgument("execution: MeasureTiming " + std::to_string(static_cast<int32_t>(measure)) +
                                " is neither NO (0) nor YES (1)");
     }
-    if (!hasBufferPool(request)) return executeShared(request, measure, deadline, loopTimeout);
-    return executeWithBuffers(request, measure, deadline, loopTimeout);
+    if (!hasBufferPool(request)) return shared(request, measure, deadline, loopTimeout, channel);
+    return executeWithBuffers(request, measure, deadline, loopTimeout, channel);
 }
 
 // Requests naming driver-managed buffers: each buffer is checked against its roles, locked,
@@ -343,7 +353,7 @@ Result<bool> growOutputBuffers(const Request& request, const PoolBuffers& poolBu
 
 Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
     const Request& request, MeasureTiming measure, const Deadline& deadline,
-    std::optional<std::chrono::nanoseconds> loopTimeout) {
+    std::optional<std::chrono::nanoseconds> loopTimeout, BurstChannel* channel) {
     NPU_TRY(validateForLaunch(request, "execution"));
     const PoolBuffers poolBuffer = NPU_TRY(findPoolBuffers(request, *buffers_));
     BufferLocks locks;
@@ -352,11 +362,11 @@ Result<ExecutionResult> PreparedModelBase::executeWithBuffers(
     for (auto& arg : resolved.inputs) NPU_TRY(bindPoolBuffer(poolBuffer, arg, true, resolved));
     for (auto& arg : resolved.outputs) NPU_TRY(bindPoolBuffer(poolBuffer, arg, false, resolved));
 
-    auto result = executeShared(resolved, measure, deadline, loopTimeout);
+    auto result = shared(resolved, measure, deadline, loopTimeout, channel);
     if (!result && result.error().status == ErrorStatus::OUTPUT_INSUFFICIENT_SIZE) {
         const auto shapes = result.error().outputShapes;
         const bool grown = NPU_TRY(growOutputBuffers(request, poolBuffer, shapes, resolved));
-        if (grown) result = executeShared(resolved, measure, deadline, loopTimeout);
+        if (grown) result = shared(resolved, measure, deadline, loopTimeout, channel);
     }
     if (!result) return result;
     for (size_t k = 0; k < request.outputs.size(); ++k) {
@@ -435,7 +445,8 @@ Result<std::shared_ptr<IBurst>> PreparedModelBase::configureExecutionBurst() {
     auto self = weak_from_this().lock();
     if (!self)
         return generalFailure("configureExecutionBurst: the prepared model is not held by a shared_ptr");
-    return std::shared_ptr<IBurst>(std::make_shared<Burst>(std::move(self)));
+    auto channel = openBurstChannel();
+    return std::shared_ptr<IBurst>(std::make_shared<Burst>(std::move(self), std::move(channel)));
 }
 
 Result<std::shared_ptr<IExecution>> PreparedModelBase::createReusableExecution(

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "npu/protocol/fmq.h"
 #include "npu/protocol/vlog.h"
 
 namespace npu::shim {
@@ -148,22 +149,32 @@ Status Connection::call(Attempt& attempt, proto::Method method, const google::pr
 Status Connection::callCancellable(Attempt& attempt, proto::Method method,
                                    const google::protobuf::Message& request, google::protobuf::Message& reply,
                                    std::chrono::milliseconds timeout, const char* what,
-                                   std::vector<WindowBlock>& keep) {
-    NPU_TRY(acquireCalls(1, timeout, what));
+                                   std::vector<WindowBlock>& keep,
+                                   const std::shared_ptr<proto::RpcClient>& via) {
+    // A burst's channel has a queue of its own: its calls take none of the connection's places.
+    if (!via) NPU_TRY(acquireCalls(1, timeout, what));
     struct Release {
         Connection* c;
-        ~Release() { c->releaseCalls(1); }
-    } release{this};
-    const auto rpc = this->rpc();
+        ~Release() {
+            if (c != nullptr) c->releaseCalls(1);
+        }
+    } release{via ? nullptr : this};
+    const auto rpc = via ? via : this->rpc();
     auto call = rpc->start(method, request, reply);
-    if (!call) return callFailed(attempt, call.error(), timeout, what);
+    if (!call)
+        return via ? channelFailed(attempt, call.error(), what, keep)
+                   : callFailed(attempt, call.error(), timeout, what);
     auto result = rpc->finish(*call, timeout);
     if (result) {
         heard();
         return {};
     }
+    if (result.error().kind == proto::Error::Kind::kRemote)
+        return callFailed(attempt, result.error(), timeout, what);
     if (result.error().kind != proto::Error::Kind::kTimeout) {
-        return callFailed(attempt, result.error(), timeout, what);  // answered, or the link is gone
+        // The link is gone: the connection (recovered), or only a burst's channel (replayed).
+        return via ? channelFailed(attempt, result.error(), what, keep)
+                   : callFailed(attempt, result.error(), timeout, what);
     }
     if (rpc->connected()) {
         cancels_++;
@@ -180,6 +191,36 @@ Status Connection::callCancellable(Attempt& attempt, proto::Method method,
     cancelsFailed_++;
     quarantine(keep);  // the firmware may still write into them
     return callFailed(attempt, result.error(), timeout, what);
+}
+
+Status Connection::channelFailed(Attempt& attempt, const proto::Error& e, const char* what,
+                                 std::vector<WindowBlock>& keep) {
+    burstChannelFailures_++;
+    quarantine(keep);  // whether the firmware still works on the request is unknown
+    attempt.lost = rpc()->connected() ? Attempt::Loss::kChannel : Attempt::Loss::kDisconnected;
+    proto::vlog("driver", "%s: the burst's channel broke: %s", what, e.message.c_str());
+    return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,
+                std::string(what) + ": the burst's channel broke (" + e.message + ")");
+}
+
+Result<std::shared_ptr<proto::RpcClient>> Connection::openBurstChannel(Attempt& attempt) {
+    if (!options_.burstChannels || !hello_.burst_channels()) return std::shared_ptr<proto::RpcClient>();
+    const char* what = "burst: opening its channel";
+    proto::FmqOptions fmq;
+    fmq.pollWindow = options_.burstPollWindow;
+    auto end = proto::createFmq(fmq, "burst channel to the firmware");
+    if (!end) return generalFailure(std::string(what) + ": " + end.error().message);
+    const int fds[2] = {end->memfd.get(), end->doorbell.get()};
+    proto::OpenBurstChannelRequest request;
+    proto::OpenBurstChannelReply reply;
+    NPU_TRY(call(attempt, proto::METHOD_OPEN_BURST_CHANNEL, request, reply, options_.callTimeout, what, fds));
+    NPU_TRY(checkStatus(reply.status(), what));
+    auto client = proto::RpcClient::create(
+        std::move(end->transport), hello_.max_payload_bytes() != 0 ? hello_.max_payload_bytes() : 1u << 20);
+    if (!client) return generalFailure(std::string(what) + ": " + client.error().message);
+    burstChannelsOpened_++;
+    proto::vlog("driver", "burst: channel %u open", reply.channel_id());
+    return std::shared_ptr<proto::RpcClient>(std::move(*client));
 }
 
 Status Connection::call(proto::Method method, const google::protobuf::Message& request,

@@ -47,7 +47,9 @@ private:
 // `lost` says why the try failed when the firmware, not the request, was at fault.
 struct Attempt {
     // kDataFault: the NPU may have corrupted the request's data; it is failed, never replayed.
-    enum class Loss { kNone, kTimeout, kDisconnected, kNpuHang, kDataFault };
+    // kChannel: a burst's channel broke while the connection stayed up; the execution is
+    // replayed (on a new channel or the connection) with nothing recovered.
+    enum class Loss { kNone, kTimeout, kDisconnected, kNpuHang, kDataFault, kChannel };
     uint64_t epoch = 0;
     Loss lost = Loss::kNone;
 };
@@ -71,9 +73,17 @@ public:
     // longer queued or running, so a CancelReply (found or not) means the blocks are free again;
     // without one they are moved from `keep` into quarantine (freed only once the firmware is
     // reset or restarted), never handed out while the firmware may still write into them.
+    // `via`: a burst's channel to send it on instead of the connection (Cancel goes the same way);
+    // when the channel breaks, `keep` is quarantined and the attempt marked Loss::kChannel.
     Status callCancellable(Attempt& attempt, proto::Method method, const google::protobuf::Message& request,
                            google::protobuf::Message& reply, std::chrono::milliseconds timeout,
-                           const char* what, std::vector<WindowBlock>& keep);
+                           const char* what, std::vector<WindowBlock>& keep,
+                           const std::shared_ptr<proto::RpcClient>& via = nullptr);
+    // A new burst channel (docs/execution.md, "Bursts"): a fast message queue whose fds go to the
+    // firmware with OpenBurstChannel, and an RPC client over it. Null when the firmware offers
+    // none or the options turn them off; an error when it refused (a lost connection marks
+    // `attempt`).
+    Result<std::shared_ptr<proto::RpcClient>> openBurstChannel(Attempt& attempt);
     // The same outside any operation (no recovery): release, counters, fault injection.
     Status call(proto::Method method, const google::protobuf::Message& request,
                 google::protobuf::Message& reply, std::chrono::milliseconds timeout, const char* what);
@@ -168,6 +178,9 @@ private:
     // A failed call: a timeout or a dropped connection marks the attempt lost; mapped to a Status.
     Status callFailed(Attempt& attempt, const proto::Error& e, std::chrono::milliseconds timeout,
                       const char* what);
+    // A burst channel's call that found its link gone (Loss::kChannel while the connection is up).
+    Status channelFailed(Attempt& attempt, const proto::Error& e, const char* what,
+                         std::vector<WindowBlock>& keep);
     using RequestFn = std::function<const google::protobuf::Message&(size_t call)>;
     using ReplyFn = std::function<google::protobuf::Message&(size_t call)>;
     using DoneFn = std::function<Status(size_t call)>;
@@ -210,7 +223,7 @@ private:
     std::atomic<uint64_t> cancels_{0}, cancelsFailed_{0};
     std::atomic<uint64_t> pings_{0}, pingFailures_{0}, stalls_{0}, callTimeouts_{0}, disconnects_{0},
         resets_{0}, restarts_{0}, modelsRestored_{0}, modelsLost_{0}, replayed_{0}, failed_{0}, npuHangs_{0},
-        dataFaults_{0};
+        dataFaults_{0}, burstChannelsOpened_{0}, burstChannelFailures_{0};
 
     bool stopWatchdog_ = false;             // under gateMutex_
     std::condition_variable watchdogWake_;  // only the destructor wakes it early

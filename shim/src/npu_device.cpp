@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "burst_channel.h"
 #include "compilation_cache.h"
 #include "connection.h"
 #include "firmware_buffer.h"
@@ -159,6 +160,24 @@ protected:
     Result<hal::ExecutionResult> executeShared(const hal::Request& request, hal::MeasureTiming measure,
                                                const hal::Deadline& deadline,
                                                std::optional<std::chrono::nanoseconds> loopTimeout) override {
+        return runExecution(nullptr, request, measure, deadline, loopTimeout);
+    }
+    std::unique_ptr<hal::BurstChannel> openBurstChannel() override {
+        return std::make_unique<NpuBurstChannel>(connection_);
+    }
+    // A burst's execution: on its channel while no other execution of the burst uses it.
+    Result<hal::ExecutionResult> executeSharedInBurst(
+        hal::BurstChannel& channel, const hal::Request& request, hal::MeasureTiming measure,
+        const hal::Deadline& deadline, std::optional<std::chrono::nanoseconds> loopTimeout) override {
+        auto& burst = static_cast<NpuBurstChannel&>(channel);
+        std::unique_lock lock(burst.inUse(), std::try_to_lock);
+        return runExecution(lock.owns_lock() ? &burst : nullptr, request, measure, deadline, loopTimeout);
+    }
+
+private:
+    Result<hal::ExecutionResult> runExecution(NpuBurstChannel* burst, const hal::Request& request,
+                                              hal::MeasureTiming measure, const hal::Deadline& deadline,
+                                              std::optional<std::chrono::nanoseconds> loopTimeout) {
         const auto start = Clock::now();
         NPU_TRY(hal::validateRequest(request, *model_));
         if (loopTimeout && loopTimeout->count() < 0) {
@@ -174,7 +193,7 @@ protected:
         const Status ran = connection_->runRecovering("execute", blocks, [&](Attempt& a) -> Status {
             blocks.clear();
             NPU_TRY(checkDeadline(deadline, "executeSynchronously"));
-            result = NPU_TRY(executeOnce(a, request, measure, deadline, loopTimeout, blocks));
+            result = NPU_TRY(executeOnce(a, burst, request, measure, deadline, loopTimeout, blocks));
             return {};
         });
         proto::vlog("driver", "execute: model %llu, %zu inputs, %zu outputs: %s",
@@ -194,12 +213,14 @@ protected:
         return result;
     }
 
-private:
-    // One execution on the firmware as it is now: stage the inputs, execute, fetch the outputs.
-    Result<hal::ExecutionResult> executeOnce(Attempt& a, const hal::Request& request,
+    // One execution on the firmware as it is now: stage the inputs, execute (on the burst's
+    // channel when there is one), fetch the outputs.
+    Result<hal::ExecutionResult> executeOnce(Attempt& a, NpuBurstChannel* burst, const hal::Request& request,
                                              hal::MeasureTiming measure, const hal::Deadline& deadline,
                                              std::optional<std::chrono::nanoseconds> loopTimeout,
                                              std::vector<WindowBlock>& blocks) {
+        std::shared_ptr<proto::RpcClient> via;
+        if (burst != nullptr) via = NPU_TRY(burst->client(a));
         proto::ExecuteRequest wire;
         wire.set_model_handle(NPU_TRY(connection_->modelHandle(a, id_)));
         wire.set_measure_timing(measure == hal::MeasureTiming::YES);
@@ -210,7 +231,7 @@ private:
         proto::ExecuteReply reply;
         NPU_TRY(connection_->callCancellable(a, proto::METHOD_EXECUTE, wire, reply,
                                              waitFor(connection_->options().executeTimeout, deadline),
-                                             "execute", blocks));
+                                             "execute", blocks, via));
         NPU_TRY(checkDeviceFault(a, reply));
         NPU_TRY(checkExecuteStatus(reply));
         NPU_TRY(fetchOutputs(a, request, outputBlock, blocks));

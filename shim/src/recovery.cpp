@@ -387,6 +387,8 @@ NpuCounters Connection::counters() const {
     c.requestsFailed = failed_;
     c.npuHangs = npuHangs_;
     c.dataFaults = dataFaults_;
+    c.burstChannelsOpened = burstChannelsOpened_;
+    c.burstChannelFailures = burstChannelFailures_;
     return c;
 }
 

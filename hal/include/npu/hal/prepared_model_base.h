@@ -19,6 +19,14 @@ namespace npu::hal {
 
 class ManagedBuffer;
 class WorkerThreads;
+class Burst;
+
+// A device's own way for one burst's executions (the NPU's fast message queue to its firmware,
+// docs/execution.md "Bursts"): the burst owns it and hands it to each of its executions.
+class BurstChannel {
+public:
+    virtual ~BurstChannel() = default;
+};
 
 // The driver-managed buffers of one device, i.e. of one client: token -> buffer. A token is
 // found only in the registry of the device that allocated it, and only while its IBuffer lives.
@@ -101,14 +109,35 @@ protected:
     virtual Result<ExecutionResult> executeShared(const Request& request, MeasureTiming measure,
                                                   const Deadline& deadline,
                                                   std::optional<std::chrono::nanoseconds> loopTimeout) = 0;
+    // A channel for one new burst (configureExecutionBurst); null, the default: the burst's
+    // executions take executeShared's way.
+    virtual std::unique_ptr<BurstChannel> openBurstChannel() { return nullptr; }
+    // An execution of a burst that has `channel`: executeShared over it.
+    virtual Result<ExecutionResult> executeSharedInBurst(
+        BurstChannel& channel, const Request& request, MeasureTiming measure, const Deadline& deadline,
+        std::optional<std::chrono::nanoseconds> loopTimeout) {
+        (void)channel;
+        return executeShared(request, measure, deadline, loopTimeout);
+    }
     // Ends fence waits and joins the threads of asynchronous executions (those running finish
     // first). A derived destructor calls it before releasing anything executeShared uses.
     void stopAsyncExecutions();
 
 private:
+    friend class Burst;
+    // executeSynchronously, over `channel` when a burst runs it (null: none).
+    Result<ExecutionResult> run(const Request& request, MeasureTiming measure, const Deadline& deadline,
+                                std::optional<std::chrono::nanoseconds> loopTimeout, BurstChannel* channel);
+    Result<ExecutionResult> shared(const Request& request, MeasureTiming measure, const Deadline& deadline,
+                                   std::optional<std::chrono::nanoseconds> loopTimeout,
+                                   BurstChannel* channel) {
+        return channel != nullptr ? executeSharedInBurst(*channel, request, measure, deadline, loopTimeout)
+                                  : executeShared(request, measure, deadline, loopTimeout);
+    }
     Result<ExecutionResult> executeWithBuffers(const Request& request, MeasureTiming measure,
                                                const Deadline& deadline,
-                                               std::optional<std::chrono::nanoseconds> loopTimeout);
+                                               std::optional<std::chrono::nanoseconds> loopTimeout,
+                                               BurstChannel* channel);
     Status validateForLaunch(const Request& request, const char* what) const;
 
     const uint64_t id_;

@@ -57,6 +57,13 @@ struct ShimOptions {
     // Let the firmware autotune tilings at prepareModel (docs/firmware.md): slower compiles,
     // fewer device cycles. Off: the planner's tilings.
     bool autotune = true;
+    // Bursts (docs/execution.md, "Bursts"): each burst talks to the firmware over a fast message
+    // queue of its own where the firmware offers one (the firmware host: loopback and unix). Off:
+    // a burst's executions take the connection like any other.
+    bool burstChannels = true;
+    // How long a burst's execution polls its queue for the reply before it sleeps on the doorbell
+    // (latency against the CPU a waiting caller burns; 0: sleep at once).
+    std::chrono::microseconds burstPollWindow{50};
     RecoveryOptions recovery;
 };
 
@@ -157,21 +164,23 @@ Result<NpuCompileInfo> queryCompileInfo(hal::IPreparedModel& prepared);
 
 // What the watchdog and recovery did (docs/reliability.md), and the firmware's own counters.
 struct NpuCounters {
-    uint64_t pings = 0;             // watchdog and escalation pings sent
-    uint64_t pingFailures = 0;      // pings unanswered in time (or on a dropped connection)
-    uint64_t stalls = 0;            // pings answered while an item ran without progress for stallWindow
-    uint64_t callTimeouts = 0;      // calls the firmware did not answer within their timeout
-    uint64_t disconnects = 0;       // calls that met a dropped connection
-    uint64_t resets = 0;            // Reset calls the firmware answered
-    uint64_t restarts = 0;          // firmware hosts restarted (new transport and handshake)
-    uint64_t modelsRestored = 0;    // prepared models prepared again after a reset or restart
-    uint64_t modelsLost = 0;        // prepared models that could not be restored
-    uint64_t requestsReplayed = 0;  // operations run again after a loss
-    uint64_t requestsFailed = 0;    // operations failed because recovery failed or gave up
-    uint64_t npuHangs = 0;          // executions the NPU hung on (reset by the firmware, replayed)
-    uint64_t dataFaults = 0;        // executions failed for a data fault (DMA error, SRAM ECC)
-    uint64_t cancels = 0;           // executions timed out on our side: Cancel sent for them
-    uint64_t cancelsFailed = 0;     // ... unconfirmed by the firmware: their blocks quarantined
+    uint64_t pings = 0;                 // watchdog and escalation pings sent
+    uint64_t pingFailures = 0;          // pings unanswered in time (or on a dropped connection)
+    uint64_t stalls = 0;                // pings answered while an item ran without progress for stallWindow
+    uint64_t callTimeouts = 0;          // calls the firmware did not answer within their timeout
+    uint64_t disconnects = 0;           // calls that met a dropped connection
+    uint64_t resets = 0;                // Reset calls the firmware answered
+    uint64_t restarts = 0;              // firmware hosts restarted (new transport and handshake)
+    uint64_t modelsRestored = 0;        // prepared models prepared again after a reset or restart
+    uint64_t modelsLost = 0;            // prepared models that could not be restored
+    uint64_t requestsReplayed = 0;      // operations run again after a loss
+    uint64_t requestsFailed = 0;        // operations failed because recovery failed or gave up
+    uint64_t npuHangs = 0;              // executions the NPU hung on (reset by the firmware, replayed)
+    uint64_t dataFaults = 0;            // executions failed for a data fault (DMA error, SRAM ECC)
+    uint64_t cancels = 0;               // executions timed out on our side: Cancel sent for them
+    uint64_t cancelsFailed = 0;         // ... unconfirmed by the firmware: their blocks quarantined
+    uint64_t burstChannelsOpened = 0;   // burst channels opened (fast message queues, docs/execution.md)
+    uint64_t burstChannelFailures = 0;  // burst executions whose channel broke (replayed)
     std::vector<std::pair<std::string, uint64_t>> firmware;  // GetCounters (empty if unreachable)
 };
 // INVALID_ARGUMENT when `device` is not an NPU device of this shim.
