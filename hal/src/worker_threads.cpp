@@ -7,18 +7,25 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace npu::hal {
 
 struct WorkerThreads::State {
-    explicit State(size_t max) : maxTasks(max), cancelFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+    State(size_t max, std::string ownerName, std::string taskName)
+        : maxTasks(max),
+          cancelFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+          owner(std::move(ownerName)),
+          tasks(std::move(taskName)) {}
     ~State() {
         if (cancelFd >= 0) close(cancelFd);
     }
     const size_t maxTasks;
     const int cancelFd;
+    const std::string owner, tasks;
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::function<void()>> queue;
@@ -34,7 +41,8 @@ void runTasks(const std::shared_ptr<WorkerThreads::State>& s);
 
 }  // namespace
 
-WorkerThreads::WorkerThreads(size_t maxTasks) : state_(std::make_shared<State>(maxTasks)) {}
+WorkerThreads::WorkerThreads(size_t maxTasks, std::string owner, std::string tasks)
+    : state_(std::make_shared<State>(maxTasks, std::move(owner), std::move(tasks))) {}
 
 WorkerThreads::~WorkerThreads() {
     stop();
@@ -47,13 +55,12 @@ int WorkerThreads::cancelFd() const {
 Status WorkerThreads::submit(std::function<void()> task) {
     State& s = *state_;
     std::lock_guard lock(s.mutex);
-    if (s.stopping) return generalFailure("the prepared model is being released");
+    if (s.stopping) return generalFailure("the " + s.owner + " is being released");
     if (s.cancelFd < 0)
-        return generalFailure("cannot create the cancellation eventfd of the execution threads");
+        return generalFailure("cannot create the cancellation eventfd of the threads of the " + s.owner);
     if (s.queue.size() + s.running >= s.maxTasks) {
-        return fail(
-            ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
-            std::to_string(s.maxTasks) + " asynchronous executions of this prepared model are in flight");
+        return fail(ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT,
+                    std::to_string(s.maxTasks) + " " + s.tasks + " of this " + s.owner + " are in flight");
     }
     s.queue.push_back(std::move(task));
     if (s.idle < s.queue.size()) s.threads.emplace_back([state = state_] { runTasks(state); });

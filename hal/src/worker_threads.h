@@ -1,10 +1,12 @@
 #pragma once
-// The threads that run a prepared model's asynchronous and fenced executions: grown on demand
-// up to a limit, reused while idle, joined by stop() (or the destructor).
+// The threads that run a prepared model's asynchronous and fenced executions, and a device's
+// asynchronous preparations: grown on demand up to a limit, reused while idle, joined by stop()
+// (or the destructor).
 
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "npu/hal/result.h"
 
@@ -12,7 +14,10 @@ namespace npu::hal {
 
 class WorkerThreads {
 public:
-    explicit WorkerThreads(size_t maxTasks);
+    // `owner` and `tasks` name them in errors: "the <owner> is being released", "<maxTasks>
+    // <tasks> of this <owner> are in flight".
+    explicit WorkerThreads(size_t maxTasks, std::string owner = "prepared model",
+                           std::string tasks = "asynchronous executions");
     ~WorkerThreads();
     WorkerThreads(const WorkerThreads&) = delete;
     WorkerThreads& operator=(const WorkerThreads&) = delete;

@@ -10,6 +10,7 @@
 #include "connection.h"
 #include "firmware_buffer.h"
 #include "marshal.h"
+#include "npu/hal/device_base.h"
 #include "npu/hal/prepared_model_base.h"
 #include "npu/hal/validation.h"
 #include "npu/protocol/vlog.h"
@@ -371,9 +372,12 @@ private:
     NpuCompileInfo compileInfo_;
 };
 
-class NpuDevice final : public hal::IDevice {
+// Asynchronous preparation comes from hal::DeviceBase: prepareModel on a thread of the device.
+class NpuDevice final : public hal::DeviceBase {
 public:
     explicit NpuDevice(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+    // Preparations in flight finish first: they use the connection, the buffers and the cache.
+    ~NpuDevice() override { stopAsyncPrepares(); }
 
     std::string getVersionString() const override {
         return std::string("npu-shim ") + kShimVersion + " / " + connection_->hello().firmware_version();

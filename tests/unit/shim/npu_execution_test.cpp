@@ -1,6 +1,6 @@
-// Every execution mode, QoS and memory domains on the NPU, over loopback and (a subset) over
-// the unix socket to npu-fwd: the same suite the CPU reference runs (tests/unit/hal/
-// execution_suite.h).
+// Every execution mode, QoS, memory domains and asynchronous preparation on the NPU, over
+// loopback and (a subset) over the unix socket to npu-fwd: the same suites the CPU reference runs
+// (tests/unit/hal/execution_suite.h, prepare_suite.h).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 
 #include "../hal/execution_suite.h"
 #include "../hal/model_builder.h"
+#include "../hal/prepare_suite.h"
 #include "chain_model.h"
 #include "loopback_device.h"
 #include "npu/fw/platform/host/firmware_host.h"
@@ -53,6 +54,43 @@ std::unique_ptr<UnixClients> openUnix(const char* tag) {
 
 #define OPEN_DEVICE openLoopback
 NPU_HAL_EXECUTION_SUITE("npu loopback", "[shim][execution]")
+NPU_HAL_PREPARE_SUITE("npu loopback", "[shim][prepare]")
+
+TEST_CASE("npu loopback: asynchronous prepare to and from cache files", "[shim][prepare][caching]") {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("npu-async-prepare-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    struct RemoveDir {
+        std::filesystem::path path;
+        ~RemoveDir() {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+        }
+    } removeDir{dir};
+    auto loop = fw::host::startLoopbackFirmware();
+    REQUIRE(loop.has_value());
+    shim::ShimOptions options;
+    options.cacheStateDirectory = (dir / "state").string();
+    auto device = shim::createNpuDevice(std::move(loop->hostEnd), options);
+    REQUIRE(device.has_value());
+    checkAsyncPrepareFromCache(**device, dir);
+    device->reset();  // before its firmware
+}
+
+TEST_CASE("npu unix: asynchronous prepare", "[shim][prepare]") {
+    auto c = openUnix("prepare");
+    checkAsyncPrepare(*c->first);
+    checkAsyncPrepareQualityOfService(*c->first);
+    checkManyAsyncPrepares(*c->first);
+    checkAsyncPrepareLimit(*c->first, hal::DeviceBase::kMaxAsyncPrepares);
+    checkPrepareCallbackTimeout(*c->first);
+    checkDeviceDestroyedWithPreparesInFlight(std::move(c->first));
+}
+
+TEST_CASE("npu unix: asynchronous prepare, argument errors at launch", "[shim][prepare]") {
+    auto c = openUnix("prepare-launch");
+    checkAsyncPrepareRefusedAtLaunch(*c->first);
+}
 
 TEST_CASE("npu loopback: MemoryDomain dynamic shapes", "[shim][memory-domain]") {
     auto l = openLoopback();

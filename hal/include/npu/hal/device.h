@@ -17,6 +17,7 @@ namespace npu::hal {
 
 class IBurst;
 class IExecution;
+class IPreparedModel;
 
 // Completion of an asynchronous execution (the HAL 1.3 IExecutionCallback): notify() is called
 // exactly once, from a driver thread, with the outputs' shapes and timing, or with the error
@@ -25,6 +26,15 @@ class IExecutionCallback {
 public:
     virtual ~IExecutionCallback() = default;
     virtual void notify(Result<ExecutionResult> result) = 0;
+};
+
+// Completion of an asynchronous preparation (the HAL 1.3 IPreparedModelCallback): notify() is
+// called exactly once, with the prepared model or the error (then no prepared model), also when
+// the preparation was refused at launch (IDevice::prepareModelAsync).
+class IPreparedModelCallback {
+public:
+    virtual ~IPreparedModelCallback() = default;
+    virtual void notify(Result<std::shared_ptr<IPreparedModel>> result) = 0;
 };
 
 // What a fenced execution reports once its sync fence has signalled (IFencedExecutionCallback).
@@ -146,6 +156,22 @@ public:
                                                                           const std::vector<int>& modelCache,
                                                                           const std::vector<int>& dataCache,
                                                                           const CacheToken& token);
+
+    // Asynchronous preparation (prepareModel_1_3 / prepareModelFromCache_1_3 with an
+    // IPreparedModelCallback; docs/execution.md "Asynchronous preparation"). The arguments are
+    // checked at launch; an error there is returned AND notified to `callback` (the HAL's rule:
+    // notify is called exactly once, so a caller waiting on the callback never hangs). Otherwise
+    // the call returns at once and `callback` is notified later with what the synchronous call
+    // would have returned (MISSED_DEADLINE_* included). A null callback is INVALID_ARGUMENT.
+    // The cache fds are borrowed: the caller keeps them open until the callback is notified.
+    // hal::DeviceBase implements both over the synchronous calls; here they are GENERAL_FAILURE.
+    virtual Status prepareModelAsync(const Model& model, ExecutionPreference preference, Priority priority,
+                                     const Deadline& deadline, const std::vector<int>& modelCache,
+                                     const std::vector<int>& dataCache, const CacheToken& token,
+                                     std::shared_ptr<IPreparedModelCallback> callback);
+    virtual Status prepareModelFromCacheAsync(const Deadline& deadline, const std::vector<int>& modelCache,
+                                              const std::vector<int>& dataCache, const CacheToken& token,
+                                              std::shared_ptr<IPreparedModelCallback> callback);
 
     virtual Result<DeviceBuffer> allocate(const BufferDesc& desc,
                                           const std::vector<std::shared_ptr<IPreparedModel>>& preparedModels,

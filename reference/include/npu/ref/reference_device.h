@@ -8,13 +8,16 @@
 #include <vector>
 
 #include "npu/hal/device.h"
+#include "npu/hal/device_base.h"
 #include "npu/hal/prepared_model_base.h"
 
 namespace npu::ref {
 
-class ReferenceDevice : public hal::IDevice {
+// Asynchronous preparation comes from hal::DeviceBase (prepare on a thread of the device).
+class ReferenceDevice : public hal::DeviceBase {
 public:
     ReferenceDevice() = default;
+    ~ReferenceDevice() override { stopAsyncPrepares(); }  // before buffers_ goes
 
     std::string getVersionString() const override;
     hal::DeviceType getType() const override { return hal::DeviceType::CPU; }
