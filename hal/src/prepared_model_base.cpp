@@ -382,11 +382,18 @@ Status PreparedModelBase::execute(const Request& request, MeasureTiming measure,
                                   std::optional<std::chrono::nanoseconds> loopTimeout,
                                   std::shared_ptr<IExecutionCallback> callback) {
     if (!callback) return invalidArgument("execute: the callback is null");
-    NPU_TRY(validateForLaunch(request, "execute"));
+    // NN HAL 1.3 execute_1_3: a launch that fails notifies the callback with its error at once,
+    // and returns the same error.
+    auto refused = [&](Status s) {
+        callback->notify(std::unexpected(s.error()));
+        return s;
+    };
+    if (Status valid = validateForLaunch(request, "execute"); !valid) return refused(std::move(valid));
     auto task = [this, request, measure, deadline, loopTimeout, callback] {
         callback->notify(executeSynchronously(request, measure, deadline, loopTimeout));
     };
-    return withContext(workers_->submit(std::move(task)), "execute");
+    Status submitted = withContext(workers_->submit(std::move(task)), "execute");
+    return submitted ? submitted : refused(std::move(submitted));
 }
 
 Result<FencedResult> PreparedModelBase::executeFenced(

@@ -152,12 +152,18 @@ inline void checkAsyncExecution(IDevice& device) {
     CHECK(result->outputShapes[0].dimensions == std::vector<uint32_t>{1, 4});
     checkTiming(result->timing);
 
-    // Invalid launches are refused at once and the callback is never called.
+    // Invalid launches are refused at once, and (NN HAL 1.3) the callback is notified with the
+    // same error before the call returns.
     auto bad = r.request;
     bad.inputs.pop_back();
-    auto refused = prepared->execute(bad, MeasureTiming::NO, std::nullopt, std::nullopt, callback);
+    auto badCallback = std::make_shared<ExecutionCallback>();
+    auto refused = prepared->execute(bad, MeasureTiming::NO, std::nullopt, std::nullopt, badCallback);
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().status == ErrorStatus::INVALID_ARGUMENT);
+    auto notified = badCallback->wait(std::chrono::milliseconds(0));
+    REQUIRE_FALSE(notified.has_value());
+    CHECK(notified.error().status == ErrorStatus::INVALID_ARGUMENT);
+    CHECK(notified.error().message == refused.error().message);
     auto noCallback = prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, nullptr);
     REQUIRE_FALSE(noCallback.has_value());
     CHECK(noCallback.error().status == ErrorStatus::INVALID_ARGUMENT);
@@ -471,15 +477,18 @@ inline void checkInFlightLimit(IDevice& device, size_t limit) {
     auto refused = prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, callback);
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().status == ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT);
+    auto told = callback->wait(std::chrono::milliseconds(0));  // notified with it, at once
+    REQUIRE_FALSE(told.has_value());
+    CHECK(told.error().status == ErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT);
     gate.signal();
     for (const auto& f : held) {
         const auto info = finishedInfo(f);
         INFO(info.message);
         CHECK(info.status == ErrorStatus::NONE);
     }
-    REQUIRE(
-        prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, callback).has_value());
-    CHECK(callback->wait(kWait).has_value());
+    auto next = std::make_shared<ExecutionCallback>();
+    REQUIRE(prepared->execute(r.request, MeasureTiming::NO, std::nullopt, std::nullopt, next).has_value());
+    CHECK(next->wait(kWait).has_value());
 }
 
 // ---- memory domains --------------------------------------------------------------------------
