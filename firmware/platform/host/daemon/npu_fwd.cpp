@@ -124,6 +124,11 @@ std::optional<int> parseOptions(int argc, char** argv, DaemonOptions& o) {
     app.add_option("--allow-group", allowGroup,
                    "also serve peers whose gid is GID (default: our own uid only)")
         ->check(CLI::Range(int64_t{0}, int64_t{0xFFFFFFFE}));
+    app.add_option("--burst-poll-us", o.firmware.burstPollUs,
+                   "how long a burst channel's thread polls its queue for the next request before it "
+                   "sleeps (docs/execution.md, Bursts; 0 = sleep at once)")
+        ->check(CLI::Range(0u, 10000u))
+        ->capture_default_str();
     bool faultInjection = false;
     app.add_flag("--fault-injection", faultInjection,
                  "let clients inject NPU faults and crashes (reliability tests only)");
