@@ -4,6 +4,7 @@
 // Skipped (exit 77, with the reason) when qemu-system-arm, the image or the bridge is missing.
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -18,6 +20,8 @@
 
 #include "npu/framework/cts_loader.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/hal/execution_callback.h"
+#include "npu/hal/sync_fence.h"
 #include "npu/protocol/qemu_transport.h"
 #include "npu/shim/npu_device.h"
 
@@ -303,4 +307,57 @@ TEST_CASE("qemu: two emulators started one after the other in one process each e
         CHECK((*counters)["qemu.mailbox_failures"] == 0);
         CHECK((*counters)["qemu.clock_backsteps"] == 0);
     }
+}
+
+TEST_CASE("qemu: asynchronous, fenced and burst executions on the emulated core give the synchronous bytes",
+          "[shim][qemu]") {
+    QemuDevice q = openQemu();
+    auto tc = framework::findTestCase(framework::ctsDataDir() + "/V1_0.jsonl.gz", "conv_quant8");
+    REQUIRE(tc.has_value());
+    auto prepared = q.device->prepareModel(tc->model);
+    REQUIRE(prepared.has_value());
+    auto run = [&](const std::function<bool(const hal::Request&)>& execute) {
+        auto request = framework::makeRequest(*tc);
+        REQUIRE(request.has_value());
+        REQUIRE(execute(request->request));
+        return framework::readOutputs(*request);
+    };
+    const auto sync = run([&](const hal::Request& r) {
+        return (*prepared)
+            ->executeSynchronously(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt)
+            .has_value();
+    });
+    const auto async = run([&](const hal::Request& r) {
+        auto callback = std::make_shared<hal::ExecutionCallback>();
+        return (*prepared)
+                   ->execute(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt, callback)
+                   .has_value() &&
+               callback->wait(60s).has_value();
+    });
+    const auto fenced = run([&](const hal::Request& r) {
+        auto f = (*prepared)->executeFenced(r, {}, hal::MeasureTiming::YES, std::nullopt, std::nullopt,
+                                            std::nullopt);
+        if (!f) return false;
+        auto signalled = hal::waitForSyncFence(f->syncFence, 60s);
+        close(f->syncFence);
+        auto info = f->callback->getExecutionInfo();
+        return signalled && *signalled && info && info->status == hal::ErrorStatus::NONE;
+    });
+    auto burst = (*prepared)->configureExecutionBurst();
+    REQUIRE(burst.has_value());
+    const auto bursted = run([&](const hal::Request& r) {
+        for (int i = 0; i < 3; ++i) {
+            if (!(*burst)->executeSynchronously(r, {0}, hal::MeasureTiming::NO, std::nullopt, std::nullopt))
+                return false;
+        }
+        return true;
+    });
+    CHECK_FALSE(framework::compareOutputs(*tc, sync, {}).has_value());
+    CHECK(async == sync);
+    CHECK(fenced == sync);
+    CHECK(bursted == sync);
+    // The image shares no memory with its client: the burst took the connection.
+    auto counters = shim::queryNpuCounters(*q.device);
+    REQUIRE(counters.has_value());
+    CHECK(counters->burstChannelsOpened == 0);
 }
