@@ -35,16 +35,6 @@ void cpuRelax() {
 #endif
 }
 
-const char* fileKind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISFIFO(mode)) return "a pipe";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISREG(mode)) return "a regular file";
-    return "a special file";
-}
-
 constexpr std::chrono::microseconds kPreemptedGap{15};
 constexpr int kPollScoreFull = 1024;  // pollScore_ when every poll finds bytes
 constexpr int kPollScoreHalf = kPollScoreFull / 2;
@@ -371,7 +361,7 @@ Result<uint32_t> checkQueueFile(int fd, const std::string& name) {
         return fail(Error::Kind::kInvalidArgument, errnoText(name + ": fstat of the queue fd"));
     if (!S_ISREG(st.st_mode)) {
         return fail(Error::Kind::kInvalidArgument,
-                    name + ": the queue fd is " + fileKind(st.st_mode) + ", not a memfd");
+                    name + ": the queue fd is " + base::fileKind(st.st_mode) + ", not a memfd");
     }
     const int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) != O_RDWR) {
@@ -419,10 +409,9 @@ Result<void> checkDoorbell(int fd, const std::string& name) {
     const bool socket = S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
                         (len = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0);
     if (!socket || domain != AF_UNIX || type != SOCK_STREAM) {
-        return fail(Error::Kind::kInvalidArgument,
-                    name + ": the doorbell fd is " +
-                        (S_ISSOCK(st.st_mode) ? "a socket" : fileKind(st.st_mode)) +
-                        " but must be an AF_UNIX stream socket");
+        return fail(Error::Kind::kInvalidArgument, name + ": the doorbell fd is " +
+                                                       base::fileKind(st.st_mode) +
+                                                       " but must be an AF_UNIX stream socket");
     }
     return {};
 }

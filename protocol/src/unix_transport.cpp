@@ -432,23 +432,13 @@ UnixListener::~UnixListener() {
 
 namespace {
 
-const char* fileKind(mode_t mode) {
-    if (S_ISREG(mode)) return "a regular file";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a fifo";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a socket";
-}
-
 // bind() found something at `path`: it may be replaced only if it is a stale socket of ours.
 Result<void> removeStaleSocket(const std::string& path, const sockaddr_un& addr) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return {};  // gone meanwhile: just bind again
     if (!S_ISSOCK(st.st_mode)) {
         return fail(Error::Kind::kInvalidArgument,
-                    "unix:" + path + " exists and is " + fileKind(st.st_mode) +
+                    "unix:" + path + " exists and is " + base::fileKind(st.st_mode) +
                         ", not a socket; refusing to replace it (choose another --socket)");
     }
     if (st.st_uid != ::geteuid()) {

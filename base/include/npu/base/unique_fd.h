@@ -1,7 +1,13 @@
 #pragma once
-// A move-only owning file descriptor (closed on destruction).
+// A move-only owning file descriptor (closed on destruction), and what kind of file an fd or path
+// is, for the errors that refuse one.
+
+#include <sys/types.h>
 
 namespace npu::base {
+
+// "a regular file", "a directory", "a pipe or fifo", "a socket", ... for st_mode `mode`.
+const char* fileKind(mode_t mode);
 
 class UniqueFd {
 public:

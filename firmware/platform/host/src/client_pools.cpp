@@ -22,15 +22,6 @@ uint64_t pageBytes() {
     return page;
 }
 
-const char* fileKind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISFIFO(mode)) return "a pipe";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    return "not a regular file";
-}
-
 // A dma-buf (a dma-heap's allocation, the AHardwareBuffer BLOB analogue): its fdinfo names its
 // exporter. Its size is fixed at allocation; lseek tells it.
 bool isDmaBuf(int fd, uint64_t* size) {
@@ -62,7 +53,7 @@ FwStatus checkFile(int fd, uint64_t offset, uint64_t length, bool* writable, boo
     if (!S_ISREG(st.st_mode) && !dmaBuf) {
         return FwStatus::make(Code::kInvalidArgument,
                               "MapPool: the fd is %s, not a memfd, dma-buf or mappable file",
-                              fileKind(st.st_mode));
+                              base::fileKind(st.st_mode));
     }
     uint64_t end = 0;
     if (length == 0 || __builtin_add_overflow(offset, length, &end) || end > size) {
