@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
+#include <future>
 
 #include "../hal/execution_suite.h"
 #include "../hal/model_builder.h"
@@ -152,6 +154,146 @@ TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on 
 
     in->buffer.reset();
     CHECK(firmwareCounter(device, "runtime.buffers") == 1);
+    out->buffer.reset();
+    CHECK(firmwareCounter(device, "runtime.buffers") == 0);
+    CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 0);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") == dramBefore);
+}
+
+namespace {
+
+// Runs `f` on a thread of its own; the future is ready once it returned. The thread is detached,
+// so that a test whose `f` never returns fails at its bounded wait instead of hanging in a join.
+std::future<void> onItsOwnThread(std::function<void()> f) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> future = done->get_future();
+    std::thread([f = std::move(f), done] {
+        f();
+        done->set_value();
+    }).detach();
+    return future;
+}
+
+}  // namespace
+
+// docs/execution.md "Memory model": releasing a prepared model while executions are in flight is
+// safe, and the release frees the firmware's memory. The firmware's work is held, so every
+// execution is still queued there (or waiting for its fence) when the model is dropped.
+TEST_CASE("npu loopback: a prepared model dropped while asynchronous and fenced executions are pending",
+          "[shim][execution][lifetime]") {
+    auto l = openLoopback();
+    hal::IDevice& device = *l.device;
+    const uint64_t modelsBefore = firmwareCounter(device, "runtime.loaded_models");
+    const uint64_t dramBefore = firmwareCounter(device, "runtime.dram_bytes_in_use");
+    auto prepared = prepare(device);
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore + 1);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") > dramBefore);
+
+    l.firmware->holdWork(true);
+    constexpr int kEach = 3;
+    std::vector<AddRequest> asyncRequests, fencedRequests;
+    std::vector<std::shared_ptr<hal::ExecutionCallback>> callbacks;
+    std::vector<hal::FencedResult> fenced;
+    for (int i = 0; i < kEach; ++i) {
+        asyncRequests.push_back(addRequest(static_cast<uint8_t>(i), 10));
+        callbacks.push_back(std::make_shared<hal::ExecutionCallback>());
+        REQUIRE(prepared
+                    ->execute(asyncRequests.back().request, hal::MeasureTiming::NO, std::nullopt, std::nullopt,
+                              callbacks.back())
+                    .has_value());
+        fencedRequests.push_back(addRequest(static_cast<uint8_t>(i), 20));
+        auto f = prepared->executeFenced(fencedRequests.back().request, {}, hal::MeasureTiming::NO, std::nullopt,
+                                         std::nullopt, std::nullopt);
+        REQUIRE(f.has_value());
+        fenced.push_back(*f);
+    }
+    // One more waits for a fence nobody signals: the release ends its wait.
+    auto never = addRequest(1, 1);
+    EventFd gate;
+    auto waiting = prepared->executeFenced(never.request, {gate.fd}, hal::MeasureTiming::NO, std::nullopt,
+                                           std::nullopt, std::nullopt);
+    REQUIRE(waiting.has_value());
+    REQUIRE(waitFirmwareCounter(device, "sched.queued_now", [](uint64_t v) { return v >= 2 * kEach; }) ==
+            2 * kEach);
+
+    // The last reference goes on another thread: the release waits for the executions in flight.
+    auto released = onItsOwnThread([p = std::move(prepared)]() mutable { p.reset(); });
+    CHECK(released.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore + 1);  // still in use
+    l.firmware->holdWork(false);
+    REQUIRE(released.wait_for(kWait) == std::future_status::ready);
+
+    for (int i = 0; i < kEach; ++i) {
+        INFO("execution " << i);
+        auto done = callbacks[i]->wait(kWait);
+        INFO((done ? std::string() : done.error().message));
+        REQUIRE(done.has_value());
+        CHECK(asyncRequests[i].output() == std::vector<uint8_t>(4, static_cast<uint8_t>(i + 10)));
+        const auto info = finishedInfo(fenced[i]);
+        INFO(info.message);
+        CHECK(info.status == hal::ErrorStatus::NONE);
+        CHECK(fencedRequests[i].output() == std::vector<uint8_t>(4, static_cast<uint8_t>(i + 20)));
+    }
+    const auto cancelled = finishedInfo(*waiting);
+    CHECK(cancelled.status == hal::ErrorStatus::GENERAL_FAILURE);
+    CHECK_THAT(cancelled.message, Catch::Contains("cancelled"));
+    CHECK(never.output() == std::vector<uint8_t>(4, 0));  // it never ran
+
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") == dramBefore);
+    CHECK(firmwareCounter(device, "sched.queued_now") == 0);
+}
+
+// An IBuffer dropped while executions that use it are pending: one queued in the firmware, one
+// waiting for its fence. Both run on the buffer's contents; the firmware frees it afterwards.
+TEST_CASE("npu loopback: MemoryDomain buffer dropped while executions that use it are pending",
+          "[shim][memory-domain][lifetime]") {
+    auto l = openLoopback();
+    hal::IDevice& device = *l.device;
+    auto prepared = prepare(device);
+    const uint64_t dramBefore = firmwareCounter(device, "runtime.dram_bytes_in_use");
+    auto in = device.allocate({}, {prepared}, {role(0)}, {});
+    auto out = device.allocate({}, {prepared}, {}, {role(0)});
+    REQUIRE(in.has_value());
+    REQUIRE(out.has_value());
+    REQUIRE(in->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
+    CHECK(firmwareCounter(device, "runtime.buffers") == 2);
+
+    l.firmware->holdWork(true);
+    // Queued in the firmware: input 0 from `in`, the output into `out`.
+    auto callback = std::make_shared<hal::ExecutionCallback>();
+    REQUIRE(prepared->execute(bufferRequest(in->token, out->token, bytes({1, 1, 1, 1})), hal::MeasureTiming::NO,
+                              std::nullopt, std::nullopt, callback));
+    REQUIRE(waitFirmwareCounter(device, "sched.queued_now", [](uint64_t v) { return v >= 1; }) == 1);
+    // Waiting for its fence: input 0 from `in`, the output into shared memory.
+    hal::Request toShared = bufferRequest(in->token, out->token, bytes({2, 2, 2, 2}));
+    std::shared_ptr<hal::Memory> sharedOut = hal::Memory::create(4);
+    REQUIRE(sharedOut != nullptr);
+    toShared.pools[2] = sharedOut;
+    toShared.outputs[0].location = {2, 0, 4, 0};
+    EventFd gate;
+    auto fenced = prepared->executeFenced(toShared, {gate.fd}, hal::MeasureTiming::NO, std::nullopt,
+                                          std::nullopt, std::nullopt);
+    REQUIRE(fenced.has_value());
+
+    in->buffer.reset();  // the client lets go of the input buffer while both are pending
+    l.firmware->holdWork(false);
+    auto done = callback->wait(kWait);
+    INFO((done ? std::string() : done.error().message));
+    REQUIRE(done.has_value());
+    // The fenced execution, launched with the buffer, still holds it: the firmware keeps it.
+    CHECK(firmwareCounter(device, "runtime.buffers") == 2);
+    gate.signal();
+    const auto info = finishedInfo(*fenced);
+    INFO(info.message);
+    CHECK(info.status == hal::ErrorStatus::NONE);
+    CHECK(contents(*sharedOut) == std::vector<uint8_t>{3, 4, 5, 6});
+    auto read = hal::Memory::create(4);
+    REQUIRE(out->buffer->copyTo(*read).has_value());
+    CHECK(contents(*read) == std::vector<uint8_t>{2, 3, 4, 5});
+
+    // The executions held the input buffer; it goes once the last of them has ended.
+    CHECK(waitFirmwareCounter(device, "runtime.buffers", [](uint64_t v) { return v == 1; }) == 1);
     out->buffer.reset();
     CHECK(firmwareCounter(device, "runtime.buffers") == 0);
     CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 0);
