@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <map>
 #include <thread>
 
 #include "../hal/execution_suite.h"
 #include "chain_model.h"
+#include "connection.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 #include "ping_verdict.h"
@@ -383,6 +386,9 @@ TEST_CASE("sessions of one firmware: a session's prepared models are released wh
     CHECK(after.at("runtime.dram_bytes_in_use") == base.at("runtime.dram_bytes_in_use"));
 }
 
+// Through the HAL: the Cancel after each timeout, answered at once for queued work. That the
+// blocks stay held until the CancelReply, and the unanswered Cancel's quarantine, are checked on
+// the connection itself below ("shim: a timed-out execution's window blocks ...").
 TEST_CASE("shim: an execution that times out is cancelled, its window blocks kept until the firmware let go",
           "[shim][multi-client][cancel]") {
     SharedLoopback f;
@@ -875,6 +881,178 @@ TEST_CASE(
     REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
     CHECK(reply.status().code() == 0);
     CHECK(chain.block.data()[kN] == kOps + 1);
+}
+
+// ---- the shim's Cancel after a timeout, on one Connection (shim/src/connection.h) ---------------
+// callCancellable keeps an execution's window blocks until the firmware answers the Cancel it
+// sends after a timeout (a host answers the Cancel of a running item only once the item stopped);
+// unanswered, the blocks go into quarantine until the firmware is reset or restarted. Observed on
+// the connection's own window: its bytes in use, and where a new allocation of the same size lands
+// (first fit: on the blocks' address as soon as they are free).
+
+namespace {
+
+// Prepares `model` on `c` (its constants staged in c's window, freed once prepared); the handle.
+uint32_t prepareOn(shim::Connection& c, const hal::Model& model) {
+    proto::PrepareModelRequest request;
+    auto constants = shim::marshalModel(model, c.window(), request.mutable_model());
+    REQUIRE(constants.has_value());
+    request.set_priority(static_cast<uint32_t>(hal::Priority::MEDIUM));
+    request.set_no_autotune(true);
+    proto::PrepareModelReply reply;
+    auto sent = c.call(proto::METHOD_PREPARE_MODEL, request, reply, kCallTimeout, "prepare");
+    INFO((sent ? reply.status().message() : sent.error().message));
+    REQUIRE(sent.has_value());
+    REQUIRE(reply.status().code() == 0);
+    return reply.model_handle();
+}
+
+// A chain execution of `handle` on c, its input (ones) and output in one block of c's window.
+struct CancellableExecution {
+    static constexpr uint32_t kOps = 8, kN = 4096;
+    std::vector<shim::WindowBlock> keep;
+    uint64_t addr = 0;
+    proto::ExecuteRequest request;
+    CancellableExecution(shim::Connection& c, uint32_t handle) {
+        auto a = c.window().allocate(2 * kN);
+        REQUIRE(a.has_value());
+        addr = *a;
+        keep.emplace_back(&c.window(), addr, 2 * kN);
+        std::memset(keep.back().data(), 1, kN);
+        std::memset(keep.back().data() + kN, 0, kN);
+        request.set_model_handle(handle);
+        request.add_inputs()->set_addr(addr);
+        request.mutable_inputs(0)->set_length(kN);
+        request.add_outputs()->set_addr(addr + kN);
+        request.mutable_outputs(0)->set_length(kN);
+    }
+};
+
+bool overlaps(uint64_t a, uint64_t aBytes, uint64_t b, uint64_t bBytes) {
+    return a < b + bBytes && b < a + aBytes;
+}
+
+// A block of `bytes` allocated now in `window`: it must not overlap [addr, addr + bytes).
+void checkFreshAllocationAvoids(shim::HostWindow& window, uint64_t addr, uint64_t bytes) {
+    auto probe = window.allocate(bytes);
+    REQUIRE(probe.has_value());
+    INFO("held block at " << addr << ", new block at " << *probe << ", " << bytes << " bytes each");
+    CHECK_FALSE(overlaps(*probe, bytes, addr, bytes));
+    window.free(*probe);
+}
+
+shim::ShimOptions cancelOptions(std::chrono::milliseconds pingTimeout) {
+    shim::ShimOptions options;
+    options.autotune = false;
+    options.recovery.watchdogPeriod = std::chrono::milliseconds(0);
+    options.recovery.pingTimeout = pingTimeout;  // also the wait for the CancelReply
+    options.recovery.stallWindow = std::chrono::milliseconds(300);
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("shim: a timed-out execution's window blocks stay held until the CancelReply comes",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f(withFaultInjection());
+    auto opened = shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(kCallTimeout));
+    REQUIRE(opened.has_value());
+    shim::Connection& c = **opened;
+    const uint32_t handle = prepareOn(c, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
+    const uint64_t baseline = c.window().bytesInUse();
+    CancellableExecution work(c, handle);
+    const uint64_t blockBytes = 2 * CancellableExecution::kN;
+
+    // The execution stops before its next operation until a Reset reaches the host; a Cancel of
+    // it is answered only once it stopped.
+    injectWedge(*f.first, 1);
+    proto::ExecuteReply reply;
+    Status result;
+    auto done = std::async(std::launch::async, [&] {
+        shim::Attempt attempt;
+        result = c.callCancellable(attempt, proto::METHOD_EXECUTE, work.request, reply,
+                                   std::chrono::milliseconds(100), "execute", work.keep);
+    });
+    for (int i = 0; i < 2000 && c.counters().cancels == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(c.counters().cancels == 1);  // timed out, Cancel sent
+    // The Cancel is unanswered: the call still waits, its blocks held and avoided.
+    CHECK(done.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    checkFreshAllocationAvoids(c.window(), work.addr, blockBytes);
+
+    // A Reset (from another session) frees the wedged item; it stops at its next checkpoint (the
+    // Cancel), and then the Cancel is answered.
+    proto::ResetRequest reset;
+    proto::ResetReply resetReply;
+    REQUIRE(f.first->rpc->call(proto::METHOD_RESET, reset, resetReply, kCallTimeout).has_value());
+    REQUIRE(done.wait_for(kWait) == std::future_status::ready);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);  // the call's own timeout
+    const shim::NpuCounters counters = c.counters();
+    CHECK(counters.cancels == 1);
+    CHECK(counters.cancelsFailed == 0);
+    CHECK(f.first->counters().at("sched.cancelled_running") == 1);
+    // Confirmed free: the blocks are the caller's again, not quarantined; once it frees them the
+    // next allocation takes their place.
+    REQUIRE(work.keep.size() == 1);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    work.keep.clear();
+    CHECK(c.window().bytesInUse() == baseline);
+    auto again = c.window().allocate(blockBytes);
+    REQUIRE(again.has_value());
+    CHECK(*again == work.addr);
+    c.window().free(*again);
+}
+
+TEST_CASE("shim: a Cancel that is not answered quarantines the blocks until the firmware is reset",
+          "[shim][multi-client][cancel]") {
+    SharedLoopback f(withFaultInjection());
+    auto opened =
+        shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(std::chrono::milliseconds(200)));
+    REQUIRE(opened.has_value());
+    shim::Connection& c = **opened;
+    const uint32_t handle = prepareOn(c, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
+    const uint64_t baseline = c.window().bytesInUse();
+    CancellableExecution work(c, handle);
+    const uint64_t blockBytes = 2 * CancellableExecution::kN;
+
+    injectWedge(*f.first, 1);  // the execution stops until a Reset: the Cancel goes unanswered
+    proto::ExecuteReply reply;
+    shim::Attempt attempt;
+    const Status result = c.callCancellable(attempt, proto::METHOD_EXECUTE, work.request, reply,
+                                            std::chrono::milliseconds(100), "execute", work.keep);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(attempt.lost == shim::Attempt::Loss::kTimeout);
+    shim::NpuCounters counters = c.counters();
+    CHECK(counters.cancels == 1);
+    CHECK(counters.cancelsFailed == 1);
+    // Taken from the caller into quarantine: still allocated, never handed out.
+    CHECK(work.keep.empty());
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    auto probe = c.window().allocate(blockBytes);
+    REQUIRE(probe.has_value());
+    CHECK_FALSE(overlaps(*probe, blockBytes, work.addr, blockBytes));
+    std::memset(c.window().hostPointer(*probe), 0xEE, blockBytes);
+
+    // Recovery of the lost call: the ping finds the item stuck for stallWindow (or, on a loaded
+    // machine, goes unanswered), Reset frees it; the firmware is then done with the blocks and
+    // the quarantine is emptied.
+    std::vector<shim::WindowBlock> none;
+    int tries = 0;
+    const Status recovered = c.runRecovering("probe", none, [&](shim::Attempt& a) -> Status {
+        if (tries++ > 0) return {};
+        a.lost = shim::Attempt::Loss::kTimeout;  // what the execution's attempt reported
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "probe: the execution timed out");
+    });
+    INFO((recovered ? std::string() : recovered.error().message));
+    REQUIRE(recovered.has_value());
+    CHECK(c.counters().resets == 1);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);  // the probe only
+    CHECK(std::vector<uint8_t>(c.window().hostPointer(*probe), c.window().hostPointer(*probe) + blockBytes) ==
+          std::vector<uint8_t>(blockBytes, 0xEE));  // nothing the stopped execution did reached it
+    c.window().free(*probe);
+    CHECK(c.window().bytesInUse() == baseline);
 }
 
 TEST_CASE("a hostile PingReply only steers the verdict: huge, constant or falling values are no progress",
