@@ -4,6 +4,7 @@
 //
 // A raw client speaks the protocol itself (RpcClient + its window), to send what a well-behaved
 // shim never sends: another client's handles and tokens, locations outside its window.
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -556,10 +557,37 @@ pid_t spawnChild(const std::string& testCase, const std::string& socket) {
     return pid;
 }
 
-int waitChild(pid_t pid) {
+// The child's exit code (128 + signal); a child still running after `limit` is killed and fails.
+int waitChild(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(120)) {
     int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    const auto until = std::chrono::steady_clock::now() + limit;
+    pid_t got = 0;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        FAIL("child " << pid << " still ran after " << limit.count() << " s: killed");
+    }
+    REQUIRE(got == pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits (bounded) until `path` exists; false when it did not come in time or child `pid` ended
+// first (then reaped here: its failures are in the output it printed).
+bool waitForFile(const std::string& path, pid_t pid, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < until) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) return std::filesystem::exists(path);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::filesystem::exists(path);
+}
+
+// A child's marks: `<socket>.<what>.<pid>`, made by the child or the parent.
+std::string childMark(const std::string& socket, const char* what, pid_t pid) {
+    return socket + "." + what + "." + std::to_string(pid);
 }
 
 std::shared_ptr<hal::IDevice> childDevice() {
@@ -644,11 +672,20 @@ TEST_CASE("child: a LOW client floods the NPU", "[.multi-client-low]") {
     runUntilStopped(**prepared, 64 * 64 * 4, 8);
 }
 
+// Its prepare is HIGH work too: it says when that is done and starts executing only once the
+// parent, having read the counters, says go (so the parent counts the executions' overtakes alone).
 TEST_CASE("child: a HIGH client", "[.multi-client-high]") {
     auto device = childDevice();
     auto prepared = device->prepareModel(addModel({1, 64}), hal::ExecutionPreference::FAST_SINGLE_ANSWER,
                                          hal::Priority::HIGH, std::nullopt, {}, {}, {});
     REQUIRE(prepared.has_value());
+    const std::string socket = std::getenv("NPU_MULTI_CLIENT_SOCKET");
+    { std::ofstream(childMark(socket, "prepared", getpid())) << "prepared\n"; }
+    const std::string go = childMark(socket, "go", getpid());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!std::filesystem::exists(go) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(std::filesystem::exists(go));
     runMany(**prepared, 64, 1, 50);
 }
 
@@ -672,13 +709,23 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     // executions (seen 1 in 3 runs under three busy loops on 2 cores). So up to 4 HIGH clients
     // run in turn, each an independent trial, until one has overtaken; the FIFO order within a
     // priority and the overtaking rule themselves are tested exactly in firmware_scheduler.
+    // A HIGH client's prepare is HIGH work that may overtake queued LOW executions too: each
+    // client's overtakes are counted from when it has prepared (it waits for our go) to its end,
+    // when nothing but its executions is HIGH work (its release is a control call).
     uint64_t overtakes = 0;
     int highClients = 0;
     while (overtakes == 0 && highClients < 4) {
         const pid_t high = spawnChild("[.multi-client-high]", d.socket);
+        const std::string prepared = childMark(d.socket, "prepared", high);
+        INFO("HIGH client " << high << " (its output above says why it did not prepare)");
+        REQUIRE(waitForFile(prepared, high));
+        const uint64_t fromHere = d.counters().at("sched.overtakes");
+        { std::ofstream(childMark(d.socket, "go", high)) << "go\n"; }
         CHECK(waitChild(high) == 0);
+        std::filesystem::remove(prepared);
+        std::filesystem::remove(childMark(d.socket, "go", high));
         highClients++;
-        overtakes = d.counters().at("sched.overtakes") - before.at("sched.overtakes");
+        overtakes = d.counters().at("sched.overtakes") - fromHere;
     }
     { std::ofstream(d.socket + ".stop") << "done\n"; }  // the LOW client floods until then
     CHECK(waitChild(low) == 0);
@@ -687,7 +734,8 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     // The executions, and each client's prepare (work too, at the model's priority).
     CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") >= 8 + 1);
     CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == uint64_t(highClients) * (50 + 1));
-    INFO("overtakes: " << overtakes << " with " << highClients << " HIGH clients");
+    INFO("overtakes by the last HIGH client's executions: " << overtakes << " (" << highClients
+                                                                  << " HIGH clients)");
     CHECK(overtakes >= 1);
 }
 
