@@ -4,6 +4,7 @@
 //
 // A raw client speaks the protocol itself (RpcClient + its window), to send what a well-behaved
 // shim never sends: another client's handles and tokens, locations outside its window.
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -314,6 +315,10 @@ TEST_CASE("sessions of one firmware: another session's handles, tokens and memor
         proto::FetchBlobReply fetched;
         REQUIRE(other->rpc->call(proto::METHOD_FETCH_BLOB, fetch, fetched, kCallTimeout).has_value());
         CHECK(fetched.status().code() == kInvalidArgument);
+        // Nor can a buffer be allocated for one of its roles.
+        const auto allocated = other->allocateBuffer(handle, true, 0, {1, 8});
+        CHECK(allocated.status().code() == kInvalidArgument);
+        CHECK_THAT(allocated.status().message(), Catch::Contains("role 0: unknown model handle"));
         // The same answer as for a handle that exists nowhere.
         const auto none = other->execute(RawClient::addRequest(handle + 1, otherBlock.addr(), 8));
         CHECK(none.status().code() == kInvalidArgument);
@@ -695,6 +700,76 @@ TEST_CASE("child: a client executing while another probes", "[.multi-client-vict
     runUntilStopped(*prepared, 16, 2);
 }
 
+// A raw client with a buffer in firmware memory (input 0 of its model) and a pool the firmware
+// mapped (input 1 and the output): it writes what a prober may try to reach into its victim mark
+// and executes until the parent's stop file, checking every output, its buffer's contents after
+// each execution, and at the end that its pool is still mapped.
+TEST_CASE("child: a raw client with a buffer and a pool, executing while another probes",
+          "[.multi-client-raw-victim]") {
+    const char* socket = std::getenv("NPU_MULTI_CLIENT_SOCKET");
+    REQUIRE(socket != nullptr);
+    auto transport = proto::connectUnix(socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient victim(std::move(*transport));
+    constexpr uint32_t kN = 64 * 1024;
+    uint32_t handle = 0;
+    REQUIRE(victim.prepare(addModel({1, kN}), hal::Priority::MEDIUM, &handle) == 0);
+    const proto::AllocateBufferReply buffer = victim.allocateBuffer(handle, true, 0, {1, kN});
+    INFO(buffer.status().message());
+    REQUIRE(buffer.status().code() == 0);
+    auto staged = victim.window->allocate(kN);
+    REQUIRE(staged.has_value());
+    shim::WindowBlock block(victim.window.get(), *staged, kN);
+    std::memset(block.data(), 5, kN);
+    REQUIRE(victim.bufferCopy(buffer.buffer_token(), true, block.addr(), kN).code() == 0);
+    std::shared_ptr<hal::Memory> memory = hal::Memory::create(2 * kN);
+    REQUIRE(memory != nullptr);
+    const proto::MapPoolReply pool = victim.mapPool(memory->fd(), 0, 2 * kN);
+    REQUIRE(pool.status().code() == 0);
+    {
+        std::ofstream(childMark(socket, "victim", getpid()))
+            << handle << ' ' << buffer.buffer_token() << ' ' << pool.pool_id() << ' ' << pool.addr() << '\n';
+    }
+    proto::ExecuteRequest request;
+    request.set_model_handle(handle);
+    request.add_inputs()->set_buffer_token(buffer.buffer_token());
+    auto* b = request.add_inputs();
+    b->set_addr(pool.addr());
+    b->set_length(kN);
+    auto* out = request.add_outputs();
+    out->set_addr(pool.addr() + kN);
+    out->set_length(kN);
+
+    const std::string stop = std::getenv("NPU_MULTI_CLIENT_STOP");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    int rounds = 0, failures = 0;
+    std::string firstFailure;
+    auto failed = [&](const std::string& why) {
+        if (failures++ == 0) firstFailure = "round " + std::to_string(rounds) + ": " + why;
+    };
+    while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < until) {
+        const uint8_t v = static_cast<uint8_t>(1 + rounds % 200);
+        std::memset(memory->data(), v, kN);
+        std::memset(memory->data() + kN, 0, kN);
+        const auto reply = victim.execute(request);
+        if (reply.status().code() != 0) failed("execute: " + reply.status().message());
+        if (std::vector<uint8_t>(memory->data() + kN, memory->data() + 2 * kN) !=
+            std::vector<uint8_t>(kN, static_cast<uint8_t>(5 + v)))
+            failed("an output byte is not 5 + " + std::to_string(v));
+        std::memset(block.data(), 0, kN);
+        const auto copied = victim.bufferCopy(buffer.buffer_token(), false, block.addr(), kN);
+        if (copied.code() != 0) failed("copy out of the buffer: " + copied.message());
+        if (std::vector<uint8_t>(block.data(), block.data() + kN) != std::vector<uint8_t>(kN, 5))
+            failed("the buffer no longer holds its 5s");
+        rounds++;
+    }
+    INFO(firstFailure);
+    CHECK(failures == 0);
+    CHECK(rounds > 0);
+    CHECK(std::filesystem::exists(stop));
+    CHECK(victim.counters().at("session.pools") == 1);  // its pool is still mapped
+}
+
 TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW flood",
           "[shim][multi-client]") {
     Daemon d;
@@ -768,6 +843,87 @@ TEST_CASE("two client processes on one npu-fwd: a prober reaches nothing of the 
     { std::ofstream(d.socket + ".stop") << "done\n"; }
     CHECK(waitChild(victim) == 0);  // every one of its executions gave the right answer
     std::filesystem::remove(d.socket + ".stop");
+}
+
+// The same from another process, against what the victim holds beyond its model: a buffer in
+// firmware memory and a pool the firmware mapped (docs/execution.md "Memory model", isolation).
+TEST_CASE("two client processes on one npu-fwd: another client's buffers and pools are out of reach",
+          "[shim][multi-client]") {
+    Daemon d;
+    const pid_t victim = spawnChild("[.multi-client-raw-victim]", d.socket);
+    const std::string marks = childMark(d.socket, "victim", victim);
+    INFO("the victim's output above says why it did not start");
+    REQUIRE(waitForFile(marks, victim));
+    uint32_t victimHandle = 0, token = 0, poolId = 0;
+    uint64_t poolAddr = 0;
+    {
+        std::ifstream in(marks);
+        in >> victimHandle >> token >> poolId >> poolAddr;
+        REQUIRE(in);
+    }
+    auto transport = proto::connectUnix(d.socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient prober(std::move(*transport));
+    // The fd Hello passed is this client's own window, not all device DRAM.
+    CHECK(prober.windowFdBytes == prober.hello.host_window_bytes());
+    CHECK(prober.windowFdBytes < prober.hello.device_memory_bytes());
+
+    constexpr uint32_t kN = 64 * 1024;
+    uint32_t mine = 0;
+    REQUIRE(prober.prepare(addModel({1, kN}), hal::Priority::MEDIUM, &mine) == 0);
+    auto block = stageAdd(prober, kN, 1, 1);
+    auto refused = [](const proto::Status& status, const char* what) {
+        INFO(what << ": " << status.code() << " " << status.message());
+        CHECK(status.code() == kInvalidArgument);
+    };
+    // Its buffer token, in every call that names one.
+    refused(prober.release(proto::METHOD_RELEASE_BUFFER, token), "ReleaseBuffer of its token");
+    refused(prober.bufferCopy(token, true, block.addr(), kN), "BufferCopy into its buffer");
+    refused(prober.bufferCopy(token, false, block.addr(), kN), "BufferCopy out of its buffer");
+    proto::ExecuteRequest viaToken = RawClient::addRequest(mine, block.addr(), kN);
+    viaToken.mutable_inputs(0)->Clear();
+    viaToken.mutable_inputs(0)->set_buffer_token(token);
+    refused(prober.execute(viaToken).status(), "Execute with its buffer as an input");
+    // Its model, in a buffer's role.
+    refused(prober.allocateBuffer(victimHandle, true, 0, {1, kN}).status(), "AllocateBuffer for its model");
+    // Its pool: by id, and by device address (its input and its output, at the right sizes).
+    refused(prober.unmapPool(poolId), "UnmapPool of its pool id");
+    proto::ExecuteRequest intoPool = RawClient::addRequest(mine, block.addr(), kN);
+    intoPool.mutable_inputs(1)->set_addr(poolAddr);
+    intoPool.mutable_outputs(0)->set_addr(poolAddr + kN);
+    refused(prober.execute(intoPool).status(), "Execute reading and writing its pool");
+    // A pool of our own too small for the locations; a range beyond the file; no fd at all.
+    std::shared_ptr<hal::Memory> small = hal::Memory::create(kN);
+    REQUIRE(small != nullptr);
+    refused(prober.mapPool(small->fd(), 0, 2 * kN).status(), "MapPool of a range beyond the file");
+    refused(prober.mapPool(-1, 0, kN).status(), "MapPool without an fd");
+    const proto::MapPoolReply mapped = prober.mapPool(small->fd(), 0, kN);
+    REQUIRE(mapped.status().code() == 0);
+    refused(prober.execute(RawClient::addRequest(mine, mapped.addr(), kN)).status(),
+            "Execute past the end of a pool of our own");
+    // A closed fd, through the shim of this process (the shim refuses it before anything travels).
+    {
+        auto prepared = prepare(*d.device, addModel({1, kN}));
+        AddRequest r = addRequest(1, 2, kN);
+        const int fd = r.pool->fd();
+        REQUIRE(close(fd) == 0);
+        auto done = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        REQUIRE_FALSE(done.has_value());
+        CHECK(done.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+        CHECK_THAT(done.error().message, Catch::Contains("is closed"));
+        const int placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);  // for the Memory to close
+        REQUIRE(dup2(placeholder, fd) == fd);
+        close(placeholder);
+    }
+    // Our own requests still run, and the victim's buffer is the only one in firmware memory.
+    CHECK(prober.execute(RawClient::addRequest(mine, block.addr(), kN)).status().code() == 0);
+    CHECK(block.data()[2 * kN] == 2);
+    CHECK(prober.counters().at("runtime.buffers") == 1);
+
+    { std::ofstream(d.socket + ".stop") << "done\n"; }
+    CHECK(waitChild(victim) == 0);  // every output right, its buffer and pool intact
+    std::filesystem::remove(d.socket + ".stop");
+    std::filesystem::remove(marks);
 }
 
 namespace {
