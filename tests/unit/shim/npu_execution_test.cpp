@@ -94,15 +94,39 @@ TEST_CASE("npu unix: asynchronous prepare, argument errors at launch", "[shim][p
     checkAsyncPrepareRefusedAtLaunch(*c->first);
 }
 
-TEST_CASE("npu loopback: MemoryDomain dynamic shapes", "[shim][memory-domain]") {
+// The NPU runs tensors of fixed shapes (docs/execution.md "On the NPU"): a model with an unknown
+// dimension is reported unsupported and refused at prepare, naming the operation, the operand and
+// the dimension; so every buffer's dimensions come fully known from its roles (dynamic-shape
+// buffers, checkDynamicBuffer, run on the reference).
+TEST_CASE("npu loopback: MemoryDomain dynamic shapes: a model of unknown dimensions is refused as documented",
+          "[shim][memory-domain]") {
     auto l = openLoopback();
-    if (!l.device->prepareModel(addModel({0, 4}))) {
-        WARN(
-            "the NPU does not prepare models with unknown dimensions: dynamic buffers run on the reference "
-            "only");
-        return;
-    }
-    checkDynamicBuffer(*l.device);
+    const hal::Model dynamic = addModel({0, 4});
+    auto support = shim::querySupportedOperations(*l.device, dynamic);
+    INFO((support ? std::string() : support.error().message));
+    REQUIRE(support.has_value());
+    REQUIRE(support->supported.size() == 1);
+    CHECK_FALSE(support->supported[0]);
+    REQUIRE(support->reasons.size() == 1);
+    CHECK_THAT(support->reasons[0], Catch::Contains("dimension 0 is unknown; fully specified shapes only"));
+
+    auto prepared = l.device->prepareModel(dynamic);
+    REQUIRE_FALSE(prepared.has_value());
+    CHECK(prepared.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    CHECK_THAT(prepared.error().message,
+               Catch::Contains("operation 0 (ADD): input1 (operand 0) dimension 0 is unknown; "
+                               "fully specified shapes only"));
+
+    // A descriptor of unknown dimensions takes them from the roles, which are fully known.
+    auto fixed = prepare(*l.device);
+    auto buffer = l.device->allocate({{0, 4}}, {fixed}, {role(0)}, {});
+    INFO((buffer ? std::string() : buffer.error().message));
+    REQUIRE(buffer.has_value());
+    auto rows = buffer->buffer->copyFrom(*bytes(std::vector<uint8_t>(12, 1)), {3, 4});
+    REQUIRE_FALSE(rows.has_value());
+    CHECK(rows.error().status == hal::ErrorStatus::INVALID_ARGUMENT);  // conflicts with [1, 4]
+    CHECK_THAT(rows.error().message, Catch::Contains("[3, 4] conflict with"));
+    REQUIRE(buffer->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
 }
 
 TEST_CASE("npu unix: asynchronous, fenced, burst and QoS", "[shim][execution]") {
