@@ -1,6 +1,7 @@
 // Every execution mode, QoS, memory domains and asynchronous preparation on the NPU, over
-// loopback and (a subset) over the unix socket to npu-fwd: the same suites the CPU reference runs
-// (tests/unit/hal/execution_suite.h, prepare_suite.h).
+// loopback and over the unix socket to npu-fwd (the whole execution suite; asynchronous
+// preparation a subset): the same suites the CPU reference runs (tests/unit/hal/
+// execution_suite.h, prepare_suite.h).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -52,11 +53,66 @@ std::unique_ptr<UnixClients> openUnix(const char* tag) {
     return c;
 }
 
+// The npu-fwd of one test case of the execution suite: the first device opened starts it, the
+// next (the case's `other`) connects to it as a second client of the same NPU; it stops when the
+// last device of the case goes.
+struct UnixDaemon {
+    std::string socket;
+    std::shared_ptr<hal::IDevice> starter;
+    ~UnixDaemon() {
+        starter.reset();
+        std::filesystem::remove(socket);
+    }
+};
+
+struct UnixDevice {
+    std::shared_ptr<UnixDaemon> daemon;
+    std::shared_ptr<hal::IDevice> device;
+};
+
+UnixDevice openUnixDevice() {
+    static std::weak_ptr<UnixDaemon> current;  // the case's daemon while one of its devices lives
+    static int started = 0;
+    UnixDevice u;
+    u.daemon = current.lock();
+    shim::DaemonOptions options;
+    options.daemonPath = NPU_FWD_TEST_PATH;
+    if (u.daemon) {
+        options.socketPath = u.daemon->socket;
+        options.spawnIfAbsent = false;
+        auto next = shim::connectNpuDaemon(options);
+        INFO((next ? std::string() : next.error().message));
+        REQUIRE(next.has_value());
+        u.device = *next;
+        return u;
+    }
+    u.daemon = std::make_shared<UnixDaemon>();
+    u.daemon->socket = (std::filesystem::temp_directory_path() /
+                        ("npu-exec-suite-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".sock"))
+                           .string();
+    options.socketPath = u.daemon->socket;
+    auto first = shim::connectNpuDaemon(options);
+    INFO((first ? std::string() : first.error().message));
+    REQUIRE(first.has_value());
+    u.daemon->starter = *first;
+    u.device = *first;
+    current = u.daemon;
+    return u;
+}
+
 }  // namespace
 
 #define OPEN_DEVICE openLoopback
 NPU_HAL_EXECUTION_SUITE("npu loopback", "[shim][execution]")
 NPU_HAL_PREPARE_SUITE("npu loopback", "[shim][prepare]")
+#undef OPEN_DEVICE
+
+// Every case of the suite applies over unix too: `other` is a second client of the same npu-fwd,
+// so the cross-client cases (a prepared model or buffer token of another client) meet the
+// firmware's session checks as well as the HAL's.
+#define OPEN_DEVICE openUnixDevice
+NPU_HAL_EXECUTION_SUITE("npu unix", "[shim][execution][unix]")
+#undef OPEN_DEVICE
 
 TEST_CASE("npu loopback: asynchronous prepare to and from cache files", "[shim][prepare][caching]") {
     const auto dir =
@@ -127,25 +183,6 @@ TEST_CASE("npu loopback: MemoryDomain dynamic shapes: a model of unknown dimensi
     CHECK(rows.error().status == hal::ErrorStatus::INVALID_ARGUMENT);  // conflicts with [1, 4]
     CHECK_THAT(rows.error().message, Catch::Contains("[3, 4] conflict with"));
     REQUIRE(buffer->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
-}
-
-TEST_CASE("npu unix: asynchronous, fenced, burst and QoS", "[shim][execution]") {
-    auto c = openUnix("modes");
-    checkAsyncExecution(*c->first);
-    checkBurst(*c->first);
-    checkQualityOfService(*c->first);
-    checkShapesAndTiming(*c->first);
-}
-
-TEST_CASE("npu unix: fenced execution", "[shim][execution]") {
-    auto c = openUnix("fenced");
-    checkFencedExecution(*c->first);
-}
-
-TEST_CASE("npu unix: MemoryDomain, a client cannot use another client's buffers", "[shim][memory-domain]") {
-    auto c = openUnix("domains");
-    checkAllocateValidation(*c->first, *c->second);
-    checkExecutionWithDeviceMemory(*c->first, *c->second);
 }
 
 TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on release",
