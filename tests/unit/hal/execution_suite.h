@@ -767,7 +767,8 @@ inline void checkConcurrentBufferAccess(IDevice& device) {
                     std::memset(out->data(), 0, 4);
                     auto e = prepared->executeSynchronously(r, MeasureTiming::NO, std::nullopt, std::nullopt);
                     if (!e) failed("execution: " + e.error().message);
-                    if (e && contents(*out) != std::vector<uint8_t>(4, static_cast<uint8_t>(7 + t))) wrongBytes++;
+                    if (e && contents(*out) != std::vector<uint8_t>(4, static_cast<uint8_t>(7 + t)))
+                        wrongBytes++;
                 }
             }
         });

@@ -797,7 +797,8 @@ TEST_CASE("every method that decodes a request answers an undecodable one INVALI
         const std::string& message = reply.status().message();
         INFO(message);
         if (message.find("unknown method") != std::string::npos) continue;  // not served: no decoding
-        const google::protobuf::Descriptor* request = pool->FindMessageTypeByName("npu.proto." + name + "Request");
+        const google::protobuf::Descriptor* request =
+            pool->FindMessageTypeByName("npu.proto." + name + "Request");
         if (request != nullptr && request->field_count() == 0) {
             CHECK(message.find("cannot decode") == std::string::npos);  // nothing to decode
             withoutRequest.insert(name);
@@ -808,9 +809,9 @@ TEST_CASE("every method that decodes a request answers an undecodable one INVALI
         CHECK(message.find("cannot decode") != std::string::npos);
         decoded.insert(name);
     }
-    for (const char* name : {"Hello", "GetSupportedOperations", "PrepareModel", "PrepareFromCache", "ReleaseModel",
-                             "Execute", "Cancel", "AllocateBuffer", "ReleaseBuffer", "BufferCopy", "Ping",
-                             "InjectFaults", "FetchBlob", "MapPool", "UnmapPool"}) {
+    for (const char* name : {"Hello", "GetSupportedOperations", "PrepareModel", "PrepareFromCache",
+                             "ReleaseModel", "Execute", "Cancel", "AllocateBuffer", "ReleaseBuffer",
+                             "BufferCopy", "Ping", "InjectFaults", "FetchBlob", "MapPool", "UnmapPool"}) {
         INFO(name);
         CHECK(decoded.count(name) == 1);
     }

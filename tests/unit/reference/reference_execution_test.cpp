@@ -42,7 +42,8 @@ TEST_CASE("reference: OUTPUT_INSUFFICIENT_SIZE names the computed shape of an ou
         auto r = hal::test::addRequest(1, 2, 12, outLength);
         r.request.inputs[0].dimensions = {3, 4};
         r.request.inputs[1].dimensions = {3, 4};
-        auto e = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        auto e =
+            prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
         if (outLength < 12) {
             REQUIRE_FALSE(e.has_value());
             CHECK(e.error().status == hal::ErrorStatus::OUTPUT_INSUFFICIENT_SIZE);

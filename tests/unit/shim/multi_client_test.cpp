@@ -810,7 +810,7 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") >= 8 + 1);
     CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == uint64_t(highClients) * (50 + 1));
     INFO("overtakes by the last HIGH client's executions: " << overtakes << " (" << highClients
-                                                                  << " HIGH clients)");
+                                                            << " HIGH clients)");
     CHECK(overtakes >= 1);
 }
 
@@ -907,7 +907,8 @@ TEST_CASE("two client processes on one npu-fwd: another client's buffers and poo
         AddRequest r = addRequest(1, 2, kN);
         const int fd = r.pool->fd();
         REQUIRE(close(fd) == 0);
-        auto done = prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        auto done =
+            prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
         REQUIRE_FALSE(done.has_value());
         CHECK(done.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
         CHECK_THAT(done.error().message, Catch::Contains("is closed"));
@@ -1212,8 +1213,8 @@ TEST_CASE("shim: a timed-out execution's window blocks stay held until the Cance
 TEST_CASE("shim: a Cancel that is not answered quarantines the blocks until the firmware is reset",
           "[shim][multi-client][cancel]") {
     SharedLoopback f(withFaultInjection());
-    auto opened =
-        shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(std::chrono::milliseconds(200)));
+    auto opened = shim::Connection::open(f.firmware->connectLoopback(), {},
+                                         cancelOptions(std::chrono::milliseconds(200)));
     REQUIRE(opened.has_value());
     shim::Connection& c = **opened;
     const uint32_t handle = prepareOn(c, chainModel(CancellableExecution::kOps, CancellableExecution::kN));

@@ -87,9 +87,10 @@ UnixDevice openUnixDevice() {
         return u;
     }
     u.daemon = std::make_shared<UnixDaemon>();
-    u.daemon->socket = (std::filesystem::temp_directory_path() /
-                        ("npu-exec-suite-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".sock"))
-                           .string();
+    u.daemon->socket =
+        (std::filesystem::temp_directory_path() /
+         ("npu-exec-suite-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".sock"))
+            .string();
     options.socketPath = u.daemon->socket;
     auto first = shim::connectNpuDaemon(options);
     INFO((first ? std::string() : first.error().message));
@@ -259,12 +260,12 @@ TEST_CASE("npu loopback: a prepared model dropped while asynchronous and fenced 
         asyncRequests.push_back(addRequest(static_cast<uint8_t>(i), 10));
         callbacks.push_back(std::make_shared<hal::ExecutionCallback>());
         REQUIRE(prepared
-                    ->execute(asyncRequests.back().request, hal::MeasureTiming::NO, std::nullopt, std::nullopt,
-                              callbacks.back())
+                    ->execute(asyncRequests.back().request, hal::MeasureTiming::NO, std::nullopt,
+                              std::nullopt, callbacks.back())
                     .has_value());
         fencedRequests.push_back(addRequest(static_cast<uint8_t>(i), 20));
-        auto f = prepared->executeFenced(fencedRequests.back().request, {}, hal::MeasureTiming::NO, std::nullopt,
-                                         std::nullopt, std::nullopt);
+        auto f = prepared->executeFenced(fencedRequests.back().request, {}, hal::MeasureTiming::NO,
+                                         std::nullopt, std::nullopt, std::nullopt);
         REQUIRE(f.has_value());
         fenced.push_back(*f);
     }
@@ -323,8 +324,8 @@ TEST_CASE("npu loopback: MemoryDomain buffer dropped while executions that use i
     l.firmware->holdWork(true);
     // Queued in the firmware: input 0 from `in`, the output into `out`.
     auto callback = std::make_shared<hal::ExecutionCallback>();
-    REQUIRE(prepared->execute(bufferRequest(in->token, out->token, bytes({1, 1, 1, 1})), hal::MeasureTiming::NO,
-                              std::nullopt, std::nullopt, callback));
+    REQUIRE(prepared->execute(bufferRequest(in->token, out->token, bytes({1, 1, 1, 1})),
+                              hal::MeasureTiming::NO, std::nullopt, std::nullopt, callback));
     REQUIRE(waitFirmwareCounter(device, "sched.queued_now", [](uint64_t v) { return v >= 1; }) == 1);
     // Waiting for its fence: input 0 from `in`, the output into shared memory.
     hal::Request toShared = bufferRequest(in->token, out->token, bytes({2, 2, 2, 2}));

@@ -195,7 +195,8 @@ TEST_CASE("memory domain: copyFrom and copyTo with a dma-buf (loopback)",
     checkDmaBufCopies(*l.device, *blob);
 }
 
-TEST_CASE("memory domain: copyFrom and copyTo with a dma-buf (unix)", "[.][shim][zero-copy][dma-buf][memory-domain]") {
+TEST_CASE("memory domain: copyFrom and copyTo with a dma-buf (unix)",
+          "[.][shim][zero-copy][dma-buf][memory-domain]") {
     auto blob = dmaBufOrSkip(4);
     if (blob == nullptr) return;
     onDaemon("npu-dmabuf-copies", [&](hal::IDevice& device) { checkDmaBufCopies(device, *blob); });

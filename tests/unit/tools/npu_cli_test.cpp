@@ -120,8 +120,7 @@ TEST_CASE("npu bench cache --json prints every figure, the tuned compile and the
 
 // The figures themselves are never asserted (a benchmark, not a timed test): only that every one
 // was measured, and the zero-copy count, which does not depend on speed.
-TEST_CASE("npu bench exec --json measures every mode on both transports and copies nothing",
-          "[cli][bench]") {
+TEST_CASE("npu bench exec --json measures every mode on both transports and copies nothing", "[cli][bench]") {
     auto r = npu("bench exec --json --iterations 10");  // the fewest it takes
     INFO(r.output);
     REQUIRE(r.exitCode == 0);
