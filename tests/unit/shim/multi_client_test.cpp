@@ -17,6 +17,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "../hal/execution_suite.h"
@@ -1155,18 +1156,34 @@ shim::ShimOptions cancelOptions(std::chrono::milliseconds pingTimeout) {
     return options;
 }
 
+// A loopback firmware with fault injection, a connection to it (its Cancel waits `pingTimeout`),
+// a chain model prepared there and one execution's block in the connection's window.
+struct CancelFixture {
+    static constexpr uint64_t kBlockBytes = 2 * CancellableExecution::kN;
+    SharedLoopback f{withFaultInjection()};
+    std::shared_ptr<shim::Connection> connection;
+    uint64_t baseline = 0;  // the window's bytes in use without the execution's block
+    std::optional<CancellableExecution> work;
+    explicit CancelFixture(std::chrono::milliseconds pingTimeout) {
+        auto opened = shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(pingTimeout));
+        REQUIRE(opened.has_value());
+        connection = *opened;
+        const uint32_t handle =
+            prepareOn(*connection, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
+        baseline = connection->window().bytesInUse();
+        work.emplace(*connection, handle);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("shim: a timed-out execution's window blocks stay held until the CancelReply comes",
           "[shim][multi-client][cancel]") {
-    SharedLoopback f(withFaultInjection());
-    auto opened = shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(kCallTimeout));
-    REQUIRE(opened.has_value());
-    shim::Connection& c = **opened;
-    const uint32_t handle = prepareOn(c, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
-    const uint64_t baseline = c.window().bytesInUse();
-    CancellableExecution work(c, handle);
-    const uint64_t blockBytes = 2 * CancellableExecution::kN;
+    CancelFixture fx(kCallTimeout);
+    SharedLoopback& f = fx.f;
+    shim::Connection& c = *fx.connection;
+    CancellableExecution& work = *fx.work;
+    const uint64_t baseline = fx.baseline, blockBytes = CancelFixture::kBlockBytes;
 
     // The execution stops before its next operation until a Reset reaches the host; a Cancel of
     // it is answered only once it stopped.
@@ -1212,15 +1229,11 @@ TEST_CASE("shim: a timed-out execution's window blocks stay held until the Cance
 
 TEST_CASE("shim: a Cancel that is not answered quarantines the blocks until the firmware is reset",
           "[shim][multi-client][cancel]") {
-    SharedLoopback f(withFaultInjection());
-    auto opened = shim::Connection::open(f.firmware->connectLoopback(), {},
-                                         cancelOptions(std::chrono::milliseconds(200)));
-    REQUIRE(opened.has_value());
-    shim::Connection& c = **opened;
-    const uint32_t handle = prepareOn(c, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
-    const uint64_t baseline = c.window().bytesInUse();
-    CancellableExecution work(c, handle);
-    const uint64_t blockBytes = 2 * CancellableExecution::kN;
+    CancelFixture fx(std::chrono::milliseconds(200));
+    SharedLoopback& f = fx.f;
+    shim::Connection& c = *fx.connection;
+    CancellableExecution& work = *fx.work;
+    const uint64_t baseline = fx.baseline, blockBytes = CancelFixture::kBlockBytes;
 
     injectWedge(*f.first, 1);  // the execution stops until a Reset: the Cancel goes unanswered
     proto::ExecuteReply reply;
