@@ -389,7 +389,11 @@ Status PreparedModelBase::execute(const Request& request, MeasureTiming measure,
         return s;
     };
     if (Status valid = validateForLaunch(request, "execute"); !valid) return refused(std::move(valid));
-    auto task = [this, request, measure, deadline, loopTimeout, callback] {
+    // The driver-managed buffers the request names are held from the launch on: the client may
+    // drop its IBuffer once the execution is launched (the task resolves the tokens again).
+    Result<PoolBuffers> held = findPoolBuffers(request, *buffers_);
+    if (!held) return refused(std::unexpected(std::move(held).error()));
+    auto task = [this, request, measure, deadline, loopTimeout, callback, held = std::move(*held)] {
         callback->notify(executeSynchronously(request, measure, deadline, loopTimeout));
     };
     Status submitted = withContext(workers_->submit(std::move(task)), "execute");
@@ -407,6 +411,7 @@ Result<FencedResult> PreparedModelBase::executeFenced(
                                std::to_string(timeoutAfterFence->count()) + " ns is negative");
     }
     NPU_TRY(validateForLaunch(request, "executeFenced"));
+    PoolBuffers held = NPU_TRY(findPoolBuffers(request, *buffers_));  // as execute: held from the launch
     if (deadline && launched >= *deadline) {
         return fail(ErrorStatus::MISSED_DEADLINE_TRANSIENT, "executeFenced: the deadline had passed already");
     }
@@ -421,7 +426,7 @@ Result<FencedResult> PreparedModelBase::executeFenced(
     auto callback = std::make_shared<FencedCallback>();
     const int cancelFd = workers_->cancelFd();
     auto task = [this, request, measure, deadline, loopTimeout, timeoutAfterFence, launched, owned, callback,
-                 cancelFd] {
+                 cancelFd, held = std::move(held)] {
         const std::vector<int> fences(owned->fds.begin() + 1, owned->fds.end());
         const auto until = deadline ? *deadline : launched + kMaxFenceWait;
         const auto onTimeout =

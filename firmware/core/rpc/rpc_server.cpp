@@ -564,6 +564,15 @@ void RpcServer::onGetCapabilities(const Call& call) {
     sendReply(call.id, call.method, npu_proto_CapabilitiesReply_fields, rep);
 }
 
+namespace {
+// A model request that does not decode, named as the method table names the others' ("PrepareModel
+// call 7: cannot decode the model ...").
+FwStatus modelDecodeFailure(const char* method, uint64_t callId, const FwStatus& st) {
+    return FwStatus::make(st.code, "%s call %llu: %s", method, static_cast<unsigned long long>(callId),
+                          st.message);
+}
+}  // namespace
+
 // Model requests decode through decodeModelRequest, whose failure is the reply's status.
 void RpcServer::onGetSupportedOperations(const Call& call) {
     auto* req = allocateFor<npu_proto_GetSupportedOperationsRequest>(call);
@@ -573,6 +582,7 @@ void RpcServer::onGetSupportedOperations(const Call& call) {
     FwStatus st =
         decodeModelRequest(call.payload, call.length, npu_proto_GetSupportedOperationsRequest_fields, req,
                            &req->model, arena_, &model);
+    if (!st.ok()) st = modelDecodeFailure(call.name, call.id, st);
     BoolList list{nullptr, 0};
     Refusals refusals{service_, &model, nullptr, &arena_};
     if (st.ok()) {
@@ -601,6 +611,7 @@ void RpcServer::onPrepareModel(const Call& call) {
     ModelDesc model;
     FwStatus st = decodeModelRequest(call.payload, call.length, npu_proto_PrepareModelRequest_fields, req,
                                      &req->model, arena_, &model);
+    if (!st.ok()) st = modelDecodeFailure(call.name, call.id, st);
     if (st.ok()) st = service_->prepareModel(model, *req, arena_, &info);
     sendPrepareReply(call, rep, st, info);
 }

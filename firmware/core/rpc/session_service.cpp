@@ -278,6 +278,14 @@ FwStatus SessionService::execute(const npu_proto_ExecuteRequest& r, IoArg* input
 }
 
 FwStatus SessionService::allocateBuffer(const npu_proto_AllocateBufferRequest& r, uint32_t* token) {
+    // A role may name only this session's models: another's gets what an unknown handle gets.
+    for (uint32_t i = 0; i < r.roles_count; ++i) {
+        if (!registry_.owns(Kind::kModel, r.roles[i].model_handle, session_)) {
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "allocateBuffer: role %" PRIu32 ": unknown model handle 0x%" PRIx32 "", i,
+                                  r.roles[i].model_handle);
+        }
+    }
     shared_.setSession(session_);
     FwStatus st = shared_.allocateBuffer(r, token);
     if (st.ok() && !registry_.add(Kind::kBuffer, *token, session_, Priority::kMedium).ok()) {

@@ -19,6 +19,8 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -730,13 +732,53 @@ inline void checkBufferRequestDimensions(IDevice& device) {
     CHECK(contents(*read) == std::vector<uint8_t>{2, 4, 6, 8});
 }
 
-// Concurrent reads work; concurrent writes may fail, never crash or hang.
+// Concurrent reads work (readers alone: every one of them, copies and executions reading the
+// buffer); with writers among them, writes may fail, never crash or hang.
 inline void checkConcurrentBufferAccess(IDevice& device) {
     auto prepared = prepare(device);
     auto allocated = device.allocate({}, {prepared}, {role(0)}, {});
     REQUIRE(allocated.has_value());
     auto buffer = allocated->buffer;
     REQUIRE(buffer->copyFrom(*bytes({7, 7, 7, 7}), {}).has_value());
+
+    // Readers only: copies out and executions reading the buffer as input 0, all at once.
+    std::atomic<int> readerFailures{0}, wrongBytes{0};
+    std::string firstFailure;
+    std::mutex failureMutex;
+    auto failed = [&](const std::string& why) {
+        std::lock_guard lock(failureMutex);
+        if (readerFailures++ == 0) firstFailure = why;
+    };
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 6; ++t) {
+        readers.emplace_back([&, t] {
+            auto mine = Memory::create(4);
+            auto b = bytes(std::vector<uint8_t>(4, static_cast<uint8_t>(t)));
+            Request r = bufferRequest(allocated->token, 0, b);
+            std::shared_ptr<Memory> out = Memory::create(4);
+            r.pools[2] = out;
+            r.outputs[0].location = {2, 0, 4, 0};
+            for (int i = 0; i < (t < 3 ? 200 : 20); ++i) {
+                if (t < 3) {  // copyTo
+                    auto c = buffer->copyTo(*mine);
+                    if (!c) failed("copyTo: " + c.error().message);
+                    if (c && contents(*mine) != std::vector<uint8_t>(4, 7)) wrongBytes++;
+                } else {  // an execution reading the buffer
+                    std::memset(out->data(), 0, 4);
+                    auto e = prepared->executeSynchronously(r, MeasureTiming::NO, std::nullopt, std::nullopt);
+                    if (!e) failed("execution: " + e.error().message);
+                    if (e && contents(*out) != std::vector<uint8_t>(4, static_cast<uint8_t>(7 + t)))
+                        wrongBytes++;
+                }
+            }
+        });
+    }
+    for (auto& t : readers) t.join();
+    INFO(firstFailure);
+    CHECK(readerFailures.load() == 0);
+    CHECK(wrongBytes.load() == 0);
+
+    // Readers and writers.
     std::atomic<int> readFailures{0}, writeOk{0}, badStatus{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 6; ++t) {

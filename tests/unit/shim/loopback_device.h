@@ -1,8 +1,10 @@
 #pragma once
 // The NPU device of a loopback firmware started for one test, and its firmware counters.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
@@ -32,6 +34,18 @@ inline uint64_t firmwareCounter(hal::IDevice& device, const std::string& name) {
     INFO(name);
     REQUIRE(counters->count(name) == 1);
     return counters->at(name);
+}
+
+// Waits (at most 20 s) until the firmware counter `name` satisfies `ok`; its last value.
+template <typename Pred>
+uint64_t waitFirmwareCounter(hal::IDevice& device, const std::string& name, Pred ok) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    uint64_t v = firmwareCounter(device, name);
+    while (!ok(v) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        v = firmwareCounter(device, name);
+    }
+    return v;
 }
 
 }  // namespace npu::shim::test

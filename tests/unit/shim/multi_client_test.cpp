@@ -4,6 +4,8 @@
 //
 // A raw client speaks the protocol itself (RpcClient + its window), to send what a well-behaved
 // shim never sends: another client's handles and tokens, locations outside its window.
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,11 +14,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "../hal/execution_suite.h"
 #include "chain_model.h"
+#include "connection.h"
 #include "npu/fw/platform/host/firmware_host.h"
 #include "npu/shim/npu_device.h"
 #include "ping_verdict.h"
@@ -310,6 +316,10 @@ TEST_CASE("sessions of one firmware: another session's handles, tokens and memor
         proto::FetchBlobReply fetched;
         REQUIRE(other->rpc->call(proto::METHOD_FETCH_BLOB, fetch, fetched, kCallTimeout).has_value());
         CHECK(fetched.status().code() == kInvalidArgument);
+        // Nor can a buffer be allocated for one of its roles.
+        const auto allocated = other->allocateBuffer(handle, true, 0, {1, 8});
+        CHECK(allocated.status().code() == kInvalidArgument);
+        CHECK_THAT(allocated.status().message(), Catch::Contains("role 0: unknown model handle"));
         // The same answer as for a handle that exists nowhere.
         const auto none = other->execute(RawClient::addRequest(handle + 1, otherBlock.addr(), 8));
         CHECK(none.status().code() == kInvalidArgument);
@@ -383,6 +393,9 @@ TEST_CASE("sessions of one firmware: a session's prepared models are released wh
     CHECK(after.at("runtime.dram_bytes_in_use") == base.at("runtime.dram_bytes_in_use"));
 }
 
+// Through the HAL: the Cancel after each timeout, answered at once for queued work. That the
+// blocks stay held until the CancelReply, and the unanswered Cancel's quarantine, are checked on
+// the connection itself below ("shim: a timed-out execution's window blocks ...").
 TEST_CASE("shim: an execution that times out is cancelled, its window blocks kept until the firmware let go",
           "[shim][multi-client][cancel]") {
     SharedLoopback f;
@@ -550,10 +563,37 @@ pid_t spawnChild(const std::string& testCase, const std::string& socket) {
     return pid;
 }
 
-int waitChild(pid_t pid) {
+// The child's exit code (128 + signal); a child still running after `limit` is killed and fails.
+int waitChild(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(120)) {
     int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    const auto until = std::chrono::steady_clock::now() + limit;
+    pid_t got = 0;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        FAIL("child " << pid << " still ran after " << limit.count() << " s: killed");
+    }
+    REQUIRE(got == pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits (bounded) until `path` exists; false when it did not come in time or child `pid` ended
+// first (then reaped here: its failures are in the output it printed).
+bool waitForFile(const std::string& path, pid_t pid, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < until) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) return std::filesystem::exists(path);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::filesystem::exists(path);
+}
+
+// A child's marks: `<socket>.<what>.<pid>`, made by the child or the parent.
+std::string childMark(const std::string& socket, const char* what, pid_t pid) {
+    return socket + "." + what + "." + std::to_string(pid);
 }
 
 std::shared_ptr<hal::IDevice> childDevice() {
@@ -638,11 +678,20 @@ TEST_CASE("child: a LOW client floods the NPU", "[.multi-client-low]") {
     runUntilStopped(**prepared, 64 * 64 * 4, 8);
 }
 
+// Its prepare is HIGH work too: it says when that is done and starts executing only once the
+// parent, having read the counters, says go (so the parent counts the executions' overtakes alone).
 TEST_CASE("child: a HIGH client", "[.multi-client-high]") {
     auto device = childDevice();
     auto prepared = device->prepareModel(addModel({1, 64}), hal::ExecutionPreference::FAST_SINGLE_ANSWER,
                                          hal::Priority::HIGH, std::nullopt, {}, {}, {});
     REQUIRE(prepared.has_value());
+    const std::string socket = std::getenv("NPU_MULTI_CLIENT_SOCKET");
+    { std::ofstream(childMark(socket, "prepared", getpid())) << "prepared\n"; }
+    const std::string go = childMark(socket, "go", getpid());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!std::filesystem::exists(go) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(std::filesystem::exists(go));
     runMany(**prepared, 64, 1, 50);
 }
 
@@ -650,6 +699,76 @@ TEST_CASE("child: a client executing while another probes", "[.multi-client-vict
     auto device = childDevice();
     auto prepared = prepare(*device, addModel({1, 16}));
     runUntilStopped(*prepared, 16, 2);
+}
+
+// A raw client with a buffer in firmware memory (input 0 of its model) and a pool the firmware
+// mapped (input 1 and the output): it writes what a prober may try to reach into its victim mark
+// and executes until the parent's stop file, checking every output, its buffer's contents after
+// each execution, and at the end that its pool is still mapped.
+TEST_CASE("child: a raw client with a buffer and a pool, executing while another probes",
+          "[.multi-client-raw-victim]") {
+    const char* socket = std::getenv("NPU_MULTI_CLIENT_SOCKET");
+    REQUIRE(socket != nullptr);
+    auto transport = proto::connectUnix(socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient victim(std::move(*transport));
+    constexpr uint32_t kN = 64 * 1024;
+    uint32_t handle = 0;
+    REQUIRE(victim.prepare(addModel({1, kN}), hal::Priority::MEDIUM, &handle) == 0);
+    const proto::AllocateBufferReply buffer = victim.allocateBuffer(handle, true, 0, {1, kN});
+    INFO(buffer.status().message());
+    REQUIRE(buffer.status().code() == 0);
+    auto staged = victim.window->allocate(kN);
+    REQUIRE(staged.has_value());
+    shim::WindowBlock block(victim.window.get(), *staged, kN);
+    std::memset(block.data(), 5, kN);
+    REQUIRE(victim.bufferCopy(buffer.buffer_token(), true, block.addr(), kN).code() == 0);
+    std::shared_ptr<hal::Memory> memory = hal::Memory::create(2 * kN);
+    REQUIRE(memory != nullptr);
+    const proto::MapPoolReply pool = victim.mapPool(memory->fd(), 0, 2 * kN);
+    REQUIRE(pool.status().code() == 0);
+    {
+        std::ofstream(childMark(socket, "victim", getpid()))
+            << handle << ' ' << buffer.buffer_token() << ' ' << pool.pool_id() << ' ' << pool.addr() << '\n';
+    }
+    proto::ExecuteRequest request;
+    request.set_model_handle(handle);
+    request.add_inputs()->set_buffer_token(buffer.buffer_token());
+    auto* b = request.add_inputs();
+    b->set_addr(pool.addr());
+    b->set_length(kN);
+    auto* out = request.add_outputs();
+    out->set_addr(pool.addr() + kN);
+    out->set_length(kN);
+
+    const std::string stop = std::getenv("NPU_MULTI_CLIENT_STOP");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    int rounds = 0, failures = 0;
+    std::string firstFailure;
+    auto failed = [&](const std::string& why) {
+        if (failures++ == 0) firstFailure = "round " + std::to_string(rounds) + ": " + why;
+    };
+    while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < until) {
+        const uint8_t v = static_cast<uint8_t>(1 + rounds % 200);
+        std::memset(memory->data(), v, kN);
+        std::memset(memory->data() + kN, 0, kN);
+        const auto reply = victim.execute(request);
+        if (reply.status().code() != 0) failed("execute: " + reply.status().message());
+        if (std::vector<uint8_t>(memory->data() + kN, memory->data() + 2 * kN) !=
+            std::vector<uint8_t>(kN, static_cast<uint8_t>(5 + v)))
+            failed("an output byte is not 5 + " + std::to_string(v));
+        std::memset(block.data(), 0, kN);
+        const auto copied = victim.bufferCopy(buffer.buffer_token(), false, block.addr(), kN);
+        if (copied.code() != 0) failed("copy out of the buffer: " + copied.message());
+        if (std::vector<uint8_t>(block.data(), block.data() + kN) != std::vector<uint8_t>(kN, 5))
+            failed("the buffer no longer holds its 5s");
+        rounds++;
+    }
+    INFO(firstFailure);
+    CHECK(failures == 0);
+    CHECK(rounds > 0);
+    CHECK(std::filesystem::exists(stop));
+    CHECK(victim.counters().at("session.pools") == 1);  // its pool is still mapped
 }
 
 TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW flood",
@@ -666,13 +785,23 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     // executions (seen 1 in 3 runs under three busy loops on 2 cores). So up to 4 HIGH clients
     // run in turn, each an independent trial, until one has overtaken; the FIFO order within a
     // priority and the overtaking rule themselves are tested exactly in firmware_scheduler.
+    // A HIGH client's prepare is HIGH work that may overtake queued LOW executions too: each
+    // client's overtakes are counted from when it has prepared (it waits for our go) to its end,
+    // when nothing but its executions is HIGH work (its release is a control call).
     uint64_t overtakes = 0;
     int highClients = 0;
     while (overtakes == 0 && highClients < 4) {
         const pid_t high = spawnChild("[.multi-client-high]", d.socket);
+        const std::string prepared = childMark(d.socket, "prepared", high);
+        INFO("HIGH client " << high << " (its output above says why it did not prepare)");
+        REQUIRE(waitForFile(prepared, high));
+        const uint64_t fromHere = d.counters().at("sched.overtakes");
+        { std::ofstream(childMark(d.socket, "go", high)) << "go\n"; }
         CHECK(waitChild(high) == 0);
+        std::filesystem::remove(prepared);
+        std::filesystem::remove(childMark(d.socket, "go", high));
         highClients++;
-        overtakes = d.counters().at("sched.overtakes") - before.at("sched.overtakes");
+        overtakes = d.counters().at("sched.overtakes") - fromHere;
     }
     { std::ofstream(d.socket + ".stop") << "done\n"; }  // the LOW client floods until then
     CHECK(waitChild(low) == 0);
@@ -681,7 +810,8 @@ TEST_CASE("two client processes on one npu-fwd: HIGH executions overtake a LOW f
     // The executions, and each client's prepare (work too, at the model's priority).
     CHECK(after.at("sched.ran_low") - before.at("sched.ran_low") >= 8 + 1);
     CHECK(after.at("sched.ran_high") - before.at("sched.ran_high") == uint64_t(highClients) * (50 + 1));
-    INFO("overtakes: " << overtakes << " with " << highClients << " HIGH clients");
+    INFO("overtakes by the last HIGH client's executions: " << overtakes << " (" << highClients
+                                                            << " HIGH clients)");
     CHECK(overtakes >= 1);
 }
 
@@ -714,6 +844,88 @@ TEST_CASE("two client processes on one npu-fwd: a prober reaches nothing of the 
     { std::ofstream(d.socket + ".stop") << "done\n"; }
     CHECK(waitChild(victim) == 0);  // every one of its executions gave the right answer
     std::filesystem::remove(d.socket + ".stop");
+}
+
+// The same from another process, against what the victim holds beyond its model: a buffer in
+// firmware memory and a pool the firmware mapped (docs/execution.md "Memory model", isolation).
+TEST_CASE("two client processes on one npu-fwd: another client's buffers and pools are out of reach",
+          "[shim][multi-client]") {
+    Daemon d;
+    const pid_t victim = spawnChild("[.multi-client-raw-victim]", d.socket);
+    const std::string marks = childMark(d.socket, "victim", victim);
+    INFO("the victim's output above says why it did not start");
+    REQUIRE(waitForFile(marks, victim));
+    uint32_t victimHandle = 0, token = 0, poolId = 0;
+    uint64_t poolAddr = 0;
+    {
+        std::ifstream in(marks);
+        in >> victimHandle >> token >> poolId >> poolAddr;
+        REQUIRE(in);
+    }
+    auto transport = proto::connectUnix(d.socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient prober(std::move(*transport));
+    // The fd Hello passed is this client's own window, not all device DRAM.
+    CHECK(prober.windowFdBytes == prober.hello.host_window_bytes());
+    CHECK(prober.windowFdBytes < prober.hello.device_memory_bytes());
+
+    constexpr uint32_t kN = 64 * 1024;
+    uint32_t mine = 0;
+    REQUIRE(prober.prepare(addModel({1, kN}), hal::Priority::MEDIUM, &mine) == 0);
+    auto block = stageAdd(prober, kN, 1, 1);
+    auto refused = [](const proto::Status& status, const char* what) {
+        INFO(what << ": " << status.code() << " " << status.message());
+        CHECK(status.code() == kInvalidArgument);
+    };
+    // Its buffer token, in every call that names one.
+    refused(prober.release(proto::METHOD_RELEASE_BUFFER, token), "ReleaseBuffer of its token");
+    refused(prober.bufferCopy(token, true, block.addr(), kN), "BufferCopy into its buffer");
+    refused(prober.bufferCopy(token, false, block.addr(), kN), "BufferCopy out of its buffer");
+    proto::ExecuteRequest viaToken = RawClient::addRequest(mine, block.addr(), kN);
+    viaToken.mutable_inputs(0)->Clear();
+    viaToken.mutable_inputs(0)->set_buffer_token(token);
+    refused(prober.execute(viaToken).status(), "Execute with its buffer as an input");
+    // Its model, in a buffer's role.
+    refused(prober.allocateBuffer(victimHandle, true, 0, {1, kN}).status(), "AllocateBuffer for its model");
+    // Its pool: by id, and by device address (its input and its output, at the right sizes).
+    refused(prober.unmapPool(poolId), "UnmapPool of its pool id");
+    proto::ExecuteRequest intoPool = RawClient::addRequest(mine, block.addr(), kN);
+    intoPool.mutable_inputs(1)->set_addr(poolAddr);
+    intoPool.mutable_outputs(0)->set_addr(poolAddr + kN);
+    refused(prober.execute(intoPool).status(), "Execute reading and writing its pool");
+    // A pool of our own too small for the locations; a range beyond the file; no fd at all.
+    std::shared_ptr<hal::Memory> small = hal::Memory::create(kN);
+    REQUIRE(small != nullptr);
+    refused(prober.mapPool(small->fd(), 0, 2 * kN).status(), "MapPool of a range beyond the file");
+    refused(prober.mapPool(-1, 0, kN).status(), "MapPool without an fd");
+    const proto::MapPoolReply mapped = prober.mapPool(small->fd(), 0, kN);
+    REQUIRE(mapped.status().code() == 0);
+    refused(prober.execute(RawClient::addRequest(mine, mapped.addr(), kN)).status(),
+            "Execute past the end of a pool of our own");
+    // A closed fd, through the shim of this process (the shim refuses it before anything travels).
+    {
+        auto prepared = prepare(*d.device, addModel({1, kN}));
+        AddRequest r = addRequest(1, 2, kN);
+        const int fd = r.pool->fd();
+        REQUIRE(close(fd) == 0);
+        auto done =
+            prepared->executeSynchronously(r.request, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+        REQUIRE_FALSE(done.has_value());
+        CHECK(done.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+        CHECK_THAT(done.error().message, Catch::Contains("is closed"));
+        const int placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);  // for the Memory to close
+        REQUIRE(dup2(placeholder, fd) == fd);
+        close(placeholder);
+    }
+    // Our own requests still run, and the victim's buffer is the only one in firmware memory.
+    CHECK(prober.execute(RawClient::addRequest(mine, block.addr(), kN)).status().code() == 0);
+    CHECK(block.data()[2 * kN] == 2);
+    CHECK(prober.counters().at("runtime.buffers") == 1);
+
+    { std::ofstream(d.socket + ".stop") << "done\n"; }
+    CHECK(waitChild(victim) == 0);  // every output right, its buffer and pool intact
+    std::filesystem::remove(d.socket + ".stop");
+    std::filesystem::remove(marks);
 }
 
 namespace {
@@ -875,6 +1087,190 @@ TEST_CASE(
     REQUIRE(f.first->rpc->finish(*call, kCallTimeout).has_value());
     CHECK(reply.status().code() == 0);
     CHECK(chain.block.data()[kN] == kOps + 1);
+}
+
+// ---- the shim's Cancel after a timeout, on one Connection (shim/src/connection.h) ---------------
+// callCancellable keeps an execution's window blocks until the firmware answers the Cancel it
+// sends after a timeout (a host answers the Cancel of a running item only once the item stopped);
+// unanswered, the blocks go into quarantine until the firmware is reset or restarted. Observed on
+// the connection's own window: its bytes in use, and where a new allocation of the same size lands
+// (first fit: on the blocks' address as soon as they are free).
+
+namespace {
+
+// Prepares `model` on `c` (its constants staged in c's window, freed once prepared); the handle.
+uint32_t prepareOn(shim::Connection& c, const hal::Model& model) {
+    proto::PrepareModelRequest request;
+    auto constants = shim::marshalModel(model, c.window(), request.mutable_model());
+    REQUIRE(constants.has_value());
+    request.set_priority(static_cast<uint32_t>(hal::Priority::MEDIUM));
+    request.set_no_autotune(true);
+    proto::PrepareModelReply reply;
+    auto sent = c.call(proto::METHOD_PREPARE_MODEL, request, reply, kCallTimeout, "prepare");
+    INFO((sent ? reply.status().message() : sent.error().message));
+    REQUIRE(sent.has_value());
+    REQUIRE(reply.status().code() == 0);
+    return reply.model_handle();
+}
+
+// A chain execution of `handle` on c, its input (ones) and output in one block of c's window.
+struct CancellableExecution {
+    static constexpr uint32_t kOps = 8, kN = 4096;
+    std::vector<shim::WindowBlock> keep;
+    uint64_t addr = 0;
+    proto::ExecuteRequest request;
+    CancellableExecution(shim::Connection& c, uint32_t handle) {
+        auto a = c.window().allocate(2 * kN);
+        REQUIRE(a.has_value());
+        addr = *a;
+        keep.emplace_back(&c.window(), addr, 2 * kN);
+        std::memset(keep.back().data(), 1, kN);
+        std::memset(keep.back().data() + kN, 0, kN);
+        request.set_model_handle(handle);
+        request.add_inputs()->set_addr(addr);
+        request.mutable_inputs(0)->set_length(kN);
+        request.add_outputs()->set_addr(addr + kN);
+        request.mutable_outputs(0)->set_length(kN);
+    }
+};
+
+bool overlaps(uint64_t a, uint64_t aBytes, uint64_t b, uint64_t bBytes) {
+    return a < b + bBytes && b < a + aBytes;
+}
+
+// A block of `bytes` allocated now in `window`: it must not overlap [addr, addr + bytes).
+void checkFreshAllocationAvoids(shim::HostWindow& window, uint64_t addr, uint64_t bytes) {
+    auto probe = window.allocate(bytes);
+    REQUIRE(probe.has_value());
+    INFO("held block at " << addr << ", new block at " << *probe << ", " << bytes << " bytes each");
+    CHECK_FALSE(overlaps(*probe, bytes, addr, bytes));
+    window.free(*probe);
+}
+
+shim::ShimOptions cancelOptions(std::chrono::milliseconds pingTimeout) {
+    shim::ShimOptions options;
+    options.autotune = false;
+    options.recovery.watchdogPeriod = std::chrono::milliseconds(0);
+    options.recovery.pingTimeout = pingTimeout;  // also the wait for the CancelReply
+    options.recovery.stallWindow = std::chrono::milliseconds(300);
+    return options;
+}
+
+// A loopback firmware with fault injection, a connection to it (its Cancel waits `pingTimeout`),
+// a chain model prepared there and one execution's block in the connection's window.
+struct CancelFixture {
+    static constexpr uint64_t kBlockBytes = 2 * CancellableExecution::kN;
+    SharedLoopback f{withFaultInjection()};
+    std::shared_ptr<shim::Connection> connection;
+    uint64_t baseline = 0;  // the window's bytes in use without the execution's block
+    std::optional<CancellableExecution> work;
+    explicit CancelFixture(std::chrono::milliseconds pingTimeout) {
+        auto opened = shim::Connection::open(f.firmware->connectLoopback(), {}, cancelOptions(pingTimeout));
+        REQUIRE(opened.has_value());
+        connection = *opened;
+        const uint32_t handle =
+            prepareOn(*connection, chainModel(CancellableExecution::kOps, CancellableExecution::kN));
+        baseline = connection->window().bytesInUse();
+        work.emplace(*connection, handle);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("shim: a timed-out execution's window blocks stay held until the CancelReply comes",
+          "[shim][multi-client][cancel]") {
+    CancelFixture fx(kCallTimeout);
+    SharedLoopback& f = fx.f;
+    shim::Connection& c = *fx.connection;
+    CancellableExecution& work = *fx.work;
+    const uint64_t baseline = fx.baseline, blockBytes = CancelFixture::kBlockBytes;
+
+    // The execution stops before its next operation until a Reset reaches the host; a Cancel of
+    // it is answered only once it stopped.
+    injectWedge(*f.first, 1);
+    proto::ExecuteReply reply;
+    Status result;
+    auto done = std::async(std::launch::async, [&] {
+        shim::Attempt attempt;
+        result = c.callCancellable(attempt, proto::METHOD_EXECUTE, work.request, reply,
+                                   std::chrono::milliseconds(100), "execute", work.keep);
+    });
+    for (int i = 0; i < 2000 && c.counters().cancels == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(c.counters().cancels == 1);  // timed out, Cancel sent
+    // The Cancel is unanswered: the call still waits, its blocks held and avoided.
+    CHECK(done.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    checkFreshAllocationAvoids(c.window(), work.addr, blockBytes);
+
+    // A Reset (from another session) frees the wedged item; it stops at its next checkpoint (the
+    // Cancel), and then the Cancel is answered.
+    proto::ResetRequest reset;
+    proto::ResetReply resetReply;
+    REQUIRE(f.first->rpc->call(proto::METHOD_RESET, reset, resetReply, kCallTimeout).has_value());
+    REQUIRE(done.wait_for(kWait) == std::future_status::ready);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().status == hal::ErrorStatus::DEVICE_UNAVAILABLE);  // the call's own timeout
+    const shim::NpuCounters counters = c.counters();
+    CHECK(counters.cancels == 1);
+    CHECK(counters.cancelsFailed == 0);
+    CHECK(f.first->counters().at("sched.cancelled_running") == 1);
+    // Confirmed free: the blocks are the caller's again, not quarantined; once it frees them the
+    // next allocation takes their place.
+    REQUIRE(work.keep.size() == 1);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    work.keep.clear();
+    CHECK(c.window().bytesInUse() == baseline);
+    auto again = c.window().allocate(blockBytes);
+    REQUIRE(again.has_value());
+    CHECK(*again == work.addr);
+    c.window().free(*again);
+}
+
+TEST_CASE("shim: a Cancel that is not answered quarantines the blocks until the firmware is reset",
+          "[shim][multi-client][cancel]") {
+    CancelFixture fx(std::chrono::milliseconds(200));
+    SharedLoopback& f = fx.f;
+    shim::Connection& c = *fx.connection;
+    CancellableExecution& work = *fx.work;
+    const uint64_t baseline = fx.baseline, blockBytes = CancelFixture::kBlockBytes;
+
+    injectWedge(*f.first, 1);  // the execution stops until a Reset: the Cancel goes unanswered
+    proto::ExecuteReply reply;
+    shim::Attempt attempt;
+    const Status result = c.callCancellable(attempt, proto::METHOD_EXECUTE, work.request, reply,
+                                            std::chrono::milliseconds(100), "execute", work.keep);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(attempt.lost == shim::Attempt::Loss::kTimeout);
+    shim::NpuCounters counters = c.counters();
+    CHECK(counters.cancels == 1);
+    CHECK(counters.cancelsFailed == 1);
+    // Taken from the caller into quarantine: still allocated, never handed out.
+    CHECK(work.keep.empty());
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);
+    auto probe = c.window().allocate(blockBytes);
+    REQUIRE(probe.has_value());
+    CHECK_FALSE(overlaps(*probe, blockBytes, work.addr, blockBytes));
+    std::memset(c.window().hostPointer(*probe), 0xEE, blockBytes);
+
+    // Recovery of the lost call: the ping finds the item stuck for stallWindow (or, on a loaded
+    // machine, goes unanswered), Reset frees it; the firmware is then done with the blocks and
+    // the quarantine is emptied.
+    std::vector<shim::WindowBlock> none;
+    int tries = 0;
+    const Status recovered = c.runRecovering("probe", none, [&](shim::Attempt& a) -> Status {
+        if (tries++ > 0) return {};
+        a.lost = shim::Attempt::Loss::kTimeout;  // what the execution's attempt reported
+        return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE, "probe: the execution timed out");
+    });
+    INFO((recovered ? std::string() : recovered.error().message));
+    REQUIRE(recovered.has_value());
+    CHECK(c.counters().resets == 1);
+    CHECK(c.window().bytesInUse() == baseline + blockBytes);  // the probe only
+    CHECK(std::vector<uint8_t>(c.window().hostPointer(*probe), c.window().hostPointer(*probe) + blockBytes) ==
+          std::vector<uint8_t>(blockBytes, 0xEE));  // nothing the stopped execution did reached it
+    c.window().free(*probe);
+    CHECK(c.window().bytesInUse() == baseline);
 }
 
 TEST_CASE("a hostile PingReply only steers the verdict: huge, constant or falling values are no progress",

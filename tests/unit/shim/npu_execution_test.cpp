@@ -1,10 +1,13 @@
 // Every execution mode, QoS, memory domains and asynchronous preparation on the NPU, over
-// loopback and (a subset) over the unix socket to npu-fwd: the same suites the CPU reference runs
-// (tests/unit/hal/execution_suite.h, prepare_suite.h).
+// loopback and over the unix socket to npu-fwd (the whole execution suite; asynchronous
+// preparation a subset): the same suites the CPU reference runs (tests/unit/hal/
+// execution_suite.h, prepare_suite.h).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
+#include <future>
 
 #include "../hal/execution_suite.h"
 #include "../hal/model_builder.h"
@@ -50,11 +53,67 @@ std::unique_ptr<UnixClients> openUnix(const char* tag) {
     return c;
 }
 
+// The npu-fwd of one test case of the execution suite: the first device opened starts it, the
+// next (the case's `other`) connects to it as a second client of the same NPU; it stops when the
+// last device of the case goes.
+struct UnixDaemon {
+    std::string socket;
+    std::shared_ptr<hal::IDevice> starter;
+    ~UnixDaemon() {
+        starter.reset();
+        std::filesystem::remove(socket);
+    }
+};
+
+struct UnixDevice {
+    std::shared_ptr<UnixDaemon> daemon;
+    std::shared_ptr<hal::IDevice> device;
+};
+
+UnixDevice openUnixDevice() {
+    static std::weak_ptr<UnixDaemon> current;  // the case's daemon while one of its devices lives
+    static int started = 0;
+    UnixDevice u;
+    u.daemon = current.lock();
+    shim::DaemonOptions options;
+    options.daemonPath = NPU_FWD_TEST_PATH;
+    if (u.daemon) {
+        options.socketPath = u.daemon->socket;
+        options.spawnIfAbsent = false;
+        auto next = shim::connectNpuDaemon(options);
+        INFO((next ? std::string() : next.error().message));
+        REQUIRE(next.has_value());
+        u.device = *next;
+        return u;
+    }
+    u.daemon = std::make_shared<UnixDaemon>();
+    u.daemon->socket =
+        (std::filesystem::temp_directory_path() /
+         ("npu-exec-suite-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".sock"))
+            .string();
+    options.socketPath = u.daemon->socket;
+    auto first = shim::connectNpuDaemon(options);
+    INFO((first ? std::string() : first.error().message));
+    REQUIRE(first.has_value());
+    u.daemon->starter = *first;
+    u.device = *first;
+    current = u.daemon;
+    return u;
+}
+
 }  // namespace
 
 #define OPEN_DEVICE openLoopback
 NPU_HAL_EXECUTION_SUITE("npu loopback", "[shim][execution]")
 NPU_HAL_PREPARE_SUITE("npu loopback", "[shim][prepare]")
+#undef OPEN_DEVICE
+
+// Every case of the suite applies over unix too: `other` is a second client of the same npu-fwd,
+// so the cross-client cases (a prepared model or buffer token of another client) meet the
+// firmware's session checks as well as the HAL's.
+#define OPEN_DEVICE openUnixDevice
+NPU_HAL_EXECUTION_SUITE("npu unix", "[shim][execution][unix]")
+#undef OPEN_DEVICE
 
 TEST_CASE("npu loopback: asynchronous prepare to and from cache files", "[shim][prepare][caching]") {
     const auto dir =
@@ -92,34 +151,39 @@ TEST_CASE("npu unix: asynchronous prepare, argument errors at launch", "[shim][p
     checkAsyncPrepareRefusedAtLaunch(*c->first);
 }
 
-TEST_CASE("npu loopback: MemoryDomain dynamic shapes", "[shim][memory-domain]") {
+// The NPU runs tensors of fixed shapes (docs/execution.md "On the NPU"): a model with an unknown
+// dimension is reported unsupported and refused at prepare, naming the operation, the operand and
+// the dimension; so every buffer's dimensions come fully known from its roles (dynamic-shape
+// buffers, checkDynamicBuffer, run on the reference).
+TEST_CASE("npu loopback: MemoryDomain dynamic shapes: a model of unknown dimensions is refused as documented",
+          "[shim][memory-domain]") {
     auto l = openLoopback();
-    if (!l.device->prepareModel(addModel({0, 4}))) {
-        WARN(
-            "the NPU does not prepare models with unknown dimensions: dynamic buffers run on the reference "
-            "only");
-        return;
-    }
-    checkDynamicBuffer(*l.device);
-}
+    const hal::Model dynamic = addModel({0, 4});
+    auto support = shim::querySupportedOperations(*l.device, dynamic);
+    INFO((support ? std::string() : support.error().message));
+    REQUIRE(support.has_value());
+    REQUIRE(support->supported.size() == 1);
+    CHECK_FALSE(support->supported[0]);
+    REQUIRE(support->reasons.size() == 1);
+    CHECK_THAT(support->reasons[0], Catch::Contains("dimension 0 is unknown; fully specified shapes only"));
 
-TEST_CASE("npu unix: asynchronous, fenced, burst and QoS", "[shim][execution]") {
-    auto c = openUnix("modes");
-    checkAsyncExecution(*c->first);
-    checkBurst(*c->first);
-    checkQualityOfService(*c->first);
-    checkShapesAndTiming(*c->first);
-}
+    auto prepared = l.device->prepareModel(dynamic);
+    REQUIRE_FALSE(prepared.has_value());
+    CHECK(prepared.error().status == hal::ErrorStatus::INVALID_ARGUMENT);
+    CHECK_THAT(prepared.error().message,
+               Catch::Contains("operation 0 (ADD): input1 (operand 0) dimension 0 is unknown; "
+                               "fully specified shapes only"));
 
-TEST_CASE("npu unix: fenced execution", "[shim][execution]") {
-    auto c = openUnix("fenced");
-    checkFencedExecution(*c->first);
-}
-
-TEST_CASE("npu unix: MemoryDomain, a client cannot use another client's buffers", "[shim][memory-domain]") {
-    auto c = openUnix("domains");
-    checkAllocateValidation(*c->first, *c->second);
-    checkExecutionWithDeviceMemory(*c->first, *c->second);
+    // A descriptor of unknown dimensions takes them from the roles, which are fully known.
+    auto fixed = prepare(*l.device);
+    auto buffer = l.device->allocate({{0, 4}}, {fixed}, {role(0)}, {});
+    INFO((buffer ? std::string() : buffer.error().message));
+    REQUIRE(buffer.has_value());
+    auto rows = buffer->buffer->copyFrom(*bytes(std::vector<uint8_t>(12, 1)), {3, 4});
+    REQUIRE_FALSE(rows.has_value());
+    CHECK(rows.error().status == hal::ErrorStatus::INVALID_ARGUMENT);  // conflicts with [1, 4]
+    CHECK_THAT(rows.error().message, Catch::Contains("[3, 4] conflict with"));
+    REQUIRE(buffer->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
 }
 
 TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on release",
@@ -152,6 +216,146 @@ TEST_CASE("npu loopback: MemoryDomain buffers live in firmware memory, freed on 
 
     in->buffer.reset();
     CHECK(firmwareCounter(device, "runtime.buffers") == 1);
+    out->buffer.reset();
+    CHECK(firmwareCounter(device, "runtime.buffers") == 0);
+    CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 0);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") == dramBefore);
+}
+
+namespace {
+
+// Runs `f` on a thread of its own; the future is ready once it returned. The thread is detached,
+// so that a test whose `f` never returns fails at its bounded wait instead of hanging in a join.
+std::future<void> onItsOwnThread(std::function<void()> f) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> future = done->get_future();
+    std::thread([f = std::move(f), done] {
+        f();
+        done->set_value();
+    }).detach();
+    return future;
+}
+
+}  // namespace
+
+// docs/execution.md "Memory model": releasing a prepared model while executions are in flight is
+// safe, and the release frees the firmware's memory. The firmware's work is held, so every
+// execution is still queued there (or waiting for its fence) when the model is dropped.
+TEST_CASE("npu loopback: a prepared model dropped while asynchronous and fenced executions are pending",
+          "[shim][execution][lifetime]") {
+    auto l = openLoopback();
+    hal::IDevice& device = *l.device;
+    const uint64_t modelsBefore = firmwareCounter(device, "runtime.loaded_models");
+    const uint64_t dramBefore = firmwareCounter(device, "runtime.dram_bytes_in_use");
+    auto prepared = prepare(device);
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore + 1);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") > dramBefore);
+
+    l.firmware->holdWork(true);
+    constexpr int kEach = 3;
+    std::vector<AddRequest> asyncRequests, fencedRequests;
+    std::vector<std::shared_ptr<hal::ExecutionCallback>> callbacks;
+    std::vector<hal::FencedResult> fenced;
+    for (int i = 0; i < kEach; ++i) {
+        asyncRequests.push_back(addRequest(static_cast<uint8_t>(i), 10));
+        callbacks.push_back(std::make_shared<hal::ExecutionCallback>());
+        REQUIRE(prepared
+                    ->execute(asyncRequests.back().request, hal::MeasureTiming::NO, std::nullopt,
+                              std::nullopt, callbacks.back())
+                    .has_value());
+        fencedRequests.push_back(addRequest(static_cast<uint8_t>(i), 20));
+        auto f = prepared->executeFenced(fencedRequests.back().request, {}, hal::MeasureTiming::NO,
+                                         std::nullopt, std::nullopt, std::nullopt);
+        REQUIRE(f.has_value());
+        fenced.push_back(*f);
+    }
+    // One more waits for a fence nobody signals: the release ends its wait.
+    auto never = addRequest(1, 1);
+    EventFd gate;
+    auto waiting = prepared->executeFenced(never.request, {gate.fd}, hal::MeasureTiming::NO, std::nullopt,
+                                           std::nullopt, std::nullopt);
+    REQUIRE(waiting.has_value());
+    REQUIRE(waitFirmwareCounter(device, "sched.queued_now", [](uint64_t v) { return v >= 2 * kEach; }) ==
+            2 * kEach);
+
+    // The last reference goes on another thread: the release waits for the executions in flight.
+    auto released = onItsOwnThread([p = std::move(prepared)]() mutable { p.reset(); });
+    CHECK(released.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore + 1);  // still in use
+    l.firmware->holdWork(false);
+    REQUIRE(released.wait_for(kWait) == std::future_status::ready);
+
+    for (int i = 0; i < kEach; ++i) {
+        INFO("execution " << i);
+        auto done = callbacks[i]->wait(kWait);
+        INFO((done ? std::string() : done.error().message));
+        REQUIRE(done.has_value());
+        CHECK(asyncRequests[i].output() == std::vector<uint8_t>(4, static_cast<uint8_t>(i + 10)));
+        const auto info = finishedInfo(fenced[i]);
+        INFO(info.message);
+        CHECK(info.status == hal::ErrorStatus::NONE);
+        CHECK(fencedRequests[i].output() == std::vector<uint8_t>(4, static_cast<uint8_t>(i + 20)));
+    }
+    const auto cancelled = finishedInfo(*waiting);
+    CHECK(cancelled.status == hal::ErrorStatus::GENERAL_FAILURE);
+    CHECK_THAT(cancelled.message, Catch::Contains("cancelled"));
+    CHECK(never.output() == std::vector<uint8_t>(4, 0));  // it never ran
+
+    CHECK(firmwareCounter(device, "runtime.loaded_models") == modelsBefore);
+    CHECK(firmwareCounter(device, "runtime.dram_bytes_in_use") == dramBefore);
+    CHECK(firmwareCounter(device, "sched.queued_now") == 0);
+}
+
+// An IBuffer dropped while executions that use it are pending: one queued in the firmware, one
+// waiting for its fence. Both run on the buffer's contents; the firmware frees it afterwards.
+TEST_CASE("npu loopback: MemoryDomain buffer dropped while executions that use it are pending",
+          "[shim][memory-domain][lifetime]") {
+    auto l = openLoopback();
+    hal::IDevice& device = *l.device;
+    auto prepared = prepare(device);
+    const uint64_t dramBefore = firmwareCounter(device, "runtime.dram_bytes_in_use");
+    auto in = device.allocate({}, {prepared}, {role(0)}, {});
+    auto out = device.allocate({}, {prepared}, {}, {role(0)});
+    REQUIRE(in.has_value());
+    REQUIRE(out.has_value());
+    REQUIRE(in->buffer->copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
+    CHECK(firmwareCounter(device, "runtime.buffers") == 2);
+
+    l.firmware->holdWork(true);
+    // Queued in the firmware: input 0 from `in`, the output into `out`.
+    auto callback = std::make_shared<hal::ExecutionCallback>();
+    REQUIRE(prepared->execute(bufferRequest(in->token, out->token, bytes({1, 1, 1, 1})),
+                              hal::MeasureTiming::NO, std::nullopt, std::nullopt, callback));
+    REQUIRE(waitFirmwareCounter(device, "sched.queued_now", [](uint64_t v) { return v >= 1; }) == 1);
+    // Waiting for its fence: input 0 from `in`, the output into shared memory.
+    hal::Request toShared = bufferRequest(in->token, out->token, bytes({2, 2, 2, 2}));
+    std::shared_ptr<hal::Memory> sharedOut = hal::Memory::create(4);
+    REQUIRE(sharedOut != nullptr);
+    toShared.pools[2] = sharedOut;
+    toShared.outputs[0].location = {2, 0, 4, 0};
+    EventFd gate;
+    auto fenced = prepared->executeFenced(toShared, {gate.fd}, hal::MeasureTiming::NO, std::nullopt,
+                                          std::nullopt, std::nullopt);
+    REQUIRE(fenced.has_value());
+
+    in->buffer.reset();  // the client lets go of the input buffer while both are pending
+    l.firmware->holdWork(false);
+    auto done = callback->wait(kWait);
+    INFO((done ? std::string() : done.error().message));
+    REQUIRE(done.has_value());
+    // The fenced execution, launched with the buffer, still holds it: the firmware keeps it.
+    CHECK(firmwareCounter(device, "runtime.buffers") == 2);
+    gate.signal();
+    const auto info = finishedInfo(*fenced);
+    INFO(info.message);
+    CHECK(info.status == hal::ErrorStatus::NONE);
+    CHECK(contents(*sharedOut) == std::vector<uint8_t>{3, 4, 5, 6});
+    auto read = hal::Memory::create(4);
+    REQUIRE(out->buffer->copyTo(*read).has_value());
+    CHECK(contents(*read) == std::vector<uint8_t>{2, 3, 4, 5});
+
+    // The executions held the input buffer; it goes once the last of them has ended.
+    CHECK(waitFirmwareCounter(device, "runtime.buffers", [](uint64_t v) { return v == 1; }) == 1);
     out->buffer.reset();
     CHECK(firmwareCounter(device, "runtime.buffers") == 0);
     CHECK(firmwareCounter(device, "runtime.buffer_bytes") == 0);

@@ -2,11 +2,14 @@
 // A client that speaks the protocol directly (RpcClient + its window), to send what a
 // well-behaved shim never sends: another client's handles, tokens and pools, locations outside
 // its window, fds of the wrong kind. Shared by the multi-client and zero-copy tests.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "host_window.h"
 #include "marshal.h"
@@ -26,6 +29,7 @@ struct RawClient {
     std::unique_ptr<proto::RpcClient> rpc;
     std::unique_ptr<shim::HostWindow> window;
     proto::HelloReply hello;
+    uint64_t windowFdBytes = 0;  // the size of the fd Hello passed (fstat): what this client can map
 
     // `wantWindow`: HelloRequest.window_addr (0: wherever the firmware places it).
     explicit RawClient(std::unique_ptr<proto::Transport> transport, uint64_t wantWindow = 0) {
@@ -41,6 +45,9 @@ struct RawClient {
         REQUIRE(hello.status().code() == 0);
         REQUIRE(hello.window_fd_is_window());
         REQUIRE(fds.size() == 1);
+        struct stat st {};
+        REQUIRE(fstat(fds.front().get(), &st) == 0);
+        windowFdBytes = static_cast<uint64_t>(st.st_size);
         auto w = shim::HostWindow::map(fds.front().get(), hello.host_window_addr(), hello.host_window_bytes(),
                                        true);
         REQUIRE(w.has_value());
@@ -116,6 +123,41 @@ struct RawClient {
         auto sent = fd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>();
         REQUIRE(rpc->call(proto::METHOD_MAP_POOL, request, reply, kCallTimeout, sent).has_value());
         return reply;
+    }
+
+    // AllocateBuffer of a TENSOR_QUANT8_ASYMM buffer of `dims` for one role of `handle`.
+    proto::AllocateBufferReply allocateBuffer(uint32_t handle, bool input, uint32_t ioIndex,
+                                              const std::vector<uint32_t>& dims) {
+        proto::AllocateBufferRequest request;
+        request.set_type(static_cast<uint32_t>(hal::OperandType::TENSOR_QUANT8_ASYMM));
+        for (uint32_t d : dims) request.add_dimensions(d);
+        auto* role = request.add_roles();
+        role->set_model_handle(handle);
+        role->set_input(input);
+        role->set_io_index(ioIndex);
+        proto::AllocateBufferReply reply;
+        REQUIRE(rpc->call(proto::METHOD_ALLOCATE_BUFFER, request, reply, kCallTimeout).has_value());
+        return reply;
+    }
+
+    // BufferCopy of `length` bytes between buffer `token` and [addr, + length) of the window.
+    proto::Status bufferCopy(uint32_t token, bool toDevice, uint64_t addr, uint64_t length) {
+        proto::BufferCopyRequest request;
+        request.set_buffer_token(token);
+        request.set_to_device(toDevice);
+        request.set_addr(addr);
+        request.set_length(length);
+        proto::BufferCopyReply reply;
+        REQUIRE(rpc->call(proto::METHOD_BUFFER_COPY, request, reply, kCallTimeout).has_value());
+        return reply.status();
+    }
+
+    proto::Status unmapPool(uint32_t poolId) {
+        proto::UnmapPoolRequest request;
+        request.set_pool_id(poolId);
+        proto::UnmapPoolReply reply;
+        REQUIRE(rpc->call(proto::METHOD_UNMAP_POOL, request, reply, kCallTimeout).has_value());
+        return reply.status();
     }
 
     std::map<std::string, uint64_t> counters() {

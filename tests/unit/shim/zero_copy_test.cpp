@@ -147,6 +147,61 @@ TEST_CASE("zero copy: a dma-buf range shorter than the request's locations is IN
     CHECK(runAdd(*l.device, *prepared, good, 9, 9) == 0);  // the device goes on
 }
 
+namespace {
+
+// IBuffer::copyFrom and copyTo with a dma-buf: a driver with memory domains copies from and to the
+// hardware buffer BLOB as well as shared memory and mappable files (seed 003, "Memory domains";
+// the memfd and mappable-file copies are in execution_suite.h). The buffer then feeds an execution.
+void checkDmaBufCopies(hal::IDevice& device, hal::Memory& blob) {
+    REQUIRE(blob.size() == 4);
+    auto prepared = prepare(device);
+    auto allocated = device.allocate({}, {prepared}, {role(0)}, {});
+    INFO((allocated ? std::string() : allocated.error().message));
+    REQUIRE(allocated.has_value());
+    hal::IBuffer& buffer = *allocated->buffer;
+    const uint8_t in[4] = {9, 8, 7, 6};
+    std::memcpy(blob.data(), in, 4);
+    auto from = buffer.copyFrom(blob, {1, 4});
+    INFO((from ? std::string() : from.error().message));
+    REQUIRE(from.has_value());
+    auto out = hal::Memory::create(4);
+    REQUIRE(buffer.copyTo(*out).has_value());
+    CHECK(contents(*out) == std::vector<uint8_t>{9, 8, 7, 6});
+
+    REQUIRE(buffer.copyFrom(*bytes({1, 2, 3, 4}), {}).has_value());
+    std::memset(blob.data(), 0, 4);
+    auto to = buffer.copyTo(blob);
+    INFO((to ? std::string() : to.error().message));
+    REQUIRE(to.has_value());
+    CHECK(contents(blob) == std::vector<uint8_t>{1, 2, 3, 4});
+
+    std::shared_ptr<hal::Memory> sum = hal::Memory::create(4);
+    hal::Request r = bufferRequest(allocated->token, 0, bytes({10, 10, 10, 10}));
+    r.pools[2] = sum;
+    r.outputs[0].location = {2, 0, 4, 0};
+    auto ran = prepared->executeSynchronously(r, hal::MeasureTiming::NO, std::nullopt, std::nullopt);
+    INFO((ran ? std::string() : ran.error().message));
+    REQUIRE(ran.has_value());
+    CHECK(contents(*sum) == std::vector<uint8_t>{11, 12, 13, 14});
+}
+
+}  // namespace
+
+TEST_CASE("memory domain: copyFrom and copyTo with a dma-buf (loopback)",
+          "[.][shim][zero-copy][dma-buf][memory-domain]") {
+    auto blob = dmaBufOrSkip(4);
+    if (blob == nullptr) return;
+    auto l = openLoopback();
+    checkDmaBufCopies(*l.device, *blob);
+}
+
+TEST_CASE("memory domain: copyFrom and copyTo with a dma-buf (unix)",
+          "[.][shim][zero-copy][dma-buf][memory-domain]") {
+    auto blob = dmaBufOrSkip(4);
+    if (blob == nullptr) return;
+    onDaemon("npu-dmabuf-copies", [&](hal::IDevice& device) { checkDmaBufCopies(device, *blob); });
+}
+
 TEST_CASE("zero copy: a mappable file (fd + offset + length) is not copied", "[shim][zero-copy]") {
     auto l = openLoopback();
     auto prepared = prepare(*l.device, addModel({1, kN}));

@@ -118,6 +118,35 @@ TEST_CASE("npu bench cache --json prints every figure, the tuned compile and the
     }
 }
 
+// The figures themselves are never asserted (a benchmark, not a timed test): only that every one
+// was measured, and the zero-copy count, which does not depend on speed.
+TEST_CASE("npu bench exec --json measures every mode on both transports and copies nothing", "[cli][bench]") {
+    auto r = npu("bench exec --json --iterations 10");  // the fewest it takes
+    INFO(r.output);
+    REQUIRE(r.exitCode == 0);
+    const size_t begin = r.output.find('{'), end = r.output.rfind('}');
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(begin, end - begin + 1));
+    for (const char* transport : {"loopback", "unix"}) {
+        for (const char* mode : {"sync_us", "async_us", "fenced_us", "burst_us"}) {
+            INFO(transport << " " << mode);
+            REQUIRE(j.contains(transport));
+            REQUIRE(j[transport].contains(mode));
+            REQUIRE(j[transport][mode].is_number());
+            CHECK(j[transport][mode].get<double>() > 0);
+        }
+    }
+    REQUIRE(j["bare_socket_us"].is_number());
+    CHECK(j["bare_socket_us"].get<double>() > 0);
+    // A 1 MiB input and a 1 MiB output: pools of 64 KiB or more are mapped, not copied.
+    REQUIRE(j["copied_bytes"].is_number());
+    CHECK(j["copied_bytes"].get<uint64_t>() == 0);
+    REQUIRE(j["loopback"]["copied_bytes"].is_number());
+    CHECK(j["loopback"]["copied_bytes"].get<uint64_t>() == 0);
+    CHECK(j["iterations"] == 10);
+}
+
 TEST_CASE("npu run on the reference matches too", "[cli]") {
     auto r = npu("run " + kV10 + " --name conv_quant8 --device reference");
     CHECK(r.exitCode == 0);
