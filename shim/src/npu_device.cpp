@@ -63,7 +63,8 @@ Result<proto::PrepareModelReply> compileOnFirmware(Connection& c, Attempt& a, co
                                                    std::vector<WindowBlock>& keep) {
     proto::PrepareModelRequest request;
     const PoolAddresses pools = NPU_TRY(c.pools().modelPools(a, model));
-    keep.push_back(NPU_TRY(marshalModel(model, c.window(), request.mutable_model(), pools)));
+    keep.push_back(
+        NPU_TRY(marshalModel(model, c.window(), request.mutable_model(), pools, inlineRuleFor(c.hello()))));
     NPU_TRY(c.pushWindow(a, keep.back().addr(), keep.back().bytes(), "prepareModel: send constants"));
     request.set_preference(static_cast<uint32_t>(preference));
     request.set_priority(static_cast<uint32_t>(priority));
@@ -403,8 +404,8 @@ public:
             keep.clear();
             proto::GetSupportedOperationsRequest request;
             const PoolAddresses pools = NPU_TRY(connection_->pools().modelPools(a, model));
-            keep.push_back(
-                NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model(), pools)));
+            keep.push_back(NPU_TRY(marshalModel(model, connection_->window(), request.mutable_model(), pools,
+                                                inlineRuleFor(connection_->hello()))));
             NPU_TRY(connection_->pushWindow(a, keep.back().addr(), keep.back().bytes(),
                                             "getSupportedOperations: send constants"));
             return connection_->call(a, proto::METHOD_GET_SUPPORTED_OPERATIONS, request, reply,

@@ -2,6 +2,8 @@
 // an ADD compiled, executed, fetched as blobs, reloaded from those blobs and executed again,
 // fragmented requests, cancel, reset, and bad frames. Built with libprotobuf (the host codec).
 #include <cstring>
+#include <functional>
+#include <utility>
 
 #include "firmware_session.h"
 #include "fuzz_target.h"
@@ -38,15 +40,25 @@ proto::Operand* operand(proto::Subgraph* g, uint32_t type, std::initializer_list
     return o;
 }
 
-// A constant staged at window offset `at`.
-void constant(std::vector<uint8_t>& s, proto::Operand* o, uint32_t at, const void* data, size_t n) {
+// Where a seed model's constants go: staged in the window (their addresses sent), or inside the
+// message (Operand.value, CONSTANT_COPY: how the host sends values of at most 128 bytes).
+enum class Constants { kStaged, kInside };
+
+// A constant staged at window offset `at`, or inside the message.
+void constant(std::vector<uint8_t>& s, proto::Operand* o, uint32_t at, const void* data, size_t n,
+              Constants where = Constants::kStaged) {
+    if (where == Constants::kInside) {
+        o->set_lifetime(3);
+        o->set_value(data, n);
+        return;
+    }
     windowWrite(s, at, data, n);
     o->set_data_addr(kWindow + at);
     o->set_data_length(static_cast<uint32_t>(n));
 }
 
 // CONV_2D 1x4x4x2 (uint8 or int8) -> 1x3x3x3, 2x2 filter, VALID, RELU; constants at 0..255.
-proto::Model convModel(std::vector<uint8_t>& s, bool int8) {
+proto::Model convModel(std::vector<uint8_t>& s, bool int8, Constants where = Constants::kStaged) {
     const uint32_t t = int8 ? 14 : 5;
     const int zp = int8 ? -128 : 0;
     proto::Model m;
@@ -54,11 +66,11 @@ proto::Model convModel(std::vector<uint8_t>& s, bool int8) {
     operand(g, t, {1, 4, 4, 2}, 0.5f, zp + 3, 1);
     uint8_t filter[24];
     for (int i = 0; i < 24; ++i) filter[i] = uint8_t(i * 7 + 1);
-    constant(s, operand(g, t, {3, 2, 2, 2}, 0.25f, zp + 5, 4), 0, filter, sizeof filter);
+    constant(s, operand(g, t, {3, 2, 2, 2}, 0.25f, zp + 5, 4), 0, filter, sizeof filter, where);
     const int32_t bias[3] = {100, -50, 7};
-    constant(s, operand(g, 4, {3}, 0.125f, 0, 4), 64, bias, sizeof bias);
+    constant(s, operand(g, 4, {3}, 0.125f, 0, 4), 64, bias, sizeof bias, where);
     const int32_t scalars[4] = {2, 1, 1, 1};  // VALID, stride 1, 1, RELU
-    for (int i = 0; i < 4; ++i) constant(s, operand(g, 1, {}, 0, 0, 3), 128 + 4 * i, &scalars[i], 4);
+    for (int i = 0; i < 4; ++i) constant(s, operand(g, 1, {}, 0, 0, 3), 128 + 4 * i, &scalars[i], 4, where);
     operand(g, t, {1, 3, 3, 3}, 2.0f, zp + 10, 2);
     proto::Operation* op = g->add_operations();
     op->set_type(3);
@@ -70,14 +82,14 @@ proto::Model convModel(std::vector<uint8_t>& s, bool int8) {
 }
 
 // ADD of two 2x3 uint8 inputs with broadcasting of a 1x3 constant; constants at 256..
-proto::Model addModel(std::vector<uint8_t>& s) {
+proto::Model addModel(std::vector<uint8_t>& s, Constants where = Constants::kStaged) {
     proto::Model m;
     proto::Subgraph* g = m.mutable_main();
     operand(g, 5, {2, 3}, 0.1f, 4, 1);
     const uint8_t b[3] = {9, 200, 30};
-    constant(s, operand(g, 5, {1, 3}, 0.2f, 1, 4), 256, b, 3);
+    constant(s, operand(g, 5, {1, 3}, 0.2f, 1, 4), 256, b, 3, where);
     const int32_t act = 0;
-    constant(s, operand(g, 1, {}, 0, 0, 3), 320, &act, 4);
+    constant(s, operand(g, 1, {}, 0, 0, 3), 320, &act, 4, where);
     operand(g, 5, {2, 3}, 0.3f, 2, 2);
     proto::Operation* op = g->add_operations();
     op->set_type(0);
@@ -118,6 +130,27 @@ void execute(std::vector<uint8_t>& s, uint32_t handle, uint32_t inBytes, uint32_
     out->set_addr(kWindow + 8192);
     out->set_length(outBytes);
     frame(s, proto::METHOD_EXECUTE, e);
+}
+
+// The operand of addModel to change and how, for each way a hostile client may send a value:
+// a length against the type and dimensions, a value for an input, both a value and an address,
+// a value over the limit. firmware_session_test checks that these four are refused, naming the
+// operand.
+std::vector<std::pair<int, std::function<void(proto::Operand*)>>> hostileValues() {
+    return {
+        {1, [](proto::Operand* o) { o->set_value("abcdefg"); }},
+        {0, [](proto::Operand* o) { o->set_value(std::string(12, 'i')); }},
+        {2,
+         [](proto::Operand* o) {
+             o->set_data_addr(kWindow + 320);
+             o->set_data_length(4);
+         }},
+        {1,
+         [](proto::Operand* o) {
+             o->set_dimensions(1, 300);
+             o->set_value(std::string(300, 'o'));
+         }},
+    };
 }
 
 // The handle the last PrepareModel / PrepareFromCache of `script` returns: handles depend on
@@ -190,6 +223,31 @@ std::vector<std::vector<uint8_t>> seeds() {
         r.set_model_handle(handle);
         frame(s, proto::METHOD_RELEASE_MODEL, r);
         prepare(s, m);
+        all.push_back(s);
+    }
+    {  // constants inside the message: CONV_2D and ADD compiled and executed without window writes
+        std::vector<uint8_t> s;
+        hello(s);
+        proto::GetSupportedOperationsRequest q;
+        *q.mutable_model() = convModel(s, true, Constants::kInside);
+        frame(s, proto::METHOD_GET_SUPPORTED_OPERATIONS, q);
+        prepare(s, convModel(s, true, Constants::kInside));
+        execute(s, lastHandle(s), 32, 27);
+        prepare(s, addModel(s, Constants::kInside));
+        execute(s, lastHandle(s), 6, 6);
+        all.push_back(s);
+    }
+    {  // hostile values inside the message, each refused (INVALID_ARGUMENT), then a good model runs
+        std::vector<uint8_t> s;
+        hello(s);
+        const proto::Model good = addModel(s, Constants::kInside);
+        for (const auto& [index, mutate] : hostileValues()) {
+            proto::Model m = good;
+            mutate(m.mutable_main()->mutable_operands(index));
+            prepare(s, m);
+        }
+        prepare(s, good);
+        execute(s, lastHandle(s), 6, 6);
         all.push_back(s);
     }
     {  // a request in three MORE fragments, a cancel, a reset, an unknown method, bad framing

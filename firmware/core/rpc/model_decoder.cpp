@@ -3,10 +3,19 @@
 #include <pb_decode.h>
 
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
+
+#include "npu/fw/rpc_server.h"
+#include "npu/protocol/constant_values.h"
 
 namespace npu::fw {
 namespace {
+
+static_assert(kProtocolMinor >= proto::kInlineValuesMinor,
+              "Hello must announce that Operand.value is decoded");
+
+constexpr uint32_t kConstantCopy = 3;  // HAL OperandLifeTime::CONSTANT_COPY
 
 struct Lists {
     uint32_t operands = 0;
@@ -34,7 +43,29 @@ struct DecodeContext {
     uint32_t* inputs = nullptr;
     uint32_t* outputs = nullptr;
     const char* overflow = nullptr;  // the list that outgrew its first-pass count
+    // CONSTANT_COPY values inside the message (Operand.value): the operand being decoded, and
+    // main's value bytes so far in this pass.
+    Arena* arena = nullptr;
+    bool hasValue = false;
+    uint32_t valueLength = 0;
+    const uint8_t* value = nullptr;  // fill pass: the copy in the arena
+    uint64_t valueBytes = 0;
+    // Why a callback refused (the decode's status instead of nanopb's error).
+    bool refused = false;
+    FwStatus refusal;
 };
+
+// The index the operand being decoded will get.
+uint32_t operandIndex(const DecodeContext* c) {
+    return c->fill ? c->used.operands : c->count.operands;
+}
+
+// Stops the decode with `status` as its outcome.
+bool refuse(DecodeContext* c, const FwStatus& status) {
+    c->refused = true;
+    c->refusal = status;
+    return false;
+}
 
 bool countOne(uint32_t& counter) {
     if (counter == UINT32_MAX) return false;
@@ -85,13 +116,97 @@ bool onChannelScale(pb_istream_t* s, const pb_field_t*, void** arg) {
     return store(c, c->count.channelScales, c->used.channelScales, c->scales, v, "channel_scales");
 }
 
+// Operand.value: its length is checked before a byte is read (the operand's other fields may
+// come later on the wire, so they are checked in onOperand); the fill pass copies it into the
+// arena. A second value for one operand replaces the first, as in libprotobuf (both count).
+bool onValue(pb_istream_t* s, const pb_field_t*, void** arg) {
+    auto* c = static_cast<DecodeContext*>(*arg);
+    const size_t length = s->bytes_left;
+    const uint32_t index = operandIndex(c);
+    if (length > proto::kMaxInlineValueBytes) {
+        return refuse(c, FwStatus::make(Code::kInvalidArgument,
+                                        "model.main.operands[%" PRIu32
+                                        "].value: %zu bytes inside the message; at most %" PRIu32
+                                        " may ride there (stage a larger value in the host window)",
+                                        index, length, proto::kMaxInlineValueBytes));
+    }
+    if (length > proto::kMaxInlineModelBytes - c->valueBytes) {
+        return refuse(c,
+                      FwStatus::make(Code::kInvalidArgument,
+                                     "model.main.operands[%" PRIu32
+                                     "].value: %zu bytes bring the model's values inside the message to "
+                                     "%llu bytes; at most %" PRIu32 " may ride there",
+                                     index, length, static_cast<unsigned long long>(c->valueBytes + length),
+                                     proto::kMaxInlineModelBytes));
+    }
+    c->valueBytes += length;
+    c->hasValue = true;
+    c->valueLength = static_cast<uint32_t>(length);
+    c->value = nullptr;
+    if (!c->fill || length == 0) return pb_read(s, nullptr, length);
+    auto* copy = static_cast<uint8_t*>(c->arena->allocate(length, 16));
+    if (copy == nullptr) {
+        return refuse(
+            c, FwStatus::make(Code::kResourceExhaustedPersistent,
+                              "model.main.operands[%" PRIu32
+                              "].value: %zu bytes do not fit the firmware arena (%zu of %zu "
+                              "bytes free)",
+                              index, length, c->arena->capacity() - c->arena->used(), c->arena->capacity()));
+    }
+    if (!pb_read(s, copy, length)) return false;
+    c->value = copy;
+    return true;
+}
+
+// The checks of a value inside the message against its operand (the operand is `index`).
+FwStatus checkValue(uint32_t index, const npu_proto_Operand& wire, uint32_t length) {
+    if (wire.lifetime != kConstantCopy) {
+        return FwStatus::make(Code::kInvalidArgument,
+                              "model.main.operands[%" PRIu32 "]: a %" PRIu32
+                              "-byte value inside the message for an operand of lifetime %" PRIu32
+                              "; only CONSTANT_COPY (%" PRIu32 ") values ride there",
+                              index, length, wire.lifetime, kConstantCopy);
+    }
+    if (wire.data_addr != 0 || wire.data_length != 0) {
+        return FwStatus::make(
+            Code::kInvalidArgument,
+            "model.main.operands[%" PRIu32 "]: both a %" PRIu32 "-byte value inside the message and %" PRIu32
+            " bytes at device address 0x%llx; a constant has one or the other",
+            index, length, wire.data_length, static_cast<unsigned long long>(wire.data_addr));
+    }
+    uint64_t expected = 0;
+    if (operandBytes(wire.type, wire.dimensions, wire.dimensions_count, &expected) && expected != length) {
+        char dims[6 * 11 + 1] = {};
+        size_t at = 0;
+        for (uint32_t i = 0; i < wire.dimensions_count && at < sizeof(dims); ++i) {
+            const int n =
+                std::snprintf(dims + at, sizeof(dims) - at, "%s%" PRIu32, i ? "," : "", wire.dimensions[i]);
+            if (n < 0) break;
+            at += static_cast<size_t>(n);
+        }
+        return FwStatus::make(Code::kInvalidArgument,
+                              "model.main.operands[%" PRIu32 "].value: %" PRIu32 " bytes, but type %" PRIu32
+                              " of dimensions [%s] takes %llu bytes",
+                              index, length, wire.type, dims, static_cast<unsigned long long>(expected));
+    }
+    return FwStatus::okStatus();
+}
+
 bool onOperand(pb_istream_t* s, const pb_field_t*, void** arg) {
     auto* c = static_cast<DecodeContext*>(*arg);
     npu_proto_Operand wire = npu_proto_Operand_init_zero;
     wire.channel_scales.funcs.decode = onChannelScale;
     wire.channel_scales.arg = c;
+    wire.value.funcs.decode = onValue;
+    wire.value.arg = c;
+    c->hasValue = false;
+    c->valueLength = 0;
+    c->value = nullptr;
     const uint32_t scaleBegin = c->used.channelScales;
     if (!pb_decode(s, npu_proto_Operand_fields, &wire)) return false;
+    if (c->hasValue) {
+        if (FwStatus st = checkValue(operandIndex(c), wire, c->valueLength); !st.ok()) return refuse(c, st);
+    }
     if (!c->fill) return countOne(c->count.operands);
     if (c->used.operands >= c->count.operands) {
         c->overflow = "operands";
@@ -105,7 +220,8 @@ bool onOperand(pb_istream_t* s, const pb_field_t*, void** arg) {
     o.zeroPoint = wire.zero_point;
     o.lifetime = wire.lifetime;
     o.dataAddr = wire.data_addr;
-    o.dataLength = wire.data_length;
+    o.dataLength = c->hasValue ? c->valueLength : wire.data_length;
+    o.value = c->value;
     o.channelScaleCount = c->used.channelScales - scaleBegin;
     o.channelScales = o.channelScaleCount > 0 ? c->scales + scaleBegin : nullptr;
     o.channelDim = wire.channel_dim;
@@ -186,13 +302,64 @@ FwStatus checkIndexes(const char* what, uint32_t owner, const uint32_t* list, ui
 
 }  // namespace
 
+bool operandBytes(uint32_t type, const uint32_t* dims, uint32_t rank, uint64_t* bytes) {
+    uint64_t element = 0;
+    bool scalar = false;
+    switch (type) {
+        case 0:   // FLOAT32
+        case 1:   // INT32
+        case 2:   // UINT32
+        case 15:  // SUBGRAPH
+            element = 4, scalar = true;
+            break;
+        case 6:  // BOOL
+            element = 1, scalar = true;
+            break;
+        case 10:  // FLOAT16
+            element = 2, scalar = true;
+            break;
+        case 3:  // TENSOR_FLOAT32
+        case 4:  // TENSOR_INT32
+            element = 4;
+            break;
+        case 7:   // TENSOR_QUANT16_SYMM
+        case 8:   // TENSOR_FLOAT16
+        case 12:  // TENSOR_QUANT16_ASYMM
+            element = 2;
+            break;
+        case 5:      // TENSOR_QUANT8_ASYMM
+        case 9:      // TENSOR_BOOL8
+        case 11:     // TENSOR_QUANT8_SYMM_PER_CHANNEL
+        case 13:     // TENSOR_QUANT8_SYMM
+        case 14:     // TENSOR_QUANT8_ASYMM_SIGNED
+        case 10001:  // TENSOR_OEM_BYTE
+            element = 1;
+            break;
+        default:  // OEM (10000) and unknown types: no size
+            return false;
+    }
+    if (scalar) {
+        *bytes = element;
+        return true;
+    }
+    if (rank == 0 || dims == nullptr) return false;
+    uint64_t n = element;
+    for (uint32_t i = 0; i < rank; ++i) {
+        if (dims[i] == 0 || __builtin_mul_overflow(n, uint64_t{dims[i]}, &n)) return false;
+    }
+    *bytes = n;
+    return true;
+}
+
 FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgdesc_t* fields, void* request,
                             npu_proto_Model* wireModel, Arena& arena, ModelDesc* model) {
     DecodeContext ctx;
-    // Pass 1: count every list.
+    ctx.arena = &arena;
+    // Pass 1: count every list (and check every value inside the message, before any is copied).
     attach(wireModel, &ctx);
     pb_istream_t s1 = pb_istream_from_buffer(payload, length);
     if (!pb_decode(&s1, fields, request)) {
+        if (ctx.refused) return ctx.refusal;
         return FwStatus::make(Code::kInvalidArgument, "cannot decode the model (%zu bytes): %s", length,
                               PB_GET_ERROR(&s1));
     }
@@ -211,9 +378,11 @@ FwStatus decodeModelRequest(const uint8_t* payload, size_t length, const pb_msgd
     }
     // Pass 2: fill the arrays (the request struct is decoded again from scratch).
     ctx.fill = true;
+    ctx.valueBytes = 0;
     attach(wireModel, &ctx);
     pb_istream_t s2 = pb_istream_from_buffer(payload, length);
     if (!pb_decode(&s2, fields, request)) {
+        if (ctx.refused) return ctx.refusal;
         return FwStatus::make(Code::kInvalidArgument, "cannot decode the model (fill pass): %s%s",
                               ctx.overflow ? "list grew between passes: " : "",
                               ctx.overflow ? ctx.overflow : PB_GET_ERROR(&s2));

@@ -178,6 +178,8 @@ void RuntimeService::counters(npu_proto_CountersReply* reply) {
     appendCounter(reply, "runtime.buffers", runtime_.buffersInUse());
     appendCounter(reply, "runtime.buffer_bytes", runtime_.bufferBytes());
     appendCounter(reply, "runtime.copied_bytes", runtime_.copiedBytes());
+    appendCounter(reply, "runtime.constant_bytes_in_message", runtime_.constantBytesInMessage());
+    appendCounter(reply, "runtime.constant_bytes_in_memory", runtime_.constantBytesInMemory());
 }
 
 }  // namespace npu::fw

@@ -193,7 +193,7 @@ FwStatus SessionService::checkBlobs(uint64_t modelAddr, uint64_t modelBytes, uin
 FwStatus SessionService::checkConstants(const ModelDesc& model) const {
     for (uint32_t i = 0; i < model.operandCount; ++i) {
         const OperandDesc& o = model.operands[i];
-        if (o.dataLength == 0) continue;
+        if (o.dataLength == 0 || o.value != nullptr) continue;  // a value inside the message is ours
         if (FwStatus st = checkRange(o.dataAddr, o.dataLength, "model", "constant operand", i); !st.ok())
             return st;
     }

@@ -1306,6 +1306,7 @@ uint64_t tensorBytes(const OperandDesc& d) {
 }
 
 const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d) {
+    if (d.value != nullptr) return d.value;  // came inside the message (model_decoder.cpp checked it)
     if (target.dram == nullptr || d.dataAddr < target.hostWindowBase || d.dataAddr > target.dramSize ||
         d.dataLength > target.dramSize - d.dataAddr) {
         return nullptr;

@@ -222,7 +222,8 @@ uint64_t tensorElements(const OperandDesc& d);
 // Bytes of a data tensor: 4 per element for TENSOR_FLOAT32 (QUANTIZE / DEQUANTIZE's float side),
 // else 1 (8-bit data).
 uint64_t tensorBytes(const OperandDesc& d);
-// Pointer to a constant operand's value in DRAM, or nullptr if it does not lie in the host window.
+// Pointer to a constant operand's value: the one that came inside the message (OperandDesc::value),
+// else the one in DRAM, or nullptr if that does not lie in the host window (or a mapped pool).
 const uint8_t* constantData(const CompileTarget& target, const OperandDesc& d);
 
 }  // namespace npu::fw

@@ -28,7 +28,9 @@ struct Runtime::Impl {
     DramAllocator dram;
     BlobStore store;
     BufferTable buffers;
-    uint64_t copiedBytes = 0;  // GetCounters: tensor bytes staged in the host window
+    uint64_t copiedBytes = 0;             // GetCounters: tensor bytes staged in the host window
+    uint64_t constantBytesInMessage = 0;  // GetCounters: constants that came inside PrepareModel
+    uint64_t constantBytesInMemory = 0;   // ... and those read at a device address
     // Capabilities, measured at the first init(): [0] uint8 data, [1] int8 data.
     WorkloadFigures performance[2];
     FwStatus performanceStatus = FwStatus::make(Code::kDeviceUnavailable, "performance not measured yet");
@@ -194,6 +196,10 @@ FwStatus Runtime::prepare(const ModelDesc& model, Arena& scratch, BlobInfo* info
                           uint32_t preference) {
     if (impl_ == nullptr || !impl_->initialized) return notReady();
     if (info == nullptr) return FwStatus::make(Code::kInvalidArgument, "prepare: no BlobInfo");
+    for (uint32_t i = 0; model.operands != nullptr && i < model.operandCount; ++i) {
+        const OperandDesc& o = model.operands[i];
+        (o.value != nullptr ? impl_->constantBytesInMessage : impl_->constantBytesInMemory) += o.dataLength;
+    }
     MacTiling* tilings = nullptr;
     TuningOutcome tuning;
     if (impl_->config.autotune && allowAutotune) {
@@ -547,6 +553,12 @@ uint64_t Runtime::dramBytesInUse() const {
 }
 uint64_t Runtime::copiedBytes() const {
     return impl_ != nullptr ? impl_->copiedBytes : 0;
+}
+uint64_t Runtime::constantBytesInMessage() const {
+    return impl_ != nullptr ? impl_->constantBytesInMessage : 0;
+}
+uint64_t Runtime::constantBytesInMemory() const {
+    return impl_ != nullptr ? impl_->constantBytesInMemory : 0;
 }
 
 FwStatus Runtime::performance(uint32_t type, PerformanceFigure* out) const {

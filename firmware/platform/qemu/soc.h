@@ -16,9 +16,14 @@ inline constexpr uintptr_t kDdrBase = 0x60000000u;
 inline constexpr uint64_t kDeviceDramBytes = isa::kQemuDeviceDramBytes;  // NPU device DRAM at DDR offset 0
 inline constexpr uint64_t kFirmwareDramBytes = 128ull << 20;  // its firmware part; the rest: host window
 inline constexpr uint64_t kMailboxOffset = isa::kQemuMailboxOffset;
-inline constexpr uint32_t kArenaOffset = 257u << 20;  // the firmware's arenas
-static_assert(kMailboxOffset + sizeof(isa::RegMailbox) <= kArenaOffset);
-inline constexpr uint32_t kArenaBytes = 255u << 20;  // up to 512 MiB
+// The firmware's arenas, after the mailbox and the host-to-firmware request ring (which the
+// host writes all the time: an arena over it had its first bytes, the runtime's own state,
+// overwritten by requests once ~1 MiB of them had passed).
+inline constexpr uint32_t kArenaOffset = 264u << 20;
+static_assert(kMailboxOffset + sizeof(isa::RegMailbox) <= proto::kQemuRingHeaderOffset);
+static_assert(proto::kQemuRingHeaderOffset + sizeof(proto::DdrRingHeader) <= proto::kQemuRingDataOffset);
+static_assert(proto::kQemuRingDataOffset + proto::kQemuRingBytes <= kArenaOffset);
+inline constexpr uint32_t kArenaBytes = 248u << 20;  // up to 512 MiB
 
 // ---- CMSDK APB UARTs (secure aliases) ---------------------------------------------------------
 inline constexpr uintptr_t kUart0Base = 0x59303000u;  // RPC: replies out, ring doorbells in

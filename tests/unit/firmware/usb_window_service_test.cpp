@@ -14,6 +14,7 @@
 #include "npu.pb.h"
 #include "npu/framework/cts_loader.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/hal/model_builder.h"
 #include "npu/protocol/frame.h"
 #include "npu/protocol/transport.h"
 #include "npu/shim/npu_device.h"
@@ -292,6 +293,60 @@ TEST_CASE("the shim over a transport without shared memory gives loopback's byte
     chunked->reset();
     for (int i = 0; i < 400 && !slotClear(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     CHECK(slotClear());
+    (*firmware)->stop();
+    firmware->reset();
+    munmap(dram, config.dramBytes);
+}
+
+TEST_CASE(
+    "without shared memory, a model whose constants ride inside the message prepares with no window call",
+    "[usb]") {
+    fw::host::FirmwareHostConfig config;
+    auto firmware = fw::host::FirmwareHost::create(config);
+    REQUIRE(firmware.has_value());
+    void* dram =
+        mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, (*firmware)->dramFd(), 0);
+    REQUIRE(dram != MAP_FAILED);
+    WindowService window(static_cast<uint8_t*>(dram), config.firmwareDramBytes,
+                         config.dramBytes - config.firmwareDramBytes, config.maxPayloadBytes);
+    auto [hostEnd, firmwareEnd] = proto::makeLoopbackPair();
+    (*firmware)->start(std::make_unique<WindowFilter>(std::move(firmwareEnd), window));
+    shim::ShimOptions options;
+    options.autotune = false;
+    auto device = shim::createNpuDevice(std::make_unique<NoSharedMemory>(std::move(hostEnd)), options);
+    REQUIRE(device.has_value());
+
+    // ADD(in [1,4], constant [1,4], activation): both constants CONSTANT_COPY, inside the message.
+    framework::TestCase tc;
+    hal::ModelBuilder b;
+    const auto q8 = hal::OperandType::TENSOR_QUANT8_ASYMM;
+    const uint32_t in = b.input(q8, {1, 4}, 0.5f, 0);
+    const uint32_t c = b.constant<uint8_t>(q8, {1, 4}, {2, 4, 6, 8}, 0.5f, 0);
+    const uint32_t act = b.scalar(0);
+    const uint32_t out = b.output(q8, {1, 4}, 1.0f, 0);
+    b.operation(hal::OperationType::ADD, {in, c, act}, {out});
+    tc.model = b.build();
+    tc.inputs = {{2, 2, 2, 2}};
+    tc.expectedOutputs = {std::vector<uint8_t>(4)};
+    tc.expectedOutputDims = {{1, 4}};
+    tc.outputIgnored = {false};
+
+    const uint64_t before = window.bytesWritten();
+    auto supported = (*device)->getSupportedOperations(tc.model);
+    REQUIRE(supported.has_value());
+    auto prepared = (*device)->prepareModel(tc.model);
+    INFO((prepared ? std::string() : prepared.error().message));
+    REQUIRE(prepared.has_value());
+    CHECK(window.bytesWritten() == before);  // no WINDOW_WRITE round trip for the constants
+    // The execution's input still travels as a window call.
+    auto request = framework::makeRequest(tc);
+    REQUIRE(request.has_value());
+    REQUIRE((*prepared)->executeSynchronously(request->request, hal::MeasureTiming::NO, std::nullopt,
+                                              std::nullopt));
+    CHECK(window.bytesWritten() > before);
+    CHECK(framework::readOutputs(*request)[0] == std::vector<uint8_t>{2, 3, 4, 5});
+    prepared->reset();
+    device->reset();
     (*firmware)->stop();
     firmware->reset();
     munmap(dram, config.dramBytes);

@@ -489,3 +489,52 @@ TEST_CASE("nanopb refuses values beyond npu.options bounds instead of overflowin
     in = pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
     REQUIRE_FALSE(pb_decode(&in, npu_proto_Status_fields, &ws));
 }
+
+TEST_CASE("CONSTANT_COPY values (Operand.value, any bytes) survive both codecs", "[protocol]") {
+    npu::proto::PrepareModelRequest request;
+    auto* g = request.mutable_model()->mutable_main();
+    std::string all(256, '\0');
+    for (int i = 0; i < 256; ++i) all[size_t(i)] = char(i);  // NULs and high bytes included
+    for (const std::string& v : {std::string(4, '\0'), all, std::string("\x80\x01", 2)}) {
+        auto* o = g->add_operands();
+        o->set_type(5);
+        o->add_dimensions(uint32_t(v.size()));
+        o->set_lifetime(3);
+        o->set_value(v);
+    }
+    g->add_operands()->set_data_addr(0x8000000);  // one without a value in between
+    g->mutable_operands(3)->set_data_length(4);
+    g->add_operands()->set_value("z");
+    google::protobuf::util::MessageDifferencer differ;
+    std::string diff;
+    differ.ReportDifferencesToString(&diff);
+
+    // libprotobuf -> nanopb
+    const std::string bytes = request.SerializeAsString();
+    npu::proto::PrepareModelRequest back;
+    {
+        StructBuffer buf;
+        attachDecodeCallbacks(&npu_proto_PrepareModelRequest_msg, buf.data(), &back);
+        pb_istream_t in =
+            pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
+        REQUIRE(pb_decode(&in, &npu_proto_PrepareModelRequest_msg, buf.data()));
+        fromNanopb(&npu_proto_PrepareModelRequest_msg, buf.data(), &back);
+    }
+    CHECK(differ.Compare(request, back));
+    INFO(diff);
+    CHECK(back.model().main().operands(1).value() == all);
+    CHECK(back.model().main().operands(3).value().empty());
+
+    // nanopb -> libprotobuf
+    StructBuffer buf;
+    encodeArgs.clear();
+    toNanopb(request, &npu_proto_PrepareModelRequest_msg, buf.data());
+    std::vector<pb_byte_t> out(1 << 16);
+    pb_ostream_t os = pb_ostream_from_buffer(out.data(), out.size());
+    REQUIRE(pb_encode(&os, &npu_proto_PrepareModelRequest_msg, buf.data()));
+    npu::proto::PrepareModelRequest parsed;
+    REQUIRE(parsed.ParseFromArray(out.data(), int(os.bytes_written)));
+    diff.clear();
+    CHECK(differ.Compare(request, parsed));
+    INFO(diff);
+}

@@ -347,3 +347,27 @@ TEST_CASE("more doorbell bytes than the firmware's UART ring holds: back-pressur
     CHECK(after["qemu.mailbox_failures"] == 0);
     REQUIRE(ping(*b.client, 99).has_value());
 }
+
+TEST_CASE("the request ring goes round without touching the firmware's own memory in DDR", "[qemu]") {
+    Booted b = bootAndHello();
+    GetCapabilitiesRequest query;
+    CapabilitiesReply before;
+    REQUIRE(b.client->call(METHOD_GET_CAPABILITIES, query, before, 30s).has_value());
+    const auto countersBefore = counters(*b.client);
+    // Twice all the ring holds (no byte is a frame magic, so the firmware only counts them): the
+    // ring's bytes cover every offset of its range at least once. The firmware's arenas (its
+    // runtime state first) lie after that range in DDR; they once started inside it, and a
+    // client that had sent ~1 MiB of requests overwrote them.
+    const std::vector<uint8_t> garbage(kQemuRingBytes - 4096, 0xA5);
+    for (int i = 0; i < 2; ++i) REQUIRE(b.transport->write(garbage).has_value());
+    REQUIRE(ping(*b.client, 7, 60s).has_value());
+    CapabilitiesReply after;
+    auto r = b.client->call(METHOD_GET_CAPABILITIES, query, after, 30s);
+    INFO((r ? std::string("ok") : r.error().message));
+    REQUIRE(r.has_value());
+    CHECK(after.SerializeAsString() == before.SerializeAsString());
+    const auto countersAfter = counters(*b.client);
+    CHECK(countersAfter.at("rpc.garbage_bytes") - countersBefore.at("rpc.garbage_bytes") ==
+          2 * garbage.size());
+    CHECK(countersAfter.at("runtime.loaded_models") == countersBefore.at("runtime.loaded_models"));
+}

@@ -222,7 +222,7 @@ proto::Model threeOperandModel() {
 
 }  // namespace
 
-TEST_CASE("Hello answers 1.0 with the platform's DRAM window") {
+TEST_CASE("Hello answers 1.1 with the platform's DRAM window") {
     Fixture fx;
     proto::HelloRequest req;
     req.set_major(1);
@@ -238,7 +238,7 @@ TEST_CASE("Hello answers 1.0 with the platform's DRAM window") {
     REQUIRE(rep.ParseFromString(s.payload));
     CHECK(rep.status().code() == 0);
     CHECK(rep.major() == 1);
-    CHECK(rep.minor() == 0);
+    CHECK(rep.minor() == 1);  // 1.1: Operand.value (CONSTANT_COPY values inside the model)
     CHECK(rep.hw_id() == 0x4E505531);
     CHECK(rep.device_memory_bytes() == (256ull << 20));
     CHECK(rep.host_window_addr() == (128ull << 20));
@@ -258,7 +258,7 @@ TEST_CASE("Hello with another major version is refused naming both versions") {
     REQUIRE(rep.ParseFromString(fx.only().payload));
     CHECK(rep.status().code() != 0);
     CHECK(rep.status().message().find("2.3") != std::string::npos);
-    CHECK(rep.status().message().find("1.0") != std::string::npos);
+    CHECK(rep.status().message().find("1.1") != std::string::npos);
 }
 
 TEST_CASE("a CRC-corrupt frame gets an ERROR frame naming the problem and the call") {

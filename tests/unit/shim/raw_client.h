@@ -54,7 +54,8 @@ struct RawClient {
         window = std::move(*w);
     }
 
-    // Prepares `model` (constants staged in this client's window, or at `constantsAt` instead);
+    // Prepares `model` (small CONSTANT_COPY values inside the message, the other constants staged
+    // in this client's window; or every constant staged and then named at `constantsAt` instead);
     // the reply's status code, the handle in *handle.
     uint32_t prepare(const hal::Model& model, hal::Priority priority, uint32_t* handle,
                      std::optional<uint64_t> constantsAt = std::nullopt) {
@@ -67,7 +68,9 @@ struct RawClient {
                                           std::optional<uint64_t> constantsAt = std::nullopt,
                                           uint64_t deadlineNs = 0) {
         proto::PrepareModelRequest request;
-        auto constants = shim::marshalModel(model, *window, request.mutable_model());
+        // Constants moved elsewhere must all be staged ones (none inside the message).
+        auto constants = shim::marshalModel(model, *window, request.mutable_model(), {},
+                                            constantsAt ? shim::InlineRule::none() : shim::InlineRule{});
         REQUIRE(constants.has_value());
         if (constantsAt) {
             for (auto& o : *request.mutable_model()->mutable_main()->mutable_operands()) {

@@ -20,7 +20,8 @@
 namespace npu::shim {
 
 inline constexpr uint32_t kProtocolMajor = 1;
-inline constexpr uint32_t kProtocolMinor = 0;
+// Minor 1: Operand.value (CONSTANT_COPY values inside the model, npu/protocol/constant_values.h).
+inline constexpr uint32_t kProtocolMinor = 1;
 inline constexpr const char* kShimVersion = "0.1.0";
 
 // The watchdog and recovery (docs/reliability.md, "Watchdog, reset, replay").

@@ -17,7 +17,8 @@
 namespace npu::fw {
 
 inline constexpr uint32_t kProtocolMajor = 1;
-inline constexpr uint32_t kProtocolMinor = 0;
+// Minor 1: Operand.value (CONSTANT_COPY values inside the model, npu/protocol/constant_values.h).
+inline constexpr uint32_t kProtocolMinor = 1;
 
 // Where frames go: the platform's UART, socket or in-process channel. `bytes` is one complete
 // frame (header + payload); `method` and `flags` repeat the header's so that the platform can

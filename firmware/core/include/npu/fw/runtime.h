@@ -53,8 +53,11 @@ struct OperandDesc {
     float scale = 0.0f;
     int32_t zeroPoint = 0;
     uint32_t lifetime = 0;  // HAL OperandLifeTime
-    uint64_t dataAddr = 0;  // constants: DRAM address of the value staged by the host
+    uint64_t dataAddr = 0;  // constants: device address of the value (host window or a mapped pool)
     uint32_t dataLength = 0;
+    // A CONSTANT_COPY value that came inside the message (Operand.value): dataLength bytes in
+    // firmware memory (the request's arena, alive as long as this descriptor); dataAddr is 0.
+    const uint8_t* value = nullptr;
     const float* channelScales = nullptr;  // per-channel quantization
     uint32_t channelScaleCount = 0;
     uint32_t channelDim = 0;
@@ -263,6 +266,11 @@ public:
     // in the host window (inputs when run, outputs when they succeed) and buffer copies.
     // Arguments in pools mapped by fd (IoArg::poolMapped) and driver-managed buffers move nothing.
     uint64_t copiedBytes() const;
+    // Constant bytes the prepares were given: values that came inside their messages
+    // (OperandDesc::value), and values they read at a device address (staged by the host in its
+    // window, or in a pool mapped by fd). docs/execution.md, "Memory model".
+    uint64_t constantBytesInMessage() const;
+    uint64_t constantBytesInMemory() const;
 
     // Blob store access beyond prepare/release (additions of the foundation issue):
     // loadBlob validates a blob image (e.g. from a cache file) completely and holds it;
