@@ -17,6 +17,7 @@
 
 #include "npu/base/try.h"
 #include "npu/protocol/fmq.h"
+#include "poll_window.h"
 
 namespace npu::proto {
 namespace {
@@ -34,11 +35,6 @@ void cpuRelax() {
     asm volatile("yield");
 #endif
 }
-
-constexpr std::chrono::microseconds kPreemptedGap{15};
-constexpr int kPollScoreFull = 1024;  // pollScore_ when every poll finds bytes
-constexpr int kPollScoreHalf = kPollScoreFull / 2;
-constexpr uint32_t kProbeEvery = 16;
 
 bool validRingBytes(uint32_t bytes) {
     return bytes >= kFmqMinRingBytes && bytes <= kFmqMaxRingBytes && (bytes & (bytes - 1)) == 0;
@@ -145,13 +141,8 @@ private:
     FmqOptions options_;
     std::string name_;
     std::mutex readMutex_, writeMutex_;
-    uint64_t readPos_ = 0;            // under readMutex_
-    int pollScore_ = kPollScoreFull;  // under readMutex_ (pollRing)
-    uint32_t sleptWaits_ = 0;         // under readMutex_ (pollRing)
-    // Under readMutex_ (pollRing): the thread's involuntary context switches at its last wait,
-    // and until when waits sleep without polling.
-    long involuntarySwitches_ = 0;
-    Clock::time_point sleepUntil_{};
+    uint64_t readPos_ = 0;   // under readMutex_
+    PollWindow poll_;        // under readMutex_
     uint64_t writePos_ = 0;  // under writeMutex_
     std::atomic<bool> shut_{false};
     std::atomic<bool> peerGone_{false};
@@ -263,33 +254,10 @@ Result<void> FmqTransport::waitWritable(Clock::time_point deadline, size_t wante
     }
 }
 
-// The poll window: the peer is likely busy with our last message and answers within it, and
-// while both ends have a CPU of their own a look at shared memory costs less than a wake-up.
-// Where they do not (more runnable threads than CPUs), polling does harm: a poller looks
-// CPU-bound to the scheduler and loses the wake-up preemption a sleeper gets, and a poller that
-// was preempted is awake to its peer, which rings no doorbell, so it waits for the scheduler's
-// next turn (a one-operation burst took ~120 us instead of ~16 under two busy loops on two CPUs).
-// So polling goes on only while it pays: pollScore_ follows the share of polls that found bytes
-// (an average over the last ~8 polls); below half, a wait polls only once in kProbeEvery (to see
-// whether it pays again) and otherwise sleeps at once. A poll that sees a gap of more than
-// kPreemptedGap between two looks at the clock (it was preempted) stops at once and sleeps.
+// The poll window (poll_window.h): the peer is likely busy with our last message and answers
+// within it.
 Result<bool> FmqTransport::pollRing(Clock::time_point start, Clock::duration window) {
-    if (pollScore_ < kPollScoreHalf && ++sleptWaits_ % kProbeEvery != 0) return NPU_TRY(readable()) > 0;
-    const auto until = start + window;
-    bool found = false;
-    for (auto last = start;;) {
-        if (NPU_TRY(readable()) > 0) {
-            found = true;
-            break;
-        }
-        if (shut_.load() || peerGone_.load()) break;
-        const auto now = Clock::now();
-        if (now >= until || now - last > kPreemptedGap) break;
-        last = now;
-        cpuRelax();
-    }
-    pollScore_ += ((found ? kPollScoreFull : 0) - pollScore_) / 8;
-    return found;
+    return poll_.poll(start, window, [this]() -> Result<bool> { return NPU_TRY(readable()) > 0; });
 }
 
 Result<void> FmqTransport::waitReadable(std::chrono::milliseconds timeout) {

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "npu/protocol/transport.h"
+#include "poll_window.h"
 
 namespace npu::proto {
 namespace {
@@ -173,6 +174,7 @@ public:
     }
 
     std::string describe() const override { return description_; }
+    void setReadPollWindow(std::chrono::microseconds window) override { pollWindow_ = window; }
 
 private:
     UnixTransport(UniqueFd socket, UniqueFd wake, std::string description, UniqueFd replies, bool accepting)
@@ -230,12 +232,24 @@ private:
         return n;
     }
 
+    // The poll window (setReadPollWindow): true when bytes (or the peer's end) wait.
+    bool pollReadable(std::chrono::microseconds window) {
+        const auto ready = [this]() -> Result<bool> {
+            pollfd p{readFd_, POLLIN, 0};
+            return ::poll(&p, 1, 0) != 0;  // an error: the blocking read reports it
+        };
+        auto found = poll_.poll(PollWindow::Clock::now(), window, ready);
+        return found && *found;
+    }
+
     Result<size_t> receive(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
                            std::chrono::milliseconds timeout) {
         // One blocking recvmsg bounded by SO_RCVTIMEO (set again only when the timeout changes)
         // instead of poll() + recvmsg: a system call less per frame. shutdown() wakes it (the
         // socket's own shutdown returns 0 to a blocked reader). Reads are not concurrent.
         const bool wait = timeout.count() > 0;
+        if (wait && pollWindow_.count() > 0)
+            (void)pollReadable(std::min<std::chrono::microseconds>(pollWindow_, timeout));
         if (wait && timeout != rcvTimeout_) {
             timeval tv{static_cast<time_t>(timeout.count() / 1000),
                        static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
@@ -283,7 +297,9 @@ private:
         }
     }
 
-    UniqueFd fd_;  // the connected socket
+    std::chrono::microseconds pollWindow_{0};  // setReadPollWindow
+    PollWindow poll_;                          // reads are not concurrent
+    UniqueFd fd_;                              // the connected socket
     UniqueFd wake_;
     std::string description_;
     UniqueFd other_;  // the reply socket (accepting side: written; connecting side: read), if any

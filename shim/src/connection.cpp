@@ -357,6 +357,7 @@ Result<std::shared_ptr<Connection>> Connection::open(std::unique_ptr<proto::Tran
                                                      TransportFactory restart, const ShimOptions& options) {
     const std::string peer = transport->describe();
     const bool shared = transport->sharesMemory();
+    transport->setReadPollWindow(options.replyPollWindow);
     auto rpc = proto::RpcClient::create(std::move(transport));
     if (!rpc) {
         return fail(hal::ErrorStatus::DEVICE_UNAVAILABLE,

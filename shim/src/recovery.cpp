@@ -188,6 +188,7 @@ Status Connection::restartFirmware() {
             continue;
         }
         const std::string peer = (*transport)->describe();
+        (*transport)->setReadPollWindow(options_.replyPollWindow);
         auto fresh = proto::RpcClient::create(std::move(*transport));
         if (!fresh) {
             why = fresh.error().message;

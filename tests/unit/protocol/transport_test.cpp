@@ -149,6 +149,26 @@ TEST_CASE("unix transport") {
     exerciseTransport(*p.client, *p.server);
 }
 
+TEST_CASE("unix transport with a read poll window on both ends") {
+    // The window only changes how a read waits: the same bytes, fds, timeouts and shutdown.
+    auto p = makeUnixPair();
+    p.client->setReadPollWindow(50us);
+    p.server->setReadPollWindow(1000us);
+    exerciseTransport(*p.client, *p.server);
+}
+
+TEST_CASE("unix: a read poll window longer than the read's timeout still times out at the timeout") {
+    auto p = makeUnixPair();
+    p.client->setReadPollWindow(std::chrono::microseconds(10'000'000));
+    uint8_t buf[8];
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = p.client->read(buf, nullptr, 30ms);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+    CHECK(took < 5s);  // bounded by the read's timeout, not by the 10 s window
+}
+
 TEST_CASE("unix: peer death gives kDisconnected, never SIGPIPE") {
     auto p = makeUnixPair();
     REQUIRE(p.server->write(bytesOf("bye")).has_value());

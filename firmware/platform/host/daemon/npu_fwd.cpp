@@ -129,6 +129,11 @@ std::optional<int> parseOptions(int argc, char** argv, DaemonOptions& o) {
                    "sleeps (docs/execution.md, Bursts; 0 = sleep at once)")
         ->check(CLI::Range(0u, 10000u))
         ->capture_default_str();
+    app.add_option("--request-poll-us", o.firmware.requestPollUs,
+                   "how long a session's reader polls for the client's next request before it sleeps "
+                   "(docs/execution.md; 0 = sleep at once)")
+        ->check(CLI::Range(0u, 10000u))
+        ->capture_default_str();
     bool faultInjection = false;
     app.add_flag("--fault-injection", faultInjection,
                  "let clients inject NPU faults and crashes (reliability tests only)");

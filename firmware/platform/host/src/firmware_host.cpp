@@ -496,6 +496,7 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
     Impl& d = *impl_;
     std::unique_ptr<Session> session;
     uint64_t epoch = 0;
+    transport.setReadPollWindow(std::chrono::microseconds(d.config.requestPollUs));
     {
         std::lock_guard lock(d.mutex);
         auto s = d.openSession(transport);

@@ -42,6 +42,13 @@ public:
     // host window and moves its bytes with WINDOW_WRITE / WINDOW_READ calls (docs/usb.md).
     virtual bool sharesMemory() const { return true; }
 
+    // A hint for a reader that expects an answer soon (a client waiting for its reply): before a
+    // read sleeps, look for bytes for up to `window` (0, the default: sleep at once). Only where a
+    // wake-up costs more than a look does it matter (unix; a burst's queue has its own,
+    // FmqOptions::pollWindow); the policy is in protocol/src/poll_window.h. Set before reading. A
+    // read that times out may take up to min(window, timeout) longer than its timeout.
+    virtual void setReadPollWindow(std::chrono::microseconds window) { (void)window; }
+
     // Zero-copy sending, for transports that send from buffers of their own (USB's transfer
     // buffers): room for the next write of `length` bytes (no fds), which the caller fills and then
     // sends with commitWrite(length), with no other write between (a caller serialises its

@@ -65,6 +65,10 @@ struct ShimOptions {
     // How long a burst's execution polls its queue for the reply before it sleeps on the doorbell
     // (latency against the CPU a waiting caller burns; 0: sleep at once).
     std::chrono::microseconds burstPollWindow{50};
+    // How long a caller waiting for its reply on the connection polls for it before it sleeps
+    // (Transport::setReadPollWindow: unix; the policy that stops polling where it does not pay is
+    // protocol/src/poll_window.h; 0: sleep at once).
+    std::chrono::microseconds replyPollWindow{50};
     RecoveryOptions recovery;
 };
 

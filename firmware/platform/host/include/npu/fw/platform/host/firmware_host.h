@@ -47,6 +47,11 @@ struct FirmwareHostConfig {
     // request before it sleeps on the doorbell (the latency of back-to-back executions against the
     // CPU an idle burst burns); 0: sleep at once.
     uint32_t burstPollUs = 50;
+    // A session's reader: how long it polls its transport for the client's next request before it
+    // sleeps (Transport::setReadPollWindow: unix), so that a client executing in a loop finds the
+    // reader awake; polling stops by itself where it does not pay (protocol/src/poll_window.h).
+    // 0: sleep at once.
+    uint32_t requestPollUs = 50;
     // Serve METHOD_INJECT_FAULTS (reliability tests, npu-fwd --fault-injection); off: refused.
     bool faultInjection = false;
     // What an injected crash (InjectFaults.crash_after_ms) does besides dropping the connection
