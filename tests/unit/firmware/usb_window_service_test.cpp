@@ -243,20 +243,43 @@ Result<std::vector<std::vector<uint8_t>>> run(hal::IDevice& device, const framew
 
 }  // namespace
 
-TEST_CASE("the shim over a transport without shared memory gives loopback's bytes", "[usb]") {
+// A firmware host whose one client reaches it as over USB: no shared memory, every window byte
+// a WINDOW_WRITE / WINDOW_READ call served by `window` over the host's device memory (`dram`).
+struct WindowCallFirmware {
     fw::host::FirmwareHostConfig config;
-    auto firmware = fw::host::FirmwareHost::create(config);
-    REQUIRE(firmware.has_value());
-    void* dram =
-        mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, (*firmware)->dramFd(), 0);
-    REQUIRE(dram != MAP_FAILED);
-    WindowService window(static_cast<uint8_t*>(dram), config.firmwareDramBytes,
-                         config.dramBytes - config.firmwareDramBytes, config.maxPayloadBytes);
-    auto [hostEnd, firmwareEnd] = proto::makeLoopbackPair();
-    (*firmware)->start(std::make_unique<WindowFilter>(std::move(firmwareEnd), window));
+    std::unique_ptr<fw::host::FirmwareHost> firmware;
+    uint8_t* dram = nullptr;
+    std::unique_ptr<WindowService> window;
+    std::unique_ptr<proto::Transport> hostEnd;  // the client's end, for createNpuDevice
+
+    WindowCallFirmware() {
+        auto created = fw::host::FirmwareHost::create(config);
+        REQUIRE(created.has_value());
+        firmware = std::move(*created);
+        void* mapped =
+            mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, firmware->dramFd(), 0);
+        REQUIRE(mapped != MAP_FAILED);
+        dram = static_cast<uint8_t*>(mapped);
+        window = std::make_unique<WindowService>(dram, config.firmwareDramBytes,
+                                                 config.dramBytes - config.firmwareDramBytes,
+                                                 config.maxPayloadBytes);
+        auto [host, fwEnd] = proto::makeLoopbackPair();
+        firmware->start(std::make_unique<WindowFilter>(std::move(fwEnd), *window));
+        hostEnd = std::make_unique<NoSharedMemory>(std::move(host));
+    }
+    ~WindowCallFirmware() {
+        firmware->stop();
+        firmware.reset();
+        if (dram != nullptr) munmap(dram, config.dramBytes);
+    }
+};
+
+TEST_CASE("the shim over a transport without shared memory gives loopback's bytes", "[usb]") {
+    WindowCallFirmware f;
+    WindowService& window = *f.window;
     shim::ShimOptions options;
     options.autotune = false;
-    auto chunked = shim::createNpuDevice(std::make_unique<NoSharedMemory>(std::move(hostEnd)), options);
+    auto chunked = shim::createNpuDevice(std::move(f.hostEnd), options);
     REQUIRE(chunked.has_value());
     auto loop = fw::host::startLoopbackFirmware();
     REQUIRE(loop.has_value());
@@ -287,33 +310,22 @@ TEST_CASE("the shim over a transport without shared memory gives loopback's byte
     CHECK(window.bytesRead() > 0);
     // The session's window (the first slot after the firmware's DRAM) held its tensors; once it
     // is gone, the next client in that slot finds it zeroed.
-    const uint8_t* slot = static_cast<const uint8_t*>(dram) + config.firmwareDramBytes;
+    const uint8_t* slot = f.dram + f.config.firmwareDramBytes;
     auto slotClear = [&] { return std::all_of(slot, slot + (1 << 20), [](uint8_t b) { return b == 0; }); };
     CHECK_FALSE(slotClear());
     chunked->reset();
     for (int i = 0; i < 400 && !slotClear(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     CHECK(slotClear());
-    (*firmware)->stop();
-    firmware->reset();
-    munmap(dram, config.dramBytes);
 }
 
 TEST_CASE(
     "without shared memory, a model whose constants ride inside the message prepares with no window call",
     "[usb]") {
-    fw::host::FirmwareHostConfig config;
-    auto firmware = fw::host::FirmwareHost::create(config);
-    REQUIRE(firmware.has_value());
-    void* dram =
-        mmap(nullptr, config.dramBytes, PROT_READ | PROT_WRITE, MAP_SHARED, (*firmware)->dramFd(), 0);
-    REQUIRE(dram != MAP_FAILED);
-    WindowService window(static_cast<uint8_t*>(dram), config.firmwareDramBytes,
-                         config.dramBytes - config.firmwareDramBytes, config.maxPayloadBytes);
-    auto [hostEnd, firmwareEnd] = proto::makeLoopbackPair();
-    (*firmware)->start(std::make_unique<WindowFilter>(std::move(firmwareEnd), window));
+    WindowCallFirmware f;
+    WindowService& window = *f.window;
     shim::ShimOptions options;
     options.autotune = false;
-    auto device = shim::createNpuDevice(std::make_unique<NoSharedMemory>(std::move(hostEnd)), options);
+    auto device = shim::createNpuDevice(std::move(f.hostEnd), options);
     REQUIRE(device.has_value());
 
     // ADD(in [1,4], constant [1,4], activation): both constants CONSTANT_COPY, inside the message.
@@ -347,7 +359,4 @@ TEST_CASE(
     CHECK(framework::readOutputs(*request)[0] == std::vector<uint8_t>{2, 3, 4, 5});
     prepared->reset();
     device->reset();
-    (*firmware)->stop();
-    firmware->reset();
-    munmap(dram, config.dramBytes);
 }

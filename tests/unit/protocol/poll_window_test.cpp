@@ -1,13 +1,13 @@
 // The poll window's policy (protocol/src/poll_window.h): it polls while polling pays, stops but
 // keeps probing once in kProbeEvery when it does not, comes back when it pays again, passes a
 // failed look on, and ends a poll after a preemption-sized gap.
-#include <catch2/catch.hpp>
+#include "poll_window.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
 #include "npu/protocol/transport.h"
-#include "poll_window.h"
 
 using npu::proto::Error;
 using npu::proto::PollWindow;
@@ -67,9 +67,8 @@ TEST_CASE("poll window: after misses it stops polling, probing once in kProbeEve
 
 TEST_CASE("poll window: a look that fails ends the poll with its error") {
     PollWindow w;
-    auto r = w.poll(PollWindow::Clock::now(), 1s, []() -> Result<bool> {
-        return npu::proto::fail(Error::Kind::kIo, "broken ring");
-    });
+    auto r = w.poll(PollWindow::Clock::now(), 1s,
+                    []() -> Result<bool> { return npu::proto::fail(Error::Kind::kIo, "broken ring"); });
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message == "broken ring");
 }

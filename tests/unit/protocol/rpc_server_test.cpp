@@ -649,17 +649,21 @@ struct FakeOpener : BurstChannelOpener {
 }  // namespace
 
 TEST_CASE("OpenBurstChannel goes to the platform's opener; Hello says whether there is one") {
-    SECTION("none: refused naming the reason, and Hello says burst_channels false") {
-        Fixture fx;
+    // Hello, then OpenBurstChannel: both replies.
+    auto helloAndOpen = [](Fixture& fx) {
         fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
         fx.send(proto::METHOD_OPEN_BURST_CHANNEL, 2, proto::OpenBurstChannelRequest());
         fx.drain();
         REQUIRE(fx.sink.frames.size() == 2);
-        proto::HelloReply hello;
-        REQUIRE(hello.ParseFromString(fx.sink.frames[0].payload));
+        std::pair<proto::HelloReply, proto::OpenBurstChannelReply> replies;
+        REQUIRE(replies.first.ParseFromString(fx.sink.frames[0].payload));
+        REQUIRE(replies.second.ParseFromString(fx.sink.frames[1].payload));
+        return replies;
+    };
+    SECTION("none: refused naming the reason, and Hello says burst_channels false") {
+        Fixture fx;
+        const auto [hello, reply] = helloAndOpen(fx);
         CHECK_FALSE(hello.burst_channels());
-        proto::OpenBurstChannelReply reply;
-        REQUIRE(reply.ParseFromString(fx.sink.frames[1].payload));
         CHECK(reply.status().code() == uint32_t(Code::kGeneralFailure));
         CHECK(reply.status().message().find("shares no memory") != std::string::npos);
     }
@@ -668,15 +672,8 @@ TEST_CASE("OpenBurstChannel goes to the platform's opener; Hello says whether th
         auto config = Fixture::smallConfig();
         config.burstChannels = &opener;
         Fixture fx(config);
-        fx.send(proto::METHOD_HELLO, 1, proto::HelloRequest());
-        fx.send(proto::METHOD_OPEN_BURST_CHANNEL, 2, proto::OpenBurstChannelRequest());
-        fx.drain();
-        REQUIRE(fx.sink.frames.size() == 2);
-        proto::HelloReply hello;
-        REQUIRE(hello.ParseFromString(fx.sink.frames[0].payload));
+        const auto [hello, reply] = helloAndOpen(fx);
         CHECK(hello.burst_channels());
-        proto::OpenBurstChannelReply reply;
-        REQUIRE(reply.ParseFromString(fx.sink.frames[1].payload));
         CHECK(reply.status().code() == 0);
         CHECK(reply.channel_id() == 9);
         CHECK(opener.opened == 1);

@@ -158,6 +158,18 @@ std::unique_ptr<Npu> openNpu(const std::string& transport) {
     return n;
 }
 
+// On loopback and unix: `tc` runs bit-exact, with `inMemory` constant bytes in device memory and
+// `inMessage` inside the message.
+void checkSplitOnBothTransports(const framework::TestCase& tc, uint64_t inMemory, uint64_t inMessage) {
+    for (const char* transport : {"loopback", "unix"}) {
+        INFO(transport);
+        auto npu = openNpu(transport);
+        const Constants c = runBitExact(*npu->device, tc);
+        CHECK(c.inMemory == inMemory);
+        CHECK(c.inMessage == inMessage);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("a model of small CONSTANT_COPY values runs bit-exact with none of them in device memory",
@@ -180,13 +192,7 @@ TEST_CASE("a CONSTANT_COPY over 128 bytes is staged; the small ones still ride i
             const uint32_t n = uint32_t(w.size()) / 64;
             return b.constant<uint8_t>(kQ8, {n, 64}, w, 0.01f, 128);
         });
-    for (const char* transport : {"loopback", "unix"}) {
-        INFO(transport);
-        auto npu = openNpu(transport);
-        const Constants c = runBitExact(*npu->device, tc);
-        CHECK(c.inMemory == units * inputs);
-        CHECK(c.inMessage == units * 4 + 4);
-    }
+    checkSplitOnBothTransports(tc, units * inputs, units * 4 + 4);
 }
 
 TEST_CASE("CONSTANT_REFERENCE stays in its pool (mapped in place) beside small CONSTANT_COPY values",
@@ -202,13 +208,7 @@ TEST_CASE("CONSTANT_REFERENCE stays in its pool (mapped in place) beside small C
             m.main.operands[i].location = {uint32_t(m.pools.size() - 1), 0, uint32_t(w.size())};
             return i;
         });
-    for (const char* transport : {"loopback", "unix"}) {
-        INFO(transport);
-        auto npu = openNpu(transport);
-        const Constants c = runBitExact(*npu->device, tc);
-        CHECK(c.inMemory == units * inputs);
-        CHECK(c.inMessage == units * 4 + 4);
-    }
+    checkSplitOnBothTransports(tc, units * inputs, units * 4 + 4);
 }
 
 TEST_CASE("a raw client's hostile values are INVALID_ARGUMENT naming the operand; the firmware goes on",
