@@ -5,7 +5,13 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
+# How long each step took, printed before the count (a cold compiler cache makes the builds the
+# bulk of a CI run: docs/install.md).
+phases=()
+phase() { phases+=("$1 ${SECONDS}s"); SECONDS=0; }
+SECONDS=0
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+phase setup
 
 # ccache (installed by setup.sh), set up so that the package build of scripts/check-install.sh
 # could reuse this build's objects (paths relative to the tree, build directory not hashed); it
@@ -21,6 +27,7 @@ if ! ninja -C "$build" >"$build/ninja.log" 2>&1; then
   echo "0 passed, 1 failed"
   exit 1
 fi
+phase build
 
 status=0
 # Every C and C++ source is formatted with the project's .clang-format (one counted case).
@@ -39,9 +46,11 @@ if ! bash scripts/cross-build-firmware.sh >"$build/cross-build.log" 2>&1; then
   cross_result=failed
   status=1
 fi
+phase format+cross-build
 
 meson test -C "$build" --num-processes 2 --print-errorlogs "$@" >"$build/meson-test.log" 2>&1
 tail -n 25 "$build/meson-test.log"
+phase meson-test
 
 # The unit tests of the code that parses hostile input again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh, its own build directory): their test
@@ -63,6 +72,7 @@ else
   asan_build_result=failed
 fi
 grep -E '^sanitizers: ' "$build/sanitizers.log" || true
+phase sanitizers
 
 # The Debian packages build, install into a scratch root and run (docs/install.md).
 install_result=passed
@@ -72,6 +82,8 @@ if ! bash scripts/check-install.sh "$build/install-check" >"$build/check-install
   install_result=failed
   status=1
 fi
+phase package+install
+echo "time per step: ${phases[*]}"
 
 python3 scripts/count_tests.py "$build/meson-logs/testlog.json" "${asan_logs[@]}" \
   --extra "$cross_result" --extra "$install_result" --extra "$format_result" --extra "$asan_build_result" || status=1
