@@ -157,16 +157,20 @@ void RpcServer::onDisconnect() {
 
 void RpcServer::onFrameEvent(const FrameEvent& e) {
     switch (e.kind) {
-        case FrameEventKind::kFrame:
+        case FrameEventKind::kFrame: {
             stats_.framesReceived++;
+            const bool bound = bindFds(e.header);
             onRequestFrame(e.header, e.payload);
+            if (bound && !callPending(e.header.callId)) config_.requestFds->release(e.header.callId);
             return;
+        }
         case FrameEventKind::kGarbage:
             // Not a frame, no call to answer: counted only.
             stats_.garbageBytes += e.skippedBytes;
             return;
         case FrameEventKind::kOversize:
             stats_.badFrames++;
+            dropFds(e.header);
             sendError(e.header.callId, Code::kInvalidArgument,
                       "frame of call %llu (method %" PRIu32 ") declares a %" PRIu32
                       "-byte payload; the firmware accepts at most %" PRIu32
@@ -177,6 +181,7 @@ void RpcServer::onFrameEvent(const FrameEvent& e) {
             return;
         case FrameEventKind::kCrcMismatch:
             stats_.badFrames++;
+            dropFds(e.header);
             sendError(e.header.callId, Code::kInvalidArgument,
                       "frame of call %llu (method %" PRIu32 ", %" PRIu32
                       " bytes) failed its CRC32C check (header says 0x%08x)",
@@ -185,6 +190,7 @@ void RpcServer::onFrameEvent(const FrameEvent& e) {
             return;
         case FrameEventKind::kBadVersion:
             stats_.badFrames++;
+            dropFds(e.header);
             sendError(e.header.callId, Code::kInvalidArgument,
                       "frame of call %llu has frame version %" PRIu32
                       "; the firmware speaks frame version %" PRIu32 "",
@@ -271,6 +277,42 @@ void RpcServer::onRequestFrame(const FrameHeader& h, const uint8_t* payload) {
         return;
     }
     enqueue(h.callId, assemblyMethod_, assembly_, assemblyLength_);
+}
+
+// ---- fds that come with requests (RequestFds) ------------------------------------------------
+
+uint8_t RpcServer::fdsOf(uint32_t method) {
+    const Method* m = findMethod(method);
+    return m != nullptr ? m->fds : 0;
+}
+
+// A message's first frame of a method that carries fds binds them to its call (its later
+// fragments came without any).
+bool RpcServer::bindFds(const FrameHeader& h) {
+    if (config_.requestFds == nullptr || (assembling_ && assemblyCallId_ == h.callId)) return false;
+    const uint8_t count = fdsOf(h.type);
+    if (count == 0) return false;
+    config_.requestFds->bind(h.callId, count);
+    return true;
+}
+
+// A bad frame's fds go with it. Its header may lie about its method; then a later request finds
+// no fd and is refused, which is better than mapping memory it did not send.
+void RpcServer::dropFds(const FrameHeader& h) {
+    if (bindFds(h)) config_.requestFds->release(h.callId);
+}
+
+void RpcServer::releaseFds(const Entry& e) {
+    if (config_.requestFds != nullptr && fdsOf(e.method) != 0) config_.requestFds->release(e.callId);
+}
+
+bool RpcServer::callPending(uint64_t callId) const {
+    if (assembling_ && assemblyCallId_ == callId) return true;
+    for (uint32_t i = 0; i < queueCount_; ++i) {
+        const Entry& e = queue_[(queueHead_ + i) % config_.queueDepth];
+        if (e.callId == callId && !e.cancelled) return true;
+    }
+    return false;
 }
 
 bool RpcServer::refusedOnArrival(const FrameHeader& h) {
@@ -370,6 +412,7 @@ bool RpcServer::poll() {
         dispatch(entry, pool_ + entry.offset);
         arena_.release(requestMark_);
     }
+    releaseFds(entry);
     popHead();
     return true;
 }
@@ -462,11 +505,12 @@ const RpcServer::Method RpcServer::kMethods[] = {
      &RpcServer::onInjectFaults},
     {npu_proto_Method_METHOD_FETCH_BLOB, "FetchBlob", NPU_RPC_REQUEST(FetchBlobRequest, ""),
      &RpcServer::onFetchBlob},
-    {npu_proto_Method_METHOD_MAP_POOL, "MapPool", NPU_RPC_REQUEST(MapPoolRequest, ""), &RpcServer::onMapPool},
+    {npu_proto_Method_METHOD_MAP_POOL, "MapPool", NPU_RPC_REQUEST(MapPoolRequest, ""), &RpcServer::onMapPool,
+     1},
     {npu_proto_Method_METHOD_UNMAP_POOL, "UnmapPool", NPU_RPC_REQUEST(UnmapPoolRequest, ""),
      &RpcServer::onUnmapPool},
     {npu_proto_Method_METHOD_OPEN_BURST_CHANNEL, "OpenBurstChannel", NPU_RPC_NO_REQUEST,
-     &RpcServer::onOpenBurstChannel},
+     &RpcServer::onOpenBurstChannel, 2},
 };
 
 #undef NPU_RPC_REQUEST
@@ -821,7 +865,8 @@ void RpcServer::onMapPool(const Call& call) {
     npu_proto_MapPoolReply rep = npu_proto_MapPoolReply_init_zero;
     rep.has_status = true;
     const auto& req = *static_cast<const npu_proto_MapPoolRequest*>(call.request);
-    setStatus(&rep.status, config_.pools != nullptr ? config_.pools->mapPool(req, &rep) : noPools("MapPool"));
+    setStatus(&rep.status,
+              config_.pools != nullptr ? config_.pools->mapPool(call.id, req, &rep) : noPools("MapPool"));
     sendReply(call.id, call.method, npu_proto_MapPoolReply_fields, &rep);
 }
 
@@ -838,7 +883,7 @@ void RpcServer::onOpenBurstChannel(const Call& call) {
     rep.has_status = true;
     setStatus(&rep.status,
               config_.burstChannels != nullptr
-                  ? config_.burstChannels->openBurstChannel(&rep)
+                  ? config_.burstChannels->openBurstChannel(call.id, &rep)
                   : FwStatus::make(Code::kGeneralFailure,
                                    "OpenBurstChannel: this firmware platform shares no memory with its "
                                    "client (bursts run on the session's connection)"));

@@ -10,6 +10,7 @@
 namespace npu::fw {
 
 void RpcServer::retire(uint32_t slot) {
+    if (!queue_[slot].cancelled) releaseFds(queue_[slot]);
     queue_[slot].cancelled = true;  // "done": never served again
     while (queueCount_ > 0 && queue_[queueHead_].cancelled) popHead();
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "npu.pb.h"
@@ -639,7 +640,7 @@ TEST_CASE("with a work monitor, Ping is answered on arrival with the platform's 
 namespace {
 struct FakeOpener : BurstChannelOpener {
     int opened = 0;
-    FwStatus openBurstChannel(npu_proto_OpenBurstChannelReply* reply) override {
+    FwStatus openBurstChannel(uint64_t, npu_proto_OpenBurstChannelReply* reply) override {
         ++opened;
         reply->channel_id = 9;
         reply->queue_depth = 4;
@@ -677,6 +678,106 @@ TEST_CASE("OpenBurstChannel goes to the platform's opener; Hello says whether th
         CHECK(reply.status().code() == 0);
         CHECK(reply.channel_id() == 9);
         CHECK(opener.opened == 1);
+    }
+}
+
+namespace {
+// What the server told the platform about fds ("bind 5x1", "release 5"), and which calls' fds
+// MapPool asked for.
+struct FdLog : RequestFds, PoolMapper {
+    std::vector<std::string> events;
+    std::vector<uint64_t> mapped;
+    void bind(uint64_t callId, uint32_t count) override {
+        events.push_back("bind " + std::to_string(callId) + "x" + std::to_string(count));
+    }
+    void release(uint64_t callId) override { events.push_back("release " + std::to_string(callId)); }
+    FwStatus mapPool(uint64_t callId, const npu_proto_MapPoolRequest&, npu_proto_MapPoolReply*) override {
+        mapped.push_back(callId);
+        events.push_back("map " + std::to_string(callId));
+        return FwStatus::okStatus();
+    }
+    FwStatus unmapPool(uint32_t) override { return FwStatus::okStatus(); }
+    FwStatus checkPoolRange(uint64_t, uint64_t, bool, bool* inPool) override {
+        *inPool = false;
+        return FwStatus::okStatus();
+    }
+    void unmapAll() override {}
+    uint32_t poolCount() const override { return 0; }
+    uint64_t poolBytes() const override { return 0; }
+    std::vector<std::string> take() { return std::exchange(events, {}); }
+};
+using Events = std::vector<std::string>;
+}  // namespace
+
+TEST_CASE(
+    "the fds of a request are bound to its call on arrival and released when it ends, answered or refused") {
+    FdLog log;
+    FakeOpener opener;
+    auto config = Fixture::smallConfig();  // queue depth 4
+    config.requestFds = &log;
+    config.pools = &log;
+    config.burstChannels = &opener;
+    Fixture fx(config);
+    proto::MapPoolRequest map;
+    map.set_length(4096);
+    SECTION("served: bound on arrival, taken by its handler by call id, released after") {
+        fx.send(proto::METHOD_MAP_POOL, 5, map);
+        CHECK(log.take() == Events{"bind 5x1"});
+        fx.send(proto::METHOD_OPEN_BURST_CHANNEL, 6, proto::OpenBurstChannelRequest());
+        CHECK(log.take() == Events{"bind 6x2"});
+        fx.drain();
+        CHECK(log.take() == Events{"map 5", "release 5", "release 6"});
+        CHECK(opener.opened == 1);
+    }
+    SECTION("undecodable: refused, and its fd released, not left to the next MapPool") {
+        auto bad = makeFrame(proto::METHOD_MAP_POOL, 0, 7,
+                             std::string("\x0a\x03"
+                                         "abc",
+                                         5));  // offset as bytes
+        fx.server.onBytes(bad.data(), bad.size());
+        fx.send(proto::METHOD_MAP_POOL, 8, map);
+        fx.drain();
+        CHECK(log.take() == Events{"bind 7x1", "bind 8x1", "release 7", "map 8", "release 8"});
+        CHECK(errorOf(fx.sink.frames[0]).status().message().find("MapPool call 7: cannot decode") !=
+              std::string::npos);
+    }
+    SECTION("refused on arrival (queue full, bad CRC, oversize): released at once") {
+        for (uint64_t id = 1; id <= 4; ++id) fx.send(proto::METHOD_PING, id, proto::PingRequest());
+        fx.send(proto::METHOD_MAP_POOL, 9, map);
+        CHECK(log.take() == Events{"bind 9x1", "release 9"});
+        CHECK(errorOf(fx.only()).status().code() == uint32_t(Code::kResourceExhaustedTransient));
+        fx.drain();
+        auto corrupt = makeFrame(proto::METHOD_MAP_POOL, 0, 10, map.SerializeAsString());
+        corrupt.back() ^= 0x55;
+        fx.server.onBytes(corrupt.data(), corrupt.size());
+        CHECK(log.take() == Events{"bind 10x1", "release 10"});
+        auto big = makeFrame(proto::METHOD_MAP_POOL, 0, 11, std::string(5000, 'x'));
+        fx.server.onBytes(big.data(), big.size());
+        CHECK(log.take() == Events{"bind 11x1", "release 11"});
+        CHECK(log.mapped.empty());
+    }
+    SECTION("cancelled while queued: released, never mapped") {
+        fx.send(proto::METHOD_MAP_POOL, 12, map);
+        proto::CancelRequest cancel;
+        cancel.set_target_call_id(12);
+        fx.send(proto::METHOD_CANCEL, 13, cancel);
+        fx.drain();
+        CHECK(log.take() == Events{"bind 12x1", "release 12"});
+        CHECK(log.mapped.empty());
+    }
+    SECTION("fragmented: bound once, at its first fragment") {
+        const std::string payload = map.SerializeAsString();
+        auto first = makeFrame(proto::METHOD_MAP_POOL, proto::kFlagMore, 14, payload.substr(0, 2));
+        auto last = makeFrame(proto::METHOD_MAP_POOL, 0, 14, payload.substr(2));
+        fx.server.onBytes(first.data(), first.size());
+        fx.server.onBytes(last.data(), last.size());
+        fx.drain();
+        CHECK(log.take() == Events{"bind 14x1", "map 14", "release 14"});
+    }
+    SECTION("a method without fds binds none") {
+        fx.send(proto::METHOD_PING, 15, proto::PingRequest());
+        fx.drain();
+        CHECK(log.take().empty());
     }
 }
 

@@ -128,6 +128,23 @@ struct RawClient {
         return reply;
     }
 
+    // MapPool with `fd` whose request does not decode (its offset sent as bytes): the error.
+    proto::Status undecodableMapPool(int fd) {
+        proto::MapPoolRequest request;
+        proto::MapPoolReply reply;
+        const int fds[1] = {fd};
+        static const uint8_t kNotAVarint[] = {'a', 'b', 'c'};
+        auto call = rpc->start(proto::METHOD_MAP_POOL, request, reply, std::span<const int>(fds, 1),
+                               proto::BytesField{1, kNotAVarint});
+        REQUIRE(call.has_value());
+        auto done = rpc->finish(*call, kCallTimeout);
+        REQUIRE_FALSE(done.has_value());
+        proto::Status status;
+        status.set_code(done.error().remoteCode);
+        status.set_message(done.error().message);
+        return status;
+    }
+
     // AllocateBuffer of a TENSOR_QUANT8_ASYMM buffer of `dims` for one role of `handle`.
     proto::AllocateBufferReply allocateBuffer(uint32_t handle, bool input, uint32_t ioIndex,
                                               const std::vector<uint32_t>& dims) {

@@ -329,6 +329,28 @@ TEST_CASE("zero copy, hostile client: no fd, no file, too small, another client'
     CHECK(a.counters()["session.pools"] == 1);
 }
 
+TEST_CASE("zero copy, hostile client: a MapPool refused before it ran takes its fd with it",
+          "[shim][zero-copy]") {
+    auto fw = fw::host::FirmwareHost::create();
+    REQUIRE(fw.has_value());
+    RawClient a((*fw)->connectLoopback());
+    auto small = hal::Memory::create(4096);
+    auto big = hal::Memory::create(3 * kN);
+    REQUIRE((small != nullptr && big != nullptr));
+    const proto::Status refused = a.undecodableMapPool(small->fd());
+    CHECK(refused.code() == kInvalidArgument);
+    CHECK_THAT(refused.message(), Catch::Contains("MapPool call"));
+    CHECK_THAT(refused.message(), Catch::Contains("cannot decode"));
+    // The next MapPool maps its own fd, not the refused one's (4 KiB: "does not fit").
+    const proto::MapPoolReply pool = a.mapPool(big->fd(), 0, 3 * kN);
+    INFO(pool.status().message());
+    CHECK(pool.status().code() == 0);
+    // And one sent without an fd finds none left over.
+    const proto::MapPoolReply none = a.mapPool(-1, 0, 4096);
+    CHECK(none.status().code() == kInvalidArgument);
+    CHECK_THAT(none.status().message(), Catch::Contains("no file descriptor"));
+}
+
 TEST_CASE("zero copy: a constant in a model pool of 64 KiB or more is read in place", "[shim][zero-copy]") {
     auto l = openLoopback();
     hal::Model model = addModel({1, kN});

@@ -20,10 +20,10 @@ constexpr uint64_t kChannelScratchBytes = 1ull << 20;
 constexpr uint32_t kChannelMaxMessageBytes = 256u << 10;
 }  // namespace
 
-FwStatus BurstChannels::openBurstChannel(npu_proto_OpenBurstChannelReply* reply) {
-    // Both fds are claimed (and closed on an error): the next request's fds are its own.
-    proto::UniqueFd memfd = session.fds.take();
-    proto::UniqueFd doorbell = session.fds.take();
+FwStatus BurstChannels::openBurstChannel(uint64_t callId, npu_proto_OpenBurstChannelReply* reply) {
+    // The call's two fds (closed on an error).
+    proto::UniqueFd memfd = session.fds.take(callId);
+    proto::UniqueFd doorbell = session.fds.take(callId);
     if (!memfd || !doorbell) {
         return FwStatus::make(Code::kInvalidArgument,
                               "OpenBurstChannel: the queue's memfd and its doorbell socket must come with "

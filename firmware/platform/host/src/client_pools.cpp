@@ -102,8 +102,9 @@ void ClientPools::clear(uint64_t addr, uint64_t bytes) {
     }
 }
 
-FwStatus ClientPools::mapPool(const npu_proto_MapPoolRequest& r, npu_proto_MapPoolReply* reply) {
-    base::UniqueFd fd = fds_.take();
+FwStatus ClientPools::mapPool(uint64_t callId, const npu_proto_MapPoolRequest& r,
+                              npu_proto_MapPoolReply* reply) {
+    base::UniqueFd fd = fds_.take(callId);
     if (!fd) {
         return FwStatus::make(Code::kInvalidArgument,
                               "MapPool: no file descriptor came with the request (closed, or not sent)");

@@ -18,7 +18,7 @@ class ClientPools final : public PoolMapper {
 public:
     // [rangeAddr, rangeAddr + rangeBytes) of the device address space, at `dram + rangeAddr` in
     // this process, reserved for this session (backed by anonymous zero pages while unused).
-    // MapPool claims its fd from `fds`, the session's.
+    // MapPool takes the fd its call bound in `fds`, the session's.
     ClientPools(ReceivedFds& fds, uint8_t* dram, uint64_t rangeAddr, uint64_t rangeBytes)
         : fds_(fds), dram_(dram), rangeAddr_(rangeAddr), rangeBytes_(rangeBytes) {}
     ~ClientPools() { unmapAll(); }
@@ -35,7 +35,8 @@ public:
         return true;
     }
 
-    FwStatus mapPool(const npu_proto_MapPoolRequest& request, npu_proto_MapPoolReply* reply) override;
+    FwStatus mapPool(uint64_t callId, const npu_proto_MapPoolRequest& request,
+                     npu_proto_MapPoolReply* reply) override;
     FwStatus unmapPool(uint32_t poolId) override;
     FwStatus checkPoolRange(uint64_t addr, uint64_t length, bool write, bool* inPool) override;
     void unmapAll() override;

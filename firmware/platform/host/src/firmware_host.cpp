@@ -160,6 +160,7 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     if (s->shared) {
         s->channels = std::make_unique<BurstChannels>(*this, *s);
         sc.burstChannels = s->channels.get();
+        sc.requestFds = &s->fds;  // MapPool's and OpenBurstChannel's
         sc.platformCounters = s.get();
     }
     s->gate = std::make_unique<SessionGate>(*scheduler, *registry, *platform, s->id);

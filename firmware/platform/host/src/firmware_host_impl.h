@@ -89,7 +89,7 @@ struct BurstChannels final : public BurstChannelOpener {
     static constexpr uint32_t kQueueDepth = 4;  // an execution, its Cancel, a Ping, one spare
 
     BurstChannels(FirmwareHost::Impl& host, Session& session) : host(host), session(session) {}
-    FwStatus openBurstChannel(npu_proto_OpenBurstChannelReply* reply) override;
+    FwStatus openBurstChannel(uint64_t callId, npu_proto_OpenBurstChannelReply* reply) override;
     void reapEnded();  // joins the channels whose loops are over (under the lock)
 
     FirmwareHost::Impl& host;

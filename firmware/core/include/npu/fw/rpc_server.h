@@ -137,16 +137,32 @@ protected:
     ~FaultInjector() = default;
 };
 
+// The fds that come with a session's bytes, on a platform that passes fds (the host). A request
+// of a method that carries fds (MapPool one, OpenBurstChannel two) binds them to its call id when
+// its first frame arrives; its handler takes them by that id (PoolMapper::mapPool,
+// BurstChannelOpener::openBurstChannel); the server releases what is left when the call ends,
+// answered or refused. A request refused before its handler runs (queue full, cancelled,
+// undecodable, a bad frame) so takes its fds with it: they never become the next request's.
+class RequestFds {
+public:
+    virtual void bind(uint64_t callId, uint32_t count) = 0;  // the `count` oldest fds received
+    virtual void release(uint64_t callId) = 0;               // closes what the call left
+
+protected:
+    ~RequestFds() = default;
+};
+
 // Client memory passed by fd (pools, METHOD_MAP_POOL): the platform maps it into the session's
 // range of device addresses, so the NPU reads and writes it in place (no copy). A platform
 // without fds (QEMU, USB) leaves RpcServerConfig::pools null and MapPool is refused; the host
 // then stages the pool's bytes in its window. docs/execution.md ("Memory model").
 class PoolMapper {
 public:
-    // Maps the fd that came with the request (in arrival order); fills pool_id, addr, writable,
+    // Maps the fd that came with call `callId` (RequestFds); fills pool_id, addr, writable,
     // sealed. INVALID_ARGUMENT for no fd, an fd that is not a memfd or regular file, a range
     // beyond the file, an fd opened write-only.
-    virtual FwStatus mapPool(const npu_proto_MapPoolRequest& request, npu_proto_MapPoolReply* reply) = 0;
+    virtual FwStatus mapPool(uint64_t callId, const npu_proto_MapPoolRequest& request,
+                             npu_proto_MapPoolReply* reply) = 0;
     virtual FwStatus unmapPool(uint32_t poolId) = 0;
     // Where [addr, addr + length) lies. Outside every pool range of the session: OK with
     // *inPool false. Inside one of its pools and usable (writable when `write`; the file still
@@ -190,9 +206,10 @@ protected:
 // RpcServerConfig::burstChannels null: the call is refused and HelloReply.burst_channels is false.
 class BurstChannelOpener {
 public:
-    // Fills channel_id and queue_depth. INVALID_ARGUMENT for missing or unfit fds,
-    // RESOURCE_EXHAUSTED_TRANSIENT past the channels one session may hold.
-    virtual FwStatus openBurstChannel(npu_proto_OpenBurstChannelReply* reply) = 0;
+    // From the fds that came with call `callId` (RequestFds). Fills channel_id and queue_depth.
+    // INVALID_ARGUMENT for missing or unfit fds, RESOURCE_EXHAUSTED_TRANSIENT past the channels
+    // one session may hold.
+    virtual FwStatus openBurstChannel(uint64_t callId, npu_proto_OpenBurstChannelReply* reply) = 0;
 
 protected:
     ~BurstChannelOpener() = default;
@@ -262,6 +279,7 @@ struct RpcServerConfig {
     FaultInjector* faultInjector = nullptr;       // InjectFaults is refused when null
     LogSink* log = nullptr;                       // a line per request and per error when set
     PoolMapper* pools = nullptr;                  // MapPool / UnmapPool are refused when null
+    RequestFds* requestFds = nullptr;             // set on a platform that passes fds
     WorkMonitor* monitor = nullptr;               // set: Ping is answered on arrival (WorkMonitor)
     BurstChannelOpener* burstChannels = nullptr;  // OpenBurstChannel is refused when null
     // This server serves a burst channel: Execute, Cancel and Ping only; any other method is
@@ -339,6 +357,11 @@ private:
     // Marks the entry in `slot` done and drops the done entries at the head of the queue.
     void retire(uint32_t slot);
     void popHead();
+    static uint8_t fdsOf(uint32_t method);
+    bool bindFds(const proto::FrameHeader& header);
+    void dropFds(const proto::FrameHeader& header);
+    void releaseFds(const Entry& entry);
+    bool callPending(uint64_t callId) const;  // queued (not done) or being reassembled
     void gateCancel(uint64_t cancelCallId, uint64_t targetCallId);
     // Ping on arrival (RpcServerConfig::monitor), and the PingReply fields both paths fill.
     void pingOnArrival(uint64_t callId, const uint8_t* payload, uint32_t length);
@@ -364,6 +387,7 @@ private:
         size_t requestSize;
         const char* requestLabel;  // message name in decode errors ("" for none)
         void (RpcServer::*handler)(const Call& call);
+        uint8_t fds = 0;  // fds that come with a request (RequestFds)
     };
     static const Method kMethods[];
     static const Method* findMethod(uint32_t id);
