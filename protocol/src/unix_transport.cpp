@@ -116,36 +116,43 @@ public:
     ~UnixTransport() override { shutdown(); }
 
     Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds) override {
+        size_t sent = 0;
+        while (sent < bytes.size()) {
+            auto n = writeSome(bytes.subspan(sent), sent == 0 ? fds : std::span<const int>());
+            if (!n) return std::unexpected(n.error());
+            sent += *n;
+            if (sent == bytes.size()) break;
+            int perr = 0;
+            int r = pollWithWake(writeFd_, POLLOUT, wake_.get(), kWriteTimeout, &perr);
+            if (r == 0) {
+                return fail(Error::Kind::kTimeout, describe() + ": peer did not read for " +
+                                                       std::to_string(kWriteTimeout.count()) + " ms");
+            }
+            if (r == -1) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
+            if (r == -2) return fail(Error::Kind::kIo, describe() + ": " + errnoText("poll", perr));
+        }
+        return {};
+    }
+
+    Result<size_t> writeSome(std::span<const uint8_t> bytes, std::span<const int> fds) override {
         if (fds.size() > kMaxFdsPerWrite) {
             return fail(Error::Kind::kInvalidArgument, describe() + ": " + std::to_string(fds.size()) +
                                                            " fds in one write, the limit is " +
                                                            std::to_string(kMaxFdsPerWrite));
         }
         size_t sent = 0;
-        bool fdsSent = fds.empty();
-        while (sent < bytes.size() || !fdsSent) {
+        while (sent < bytes.size()) {
             if (shut_.load()) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
             // fds ride with the first byte sent
             const ssize_t n =
-                sendWithFds(writeFd_, bytes.subspan(sent), fdsSent ? std::span<const int>() : fds);
+                sendWithFds(writeFd_, bytes.subspan(sent), sent == 0 ? fds : std::span<const int>());
             if (n >= 0) {
                 sent += static_cast<size_t>(n);
-                fdsSent = true;
                 continue;
             }
-            int err = errno;
+            const int err = errno;
             if (err == EINTR) continue;
-            if (err == EAGAIN || err == EWOULDBLOCK) {
-                int perr = 0;
-                int r = pollWithWake(writeFd_, POLLOUT, wake_.get(), kWriteTimeout, &perr);
-                if (r == 0) {
-                    return fail(Error::Kind::kTimeout, describe() + ": peer did not read for " +
-                                                           std::to_string(kWriteTimeout.count()) + " ms");
-                }
-                if (r == -1) return fail(Error::Kind::kDisconnected, describe() + ": shut down");
-                if (r == -2) return fail(Error::Kind::kIo, describe() + ": " + errnoText("poll", perr));
-                continue;
-            }
+            if (err == EAGAIN || err == EWOULDBLOCK) return sent;
             if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
                 return fail(Error::Kind::kDisconnected, describe() + ": " + errnoText("send", err));
             }
@@ -153,7 +160,7 @@ public:
                 return fail(Error::Kind::kDisconnected, describe() + ": shut down");
             return fail(Error::Kind::kIo, describe() + ": " + errnoText("sendmsg", err));
         }
-        return {};
+        return sent;
     }
 
     Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,

@@ -17,6 +17,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "chain_model.h"
 #include "connection.h"
 #include "npu/fw/platform/host/firmware_host.h"
+#include "npu/protocol/frame.h"
 #include "npu/shim/npu_device.h"
 #include "ping_verdict.h"
 #include "raw_client.h"
@@ -844,6 +846,84 @@ TEST_CASE("two client processes on one npu-fwd: a prober reaches nothing of the 
     { std::ofstream(d.socket + ".stop") << "done\n"; }
     CHECK(waitChild(victim) == 0);  // every one of its executions gave the right answer
     std::filesystem::remove(d.socket + ".stop");
+}
+
+namespace {
+// `count` Ping frames, call ids 1..count, as one buffer.
+std::vector<uint8_t> pingFlood(uint32_t count) {
+    std::vector<uint8_t> flood;
+    for (uint32_t id = 1; id <= count; ++id) {
+        proto::PingRequest ping;
+        ping.set_nonce(id);
+        const std::string payload = ping.SerializeAsString();
+        const size_t at = flood.size();
+        flood.resize(at + proto::kFrameHeaderSize + payload.size());
+        std::memcpy(flood.data() + at + proto::kFrameHeaderSize, payload.data(), payload.size());
+        proto::FrameHeader h;
+        h.type = proto::METHOD_PING;
+        h.callId = id;
+        h.length = uint32_t(payload.size());
+        proto::encodeFrameHeader(h, flood.data() + at + proto::kFrameHeaderSize, flood.data() + at);
+    }
+    return flood;
+}
+
+// Reads `count` frames from `t`: their call ids, in the order they came.
+std::vector<uint64_t> readFrameIds(proto::Transport& t, uint32_t count) {
+    std::vector<uint64_t> ids;
+    std::vector<uint8_t> bytes, buffer(64 * 1024);
+    size_t at = 0;
+    while (ids.size() < count) {
+        auto n = t.read(buffer, nullptr, std::chrono::seconds(20));
+        REQUIRE(n.has_value());
+        bytes.insert(bytes.end(), buffer.begin(), buffer.begin() + *n);
+        proto::FrameHeader h;
+        while (bytes.size() - at >= proto::kFrameHeaderSize &&
+               proto::parseFrameHeader(bytes.data() + at, &h) &&
+               bytes.size() - at >= proto::kFrameHeaderSize + h.length) {
+            ids.push_back(h.callId);
+            at += proto::kFrameHeaderSize + h.length;
+        }
+    }
+    return ids;
+}
+}  // namespace
+
+TEST_CASE("one npu-fwd: a client that does not read its replies holds up no other client",
+          "[shim][multi-client]") {
+    Daemon d;
+    auto hostile = proto::connectUnix(d.socket, std::chrono::seconds(5));
+    REQUIRE(hostile.has_value());
+    // Pings, answered on arrival, whose replies it does not read: far more than its socket holds.
+    constexpr uint32_t kPings = 6000;
+    REQUIRE((*hostile)->write(pingFlood(kPings)).has_value());
+    // Another client is served at once. (Before the outbox, each of those replies held the
+    // firmware's lock for the socket's 10 s write timeout.)
+    auto transport = proto::connectUnix(d.socket, std::chrono::seconds(5));
+    REQUIRE(transport.has_value());
+    RawClient other(std::move(*transport));
+    proto::PingRequest ping;
+    proto::PingReply pong;
+    CHECK(other.rpc->call(proto::METHOD_PING, ping, pong, std::chrono::seconds(3)).has_value());
+    uint32_t handle = 0;
+    REQUIRE(other.prepare(addModel({1, 16}), hal::Priority::MEDIUM, &handle) == 0);
+    auto block = stageAdd(other, 16, 2, 3);
+    CHECK(other.execute(RawClient::addRequest(handle, block.addr(), 16)).status().code() == 0);
+    CHECK(block.data()[2 * 16] == 5);
+    // The slow reader then gets every reply, in order, and its replies did wait.
+    const std::vector<uint64_t> ids = readFrameIds(**hostile, kPings);
+    std::vector<uint64_t> expected(kPings);
+    std::iota(expected.begin(), expected.end(), 1);
+    CHECK(ids == expected);
+    auto client = proto::RpcClient::create(std::move(*hostile));
+    REQUIRE(client.has_value());
+    proto::GetCountersRequest request;
+    proto::CountersReply counters;
+    REQUIRE((*client)->call(proto::METHOD_GET_COUNTERS, request, counters, kCallTimeout).has_value());
+    uint64_t deferred = 0;
+    for (const auto& c : counters.counters())
+        deferred = c.name() == "session.replies_deferred" ? c.value() : deferred;
+    CHECK(deferred > 0);
 }
 
 // The same from another process, against what the victim holds beyond its model: a buffer in

@@ -80,6 +80,7 @@ void BurstChannels::reapEnded() {
 }
 
 void Session::counters(npu_proto_CountersReply* reply) {
+    if (outbox) appendCounter(reply, "session.replies_deferred", outbox->deferredSends());
     if (!channels) return;
     uint64_t live = 0, requests = channels->requestsClosed;
     for (const auto& c : channels->open) {

@@ -56,8 +56,9 @@ bool Session::writeFrame(const uint8_t* bytes, size_t length, uint32_t method, u
     const bool hello = method == npu_proto_Method_METHOD_HELLO && (flags & proto::kFlagResponse) != 0 &&
                        (flags & proto::kFlagError) == 0;
     const int fds[1] = {windowFd};
-    auto r = transport->write(std::span<const uint8_t>(bytes, length),
-                              hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>());
+    const auto sendFds = hello && windowFd >= 0 ? std::span<const int>(fds, 1) : std::span<const int>();
+    if (outbox) return outbox->send(std::span<const uint8_t>(bytes, length), sendFds);
+    auto r = transport->write(std::span<const uint8_t>(bytes, length), sendFds);
     // A burst channel's queue that has no room for a reply: its client does not read it. The
     // channel ends (its client then finds it closed) rather than lose frames in the middle.
     if (!r && parent != nullptr) transport->shutdown();
@@ -115,6 +116,7 @@ proto::Result<std::unique_ptr<Session>> FirmwareHost::Impl::openSession(proto::T
     s->resetting = [this] { resetArrived = true; };
     s->place = [this, session = s.get()](uint64_t addr) { return moveSession(*session, addr); };
     s->transport = &transport;
+    s->outbox = std::make_unique<Outbox>(transport);
     s->shared = transport.sharesMemory();
     uint32_t slot = 0;
     while (slot < slots && slotUsed[slot]) ++slot;
@@ -511,6 +513,7 @@ void FirmwareHost::serve(proto::Transport& transport, const std::atomic<bool>* e
     }
     d.readLoop(*session, externalStop, epoch);
     d.stopChannels(*session);  // their threads end before the session they serve
+    session->outbox->stop();   // (not under the lock) replies from now on are dropped
     std::unique_lock lock(d.mutex);
     d.midItemDone.wait(lock, [&] { return !d.midItem; });  // never under a running item
     d.closeSession(*session);

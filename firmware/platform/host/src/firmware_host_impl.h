@@ -23,6 +23,7 @@
 #include "npu/fw/session_service.h"
 #include "npu/protocol/frame.h"
 #include "npu/protocol/vlog.h"
+#include "outbox.h"
 #include "received_fds.h"
 #include "sim_platform.h"
 
@@ -64,6 +65,9 @@ struct Session final : public FrameSink, public WindowPlacer, public WorkMonitor
     std::unique_ptr<SessionGate> gate;
     std::unique_ptr<RpcServer> server;
     std::unique_ptr<BurstChannels> channels;  // shared sessions only (OpenBurstChannel)
+    // A session's replies (a burst channel writes to its queue, which never waits): what its
+    // socket does not take at once waits here, not under the firmware lock.
+    std::unique_ptr<Outbox> outbox;
 
     // Where its reads put the fds that come with bytes (a session that shares memory: MapPool's and
     // OpenBurstChannel's); null: they are closed.
@@ -73,7 +77,7 @@ struct Session final : public FrameSink, public WindowPlacer, public WorkMonitor
     bool placeWindow(uint64_t addr) override { return place(addr); }
     WorkState work() override { return watch(id); }
     void resetArriving() override { resetting(); }
-    void counters(npu_proto_CountersReply* reply) override;  // its burst channels'
+    void counters(npu_proto_CountersReply* reply) override;  // its outbox's and burst channels'
 };
 
 // A session's burst channels (METHOD_OPEN_BURST_CHANNEL, docs/protocol.md): each a fast message

@@ -31,6 +31,14 @@ public:
     // Writes all bytes; fds (borrowed, dup'ed by the kernel/loopback) travel with them
     // (SCM_RIGHTS on unix).
     virtual Result<void> write(std::span<const uint8_t> bytes, std::span<const int> fds = {}) = 0;
+    // Writes what fits now without waiting (fds with the first byte): the bytes written, 0 when
+    // none fit (the fds were then not sent either). Errors as write()'s. The default writes all
+    // (transports whose writes do not wait on their peer: loopback's queue grows).
+    virtual Result<size_t> writeSome(std::span<const uint8_t> bytes, std::span<const int> fds = {}) {
+        auto r = write(bytes, fds);
+        if (!r) return std::unexpected(r.error());
+        return bytes.size();
+    }
     // Reads up to buffer.size() bytes; appends received fds (if `fds` is null they are closed);
     // kTimeout after `timeout`; kDisconnected at EOF/peer gone.
     virtual Result<size_t> read(std::span<uint8_t> buffer, std::vector<UniqueFd>* fds,
