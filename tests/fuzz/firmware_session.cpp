@@ -1,6 +1,7 @@
 #include "firmware_session.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "fuzz_target.h"
@@ -36,6 +37,17 @@ struct Sink final : FrameSink, proto::FrameListener {
                         std::string(reinterpret_cast<const char*>(e.payload), e.header.length)});
         }
     }
+};
+
+// The fds bound to calls (fw::RequestFds): every call that binds releases what it bound once it
+// is answered or refused; only a message still being reassembled may hold its fds.
+struct BoundFds : RequestFds {
+    std::map<uint64_t, uint32_t> bound;
+    void bind(uint64_t callId, uint32_t count) override {
+        require(count == 1 || count == 2);
+        bound[callId] += count;
+    }
+    void release(uint64_t callId) override { bound.erase(callId); }
 };
 
 struct Memory {
@@ -90,6 +102,8 @@ void runFirmwareSession(const uint8_t* data, size_t size,
     const HardwareInfo info = runtime.hardwareInfo();
     sc.hwId = info.id;
     sc.hwVersion = info.version;
+    BoundFds fds;
+    sc.requestFds = &fds;
     Arena serverArena(mem.serverArena.get(), mem.serverBytes);
     Sink sink;
     sink.onReply = &onReply;
@@ -137,10 +151,12 @@ void runFirmwareSession(const uint8_t* data, size_t size,
                 break;
         }
         for (int guard = 0; server.poll(); ++guard) require(guard < 64);  // the queue is bounded
+        require(fds.bound.size() <= 1);  // at most the call being reassembled
     }
     server.onDisconnect();
     while (server.poll()) {
     }
+    require(fds.bound.empty());
 }
 
 }  // namespace npu::fuzz

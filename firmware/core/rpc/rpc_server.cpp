@@ -150,6 +150,8 @@ void RpcServer::onBytes(const uint8_t* data, size_t length) {
 void RpcServer::onDisconnect() {
     if (!ok()) return;
     decoder_.finish(*this);
+    if (assembling_ && config_.requestFds != nullptr && fdsOf(assemblyMethod_) != 0)
+        config_.requestFds->release(assemblyCallId_);
     assembling_ = false;
     assemblyOverflow_ = false;
     assemblyLength_ = 0;
