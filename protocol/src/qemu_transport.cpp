@@ -375,6 +375,7 @@ public:
     }
     std::string describe() const override { return description_; }
     QemuProcesses processes() const { return {qemuPid_, bridgePid_}; }
+    std::string console() const { return tailOf(consoleLog_, 2000); }
     Result<void> sendDoorbells(size_t count);
 
 private:
@@ -647,6 +648,11 @@ Result<std::unique_ptr<Transport>> startQemu(const QemuOptions& options) {
 QemuProcesses qemuProcesses(const Transport& transport) {
     const auto* q = dynamic_cast<const QemuTransport*>(&transport);
     return q != nullptr ? q->processes() : QemuProcesses{};
+}
+
+std::string qemuConsole(const Transport& transport) {
+    const auto* q = dynamic_cast<const QemuTransport*>(&transport);
+    return q != nullptr ? q->console() : std::string();
 }
 
 Result<void> qemuSendDoorbells(Transport& transport, size_t count) {

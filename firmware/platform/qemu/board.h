@@ -9,6 +9,10 @@ namespace npu::fw::qemu {
 [[noreturn]] void firmwareMain();
 // Reports `what` on the diagnostics UART (with the exception number) and halts.
 [[noreturn]] void onFault(const char* what);
+// The HardFault report: where the core faulted (the stacked pc, lr and xPSR of `frame`, the
+// exception frame on the stack the faulting code ran on) and why (CFSR, HFSR, and MMFAR or BFAR
+// when CFSR marks them valid); then halts. A bring-up lab reads it on the console UART.
+[[noreturn]] void onHardFault(const uint32_t* frame);
 
 // SysTick time base: a 1 kHz tick plus the counter's current value.
 void startSysTick();

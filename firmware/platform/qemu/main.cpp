@@ -138,6 +138,29 @@ private:
     const DdrRingReader& ring_;
 };
 
+// InjectFaults on the image: crash_after_ms only, as a real fault of the control core (an
+// undefined instruction, escalated to HardFault, whose report the console shows). The NPU's
+// faults (hang, DMA error, SRAM flip) and the wedge are the firmware host's simulated NPU's.
+class CoreFaults final : public FaultInjector {
+public:
+    FwStatus injectFaults(const npu_proto_InjectFaultsRequest& r) override {
+        if (r.hang_at_command != 0 || r.dma_error_at_transfer != 0 || r.sram_flip_after_command != 0 ||
+            r.wedge != 0) {
+            return FwStatus::make(Code::kInvalidArgument,
+                                  "InjectFaults: the QEMU image injects crash_after_ms only (a fault of its "
+                                  "control core); NPU faults and wedges are the firmware host's");
+        }
+        if (r.crash_after_ms != 0) crashAtUs_ = uptimeUs() + uint64_t{r.crash_after_ms} * 1000;
+        return FwStatus::okStatus();
+    }
+    void crashIfDue() {
+        if (crashAtUs_ != 0 && uptimeUs() >= crashAtUs_) __asm volatile("udf #0");
+    }
+
+private:
+    uint64_t crashAtUs_ = 0;
+};
+
 template <typename T, typename... Args>
 T* construct(Arena& arena, Args&&... args) {
     void* p = arena.allocate(sizeof(T), alignof(T));
@@ -155,8 +178,9 @@ Arena& carveArena(Arena& ddr, size_t bytes) {
 
 // Requests arrive through the DDR ring, announced by doorbell bytes on UART0 (whose value
 // does not matter: the ring's head says how much there is).
-[[noreturn]] void serve(RpcServer& server, DdrRingReader& ring) {
+[[noreturn]] void serve(RpcServer& server, DdrRingReader& ring, CoreFaults& faults) {
     for (;;) {
+        faults.crashIfDue();
         uint8_t bells[64];
         while (g_uart0.read(bells, sizeof(bells)) > 0) {
         }
@@ -200,8 +224,10 @@ Arena& carveArena(Arena& ddr, size_t bytes) {
                        ddr + proto::kQemuRingDataOffset);
     static PlatformCounters counters(platform, ring, ddrArena);
     static ConsoleLog log(ring);
+    static CoreFaults faults;
     RpcServerConfig sc;
     sc.platformCounters = &counters;
+    sc.faultInjector = &faults;
     sc.log = &log;
     sc.firmwareVersion = identity();
     const HardwareInfo hw = runtime->hardwareInfo();
@@ -217,7 +243,28 @@ Arena& carveArena(Arena& ddr, size_t bytes) {
     if (server == nullptr || !server->ok()) onFault("the DDR arena cannot hold the RPC server");
     if (!ring.valid()) diag("no request ring in DDR (the host sets it up before boot); waiting for it\r\n");
     diag("serving RPC: requests from the DDR ring, replies on UART0\r\n");
-    serve(*server, ring);
+    serve(*server, ring, faults);
+}
+
+[[noreturn]] void onHardFault(const uint32_t* frame) {
+    auto scb = [](uintptr_t address) { return *reinterpret_cast<volatile uint32_t*>(address); };
+    const uint32_t cfsr = scb(kScbCfsr), hfsr = scb(kScbHfsr);
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "\r\nfirmware halted: hard fault at pc 0x%08" PRIx32 " (lr 0x%08" PRIx32
+                  ", xpsr 0x%08" PRIx32 "); CFSR 0x%08" PRIx32 " HFSR 0x%08" PRIx32,
+                  frame[6], frame[5], frame[7], cfsr, hfsr);
+    diag(line);
+    if ((cfsr & kCfsrMmarValid) != 0) {
+        std::snprintf(line, sizeof(line), " MMFAR 0x%08" PRIx32, scb(kScbMmfar));
+        diag(line);
+    }
+    if ((cfsr & kCfsrBfarValid) != 0) {
+        std::snprintf(line, sizeof(line), " BFAR 0x%08" PRIx32, scb(kScbBfar));
+        diag(line);
+    }
+    diag("\r\n");
+    for (;;) __asm volatile("wfi");
 }
 
 [[noreturn]] void onFault(const char* what) {

@@ -35,4 +35,12 @@ inline constexpr uint32_t kUart1RxIrq = NPU_AN547_UART1_RX_IRQ;
 // The core clock (QEMU's mps3-an547 SYSCLK), which SysTick counts with CLKSOURCE = processor.
 inline constexpr uint32_t kCoreClockHz = 32'000'000;
 
+// System control block fault status (Armv8-M): what the HardFault report prints.
+inline constexpr uintptr_t kScbCfsr = 0xE000ED28u;   // configurable fault status (MMFSR, BFSR, UFSR)
+inline constexpr uintptr_t kScbHfsr = 0xE000ED2Cu;   // hard fault status (FORCED: escalated)
+inline constexpr uintptr_t kScbMmfar = 0xE000ED34u;  // memory-manage fault address
+inline constexpr uintptr_t kScbBfar = 0xE000ED38u;   // bus fault address
+inline constexpr uint32_t kCfsrMmarValid = 1u << 7;
+inline constexpr uint32_t kCfsrBfarValid = 1u << 15;
+
 }  // namespace npu::fw::qemu

@@ -25,6 +25,7 @@ extern InitFunction __init_array_start[], __init_array_end[];
 [[noreturn]] void Reset_Handler();
 void Default_Handler();
 void HardFault_Handler();
+[[noreturn]] void hardFaultReport(const uint32_t* frame);
 }
 
 namespace {
@@ -51,8 +52,18 @@ extern "C" [[noreturn]] void Reset_Handler() {
     npu::fw::qemu::firmwareMain();
 }
 
-extern "C" void HardFault_Handler() {
-    npu::fw::qemu::onFault("hard fault");
+// The exception frame (r0-r3, r12, lr, pc, xPSR) is on the stack the faulting code ran on:
+// EXC_RETURN bit 2 (in lr) says the process stack, else the main one.
+extern "C" [[noreturn]] __attribute__((used)) void hardFaultReport(const uint32_t* frame) {
+    npu::fw::qemu::onHardFault(frame);
+}
+extern "C" __attribute__((naked)) void HardFault_Handler() {
+    __asm volatile(
+        "tst lr, #4\n"
+        "ite eq\n"
+        "mrseq r0, msp\n"
+        "mrsne r0, psp\n"
+        "b hardFaultReport\n");
 }
 extern "C" void Default_Handler() {
     npu::fw::qemu::onFault("unexpected exception");

@@ -53,8 +53,10 @@ struct Pair {
                 for (size_t i = 0; i < count; ++i) {
                     int fd = -1;
                     std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                    if (fds != nullptr) fds->emplace_back(fd);
-                    else close(fd);
+                    if (fds != nullptr)
+                        fds->emplace_back(fd);
+                    else
+                        close(fd);
                 }
             }
             have += static_cast<size_t>(n);
@@ -118,7 +120,7 @@ TEST_CASE("outbox: a client that leaves more than the bound waiting is cut off")
     for (size_t i = 0; i < 2 * Outbox::kMaxBytes / reply.size() && !cut; ++i) cut = !outbox.send(reply, {});
     CHECK(cut);
     CHECK(outbox.cutOffs() == 1);
-    CHECK(outbox.waitingBytes() == 0);   // what waited is dropped
+    CHECK(outbox.waitingBytes() == 0);    // what waited is dropped
     CHECK_FALSE(outbox.send(reply, {}));  // and stays cut off
     // Its transport is shut down: the client reads to the end of the stream.
     const auto rest = p.readAll(64u << 20);

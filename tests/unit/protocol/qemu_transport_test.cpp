@@ -371,3 +371,34 @@ TEST_CASE("the request ring goes round without touching the firmware's own memor
           2 * garbage.size());
     CHECK(countersAfter.at("runtime.loaded_models") == countersBefore.at("runtime.loaded_models"));
 }
+
+TEST_CASE("a fault of the control core halts the image with where and why on its console", "[qemu]") {
+    Booted b = bootAndHello();
+    InjectFaultsRequest npuFault;
+    npuFault.set_hang_at_command(1);
+    InjectFaultsReply refused;
+    REQUIRE(b.client->call(METHOD_INJECT_FAULTS, npuFault, refused, 5s).has_value());
+    CHECK(refused.status().code() == 4);  // INVALID_ARGUMENT: the NPU's faults are the host's
+    CHECK(refused.status().message().find("crash_after_ms only") != std::string::npos);
+
+    InjectFaultsRequest crash;
+    crash.set_crash_after_ms(1);
+    InjectFaultsReply armed;
+    REQUIRE(b.client->call(METHOD_INJECT_FAULTS, crash, armed, 5s).has_value());
+    CHECK(armed.status().code() == 0);
+    std::string console;
+    for (int i = 0; i < 1000 && console.find("firmware halted") == std::string::npos; ++i) {
+        std::this_thread::sleep_for(10ms);
+        console = qemuConsole(*b.transport);
+    }
+    INFO(console);
+    // An undefined instruction (UFSR UNDEFINSTR, CFSR bit 16), escalated (HFSR FORCED).
+    CHECK(console.find("firmware halted: hard fault at pc 0x") != std::string::npos);
+    CHECK(console.find("CFSR 0x00010000 HFSR 0x40000000") != std::string::npos);
+    // The halted core answers nothing more.
+    PingRequest ping;
+    PingReply pong;
+    auto r = b.client->call(METHOD_PING, ping, pong, 500ms);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().kind == Error::Kind::kTimeout);
+}

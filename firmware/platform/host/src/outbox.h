@@ -53,9 +53,9 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<Chunk> chunks_;
-    size_t waiting_ = 0;     // bytes in chunks_
-    bool writing_ = false;   // the thread is sending a chunk it took off the queue
-    bool broken_ = false;    // cut off, or stopped
+    size_t waiting_ = 0;    // bytes in chunks_
+    bool writing_ = false;  // the thread is sending a chunk it took off the queue
+    bool broken_ = false;   // cut off, or stopped
     bool stopping_ = false;
     uint64_t deferred_ = 0;
     uint64_t cutOffs_ = 0;

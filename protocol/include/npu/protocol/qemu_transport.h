@@ -59,6 +59,10 @@ struct QemuProcesses {
 };
 QemuProcesses qemuProcesses(const Transport& transport);
 
+// The last 2000 bytes of the firmware's console (UART2: boot lines, a fault report) behind a
+// transport startQemu returned, on one line; empty for any other transport.
+std::string qemuConsole(const Transport& transport);
+
 // Sends `count` bare doorbell bytes on UART0 (the ring gets no request bytes): what tests flood
 // the firmware's UART receive ring with. kInvalidArgument for any other transport.
 Result<void> qemuSendDoorbells(Transport& transport, size_t count);
